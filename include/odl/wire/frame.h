@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * OdinLink host-to-host frame protocol: layout only. This is the one
+ * definition; docs/protocol.md walks it field by field. Encoding, decoding
+ * and validation live beside it in frame_codec.h.
+ *
+ * A frame is one NHI ring buffer (at most 4 KiB): a 32-byte header followed
+ * by at most ODL_FRAME_MAX_PAYLOAD payload bytes. Messages of any size are
+ * cut into frames; each frame says where its payload sits in the message.
+ */
+#ifndef ODL_WIRE_FRAME_H
+#define ODL_WIRE_FRAME_H
+
+#include "odl/wire/wire_common.h"
+
+#define ODL_FRAME_MAGIC 0x314c444fu /* "ODL1" little-endian, in HELLO */
+#define ODL_PROTO_VERSION_MAJOR 1   /* incompatible changes */
+#define ODL_PROTO_VERSION_MINOR 0   /* compatible additions */
+
+#define ODL_FRAME_MAX_BYTES 4096u /* whole frame: header + payload */
+#define ODL_FRAME_HDR_BYTES 32u
+#define ODL_FRAME_MAX_PAYLOAD (ODL_FRAME_MAX_BYTES - ODL_FRAME_HDR_BYTES)
+#define ODL_MAX_STREAMS 64u        /* stream ids 0..63 */
+#define ODL_MAX_WINDOW_FRAMES 65536u /* per-stream receive credit limit */
+
+/**
+ * enum odl_frame_type - what a frame carries.
+ * Control types are 0x00-0x3f, data types 0x40 and up; gaps are reserved
+ * and a receiver counts and drops any type it does not know.
+ */
+enum odl_frame_type {
+	ODL_FRAME_HELLO = 0x01,   /* first frame each way: struct odl_hello */
+	ODL_FRAME_CREDIT = 0x02,  /* credit return only, no payload */
+	ODL_FRAME_GOODBYE = 0x03, /* orderly close; no frames follow */
+	ODL_FRAME_DATA = 0x40,    /* a piece of a tagged message */
+};
+
+/* odl_frame_hdr.flags */
+#define ODL_FRAME_F_SOM (1u << 0)    /* first frame of a message */
+#define ODL_FRAME_F_EOM (1u << 1)    /* last frame of a message */
+#define ODL_FRAME_F_CSUM (1u << 2)   /* @csum holds CRC32C of the payload */
+#define ODL_FRAME_F_CREDIT (1u << 3) /* @credit is valid */
+#define ODL_FRAME_F_KNOWN (ODL_FRAME_F_SOM | ODL_FRAME_F_EOM | \
+			   ODL_FRAME_F_CSUM | ODL_FRAME_F_CREDIT)
+
+/**
+ * struct odl_frame_hdr - header at the start of every frame.
+ * @type: enum odl_frame_type, set by the sender
+ * @flags: ODL_FRAME_F_*; unknown bits make the frame invalid
+ * @stream: stream id, < negotiated stream count (0 for HELLO/GOODBYE)
+ * @len: payload bytes following this header, <= ODL_FRAME_MAX_PAYLOAD
+ * @reserved0: zero
+ * @seq: per-stream, per-direction frame counter, starts at 0, wraps at 2^32
+ * @tag: DATA: the message's user tag; else 0
+ * @msg_len: DATA: total message bytes (same in every frame of a message)
+ * @offset: DATA: byte offset of this payload within the message
+ * @credit: with F_CREDIT: cumulative frames the sender of this frame has
+ *	consumed from the peer on @stream (the peer may send up to
+ *	@credit + window frames in total); wraps at 2^32
+ * @csum: with F_CSUM: CRC32C (Castagnoli) of the payload bytes
+ */
+struct odl_frame_hdr {
+	__u8 type;
+	__u8 flags;
+	__le16 stream;
+	__le16 len;
+	__le16 reserved0;
+	__le32 seq;
+	__le32 tag;
+	__le32 msg_len;
+	__le32 offset;
+	__le32 credit;
+	__le32 csum;
+};
+ODL_WIRE_SIZE(struct odl_frame_hdr, ODL_FRAME_HDR_BYTES);
+
+/* odl_hello.features */
+#define ODL_FEAT_CSUM (1u << 0) /* sender may set ODL_FRAME_F_CSUM */
+
+/**
+ * struct odl_hello - payload of the HELLO frame, the first frame each way.
+ * Each side states what it accepts; the effective values are the minimum of
+ * both sides' (streams), or the receiver's own (window, max_msg_bytes).
+ * @magic: ODL_FRAME_MAGIC
+ * @version_major: ODL_PROTO_VERSION_MAJOR; a different major is refused
+ * @version_minor: ODL_PROTO_VERSION_MINOR
+ * @features: ODL_FEAT_* the sender supports
+ * @max_payload: largest DATA payload the sender accepts, bytes
+ * @streams: number of streams the sender offers, 1..ODL_MAX_STREAMS
+ * @window: frames the sender will buffer per stream (initial credit)
+ * @reserved0: zero
+ * @max_msg_bytes: largest message the sender will receive, bytes
+ * @host_id: sender's host identifier (opaque; shown in peer info)
+ * @pid: sender's process id, 0 if not meaningful
+ * @reserved1: zero
+ * @name: sender's node name, NUL-padded, not necessarily NUL-terminated
+ */
+struct odl_hello {
+	__le32 magic;
+	__le16 version_major;
+	__le16 version_minor;
+	__le32 features;
+	__le16 max_payload;
+	__le16 streams;
+	__le32 window;
+	__le32 reserved0;
+	__le64 max_msg_bytes;
+	__le64 host_id;
+	__le32 pid;
+	__le32 reserved1;
+	char name[64];
+};
+ODL_WIRE_SIZE(struct odl_hello, 112);
+
+#endif /* ODL_WIRE_FRAME_H */
