@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+// `odl test`: run the suite through ctest, then the unit label again in a
+// sanitizer build (address + undefined) so memory errors fail the run.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+
+namespace odl::cli {
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? v : fallback;
+}
+
+/// Runs argv, inheriting stdio; returns the exit status (or 128+signal).
+int run(const std::vector<std::string>& argv) {
+    fmt::print(stderr, "odl: test: {}\n", fmt::join(argv, " "));
+    std::fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) return 127;
+    if (pid == 0) {
+        std::vector<char*> args;
+        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        execvp(args[0], args.data());
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+    }
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 128 + WTERMSIG(status);
+}
+
+struct test_options {
+    std::string label;
+    bool sanitize = true;
+    int jobs = 0;
+};
+
+int run_tests(const test_options& opt) {
+    const std::string src = env_or("ODL_SOURCE_DIR", ODL_SOURCE_DIR_DEFAULT);
+    const std::string build = env_or("ODL_BUILD_DIR", ODL_BINARY_DIR_DEFAULT);
+    const std::string jobs =
+        std::to_string(opt.jobs > 0 ? opt.jobs : std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+
+    std::vector<std::string> ctest = {"ctest", "--test-dir", build, "--output-on-failure",
+                                      "-j", jobs};
+    if (!opt.label.empty()) {
+        ctest.push_back("-L");
+        ctest.push_back(opt.label);
+    }
+    int rc = run(ctest);
+    if (rc != 0) {
+        fmt::print(stderr, "odl: test: ctest failed (exit {})\n", rc);
+        return rc;
+    }
+    // The sanitizer pass covers the unit label; it is skipped when a label
+    // other than `unit` was asked for.
+    if (!opt.sanitize || (!opt.label.empty() && opt.label != "unit")) return 0;
+    const std::string san = build + "-asan";
+    if (run({"cmake", "-S", src, "-B", san, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+             "-DODL_SANITIZE=address,undefined", "-DODL_BUILD_BENCHMARKS=OFF"}) != 0) {
+        fmt::print(stderr, "odl: test: configuring the sanitizer build failed\n");
+        return 1;
+    }
+    if (run({"cmake", "--build", san, "-j", jobs}) != 0) {
+        fmt::print(stderr, "odl: test: the sanitizer build failed\n");
+        return 1;
+    }
+    rc = run({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", "unit"});
+    if (rc != 0) fmt::print(stderr, "odl: test: sanitizer ctest failed (exit {})\n", rc);
+    return rc;
+}
+
+}  // namespace
+
+void add_test_command(CLI::App& app) {
+    auto opt = std::make_shared<test_options>();
+    auto* cmd = app.add_subcommand("test", "Run the test suite through ctest");
+    cmd->add_option("--label,-L", opt->label, "Only tests with this ctest label (unit, model, vm, gpu)");
+    cmd->add_flag("!--no-sanitize", opt->sanitize, "Skip the address/undefined sanitizer pass");
+    cmd->add_option("--jobs,-j", opt->jobs, "Parallel tests (default: cores)");
+    cmd->callback([opt] { std::exit(run_tests(*opt)); });
+}
+
+}  // namespace odl::cli

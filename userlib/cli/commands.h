@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: MIT
+// One registration function per `odl` subcommand; each lives in cmd_<name>.cpp.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace odl::cli {
+
+/// Adds `odl test [--label L]`: builds and runs the suite through ctest.
+void add_test_command(CLI::App& app);
+/// Adds `odl perf <bandwidth|latency|jitter|latency-load|mimo>`.
+void add_perf_command(CLI::App& app);
+
+}  // namespace odl::cli
