@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Build qemu-system-x86_64 with the odl-usb4-nhi device: Debian's QEMU source
+# package (apt-get source), our device copied into hw/misc/ at build time, a
+# minimal x86_64-softmmu configuration. Built once into a cache outside the
+# checkout, keyed by source version + device source hash.
+#
+# Usage: build-qemu.sh [--print-path]
+#   prints the path of the built qemu-system-x86_64 on stdout (last line);
+#   progress and errors go to stderr.
+# Environment:
+#   ODL_CACHE_DIR  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/odl)
+#   ODL_JOBS       parallel compile jobs (default: number of cores)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+cache=${ODL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/odl}
+jobs=${ODL_JOBS:-$(nproc)}
+
+say() { printf 'odl: qemu: %s\n' "$*" >&2; }
+die() { printf 'odl: qemu: error: %s\n' "$*" >&2; exit 1; }
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Files whose content decides the device build (the cache key).
+device_files=(
+	"$here/odl_usb4_nhi.c" "$here/odl_linkd_client.c" "$here/odl_usb4_nhi.h"
+	"$here/trace-events" "$here/build-qemu.sh"
+	"$repo/include/odl/wire/wire_common.h" "$repo/include/odl/wire/linkd.h"
+	"$repo/include/odl/wire/linkd_codec.h"
+)
+
+# deb-src entries with the same URIs, suites and keys as the machine's own
+# deb entries, so no archive host name is written anywhere in the repo.
+ensure_deb_src() {
+	if apt-cache showsrc qemu 2>/dev/null | grep -q '^Version:'; then
+		return 0
+	fi
+	local f out=/etc/apt/sources.list.d/odl-deb-src.sources tmp
+	tmp=$(mktemp)
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ "$f" = "$out" ] && continue
+		[ -f "$f" ] || continue
+		sed -e 's/^Types:.*$/Types: deb-src/' "$f" >>"$tmp"
+		printf '\n' >>"$tmp"
+	done
+	if [ -f /etc/apt/sources.list ]; then
+		sed -n 's/^deb \(.*\)$/deb-src \1/p' /etc/apt/sources.list \
+			>/etc/apt/sources.list.d/odl-deb-src.list.tmp || true
+	fi
+	[ -s "$tmp" ] || [ -s /etc/apt/sources.list.d/odl-deb-src.list.tmp ] ||
+		die "no apt sources found to derive deb-src entries from"
+	say "adding deb-src entries derived from the existing apt sources"
+	as_root install -m 0644 "$tmp" "$out"
+	if [ -s /etc/apt/sources.list.d/odl-deb-src.list.tmp ]; then
+		as_root mv /etc/apt/sources.list.d/odl-deb-src.list.tmp \
+			/etc/apt/sources.list.d/odl-deb-src.list
+	else
+		rm -f /etc/apt/sources.list.d/odl-deb-src.list.tmp
+	fi
+	rm -f "$tmp"
+	say "apt-get update (source lists)"
+	as_root apt-get update -q >&2 || die "apt-get update failed"
+}
+
+ensure_deb_src
+srcver=$(apt-cache showsrc qemu | sed -n 's/^Version: //p' |
+	sort -V | tail -n1)
+[ -n "$srcver" ] || die "apt-cache showsrc qemu: no version"
+srcver=${srcver#*:} # the epoch is not part of file names
+hash=$(cat "${device_files[@]}" | sha256sum | cut -c1-12)
+dest="$cache/qemu-$srcver-$hash"
+bin="$dest/qemu-system-x86_64"
+
+if [ "${1:-}" = "--print-path" ]; then
+	echo "$bin"
+	exit 0
+fi
+if [ -x "$bin" ]; then
+	say "up to date: $bin"
+	echo "$bin"
+	exit 0
+fi
+
+mkdir -p "$cache/dl"
+dsc="$cache/dl/qemu_$srcver.dsc"
+if [ ! -f "$dsc" ]; then
+	say "downloading the qemu $srcver source package"
+	(cd "$cache/dl" && apt-get source --download-only -q "qemu=$srcver" >&2) ||
+		die "apt-get source qemu failed"
+fi
+
+src="$cache/qemu-src-$srcver"
+if [ ! -f "$src/build/build.ninja" ]; then
+	rm -rf "$src"
+	say "unpacking $srcver (Debian patches applied)"
+	dpkg-source -q -x "$dsc" "$src" >&2 || die "dpkg-source -x failed"
+	# The dfsg tarball has no EDK2 blobs; their unpack step must not run.
+	sed -i 's/^    unpack_edk2_blobs = bzip2.found()$/    unpack_edk2_blobs = false/' \
+		"$src/meson.build"
+	grep -q '^    unpack_edk2_blobs = false$' "$src/meson.build" ||
+		die "could not disable the EDK2 blob unpack step in meson.build"
+	cp "$src/hw/misc/trace-events" "$src/hw/misc/trace-events.orig"
+	cp "$src/hw/misc/meson.build" "$src/hw/misc/meson.build.orig"
+	mkdir -p "$src/build"
+	say "configuring (x86_64-softmmu, no default features)"
+	(cd "$src/build" && ../configure --target-list=x86_64-softmmu \
+		--without-default-features --disable-docs --disable-tools \
+		--enable-kvm --enable-fdt=system --disable-install-blobs \
+		--disable-werror) >"$src/configure.log" 2>&1 ||
+		{ tail -n 30 "$src/configure.log" >&2; die "configure failed; see $src/configure.log"; }
+fi
+
+# Add (or refresh) the device in the tree; idempotent.
+[ -f "$src/hw/misc/trace-events.orig" ] ||
+	cp "$src/hw/misc/trace-events" "$src/hw/misc/trace-events.orig"
+[ -f "$src/hw/misc/meson.build.orig" ] ||
+	cp "$src/hw/misc/meson.build" "$src/hw/misc/meson.build.orig"
+install -m 0644 "$here/odl_usb4_nhi.c" "$here/odl_linkd_client.c" \
+	"$here/odl_usb4_nhi.h" "$src/hw/misc/"
+mkdir -p "$src/include/odl/wire"
+install -m 0644 "$repo/include/odl/wire/wire_common.h" \
+	"$repo/include/odl/wire/linkd.h" "$repo/include/odl/wire/linkd_codec.h" \
+	"$src/include/odl/wire/"
+cat "$src/hw/misc/trace-events.orig" "$here/trace-events" >"$src/hw/misc/trace-events.new"
+cmp -s "$src/hw/misc/trace-events.new" "$src/hw/misc/trace-events" ||
+	mv "$src/hw/misc/trace-events.new" "$src/hw/misc/trace-events"
+rm -f "$src/hw/misc/trace-events.new"
+{
+	cat "$src/hw/misc/meson.build.orig"
+	echo "softmmu_ss.add(when: 'CONFIG_PCI', if_true: files('odl_usb4_nhi.c', 'odl_linkd_client.c'))"
+} >"$src/hw/misc/meson.build.new"
+cmp -s "$src/hw/misc/meson.build.new" "$src/hw/misc/meson.build" ||
+	mv "$src/hw/misc/meson.build.new" "$src/hw/misc/meson.build"
+rm -f "$src/hw/misc/meson.build.new"
+
+say "building qemu-system-x86_64 with $jobs jobs (log: $src/build.log)"
+start=$(date +%s)
+(cd "$src/build" && ninja -j "$jobs" qemu-system-x86_64) >"$src/build.log" 2>&1 &
+ninja_pid=$!
+trap 'kill "$ninja_pid" 2>/dev/null || true' INT TERM
+# Progress: ninja's [done/total] counter, once every 15 s.
+while kill -0 "$ninja_pid" 2>/dev/null; do
+	sleep 5
+	step=$(grep -o '^\[[0-9]*/[0-9]*\]' "$src/build.log" 2>/dev/null | tail -n1 || true)
+	now=$(date +%s)
+	if [ $(((now - start) % 15)) -lt 5 ] && [ -n "$step" ]; then
+		say "$step $((now - start)) s"
+	fi
+done
+if ! wait "$ninja_pid"; then
+	grep -E 'error|Error' "$src/build.log" | head -n 20 >&2 || true
+	die "build failed; see $src/build.log"
+fi
+trap - INT TERM
+say "built in $(($(date +%s) - start)) s"
+
+mkdir -p "$dest"
+cp "$src/build/qemu-system-x86_64" "$bin.tmp"
+mv "$bin.tmp" "$bin"
+echo "$srcver" >"$dest/SOURCE_VERSION"
+echo "$bin"
