@@ -5,7 +5,7 @@ add_library(odl_warnings INTERFACE)
 add_library(odl::warnings ALIAS odl_warnings)
 target_compile_options(odl_warnings INTERFACE
   -Wall -Wextra -Wshadow -Wformat=2 -Wundef
-  $<$<COMPILE_LANGUAGE:CXX>:-Wnon-virtual-dtor -Wold-style-cast>
+  $<$<COMPILE_LANGUAGE:CXX>:-Wnon-virtual-dtor>
   $<$<BOOL:${ODL_WERROR}>:-Werror>)
 
 # Sanitizers apply to every OdinLink target through this interface target,

@@ -266,7 +266,8 @@ ODL_EXPORT int odl_poll(struct odl_dev *dev, struct odl_completion *comps, size_
 /**
  * odl_wait() - like odl_poll(), but waits up to @timeout_ns for at least one
  * completion (spinning first, then sleeping briefly).
- * Return: ODL_OK (with *n >= 1) or ODL_ERR_TIMEOUT (with *n == 0).
+ * Return: ODL_OK (with *n >= 1), ODL_ERR_TIMEOUT (with *n == 0), or the
+ * link's error once it failed and every completion was collected.
  */
 ODL_EXPORT int odl_wait(struct odl_dev *dev, struct odl_completion *comps, size_t max,
 			size_t *n, uint64_t timeout_ns);

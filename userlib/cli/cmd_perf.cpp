@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: MIT
+// `odl perf <test>`: the perf suite. Without --server/--client it spawns its
+// own server on a private loopback device and runs both ends.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "perf_runner.h"
+
+namespace odl::cli {
+namespace {
+
+using nlohmann::json;
+
+struct perf_cli {
+    perf::options opt;
+    std::string backend = "loopback";
+    std::string sizes;
+    bool server = false;
+    std::string client;  ///< device index leading to the peer
+    uint32_t device = 0;
+    bool json_out = false;
+    bool checksum = false;
+    bool quiet = false;
+    double connect_timeout_s = 10;
+};
+
+[[noreturn]] void die(const std::string& msg) {
+    std::fprintf(stderr, "odl: perf: %s\n", msg.c_str());
+    std::exit(1);
+}
+
+uint64_t parse_size(const std::string& s) {
+    size_t pos = 0;
+    unsigned long long v = 0;
+    try {
+        v = std::stoull(s, &pos);
+    } catch (const std::exception&) {
+        die(fmt::format("bad size '{}' (examples: 64, 4K, 1M)", s));
+    }
+    const std::string unit = s.substr(pos);
+    if (unit.empty() || unit == "B") return v;
+    if (unit == "K" || unit == "KiB") return v << 10;
+    if (unit == "M" || unit == "MiB") return v << 20;
+    if (unit == "G" || unit == "GiB") return v << 30;
+    die(fmt::format("bad size unit in '{}' (use B, K, M or G)", s));
+}
+
+std::vector<uint64_t> parse_sizes(const std::string& list) {
+    std::vector<uint64_t> out;
+    size_t start = 0;
+    while (start <= list.size()) {
+        const size_t comma = list.find(',', start);
+        const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (!item.empty()) out.push_back(parse_size(item));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    if (out.empty()) die("--sizes is empty");
+    return out;
+}
+
+odl_dev* open_device(const perf_cli& c, uint32_t index) {
+    odl_open_params p;
+    odl_open_params_init(&p);
+    p.backend = c.backend.c_str();
+    p.index = index;
+    p.num_streams = perf::kPerfStreams;
+    p.flags = c.checksum ? ODL_OPEN_CHECKSUM : 0;
+    p.max_msg_bytes = 1ull << 31;
+    p.connect_timeout_ns = uint64_t(c.connect_timeout_s * 1e9);
+    odl_dev* dev = nullptr;
+    const int rc = odl_open(&p, &dev);
+    if (rc != ODL_OK) die(fmt::format("cannot open {} device {}: {}", c.backend, index, odl_last_error()));
+    return dev;
+}
+
+/// Closes the device on every exit path.
+struct dev_closer {
+    void operator()(odl_dev* d) const { odl_close(d); }
+};
+using dev_ptr = std::unique_ptr<odl_dev, dev_closer>;
+
+std::string fmt_us(const json& row, const char* key) { return fmt::format("{:.2f}", row.value(key, 0.0)); }
+
+void print_table(const std::string& test, const json& results) {
+    if (test == "bandwidth" || test == "mimo") {
+        fmt::print("{:>10} {:>10} {:>9} {:>10} {:>11} {:>12}\n", "size", "messages", "seconds", "Gb/s", "MiB/s", "msg/s");
+        for (const auto& r : results) {
+            fmt::print("{:>10} {:>10} {:>9.3f} {:>10.2f} {:>11.1f} {:>12.0f}\n", r["size"].get<uint64_t>(),
+                       r["messages"].get<uint64_t>(), r["seconds"].get<double>(), r["gbps"].get<double>(),
+                       r["mib_s"].get<double>(), r["msgs_per_s"].get<double>());
+            if (r.contains("streams"))
+                for (const auto& s : r["streams"])
+                    fmt::print("{:>10} {:>10} {:>9} {:>10.2f}   (stream {})\n", "", s["messages"].get<uint64_t>(), "",
+                               s["gbps"].get<double>(), s["stream"].get<uint32_t>());
+        }
+        return;
+    }
+    const bool load = test == "latency-load";
+    const bool jitter = test == "jitter";
+    fmt::print("one-way latency (round trip / 2), microseconds\n");
+    fmt::print("{:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8}", load ? "load" : "size", "samples", "p50", "p90",
+               "p99", "p99.9", "max", "mean", "stddev");
+    if (jitter) fmt::print(" {:>8}", "ipdv");
+    if (load) fmt::print(" {:>10}", "bulk Gb/s");
+    fmt::print("\n");
+    for (const auto& r : results) {
+        const std::string first = load ? r.value("load", "") : std::to_string(r.value("size", uint64_t(0)));
+        fmt::print("{:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8}", first, r.value("samples", uint64_t(0)),
+                   fmt_us(r, "p50_us"), fmt_us(r, "p90_us"), fmt_us(r, "p99_us"), fmt_us(r, "p999_us"),
+                   fmt_us(r, "max_us"), fmt_us(r, "mean_us"), fmt_us(r, "stddev_us"));
+        if (jitter) fmt::print(" {:>8}", fmt_us(r, "ipdv_us"));
+        if (load) fmt::print(" {:>10}", r.contains("bulk") ? fmt::format("{:.2f}", r["bulk"]["gbps"].get<double>()) : "-");
+        fmt::print("\n");
+    }
+}
+
+/// Starts `odl perf <test> --server` on the same backend/device as a child.
+pid_t spawn_server(const std::string& test, const perf_cli& c, uint32_t index) {
+    std::vector<std::string> args = {"odl", "perf", test, "--server", "--backend", c.backend, "--device",
+                                     std::to_string(index), "--quiet"};
+    if (c.checksum) args.push_back("--checksum");
+    const pid_t pid = fork();
+    if (pid < 0) die("fork failed");
+    if (pid == 0) {
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        execv("/proc/self/exe", argv.data());
+        _exit(127);
+    }
+    return pid;
+}
+
+/// Reaps the spawned server; kills it if it has not exited within 2 s.
+int reap(pid_t pid) {
+    int status = 0;
+    for (int i = 0; i < 200; ++i) {
+        if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return 128 + SIGKILL;
+}
+
+int run_perf(const std::string& test, perf_cli c) {
+    const std::vector<std::string> tests = {"bandwidth", "latency", "jitter", "latency-load", "mimo"};
+    if (std::find(tests.begin(), tests.end(), test) == tests.end())
+        die(fmt::format("unknown test '{}' (have: bandwidth, latency, jitter, latency-load, mimo)", test));
+    uint32_t count = 0;
+    if (odl_device_count(c.backend.c_str(), &count) != ODL_OK) die(odl_last_error());
+    c.opt.test = test;
+    if (!c.sizes.empty()) c.opt.sizes = parse_sizes(c.sizes);
+    else if (test == "bandwidth") c.opt.sizes = {64, 512, 4096, 65536, 1 << 20, 4 << 20};
+    else if (test == "latency") c.opt.sizes = {8, 64, 512, 4096, 65536};
+    else c.opt.sizes = {test == "mimo" ? uint64_t(1) << 20 : 64};
+    if (c.opt.streams < 1 || c.opt.streams > perf::kMaxBulkStreams)
+        die(fmt::format("--streams must be 1-{}", perf::kMaxBulkStreams));
+    for (uint64_t s : c.opt.sizes)
+        if (s > (1ull << 31)) die(fmt::format("message size {} above the 2 GiB limit", s));
+
+    auto progress = [&](const std::string& line) {
+        if (!c.quiet) fmt::print(stderr, "odl: perf: {}\n", line);
+    };
+
+    if (c.server) {
+        dev_ptr dev(open_device(c, c.device));
+        try {
+            perf::run_server(dev.get(), c.opt.stall_timeout_ms);
+        } catch (const perf::perf_error& e) {
+            die(fmt::format("server: {}", e.what()));
+        }
+        return 0;
+    }
+
+    pid_t child = -1;
+    uint32_t index = 0;
+    if (!c.client.empty()) {
+        try {
+            index = uint32_t(std::stoul(c.client));
+        } catch (const std::exception&) {
+            die(fmt::format("--client wants the device index that leads to the peer, not '{}'", c.client));
+        }
+    } else {
+        if (c.backend != "loopback")
+            die(fmt::format("backend '{}' needs --server on one host and --client on the other", c.backend));
+        // A private namespace keeps concurrent self-spawned runs apart.
+        const char* ns = std::getenv("ODL_LOOPBACK_NAMESPACE");
+        setenv("ODL_LOOPBACK_NAMESPACE", fmt::format("{}perf-{}", ns ? ns : "", getpid()).c_str(), 1);
+        child = spawn_server(test, c, index);
+        progress(fmt::format("started server (pid {}) on loopback{}", child, index));
+    }
+
+    json results;
+    int rc = 0;
+    {
+        dev_ptr dev(open_device(c, index));
+        try {
+            results = perf::run_client(dev.get(), c.opt, progress);
+        } catch (const perf::perf_error& e) {
+            fmt::print(stderr, "odl: perf: {}\n", e.what());
+            rc = 1;
+        }
+        odl_stats st{};
+        st.struct_size = sizeof(st);
+        odl_get_stats(dev.get(), &st);
+        if (rc == 0 && (st.rx_bad_frames || st.rx_csum_errors)) {
+            fmt::print(stderr, "odl: perf: {} bad frames, {} checksum errors\n", st.rx_bad_frames, st.rx_csum_errors);
+            rc = 1;
+        }
+    }
+    if (child > 0) {
+        const int src = reap(child);
+        if (src != 0 && rc == 0) {
+            fmt::print(stderr, "odl: perf: server exited with status {}\n", src);
+            rc = 1;
+        }
+    }
+    if (rc != 0) return rc;
+    if (c.json_out) {
+        json out{{"test", test}, {"backend", c.backend}, {"device", index}, {"checksum", c.checksum},
+                 {"verified", true}, {"results", results}};
+        fmt::print("{}\n", out.dump(2));
+    } else {
+        print_table(test, results);
+    }
+    return 0;
+}
+
+}  // namespace
+
+void add_perf_command(CLI::App& app) {
+    auto c = std::make_shared<perf_cli>();
+    auto test = std::make_shared<std::string>();
+    auto* cmd = app.add_subcommand("perf", "Perf suite: bandwidth, latency, jitter, latency-load, mimo");
+    cmd->add_option("test", *test, "bandwidth | latency | jitter | latency-load | mimo")->required();
+    cmd->add_option("--backend,-b", c->backend, "loopback | kernel")->capture_default_str();
+    auto* srv = cmd->add_flag("--server", c->server, "Serve a client (this end only)");
+    cmd->add_option("--client", c->client, "Run the client over device PEER (index) against a --server")
+        ->excludes(srv);
+    cmd->add_option("--device,-d", c->device, "Device index for --server")->capture_default_str();
+    cmd->add_option("--sizes,-s", c->sizes, "Message sizes, comma-separated (64,4K,1M)");
+    cmd->add_option("--bytes", c->opt.bytes, "Bandwidth: bytes per size")->capture_default_str();
+    cmd->add_option("--max-msgs", c->opt.max_msgs, "Bandwidth: cap on messages per size")->capture_default_str();
+    cmd->add_option("--iterations,-n", c->opt.iterations, "Latency/jitter: measured round trips")->capture_default_str();
+    cmd->add_option("--warmup", c->opt.warmup, "Latency/jitter: unmeasured round trips")->capture_default_str();
+    cmd->add_flag("--bidir", c->opt.bidir, "Bandwidth: both directions at once");
+    cmd->add_option("--streams", c->opt.streams, "MIMO: concurrent streams")->capture_default_str();
+    cmd->add_option("--depth", c->opt.depth, "Messages in flight per stream")->capture_default_str();
+    cmd->add_option("--interval-us", c->opt.interval_us, "Jitter: gap between pings")->capture_default_str();
+    cmd->add_option("--load-size", c->opt.load_size, "Latency-load: bulk message size")->capture_default_str();
+    cmd->add_option("--stall-timeout-ms", c->opt.stall_timeout_ms, "Fail after this long without progress")
+        ->capture_default_str();
+    cmd->add_option("--connect-timeout", c->connect_timeout_s, "Seconds to wait for the peer")->capture_default_str();
+    cmd->add_flag("--checksum", c->checksum, "Send CRC32C with every frame");
+    cmd->add_flag("--json", c->json_out, "Print results as JSON");
+    cmd->add_flag("--quiet,-q", c->quiet, "No progress lines");
+    cmd->callback([c, test] { std::exit(run_perf(*test, *c)); });
+}
+
+}  // namespace odl::cli

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// The backend interface: one open device's message operations. Loopback and
+// sim carry frames through the frame engine; kernel hands messages to odl_tb5.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "odl/odl.h"
+
+namespace odl {
+
+/// Settings every backend receives, already checked and defaulted.
+struct open_config {
+    std::string backend;
+    uint32_t index = 0;
+    uint32_t flags = 0;
+    uint32_t num_streams = 1;
+    uint32_t window_frames = 512;
+    uint64_t max_msg_bytes = 64ull << 20;
+    uint32_t max_posted = 1024;
+    uint64_t connect_timeout_ns = 10'000'000'000ull;
+    uint64_t peer_timeout_ns = 1'000'000'000ull;
+    std::string node_name;
+};
+
+class backend {
+public:
+    virtual ~backend() = default;
+
+    /// Arguments were checked by odl::device; @len fits the local limits.
+    virtual int post_send(uint32_t stream, uint32_t tag, const void* buf, uint64_t len, uint64_t ctx) = 0;
+    virtual int post_recv(uint32_t stream, uint32_t tag, void* buf, uint64_t cap, uint64_t ctx) = 0;
+    /// Makes progress; appends up to @max completions. Never blocks.
+    virtual size_t poll(odl_completion* comps, size_t max) = 0;
+    virtual void query(odl_dev_info& info) const = 0;
+    virtual void stats(odl_stats& stats) const = 0;
+    /// Link state as enum odl_link_state.
+    virtual uint32_t link_state() const = 0;
+    /// Why the link failed, in words; empty while it is healthy.
+    virtual std::string failure() const = 0;
+    /// The status every operation gets once the link failed; ODL_OK before.
+    virtual int error_status() const = 0;
+    /// Says goodbye to the peer (best effort, bounded).
+    virtual void shutdown() = 0;
+};
+
+/// Comma-separated backend names known to this build.
+const char* backend_names();
+/// Device count of @backend; throws odl::error(ODL_ERR_NO_BACKEND) if unknown.
+uint32_t device_count(const std::string& backend);
+/// Opens one device. Throws odl::error.
+std::unique_ptr<backend> open_backend(const open_config& cfg);
+/// Two connected in-process loopback endpoints. Throws odl::error.
+std::pair<std::unique_ptr<backend>, std::unique_ptr<backend>> open_loopback_backend_pair(const open_config& cfg);
+
+}  // namespace odl

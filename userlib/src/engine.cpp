@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: MIT
+// Frame engine: segmentation, reassembly, tag matching and credit flow
+// control over a frame link. Everything read from the link is validated by
+// the shared codec before use; any violation ends the link with ODL_ERR_PROTO.
+#include "engine.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "crc32c.h"
+#include "log.h"
+
+namespace odl {
+namespace {
+
+/// Frames handled per poll() in each direction before the other gets a turn.
+constexpr unsigned kRxBudget = 64;
+constexpr unsigned kTxBudget = 64;
+/// close(): how long to try to hand GOODBYE to a full link.
+constexpr int kGoodbyeTries = 100;
+constexpr auto kGoodbyeRetry = std::chrono::milliseconds(1);
+
+uint64_t host_id() {
+    // Stable per boot and host; only shown to the peer, never trusted.
+    return gethostid() & 0xffffffffull;
+}
+
+}  // namespace
+
+engine::engine(std::unique_ptr<link> l, open_config cfg)
+    : m_link(std::move(l)),
+      m_cfg(std::move(cfg)),
+      m_streams(m_cfg.num_streams),
+      m_s(m_cfg.num_streams),
+      m_credit_batch(std::max<uint32_t>(1, m_cfg.window_frames / 4)) {
+    m_stats.struct_size = sizeof(m_stats);
+}
+
+engine::~engine() = default;
+
+void engine::complete(uint64_t ctx, int status, uint32_t op, uint32_t stream, uint32_t tag, uint64_t len) {
+    odl_completion c{};
+    c.ctx = ctx;
+    c.status = status;
+    c.op = op;
+    c.stream = stream;
+    c.tag = tag;
+    c.len = len;
+    m_done.push_back(c);
+}
+
+int engine::post_send(uint32_t stream, uint32_t tag, const void* buf, uint64_t len, uint64_t ctx) {
+    if (m_fail_status != ODL_OK) return m_fail_status;
+    if (stream >= m_streams) return ODL_ERR_INVAL;
+    if (m_hello_received && len > m_peer_max_msg) return ODL_ERR_TOO_BIG;
+    stream_state& s = m_s[stream];
+    if (s.sends.size() >= m_cfg.max_posted) return ODL_ERR_AGAIN;
+    s.sends.push_back(send_op{static_cast<const unsigned char*>(buf), len, 0, tag, ctx});
+    return ODL_OK;
+}
+
+int engine::post_recv(uint32_t stream, uint32_t tag, void* buf, uint64_t cap, uint64_t ctx) {
+    if (m_fail_status != ODL_OK) return m_fail_status;
+    if (stream >= m_streams) return ODL_ERR_INVAL;
+    stream_state& s = m_s[stream];
+    if (s.recvs.size() >= m_cfg.max_posted) return ODL_ERR_AGAIN;
+    recv_op op{static_cast<unsigned char*>(buf), cap, tag, ctx};
+
+    // A message that is already here (in part or whole) is matched first:
+    // receives match messages in arrival order.
+    for (auto it = s.unexpected.begin(); it != s.unexpected.end(); ++it) {
+        if (tag != ODL_TAG_ANY && tag != it->tag) continue;
+        const size_t n = std::min<size_t>(it->data.size(), cap);
+        if (n) std::memcpy(op.buf, it->data.data(), n);
+        const uint32_t held = it->frames_held;
+        if (it->complete) {
+            complete_recv(op, stream, it->tag, it->msg_len, it->corrupt);
+        } else {
+            // Only the newest message can be incomplete: it is the one being
+            // assembled; the rest of it now goes straight to the user buffer.
+            s.cur.to_user = true;
+            s.cur.op = op;
+            s.cur.corrupt = it->corrupt;
+        }
+        s.unexpected.erase(it);
+        consume(s, uint16_t(stream), held);
+        return ODL_OK;
+    }
+    s.recvs.push_back(op);
+    return ODL_OK;
+}
+
+void engine::complete_recv(const recv_op& op, uint32_t stream, uint32_t tag, uint64_t msg_len, bool corrupt) {
+    int status = ODL_OK;
+    if (corrupt) status = ODL_ERR_PROTO;
+    else if (msg_len > op.cap) status = ODL_ERR_TRUNCATED;
+    if (status == ODL_OK) {
+        ++m_stats.rx_msgs;
+        m_stats.rx_bytes += msg_len;
+    }
+    complete(op.ctx, status, ODL_OP_RECV, stream, tag, msg_len);
+}
+
+void engine::consume(stream_state& s, uint16_t stream, uint32_t frames) {
+    s.consumed += frames;
+    if (!s.credit_queued && s.consumed - s.advertised >= m_credit_batch) {
+        s.credit_queued = true;
+        queue_ctrl(ctrl::credit, stream);
+    }
+}
+
+size_t engine::poll(odl_completion* comps, size_t max) {
+    if (m_state == ODL_LINK_CONNECTING || m_state == ODL_LINK_UP) {
+        unsigned processed = 0;
+        if (m_state == ODL_LINK_CONNECTING && !m_hello_sent) {
+            if (m_link->progress() == link_state::up) queue_ctrl(ctrl::hello, 0);
+        }
+        if (m_hello_sent || !m_ctrl.empty()) {
+            flush_ctrl();
+            process_rx_budget(kRxBudget, processed);
+            if (m_state == ODL_LINK_UP) {
+                pump_tx(kTxBudget);
+                flush_ctrl();
+            }
+        }
+        if (processed == 0 && (m_state == ODL_LINK_UP || m_state == ODL_LINK_CONNECTING)) {
+            if (m_link->progress() == link_state::lost) fail(ODL_ERR_PEER_LOST, ODL_LINK_LOST, m_link->failure());
+        }
+    }
+    size_t n = 0;
+    while (n < max && !m_done.empty()) {
+        comps[n++] = m_done.front();
+        m_done.pop_front();
+    }
+    return n;
+}
+
+void engine::process_rx_budget(unsigned budget, unsigned& processed) {
+    while (processed < budget && m_state != ODL_LINK_LOST && m_state != ODL_LINK_PEER_CLOSED) {
+        rx_frame f = m_link->rx_peek();
+        if (!f.data) return;
+        handle_frame(f.data, f.len);
+        m_link->rx_release();
+        ++processed;
+    }
+}
+
+void engine::handle_frame(const unsigned char* data, size_t len) {
+    odl_frame_info fi{};
+    const enum odl_frame_err err = odl_frame_decode(data, len, m_streams, &fi);
+    if (err != ODL_FRAME_OK) {
+        protocol_error(err, fmt::format("bad frame ({}), type 0x{:02x}, {} bytes", odl_frame_err_name(err), fi.type, len));
+        return;
+    }
+    const unsigned char* payload = data + ODL_FRAME_HDR_BYTES;
+    if (fi.type != ODL_FRAME_DATA) ++m_stats.rx_ctrl_frames;
+    if (!m_hello_received && fi.type != ODL_FRAME_HELLO) {
+        protocol_error(ODL_FRAME_ERR_TYPE, fmt::format("frame type 0x{:02x} before HELLO", fi.type));
+        return;
+    }
+    switch (fi.type) {
+    case ODL_FRAME_HELLO:
+        handle_hello(fi, payload);
+        break;
+    case ODL_FRAME_CREDIT:
+        handle_credit(m_s[fi.stream], fi.credit);
+        break;
+    case ODL_FRAME_GOODBYE:
+        fail(ODL_ERR_PEER_CLOSED, ODL_LINK_PEER_CLOSED, m_link->name() + ": peer closed the link");
+        break;
+    case ODL_FRAME_DATA:
+        handle_data(fi, payload);
+        break;
+    default:
+        break;  // odl_frame_decode() refuses unknown types
+    }
+}
+
+void engine::handle_hello(const odl_frame_info&, const unsigned char* payload) {
+    if (m_hello_received) {
+        protocol_error(ODL_FRAME_ERR_HELLO, "second HELLO");
+        return;
+    }
+    odl_hello h;
+    std::memcpy(&h, payload, sizeof(h));
+    if (odl_hello_check(&h) != ODL_FRAME_OK) {
+        protocol_error(ODL_FRAME_ERR_HELLO,
+                       fmt::format("peer HELLO refused (magic 0x{:08x}, version {}.{})", odl_le32(h.magic),
+                                   odl_le16(h.version_major), odl_le16(h.version_minor)));
+        return;
+    }
+    m_hello_received = true;
+    m_streams = std::min<uint32_t>(m_cfg.num_streams, odl_le16(h.streams));
+    m_peer_window = odl_le32(h.window);
+    m_peer_max_msg = odl_le64(h.max_msg_bytes);
+    m_peer_version = uint32_t(odl_le16(h.version_major)) << 16 | odl_le16(h.version_minor);
+    m_peer_features = odl_le32(h.features);
+    m_peer_pid = odl_le32(h.pid);
+    m_peer_host_id = odl_le64(h.host_id);
+    m_peer_name.assign(h.name, strnlen(h.name, sizeof(h.name)));
+    m_state = ODL_LINK_UP;
+    log::write(ODL_LOG_DEBUG, "{}: link up with '{}' (pid {}), {} streams, window {}", m_link->name(), m_peer_name,
+               m_peer_pid, m_streams, m_peer_window);
+
+    // Operations posted before the handshake may no longer fit its terms.
+    for (uint32_t i = 0; i < m_cfg.num_streams; ++i) {
+        stream_state& s = m_s[i];
+        for (auto it = s.sends.begin(); it != s.sends.end();) {
+            const int st = i >= m_streams ? ODL_ERR_INVAL : it->len > m_peer_max_msg ? ODL_ERR_TOO_BIG : ODL_OK;
+            if (st == ODL_OK) {
+                ++it;
+                continue;
+            }
+            complete(it->ctx, st, ODL_OP_SEND, i, it->tag, it->len);
+            it = s.sends.erase(it);
+        }
+        if (i >= m_streams) {
+            for (const recv_op& r : s.recvs) complete(r.ctx, ODL_ERR_INVAL, ODL_OP_RECV, i, r.tag, 0);
+            s.recvs.clear();
+        }
+    }
+}
+
+void engine::handle_credit(stream_state& s, uint32_t credit) {
+    // The peer cannot have consumed frames we never sent (wrapping arithmetic).
+    if (credit - s.peer_consumed > s.tx_seq - s.peer_consumed) {
+        protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("credit {} beyond frames sent {}", credit, s.tx_seq));
+        return;
+    }
+    s.peer_consumed = credit;
+}
+
+void engine::start_message(stream_state& s, const odl_frame_info& fi) {
+    s.cur = assembly{};
+    s.cur.active = true;
+    s.cur.tag = fi.tag;
+    s.cur.msg_len = fi.msg_len;
+    for (auto it = s.recvs.begin(); it != s.recvs.end(); ++it) {
+        if (it->tag == ODL_TAG_ANY || it->tag == fi.tag) {
+            s.cur.to_user = true;
+            s.cur.op = *it;
+            s.recvs.erase(it);
+            return;
+        }
+    }
+    ++m_stats.rx_unexpected_msgs;
+    s.unexpected.push_back(unexpected_msg{fi.tag, fi.msg_len, {}, 0, false, false});
+    s.cur.um = std::prev(s.unexpected.end());
+}
+
+void engine::handle_data(const odl_frame_info& fi, const unsigned char* payload) {
+    stream_state& s = m_s[fi.stream];
+    if (fi.flags & ODL_FRAME_F_CREDIT) {
+        handle_credit(s, fi.credit);
+        if (m_state != ODL_LINK_UP) return;
+    }
+    if (fi.seq != s.rx_seq) {
+        protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("stream {}: frame seq {} where {} was due", fi.stream, fi.seq, s.rx_seq));
+        return;
+    }
+    if (s.rx_seq - s.consumed >= m_cfg.window_frames) {
+        protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("stream {}: peer sent beyond its credit", fi.stream));
+        return;
+    }
+    if (fi.flags & ODL_FRAME_F_SOM) {
+        if (s.cur.active) {
+            protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("stream {}: new message before the last ended", fi.stream));
+            return;
+        }
+        if (fi.msg_len > m_cfg.max_msg_bytes) {
+            protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("stream {}: {}-byte message exceeds our limit {}", fi.stream,
+                                                            fi.msg_len, m_cfg.max_msg_bytes));
+            return;
+        }
+        start_message(s, fi);
+    } else if (!s.cur.active || fi.tag != s.cur.tag || fi.msg_len != s.cur.msg_len || fi.offset != s.cur.next_offset) {
+        protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("stream {}: frame at offset {} does not continue a message", fi.stream, fi.offset));
+        return;
+    }
+    ++s.rx_seq;
+    ++m_stats.rx_frames;
+
+    bool corrupt = false;
+    if ((fi.flags & ODL_FRAME_F_CSUM) && crc32c(payload, fi.len) != fi.csum) {
+        ++m_stats.rx_csum_errors;
+        corrupt = true;
+        log::write(ODL_LOG_WARN, "{}: stream {}: payload checksum mismatch at offset {}", m_link->name(), fi.stream, fi.offset);
+    }
+    assembly& a = s.cur;
+    a.next_offset = fi.offset + fi.len;
+    a.corrupt = a.corrupt || corrupt;
+    if (a.to_user) {
+        if (fi.offset < a.op.cap) {
+            const size_t n = std::min<uint64_t>(fi.len, a.op.cap - fi.offset);
+            std::memcpy(a.op.buf + fi.offset, payload, n);
+        }
+        consume(s, fi.stream, 1);
+    } else {
+        unexpected_msg& um = *a.um;
+        um.data.insert(um.data.end(), payload, payload + fi.len);
+        ++um.frames_held;
+        um.corrupt = um.corrupt || corrupt;
+    }
+    if (fi.flags & ODL_FRAME_F_EOM) {
+        if (a.to_user) complete_recv(a.op, fi.stream, a.tag, a.msg_len, a.corrupt);
+        else a.um->complete = true;
+        a.active = false;
+    }
+}
+
+void engine::pump_tx(unsigned budget) {
+    const uint32_t n = m_streams;
+    unsigned sent = 0;
+    bool progress = true;
+    // Round-robin one frame per stream per pass, so streams share the link.
+    while (sent < budget && progress) {
+        progress = false;
+        for (uint32_t k = 0; k < n && sent < budget; ++k) {
+            const uint32_t i = (m_tx_rr + k) % n;
+            stream_state& s = m_s[i];
+            if (s.sends.empty()) continue;
+            if (s.tx_seq - s.peer_consumed >= m_peer_window) {
+                ++m_stats.credit_stalls;
+                continue;
+            }
+            if (!send_data_frame(uint16_t(i), s, s.sends.front())) return;  // link full
+            ++sent;
+            progress = true;
+            send_op& op = s.sends.front();
+            if (op.sent == op.len) {
+                ++m_stats.tx_msgs;
+                m_stats.tx_bytes += op.len;
+                complete(op.ctx, ODL_OK, ODL_OP_SEND, i, op.tag, op.len);
+                s.sends.pop_front();
+            }
+        }
+        m_tx_rr = (m_tx_rr + 1) % n;
+    }
+}
+
+bool engine::send_data_frame(uint16_t stream, stream_state& s, send_op& op) {
+    unsigned char* slot = m_link->tx_reserve();
+    if (!slot) {
+        ++m_stats.link_full_stalls;
+        return false;
+    }
+    const uint64_t chunk = std::min<uint64_t>(ODL_FRAME_MAX_PAYLOAD, op.len - op.sent);
+    odl_frame_info fi{};
+    fi.type = ODL_FRAME_DATA;
+    fi.flags = uint8_t((op.sent == 0 ? ODL_FRAME_F_SOM : 0) | (op.sent + chunk == op.len ? ODL_FRAME_F_EOM : 0));
+    fi.stream = stream;
+    fi.len = uint16_t(chunk);
+    fi.seq = s.tx_seq;
+    fi.tag = op.tag;
+    fi.msg_len = uint32_t(op.len);
+    fi.offset = uint32_t(op.sent);
+    if (chunk) std::memcpy(slot + ODL_FRAME_HDR_BYTES, op.buf + op.sent, chunk);
+    if (m_cfg.flags & ODL_OPEN_CHECKSUM) {
+        fi.flags |= ODL_FRAME_F_CSUM;
+        fi.csum = crc32c(slot + ODL_FRAME_HDR_BYTES, chunk);
+    }
+    // Piggyback our receive credit: ping-pong traffic then needs no CREDIT frames.
+    if (s.consumed != s.advertised) {
+        fi.flags |= ODL_FRAME_F_CREDIT;
+        fi.credit = s.consumed;
+        s.advertised = s.consumed;
+    }
+    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(slot), &fi);
+    m_link->tx_commit(ODL_FRAME_HDR_BYTES + chunk);
+    op.sent += chunk;
+    ++s.tx_seq;
+    ++m_stats.tx_frames;
+    return true;
+}
+
+void engine::queue_ctrl(ctrl kind, uint16_t stream) { m_ctrl.push_back(ctrl_item{kind, stream}); }
+
+void engine::flush_ctrl() {
+    while (!m_ctrl.empty()) {
+        if (!try_send_ctrl(m_ctrl.front())) {
+            ++m_stats.link_full_stalls;
+            return;
+        }
+        m_ctrl.pop_front();
+    }
+}
+
+bool engine::try_send_ctrl(const ctrl_item& item) {
+    if (item.kind == ctrl::credit) {
+        stream_state& s = m_s[item.stream];
+        s.credit_queued = false;
+        if (s.consumed == s.advertised) return true;  // a data frame carried it already
+    }
+    unsigned char* slot = m_link->tx_reserve();
+    if (!slot) {
+        if (item.kind == ctrl::credit) m_s[item.stream].credit_queued = true;
+        return false;
+    }
+    odl_frame_info fi{};
+    fi.stream = item.stream;
+    switch (item.kind) {
+    case ctrl::hello: {
+        fi.type = ODL_FRAME_HELLO;
+        fi.len = sizeof(odl_hello);
+        odl_hello h{};
+        h.magic = odl_cpu_le32(ODL_FRAME_MAGIC);
+        h.version_major = odl_cpu_le16(ODL_PROTO_VERSION_MAJOR);
+        h.version_minor = odl_cpu_le16(ODL_PROTO_VERSION_MINOR);
+        h.features = odl_cpu_le32(ODL_FEAT_CSUM);
+        h.max_payload = odl_cpu_le16(ODL_FRAME_MAX_PAYLOAD);
+        h.streams = odl_cpu_le16(uint16_t(m_cfg.num_streams));
+        h.window = odl_cpu_le32(m_cfg.window_frames);
+        h.max_msg_bytes = odl_cpu_le64(m_cfg.max_msg_bytes);
+        h.host_id = odl_cpu_le64(host_id());
+        h.pid = odl_cpu_le32(uint32_t(getpid()));
+        std::memcpy(h.name, m_cfg.node_name.data(), std::min(m_cfg.node_name.size(), sizeof(h.name)));
+        std::memcpy(slot + ODL_FRAME_HDR_BYTES, &h, sizeof(h));
+        m_hello_sent = true;
+        break;
+    }
+    case ctrl::credit: {
+        stream_state& s = m_s[item.stream];
+        fi.type = ODL_FRAME_CREDIT;
+        fi.flags = ODL_FRAME_F_CREDIT;
+        fi.credit = s.consumed;
+        s.advertised = s.consumed;
+        break;
+    }
+    case ctrl::goodbye:
+        fi.type = ODL_FRAME_GOODBYE;
+        m_goodbye_sent = true;
+        break;
+    }
+    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(slot), &fi);
+    m_link->tx_commit(ODL_FRAME_HDR_BYTES + fi.len);
+    ++m_stats.tx_ctrl_frames;
+    return true;
+}
+
+void engine::protocol_error(enum odl_frame_err err, const std::string& what) {
+    ++m_bad[err];
+    ++m_stats.rx_bad_frames;
+    log::write(ODL_LOG_WARN, "{}: {}", m_link->name(), what);
+    fail(ODL_ERR_PROTO, ODL_LINK_LOST, m_link->name() + ": protocol error: " + what);
+}
+
+void engine::fail(int status, uint32_t new_state, std::string why) {
+    if (m_fail_status != ODL_OK) return;
+    m_fail_status = status;
+    m_state = new_state;
+    m_failure = std::move(why);
+    // Every operation still pending completes now, with the reason.
+    for (uint32_t i = 0; i < m_s.size(); ++i) {
+        stream_state& s = m_s[i];
+        for (const send_op& op : s.sends) complete(op.ctx, status, ODL_OP_SEND, i, op.tag, op.sent);
+        if (s.cur.active && s.cur.to_user) complete(s.cur.op.ctx, status, ODL_OP_RECV, i, s.cur.tag, s.cur.msg_len);
+        for (const recv_op& op : s.recvs) complete(op.ctx, status, ODL_OP_RECV, i, op.tag, 0);
+        s.sends.clear();
+        s.recvs.clear();
+        s.unexpected.clear();
+        s.cur = assembly{};
+    }
+}
+
+void engine::shutdown() {
+    if (m_goodbye_sent || m_state == ODL_LINK_LOST || m_state == ODL_LINK_PEER_CLOSED) return;
+    if (!m_hello_sent) return;  // the peer never heard of us
+    m_ctrl.clear();
+    queue_ctrl(ctrl::goodbye, 0);
+    for (int i = 0; i < kGoodbyeTries && !m_ctrl.empty(); ++i) {
+        flush_ctrl();
+        if (m_ctrl.empty()) break;
+        if (m_link->progress() == link_state::lost) break;
+        std::this_thread::sleep_for(kGoodbyeRetry);
+    }
+}
+
+void engine::query(odl_dev_info& info) const {
+    fmt::format_to_n(info.backend, sizeof(info.backend) - 1, "{}", m_cfg.backend);
+    fmt::format_to_n(info.name, sizeof(info.name) - 1, "{}", m_link->name());
+    info.index = m_cfg.index;
+    info.link_state = m_state;
+    info.link_rate_mbps = m_link->rate_mbps();
+    info.num_streams = m_streams;
+    info.window_frames = m_peer_window;
+    info.max_frame_payload = ODL_FRAME_MAX_PAYLOAD;
+    info.max_msg_bytes = m_peer_max_msg;
+    fmt::format_to_n(info.peer_name, sizeof(info.peer_name) - 1, "{}", m_peer_name);
+    info.peer_pid = m_peer_pid;
+    info.peer_host_id = m_peer_host_id;
+    info.peer_version = m_peer_version;
+    info.peer_features = m_peer_features;
+}
+
+void engine::stats(odl_stats& stats) const { stats = m_stats; }
+
+}  // namespace odl

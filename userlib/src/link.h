@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+// A frame transport between two endpoints: what the frame engine needs from
+// a backend that carries whole frames (loopback today, the model server next).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace odl {
+
+enum class link_state {
+    connecting,  ///< transport not yet joined to the peer
+    up,          ///< frames flow
+    lost,        ///< the peer vanished or the transport failed
+};
+
+/// A received frame as it sits in the transport; valid until rx_release().
+struct rx_frame {
+    const unsigned char* data = nullptr;
+    size_t len = 0;  ///< bytes received; 0 if the transport saw a bad length
+};
+
+class link {
+public:
+    virtual ~link() = default;
+
+    /// Room for one frame of up to ODL_FRAME_MAX_BYTES, or nullptr when full.
+    virtual unsigned char* tx_reserve() = 0;
+    /// Publishes @bytes written at the last tx_reserve() pointer.
+    virtual void tx_commit(size_t bytes) = 0;
+    /// The next received frame; data == nullptr when none is waiting.
+    virtual rx_frame rx_peek() = 0;
+    /// Frees the frame returned by the last rx_peek().
+    virtual void rx_release() = 0;
+    /// Advances connection setup and checks the peer's liveness. Called when
+    /// idle; must be cheap when nothing changed.
+    virtual link_state progress() = 0;
+    /// Why the link is lost, in words (empty while healthy).
+    virtual std::string failure() const = 0;
+    /// Device name for reports, e.g. "loopback3".
+    virtual std::string name() const = 0;
+    /// Nominal rate in Mb/s, 0 when not meaningful (shared memory).
+    virtual uint32_t rate_mbps() const { return 0; }
+};
+
+}  // namespace odl

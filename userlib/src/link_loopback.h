@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+// The loopback link: two endpoints on one machine joined by shared memory,
+// either two processes (rendezvous on an abstract unix socket) or one process.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "link.h"
+
+namespace odl {
+
+/// Loopback device indices are 0..kLoopbackDevices-1: each names one link
+/// between exactly two endpoints.
+constexpr uint32_t kLoopbackDevices = 64;
+/// Frame slots per direction (a power of two), like an NHI ring's size.
+constexpr uint32_t kLoopbackSlots = 512;
+
+/// Opens loopback device @index: joins a waiting peer, or waits for one.
+/// The link reports `connecting` until the peer arrives. Throws odl::error.
+std::unique_ptr<link> open_loopback_link(uint32_t index);
+
+/// Two links joined to each other, for two endpoints in one process.
+std::pair<std::unique_ptr<link>, std::unique_ptr<link>> open_loopback_pair();
+
+/// Abstract socket name of loopback device @index (per user, and per
+/// ODL_LOOPBACK_NAMESPACE when set, so concurrent test runs stay apart).
+std::string loopback_socket_name(uint32_t index);
+
+}  // namespace odl
