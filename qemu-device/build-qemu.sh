@@ -36,7 +36,8 @@ device_files=(
 # deb-src entries with the same URIs, suites and keys as the machine's own
 # deb entries, so no archive host name is written anywhere in the repo.
 ensure_deb_src() {
-	if apt-cache showsrc qemu 2>/dev/null | grep -q '^Version:'; then
+	# (no grep -q: an early exit would SIGPIPE apt-cache under pipefail)
+	if [ -n "$(apt-cache showsrc qemu 2>/dev/null | sed -n 's/^Version: //p')" ]; then
 		return 0
 	fi
 	local f out=/etc/apt/sources.list.d/odl-deb-src.sources tmp
@@ -162,4 +163,8 @@ mkdir -p "$dest"
 cp "$src/build/qemu-system-x86_64" "$bin.tmp"
 mv "$bin.tmp" "$bin"
 echo "$srcver" >"$dest/SOURCE_VERSION"
+# Older device builds of this source version are dead weight now.
+for old in "$cache/qemu-$srcver-"*; do
+	[ "$old" = "$dest" ] || rm -rf "$old"
+done
 echo "$bin"

@@ -16,11 +16,13 @@
 #include "qemu/osdep.h"
 #include "qemu/log.h"
 #include "qemu/error-report.h"
+#include "qemu/cutils.h"
 #include "qemu/sockets.h"
 #include "qemu/main-loop.h"
 #include "qapi/error.h"
 #include "hw/pci/pci.h"
 #include "hw/pci/msix.h"
+#include <poll.h>
 #include <sys/un.h>
 #include "odl_usb4_nhi.h"
 #include "odl/wire/linkd_codec.h"

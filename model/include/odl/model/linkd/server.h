@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// odl-linkd: serves several hosts' QEMU devices over one unix socket
+// (protocol: include/odl/wire/linkd.h) and drives the model for them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "odl/model/linkd/backend.h"
+#include "odl/wire/linkd.h"
+
+namespace odl::model::linkd {
+
+struct server_config {
+    std::string socket_path;              ///< AF_UNIX SOCK_SEQPACKET path
+    unsigned max_bad_msgs = 1000;         ///< then the host is dropped
+    int handshake_timeout_ms = 2000;      ///< HELLO must arrive by then
+    int dma_timeout_ms = 2000;            ///< per DMA completion
+    int max_poll_ms = 10;                 ///< longest sleep between model steps
+    bool verbose = false;
+};
+
+/// Per-connection counters (also the unit tests' window into the server).
+struct conn_stats {
+    std::uint64_t rx_msgs = 0;
+    std::uint64_t tx_msgs = 0;
+    std::uint64_t bad_msgs = 0;
+    std::uint64_t seq_gaps = 0;
+    std::uint64_t mmio_reads = 0;
+    std::uint64_t mmio_writes = 0;
+    std::uint64_t dma_reads = 0;
+    std::uint64_t dma_writes = 0;
+    std::uint64_t irqs = 0;
+};
+
+class connection;
+
+class server {
+public:
+    server(server_config cfg, model_backend& model);
+    ~server();
+    server(const server&) = delete;
+    server& operator=(const server&) = delete;
+
+    /// Binds and listens; false (with @err) on failure.
+    bool listen(std::string& err);
+    /// Serves until stop() is called (from any thread or a signal handler).
+    void run();
+    void stop() { m_stop.store(true); }
+
+    /// Simulated time now, ps (wall-clock paced).
+    std::uint64_t now_ps() const;
+    /// Number of hosts attached right now.
+    unsigned attached_hosts() const;
+    std::uint64_t total_bad_msgs() const { return m_total_bad; }
+
+private:
+    friend class connection;
+    void accept_one();
+    void serve(connection& c);
+    void handle(connection& c, const struct odl_linkd_msg& m,
+                const std::uint8_t* payload);
+    void handshake(connection& c, const struct odl_linkd_msg& m);
+    void drop(connection& c, const char* why);
+    void reap();
+    void note_bad(connection& c, const char* why);
+
+    server_config m_cfg;
+    model_backend& m_model;
+    int m_listen_fd = -1;
+    std::atomic<bool> m_stop{false};
+    std::vector<std::unique_ptr<connection>> m_conns;
+    std::int64_t m_start_ns = 0;
+    std::uint64_t m_total_bad = 0;
+};
+
+}  // namespace odl::model::linkd

@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: MIT
+// odl-linkd server: accepts QEMU devices on a unix SOCK_SEQPACKET socket,
+// validates every datagram before trusting it, forwards MMIO to the model's
+// NHIs and carries the model's DMA and interrupts back. One thread, poll()
+// based; a host that misbehaves or dies is dropped without touching the
+// others (the model sees an unplug).
+#include "odl/model/linkd/server.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "odl/wire/linkd_codec.h"
+
+namespace odl::model::linkd {
+
+namespace {
+
+constexpr std::size_t max_stash = 4096;  // datagrams held during a DMA wait
+constexpr int batch = 64;                // datagrams per connection per turn
+
+std::int64_t mono_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+}  // namespace
+
+/// One QEMU device connection; also the host_bus the model uses for it.
+class connection : public host_bus {
+public:
+    enum class state { handshake, attached, dead };
+
+    connection(server& srv, int fd) : m_srv(srv), m_fd(fd), m_born_ns(mono_ns()) {}
+    ~connection() override {
+        if (m_fd >= 0) ::close(m_fd);
+    }
+    connection(const connection&) = delete;
+    connection& operator=(const connection&) = delete;
+
+    int fd() const { return m_fd; }
+    state st() const { return m_state; }
+    int host() const { return m_host; }
+    std::int64_t born_ns() const { return m_born_ns; }
+    conn_stats& stats() { return m_stats; }
+    std::deque<std::vector<std::uint8_t>>& stash() { return m_stash; }
+    std::uint64_t& rx_seq() { return m_rx_seq; }
+    void attach(int host) {
+        m_host = host;
+        m_state = state::attached;
+    }
+    void kill() { m_state = state::dead; }
+    bool was_attached() const { return m_host >= 0; }
+
+    /// Sends one message (+payload). False and marked dead on failure.
+    bool send(struct odl_linkd_msg& m, const void* payload = nullptr,
+              std::uint32_t len = 0) {
+        if (m_state == state::dead) return false;
+        m.hdr.seq = odl_cpu_le64(m_tx_seq++);
+        m.hdr.ts_ps = odl_cpu_le64(m_srv.now_ps());
+        m.hdr.payload_len = odl_cpu_le32(len);
+        struct iovec iov[2] = {{&m, sizeof(m)},
+                               {const_cast<void*>(payload), len}};
+        struct msghdr mh {};
+        mh.msg_iov = iov;
+        mh.msg_iovlen = len ? 2 : 1;
+        ssize_t n;
+        do {
+            n = ::sendmsg(m_fd, &mh, MSG_NOSIGNAL);
+        } while (n < 0 && errno == EINTR);
+        if (n != static_cast<ssize_t>(sizeof(m) + len)) {
+            m_srv.drop(*this, n < 0 ? std::strerror(errno) : "short send");
+            return false;
+        }
+        m_stats.tx_msgs++;
+        return true;
+    }
+
+    /// Receives one datagram, waiting up to @timeout_ms. Returns its length
+    /// (may exceed the buffer: MSG_TRUNC), 0 if none, -1 if the peer is gone.
+    ssize_t recv(std::vector<std::uint8_t>& buf, int timeout_ms) {
+        if (m_state == state::dead) return -1;
+        if (timeout_ms > 0) {
+            struct pollfd p = {m_fd, POLLIN, 0};
+            int r;
+            do {
+                r = ::poll(&p, 1, timeout_ms);
+            } while (r < 0 && errno == EINTR);
+            if (r == 0) return 0;
+        }
+        buf.resize(ODL_LINKD_MAX_DATAGRAM);
+        ssize_t n;
+        do {
+            n = ::recv(m_fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC);
+        } while (n < 0 && errno == EINTR);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+        if (n <= 0) {
+            m_srv.drop(*this, n == 0 ? "disconnected" : std::strerror(errno));
+            return -1;
+        }
+        m_stats.rx_msgs++;
+        return n;
+    }
+
+    // host_bus
+    bool dma_read(std::uint64_t addr, void* buf, std::size_t len) override {
+        return dma(ODL_LINKD_DMA_READ, addr, buf, nullptr, len);
+    }
+    bool dma_write(std::uint64_t addr, const void* buf,
+                   std::size_t len) override {
+        return dma(ODL_LINKD_DMA_WRITE, addr, nullptr, buf, len);
+    }
+    void raise_irq(unsigned vector) override {
+        struct odl_linkd_msg m;
+        odl_linkd_msg_init(&m, ODL_LINKD_IRQ, 0, 0, 0);
+        m.body.irq.vector = odl_cpu_le16(static_cast<std::uint16_t>(vector));
+        m.body.irq.kind = ODL_LINKD_IRQ_MSIX;
+        if (send(m)) m_stats.irqs++;
+    }
+
+private:
+    /// Synchronous DMA: send the request, wait for its completion, stash
+    /// anything else the host sends meanwhile for the main loop.
+    bool dma(unsigned type, std::uint64_t addr, void* rbuf, const void* wbuf,
+             std::size_t len) {
+        if (m_state != state::attached || len == 0 ||
+            len > ODL_LINKD_MAX_PAYLOAD)
+            return false;
+        const std::uint64_t tag = ++m_next_tag;
+        struct odl_linkd_msg m;
+        odl_linkd_msg_init(&m, type, 0, 0, tag);
+        m.body.dma.addr = odl_cpu_le64(addr);
+        m.body.dma.len = odl_cpu_le32(static_cast<std::uint32_t>(len));
+        if (!send(m, wbuf, wbuf ? static_cast<std::uint32_t>(len) : 0))
+            return false;
+        (type == ODL_LINKD_DMA_READ ? m_stats.dma_reads : m_stats.dma_writes)++;
+        const unsigned want = type == ODL_LINKD_DMA_READ
+                                  ? ODL_LINKD_DMA_READ_CPL
+                                  : ODL_LINKD_DMA_WRITE_CPL;
+        const std::int64_t deadline =
+            mono_ns() + std::int64_t{m_srv.m_cfg.dma_timeout_ms} * 1000000;
+        std::vector<std::uint8_t> buf;
+        for (;;) {
+            const std::int64_t left_ms = (deadline - mono_ns()) / 1000000;
+            if (left_ms <= 0) {
+                m_srv.drop(*this, "DMA completion timed out");
+                return false;
+            }
+            const ssize_t n = recv(buf, static_cast<int>(left_ms));
+            if (n < 0) return false;
+            if (n == 0) continue;
+            struct odl_linkd_msg r;
+            const auto err = odl_linkd_check(buf.data(), static_cast<std::size_t>(n),
+                                             ODL_LINKD_SIDE_DEV, &r);
+            if (err == ODL_LINKD_OK && odl_le16(r.hdr.type) == want &&
+                odl_le64(r.hdr.tag) == tag) {
+                m_rx_seq = odl_le64(r.hdr.seq) + 1;
+                if (odl_le32(r.body.dma.status) != ODL_LINKD_ST_OK ||
+                    odl_le32(r.body.dma.len) != len)
+                    return false;
+                if (rbuf) std::memcpy(rbuf, buf.data() + ODL_LINKD_MSG_BYTES, len);
+                return true;
+            }
+            // Not ours: keep it, in order, for the main loop.
+            if (m_stash.size() >= max_stash) {
+                m_srv.drop(*this, "too many messages during a DMA wait");
+                return false;
+            }
+            buf.resize(std::min<std::size_t>(static_cast<std::size_t>(n),
+                                             ODL_LINKD_MAX_DATAGRAM + 1));
+            m_stash.push_back(buf);
+        }
+    }
+
+    server& m_srv;
+    int m_fd;
+    state m_state = state::handshake;
+    int m_host = -1;
+    std::int64_t m_born_ns;
+    std::uint64_t m_tx_seq = 0;
+    std::uint64_t m_rx_seq = 0;
+    std::uint64_t m_next_tag = 0;
+    conn_stats m_stats;
+    std::deque<std::vector<std::uint8_t>> m_stash;
+};
+
+server::server(server_config cfg, model_backend& model)
+    : m_cfg(std::move(cfg)), m_model(model), m_start_ns(mono_ns()) {}
+
+server::~server() {
+    for (auto& c : m_conns) {
+        if (c->st() == connection::state::attached) {
+            struct odl_linkd_msg m;
+            odl_linkd_msg_init(&m, ODL_LINKD_TERMINATE, 0, 0, 0);
+            m.body.terminate.reason = odl_cpu_le32(ODL_LINKD_TERM_NORMAL);
+            c->send(m);
+        }
+        if (c->was_attached()) m_model.attach(static_cast<unsigned>(c->host()), nullptr);
+    }
+    m_conns.clear();
+    if (m_listen_fd >= 0) {
+        ::close(m_listen_fd);
+        ::unlink(m_cfg.socket_path.c_str());
+    }
+}
+
+std::uint64_t server::now_ps() const {
+    return static_cast<std::uint64_t>(mono_ns() - m_start_ns) * 1000u;
+}
+
+unsigned server::attached_hosts() const {
+    return static_cast<unsigned>(std::count_if(
+        m_conns.begin(), m_conns.end(),
+        [](const auto& c) { return c->st() == connection::state::attached; }));
+}
+
+bool server::listen(std::string& err) {
+    struct sockaddr_un sun {};
+    sun.sun_family = AF_UNIX;
+    if (m_cfg.socket_path.empty() ||
+        m_cfg.socket_path.size() >= sizeof(sun.sun_path)) {
+        err = fmt::format("bad socket path '{}'", m_cfg.socket_path);
+        return false;
+    }
+    std::memcpy(sun.sun_path, m_cfg.socket_path.c_str(), m_cfg.socket_path.size());
+    m_listen_fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (m_listen_fd < 0) {
+        err = fmt::format("socket: {}", std::strerror(errno));
+        return false;
+    }
+    ::unlink(m_cfg.socket_path.c_str());  // a stale socket from a killed run
+    if (::bind(m_listen_fd, reinterpret_cast<struct sockaddr*>(&sun), sizeof(sun)) < 0 ||
+        ::listen(m_listen_fd, 8) < 0) {
+        err = fmt::format("{}: {}", m_cfg.socket_path, std::strerror(errno));
+        ::close(m_listen_fd);
+        m_listen_fd = -1;
+        return false;
+    }
+    return true;
+}
+
+void server::accept_one() {
+    const int fd = ::accept4(m_listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    // A QEMU that stops reading must not block the whole server forever.
+    struct timeval tv = {2, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    m_conns.push_back(std::make_unique<connection>(*this, fd));
+}
+
+void server::drop(connection& c, const char* why) {
+    if (c.st() == connection::state::dead) return;
+    if (c.host() >= 0)
+        fmt::print(stderr, "odl-linkd: host {} dropped: {}\n", c.host(), why);
+    else if (m_cfg.verbose)
+        fmt::print(stderr, "odl-linkd: connection dropped: {}\n", why);
+    c.kill();
+}
+
+void server::note_bad(connection& c, const char* why) {
+    c.stats().bad_msgs++;
+    m_total_bad++;
+    // Rate limit: the first few, then every 100th.
+    const auto n = c.stats().bad_msgs;
+    if (n <= 5 || n % 100 == 0)
+        fmt::print(stderr, "odl-linkd: host {}: dropped bad message ({}), {} so far\n",
+                   c.host(), why, n);
+    if (n >= m_cfg.max_bad_msgs) {
+        struct odl_linkd_msg m;
+        odl_linkd_msg_init(&m, ODL_LINKD_TERMINATE, 0, 0, 0);
+        m.body.terminate.reason = odl_cpu_le32(ODL_LINKD_TERM_PROTOCOL);
+        c.send(m);
+        drop(c, "too many bad messages");
+    }
+}
+
+void server::handshake(connection& c, const struct odl_linkd_msg& m) {
+    const unsigned host = odl_le32(m.body.hello.host_id);
+    const char* refuse = nullptr;
+    if (odl_le16(m.hdr.type) != ODL_LINKD_HELLO)
+        refuse = "first message is not HELLO";
+    else if (host >= m_model.host_count())
+        refuse = "host id out of range";
+    else if (std::any_of(m_conns.begin(), m_conns.end(), [&](const auto& o) {
+                 return o.get() != &c && o->st() == connection::state::attached &&
+                        o->host() == static_cast<int>(host);
+             }))
+        refuse = "host id already in use";
+    else if (m.body.hello.mode != ODL_LINKD_MODE_FREE)
+        refuse = "only the free-running mode is implemented";
+    if (refuse) {
+        fmt::print(stderr, "odl-linkd: refused a device (host id {}): {}\n", host, refuse);
+        struct odl_linkd_msg t;
+        odl_linkd_msg_init(&t, ODL_LINKD_TERMINATE, 0, 0, 0);
+        t.body.terminate.reason = odl_cpu_le32(ODL_LINKD_TERM_REFUSED);
+        c.send(t);
+        drop(c, refuse);
+        return;
+    }
+    struct odl_linkd_msg h;
+    odl_linkd_hello_init(&h, 0, 0, host, ODL_LINKD_MODE_FREE,
+                         static_cast<__u32>(::getpid()));
+    const device_info di = m_model.info(host);
+    struct odl_linkd_msg d;
+    odl_linkd_msg_init(&d, ODL_LINKD_DEV_INFO, 0, 0, 0);
+    d.body.dev_info.vendor_id = odl_cpu_le16(di.vendor_id);
+    d.body.dev_info.device_id = odl_cpu_le16(di.device_id);
+    d.body.dev_info.class_code = odl_cpu_le32(di.class_code);
+    d.body.dev_info.revision = di.revision;
+    d.body.dev_info.msix_vectors = di.msix_vectors;
+    d.body.dev_info.hop_count = odl_cpu_le16(di.hop_count);
+    d.body.dev_info.bar0_bytes = odl_cpu_le32(di.bar0_bytes);
+    if (!c.send(h) || !c.send(d)) return;
+    c.attach(static_cast<int>(host));
+    fmt::print(stderr, "odl-linkd: host {} attached (pid {})\n", host,
+               odl_le32(m.body.hello.pid));
+    m_model.attach(host, &c);
+}
+
+void server::handle(connection& c, const struct odl_linkd_msg& m,
+                    const std::uint8_t* /*payload*/) {
+    if (c.st() == connection::state::handshake) {
+        handshake(c, m);
+        return;
+    }
+    const unsigned type = odl_le16(m.hdr.type);
+    nhi_port& nhi = m_model.nhi(static_cast<unsigned>(c.host()));
+    const std::uint32_t bar0 = m_model.info(static_cast<unsigned>(c.host())).bar0_bytes;
+    switch (type) {
+    case ODL_LINKD_MMIO_READ:
+    case ODL_LINKD_MMIO_WRITE: {
+        const std::uint64_t off = odl_le64(m.body.mmio.offset);
+        const unsigned size = m.body.mmio.size;
+        const bool ok = m.body.mmio.bar == 0 && off < bar0 && size <= bar0 - off;
+        if (type == ODL_LINKD_MMIO_WRITE) {
+            c.stats().mmio_writes++;
+            if (ok)
+                nhi.mmio_write(off, size, odl_le64(m.body.mmio.data));
+            else
+                note_bad(c, "MMIO write outside BAR0");
+            break;
+        }
+        c.stats().mmio_reads++;
+        struct odl_linkd_msg r;
+        odl_linkd_msg_init(&r, ODL_LINKD_MMIO_READ_CPL, 0, 0, odl_le64(m.hdr.tag));
+        r.body.mmio = m.body.mmio;
+        if (ok)
+            r.body.mmio.data = odl_cpu_le64(nhi.mmio_read(off, size));
+        else
+            r.body.mmio.status = odl_cpu_le32(ODL_LINKD_ST_BAD_REQ);
+        c.send(r);
+        break;
+    }
+    case ODL_LINKD_DEVCTRL:
+        nhi.devctrl(odl_le16(m.body.devctrl.command),
+                    odl_le16(m.body.devctrl.flags) & ODL_LINKD_DEVCTRL_MSIX_ENABLED);
+        break;
+    case ODL_LINKD_RESET:
+        nhi.reset();
+        break;
+    case ODL_LINKD_SYNC:
+        break;
+    case ODL_LINKD_TERMINATE:
+        drop(c, "device terminated");
+        break;
+    default:
+        // HELLO again, or a DMA completion that arrived after its timeout.
+        note_bad(c, odl_linkd_type_name(type));
+        break;
+    }
+}
+
+void server::serve(connection& c) {
+    std::vector<std::uint8_t> buf;
+    for (int i = 0; i < batch && c.st() != connection::state::dead; i++) {
+        ssize_t n;
+        if (!c.stash().empty()) {
+            buf = std::move(c.stash().front());
+            c.stash().pop_front();
+            n = static_cast<ssize_t>(buf.size());
+        } else {
+            n = c.recv(buf, 0);
+            if (n <= 0) break;
+        }
+        struct odl_linkd_msg m;
+        const auto err = n > static_cast<ssize_t>(ODL_LINKD_MAX_DATAGRAM)
+                             ? ODL_LINKD_ERR_LEN
+                             : odl_linkd_check(buf.data(), static_cast<std::size_t>(n),
+                                               ODL_LINKD_SIDE_DEV, &m);
+        if (err != ODL_LINKD_OK) {
+            if (c.st() == connection::state::handshake) {
+                drop(c, "malformed first message");
+                break;
+            }
+            note_bad(c, odl_linkd_err_name(err));
+            continue;
+        }
+        const std::uint64_t seq = odl_le64(m.hdr.seq);
+        if (seq != c.rx_seq()) c.stats().seq_gaps++;
+        c.rx_seq() = seq + 1;
+        handle(c, m, buf.data() + ODL_LINKD_MSG_BYTES);
+    }
+}
+
+void server::reap() {
+    for (auto it = m_conns.begin(); it != m_conns.end();) {
+        if ((*it)->st() == connection::state::handshake &&
+            mono_ns() - (*it)->born_ns() >
+                std::int64_t{m_cfg.handshake_timeout_ms} * 1000000)
+            drop(**it, "no HELLO in time");
+        if ((*it)->st() != connection::state::dead) {
+            ++it;
+            continue;
+        }
+        if ((*it)->was_attached()) {
+            // The model unplugs this host; its peers see the link go down.
+            m_model.attach(static_cast<unsigned>((*it)->host()), nullptr);
+            fmt::print(stderr, "odl-linkd: host {} detached\n", (*it)->host());
+        }
+        it = m_conns.erase(it);
+    }
+}
+
+void server::run() {
+    std::vector<struct pollfd> pfds;
+    while (!m_stop.load()) {
+        const std::uint64_t now = now_ps();
+        m_model.advance_to(now);
+        reap();
+
+        int timeout_ms = m_cfg.max_poll_ms;
+        const std::uint64_t next = m_model.next_event_ps();
+        if (next != UINT64_MAX) {
+            const std::uint64_t wait_ms = next > now ? (next - now) / 1000000000u : 0;
+            timeout_ms = static_cast<int>(std::min<std::uint64_t>(
+                wait_ms, static_cast<std::uint64_t>(timeout_ms)));
+        }
+        pfds.clear();
+        pfds.push_back({m_listen_fd, POLLIN, 0});
+        for (auto& c : m_conns) {
+            pfds.push_back({c->fd(), POLLIN, 0});
+            if (!c->stash().empty()) timeout_ms = 0;
+        }
+        int r;
+        do {
+            r = ::poll(pfds.data(), pfds.size(), timeout_ms);
+        } while (r < 0 && errno == EINTR && !m_stop.load());
+        if (r < 0) continue;
+        if (pfds[0].revents & POLLIN) accept_one();
+        // Connections accepted just now are polled next turn.
+        const std::size_t polled = pfds.size() - 1;
+        for (std::size_t i = 0; i < polled && i < m_conns.size(); i++) {
+            auto& c = *m_conns[i];
+            if ((pfds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) ||
+                !c.stash().empty())
+                serve(c);
+        }
+    }
+}
+
+}  // namespace odl::model::linkd
