@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+// In-memory frame link for engine tests.
+#include "mem_link.h"
+
+#include "odl/wire/frame.h"
+
+namespace odl::test {
+
+unsigned char* mem_link::tx_reserve() {
+    mem_queue& q = m_st->q[m_side];
+    if (m_st->cut || q.frames.size() >= q.capacity) return nullptr;
+    m_tx_buf.assign(ODL_FRAME_MAX_BYTES, 0);
+    return m_tx_buf.data();
+}
+
+void mem_link::tx_commit(size_t bytes) {
+    m_tx_buf.resize(bytes);
+    m_st->q[m_side].frames.push_back(std::move(m_tx_buf));
+    m_tx_buf = {};
+}
+
+rx_frame mem_link::rx_peek() {
+    auto& frames = m_st->q[1 - m_side].frames;
+    if (frames.empty()) return {};
+    return rx_frame{frames.front().data(), frames.front().size()};
+}
+
+void mem_link::rx_release() { m_st->q[1 - m_side].frames.pop_front(); }
+
+}  // namespace odl::test

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+// An in-memory frame link for engine tests: bounded queues joined pairwise,
+// with hooks to inject raw bytes (garbage from a hostile peer) and to stall
+// or cut the link.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "link.h"
+
+namespace odl::test {
+
+/// Shared state of one direction.
+struct mem_queue {
+    std::deque<std::vector<unsigned char>> frames;
+    size_t capacity = 64;
+};
+
+struct mem_link_pair_state {
+    mem_queue q[2];  ///< q[i]: frames sent by side i
+    bool cut = false;
+};
+
+class mem_link final : public link {
+public:
+    mem_link(std::shared_ptr<mem_link_pair_state> st, int side) : m_st(std::move(st)), m_side(side) {}
+
+    unsigned char* tx_reserve() override;
+    void tx_commit(size_t bytes) override;
+    rx_frame rx_peek() override;
+    void rx_release() override;
+    link_state progress() override { return m_st->cut ? link_state::lost : link_state::up; }
+    std::string failure() const override { return m_st->cut ? "mem link cut" : ""; }
+    std::string name() const override { return "mem" + std::to_string(m_side); }
+
+    /// Frames waiting for this side to read.
+    size_t rx_pending() const { return m_st->q[1 - m_side].frames.size(); }
+
+private:
+    std::shared_ptr<mem_link_pair_state> m_st;
+    int m_side;
+    std::vector<unsigned char> m_tx_buf;
+};
+
+/// Two joined links; the state lets a test inject frames or cut the link.
+struct mem_link_pair {
+    std::shared_ptr<mem_link_pair_state> state = std::make_shared<mem_link_pair_state>();
+    std::unique_ptr<mem_link> a = std::make_unique<mem_link>(state, 0);
+    std::unique_ptr<mem_link> b = std::make_unique<mem_link>(state, 1);
+    /// Queues raw bytes as if side @from had sent them.
+    void inject(int from, std::vector<unsigned char> bytes) { state->q[from].frames.push_back(std::move(bytes)); }
+};
+
+}  // namespace odl::test

@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: MIT
+// Tests for userlib/src/engine.cpp over an in-memory link: segmentation and
+// reassembly edge cases, tag matching, flow control, and hostile input.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "engine.h"
+#include "mem_link.h"
+#include "odl/wire/frame_codec.h"
+
+namespace {
+
+using odl::engine;
+using odl::open_config;
+using odl::test::mem_link_pair;
+
+open_config config(uint32_t streams = 4, uint32_t window = 64) {
+    open_config c;
+    c.backend = "test";
+    c.num_streams = streams;
+    c.window_frames = window;
+    c.max_msg_bytes = 64ull << 20;
+    c.node_name = "node";
+    return c;
+}
+
+std::vector<unsigned char> pattern(size_t n, unsigned seed) {
+    std::vector<unsigned char> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>(i * 31 + seed * 17 + (i >> 8));
+    return v;
+}
+
+class EnginePair : public ::testing::Test {
+protected:
+    void SetUp() override { make(config(), config()); }
+
+    void make(const open_config& ca, const open_config& cb) {
+        mem_link_pair links;
+        state = links.state;
+        a = std::make_unique<engine>(std::move(links.a), ca);
+        b = std::make_unique<engine>(std::move(links.b), cb);
+        pump();
+        ASSERT_EQ(a->link_state(), uint32_t(ODL_LINK_UP));
+        ASSERT_EQ(b->link_state(), uint32_t(ODL_LINK_UP));
+    }
+
+    /// Polls both ends until nothing moves (bounded).
+    void pump(int rounds = 100000) {
+        for (int i = 0; i < rounds; ++i) {
+            odl_completion c[16];
+            size_t na = a->poll(c, 16);
+            done_a.insert(done_a.end(), c, c + na);
+            size_t nb = b->poll(c, 16);
+            done_b.insert(done_b.end(), c, c + nb);
+            if (na == 0 && nb == 0 && state->q[0].frames.empty() && state->q[1].frames.empty() && i > 2) return;
+        }
+    }
+
+    /// Polls only @e (the other end is "slow").
+    void pump_one(engine& e, std::vector<odl_completion>& out, int rounds) {
+        for (int i = 0; i < rounds; ++i) {
+            odl_completion c[16];
+            size_t n = e.poll(c, 16);
+            out.insert(out.end(), c, c + n);
+        }
+    }
+
+    std::shared_ptr<odl::test::mem_link_pair_state> state;
+    std::unique_ptr<engine> a, b;
+    std::vector<odl_completion> done_a, done_b;
+};
+
+TEST_F(EnginePair, DeliversMessagesAtFrameBoundaries) {
+    const size_t P = ODL_FRAME_MAX_PAYLOAD;
+    const std::vector<size_t> sizes = {0, 1, P - 1, P, P + 1, 4095, 4096, 4097, 3 * P, 1 << 20, (1 << 20) + 13};
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        auto tx = pattern(sizes[i], unsigned(i));
+        std::vector<unsigned char> rx(sizes[i] + 16, 0xee);
+        done_a.clear();
+        done_b.clear();
+        ASSERT_EQ(b->post_recv(0, 5, rx.data(), rx.size(), 100 + i), ODL_OK);
+        ASSERT_EQ(a->post_send(0, 5, tx.data(), tx.size(), 200 + i), ODL_OK);
+        pump();
+        ASSERT_EQ(done_a.size(), 1u);
+        ASSERT_EQ(done_b.size(), 1u);
+        EXPECT_EQ(done_a[0].status, ODL_OK);
+        EXPECT_EQ(done_a[0].ctx, 200 + i);
+        EXPECT_EQ(done_b[0].status, ODL_OK) << "size " << sizes[i];
+        EXPECT_EQ(done_b[0].ctx, 100 + i);
+        EXPECT_EQ(done_b[0].len, sizes[i]);
+        EXPECT_EQ(std::memcmp(rx.data(), tx.data(), tx.size()), 0) << "size " << sizes[i];
+        EXPECT_EQ(rx[sizes[i]], 0xee) << "wrote past the message";
+    }
+    odl_stats st{};
+    a->stats(st);
+    EXPECT_EQ(st.tx_msgs, sizes.size());
+}
+
+TEST_F(EnginePair, FrameCountMatchesTheFormula) {
+    auto tx = pattern(3 * ODL_FRAME_MAX_PAYLOAD + 1, 1);
+    std::vector<unsigned char> rx(tx.size());
+    ASSERT_EQ(b->post_recv(0, 1, rx.data(), rx.size(), 1), ODL_OK);
+    ASSERT_EQ(a->post_send(0, 1, tx.data(), tx.size(), 1), ODL_OK);
+    pump();
+    odl_stats st{};
+    a->stats(st);
+    EXPECT_EQ(st.tx_frames, odl_msg_frames(tx.size()));
+}
+
+TEST_F(EnginePair, MatchesTagsInArrivalOrder) {
+    auto m1 = pattern(100, 1), m2 = pattern(200, 2), m3 = pattern(300, 3);
+    std::vector<unsigned char> r1(400), r2(400), r3(400);
+    ASSERT_EQ(a->post_send(0, 1, m1.data(), m1.size(), 1), ODL_OK);
+    ASSERT_EQ(a->post_send(0, 2, m2.data(), m2.size(), 2), ODL_OK);
+    ASSERT_EQ(a->post_send(0, 1, m3.data(), m3.size(), 3), ODL_OK);
+    pump();  // all three arrive unexpected
+    ASSERT_EQ(b->post_recv(0, 2, r2.data(), r2.size(), 20), ODL_OK);
+    ASSERT_EQ(b->post_recv(0, ODL_TAG_ANY, r1.data(), r1.size(), 10), ODL_OK);
+    ASSERT_EQ(b->post_recv(0, 1, r3.data(), r3.size(), 30), ODL_OK);
+    pump();
+    ASSERT_EQ(done_b.size(), 3u);
+    EXPECT_EQ(done_b[0].ctx, 20u);
+    EXPECT_EQ(done_b[0].len, 200u);
+    EXPECT_EQ(done_b[1].ctx, 10u);
+    EXPECT_EQ(done_b[1].tag, 1u);
+    EXPECT_EQ(done_b[2].ctx, 30u);
+    EXPECT_EQ(std::memcmp(r1.data(), m1.data(), m1.size()), 0);
+    EXPECT_EQ(std::memcmp(r2.data(), m2.data(), m2.size()), 0);
+    EXPECT_EQ(std::memcmp(r3.data(), m3.data(), m3.size()), 0);
+    odl_stats st{};
+    b->stats(st);
+    EXPECT_EQ(st.rx_unexpected_msgs, 3u);
+}
+
+TEST_F(EnginePair, TruncatesLongMessagesWithAnError) {
+    auto tx = pattern(10000, 4);
+    std::vector<unsigned char> rx(5000 + 8, 0xee);
+    ASSERT_EQ(b->post_recv(0, 1, rx.data(), 5000, 1), ODL_OK);
+    ASSERT_EQ(a->post_send(0, 1, tx.data(), tx.size(), 1), ODL_OK);
+    pump();
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(done_b[0].status, ODL_ERR_TRUNCATED);
+    EXPECT_EQ(done_b[0].len, 10000u);
+    EXPECT_EQ(std::memcmp(rx.data(), tx.data(), 5000), 0);
+    EXPECT_EQ(rx[5000], 0xee);
+    // The link survives: the next message arrives whole.
+    done_b.clear();
+    std::vector<unsigned char> rx2(10000);
+    ASSERT_EQ(b->post_recv(0, 1, rx2.data(), rx2.size(), 2), ODL_OK);
+    ASSERT_EQ(a->post_send(0, 1, tx.data(), tx.size(), 2), ODL_OK);
+    pump();
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(done_b[0].status, ODL_OK);
+}
+
+TEST_F(EnginePair, SlowReceiverLosesNothing) {
+    // 40 messages of 3 frames against a 64-frame window: the sender must
+    // stall on credit, never overrun, and everything arrives once posted.
+    const size_t n = 40, size = 3 * ODL_FRAME_MAX_PAYLOAD;
+    std::vector<std::vector<unsigned char>> tx;
+    for (size_t i = 0; i < n; ++i) tx.push_back(pattern(size, unsigned(i)));
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(a->post_send(1, 9, tx[i].data(), size, i), ODL_OK);
+    pump_one(*a, done_a, 1000);
+    std::vector<odl_completion> ignored;
+    pump_one(*b, ignored, 1000);  // b reads frames but has no receives posted
+    pump_one(*a, done_a, 1000);
+    odl_stats st{};
+    a->stats(st);
+    EXPECT_GT(st.credit_stalls, 0u);
+    EXPECT_LE(st.tx_frames, 64u) << "sender exceeded the receiver's window";
+    EXPECT_LT(done_a.size(), n);
+
+    std::vector<std::vector<unsigned char>> rx(n, std::vector<unsigned char>(size));
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(b->post_recv(1, 9, rx[i].data(), size, i), ODL_OK);
+    pump();
+    ASSERT_EQ(done_b.size() + ignored.size(), n);
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(rx[i], tx[i]) << "message " << i;
+    EXPECT_EQ(done_a.size(), n);
+}
+
+TEST_F(EnginePair, StreamsAreIndependent) {
+    // Stream 0 is blocked (no receive, window full); stream 1 still flows.
+    auto big = pattern(200 * ODL_FRAME_MAX_PAYLOAD, 1);
+    auto small = pattern(64, 2);
+    std::vector<unsigned char> rx(64);
+    ASSERT_EQ(a->post_send(0, 1, big.data(), big.size(), 1), ODL_OK);
+    pump();
+    ASSERT_EQ(b->post_recv(1, 1, rx.data(), rx.size(), 7), ODL_OK);
+    ASSERT_EQ(a->post_send(1, 1, small.data(), small.size(), 2), ODL_OK);
+    pump();
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(done_b[0].ctx, 7u);
+    EXPECT_EQ(rx, small);
+}
+
+TEST_F(EnginePair, ChecksumCatchesCorruptionInFlight) {
+    open_config ca = config();
+    ca.flags = ODL_OPEN_CHECKSUM;
+    make(ca, config());
+    auto tx = pattern(5000, 3);
+    std::vector<unsigned char> rx(5000);
+    ASSERT_EQ(b->post_recv(0, 1, rx.data(), rx.size(), 1), ODL_OK);
+    ASSERT_EQ(a->post_send(0, 1, tx.data(), tx.size(), 1), ODL_OK);
+    odl_completion c[4];
+    a->poll(c, 4);  // frames now sit in the link
+    ASSERT_FALSE(state->q[0].frames.empty());
+    state->q[0].frames.front()[ODL_FRAME_HDR_BYTES + 100] ^= 1;
+    pump();
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(done_b[0].status, ODL_ERR_PROTO);
+    odl_stats st{};
+    b->stats(st);
+    EXPECT_EQ(st.rx_csum_errors, 1u);
+}
+
+TEST_F(EnginePair, GarbageFromThePeerEndsTheLinkCleanly) {
+    std::vector<unsigned char> rx(100);
+    ASSERT_EQ(b->post_recv(0, 1, rx.data(), rx.size(), 42), ODL_OK);
+    odl::test::mem_link_pair unused;
+    (void)unused;
+    std::vector<unsigned char> junk(300);
+    for (size_t i = 0; i < junk.size(); ++i) junk[i] = static_cast<unsigned char>(i * 13);
+    state->q[0].frames.push_back(junk);
+    pump();
+    EXPECT_EQ(b->link_state(), uint32_t(ODL_LINK_LOST));
+    EXPECT_EQ(b->error_status(), ODL_ERR_PROTO);
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(done_b[0].ctx, 42u);
+    EXPECT_EQ(done_b[0].status, ODL_ERR_PROTO);
+    EXPECT_EQ(b->post_recv(0, 1, rx.data(), rx.size(), 43), ODL_ERR_PROTO);
+    EXPECT_NE(b->failure().find("protocol error"), std::string::npos);
+}
+
+/// A well-formed DATA frame a hostile peer might send.
+std::vector<unsigned char> forged(uint16_t stream, uint32_t seq, uint32_t msg_len, uint32_t offset, uint16_t len, uint8_t flags) {
+    odl_frame_info fi{};
+    fi.type = ODL_FRAME_DATA;
+    fi.flags = flags;
+    fi.stream = stream;
+    fi.seq = seq;
+    fi.msg_len = msg_len;
+    fi.offset = offset;
+    fi.len = len;
+    std::vector<unsigned char> b(ODL_FRAME_HDR_BYTES + len);
+    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(b.data()), &fi);
+    return b;
+}
+
+TEST_F(EnginePair, RefusesASequenceGap) {
+    state->q[0].frames.push_back(forged(0, 5, 10, 0, 10, ODL_FRAME_F_SOM | ODL_FRAME_F_EOM));
+    pump();
+    EXPECT_EQ(b->error_status(), ODL_ERR_PROTO);
+    EXPECT_EQ(b->bad_frames()[ODL_FRAME_ERR_RANGE], 1u);
+}
+
+TEST_F(EnginePair, RefusesAPeerThatIgnoresCredit) {
+    // Window is 64 frames; the 65th unconsumed frame is an overrun.
+    for (uint32_t i = 0; i <= 64; ++i)
+        state->q[0].frames.push_back(forged(0, i, 0, 0, 0, ODL_FRAME_F_SOM | ODL_FRAME_F_EOM));
+    pump();
+    EXPECT_EQ(b->error_status(), ODL_ERR_PROTO);
+    EXPECT_NE(b->failure().find("beyond its credit"), std::string::npos);
+}
+
+TEST_F(EnginePair, RefusesAContinuationWithoutAStart) {
+    state->q[0].frames.push_back(forged(0, 0, 2 * ODL_FRAME_MAX_PAYLOAD, ODL_FRAME_MAX_PAYLOAD, ODL_FRAME_MAX_PAYLOAD, ODL_FRAME_F_EOM));
+    pump();
+    EXPECT_EQ(b->error_status(), ODL_ERR_PROTO);
+}
+
+TEST_F(EnginePair, RefusesAMessageAboveOurLimit) {
+    open_config cb = config();
+    cb.max_msg_bytes = 1000;
+    make(config(), cb);
+    state->q[0].frames.push_back(forged(0, 0, 5000, 0, ODL_FRAME_MAX_PAYLOAD, ODL_FRAME_F_SOM));
+    pump();
+    EXPECT_EQ(b->error_status(), ODL_ERR_PROTO);
+}
+
+TEST_F(EnginePair, SenderRespectsPeerMessageLimit) {
+    open_config cb = config();
+    cb.max_msg_bytes = 1000;
+    make(config(), cb);
+    std::vector<unsigned char> tx(1001);
+    EXPECT_EQ(a->post_send(0, 1, tx.data(), tx.size(), 1), ODL_ERR_TOO_BIG);
+    EXPECT_EQ(a->post_send(0, 1, tx.data(), 1000, 1), ODL_OK);
+}
+
+TEST_F(EnginePair, NegotiatesTheSmallerStreamCount) {
+    make(config(8), config(2));
+    odl_dev_info ia{};
+    a->query(ia);
+    EXPECT_EQ(ia.num_streams, 2u);
+    std::vector<unsigned char> tx(10);
+    EXPECT_EQ(a->post_send(2, 1, tx.data(), tx.size(), 1), ODL_ERR_INVAL);
+}
+
+TEST_F(EnginePair, GoodbyeFailsPendingOperationsWithPeerClosed) {
+    std::vector<unsigned char> rx(100);
+    ASSERT_EQ(b->post_recv(0, 1, rx.data(), rx.size(), 5), ODL_OK);
+    a->shutdown();
+    pump();
+    EXPECT_EQ(b->link_state(), uint32_t(ODL_LINK_PEER_CLOSED));
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(done_b[0].status, ODL_ERR_PEER_CLOSED);
+}
+
+TEST_F(EnginePair, CutLinkFailsPendingOperationsWithPeerLost) {
+    std::vector<unsigned char> tx(100), rx(100);
+    ASSERT_EQ(b->post_recv(0, 1, rx.data(), rx.size(), 5), ODL_OK);
+    state->cut = true;
+    ASSERT_EQ(a->post_send(0, 1, tx.data(), tx.size(), 6), ODL_OK);
+    pump();
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(done_b[0].status, ODL_ERR_PEER_LOST);
+    ASSERT_EQ(done_a.size(), 1u);
+    EXPECT_EQ(done_a[0].status, ODL_ERR_PEER_LOST);
+}
+
+TEST_F(EnginePair, PostingLimitGivesAgain) {
+    open_config ca = config();
+    ca.max_posted = 3;
+    make(ca, config());
+    std::vector<unsigned char> rx(10);
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(a->post_recv(0, 1, rx.data(), rx.size(), i), ODL_OK);
+    EXPECT_EQ(a->post_recv(0, 1, rx.data(), rx.size(), 3), ODL_ERR_AGAIN);
+}
+
+}  // namespace
