@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Build a guest image for the two-VM testbed: the newest Debian kernel of a
+# series (resolved with apt-cache now, never hard-coded), and a busybox
+# initramfs with thunderbolt.ko, thunderbolt_net.ko, iperf3 and its
+# libraries, and our init. Cached outside the checkout.
+#
+# Usage: build-guest.sh [6.12|6.1] [--print-dir]
+#   prints the image directory (vmlinuz, initrd.gz, KERNEL_VERSION) on
+#   stdout, last line; progress on stderr.
+# Environment: ODL_CACHE_DIR (default ${XDG_CACHE_HOME:-$HOME/.cache}/odl)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cache=${ODL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/odl}
+series=${1:-6.12}
+say() { printf 'odl: guest: %s\n' "$*" >&2; }
+die() { printf 'odl: guest: error: %s\n' "$*" >&2; exit 1; }
+
+case "$series" in
+6.12) pattern='^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' ;;
+6.1) pattern='^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' ;;
+*) die "unknown kernel series '$series' (have: 6.12, 6.1)" ;;
+esac
+pkg=$(apt-cache search --names-only "$pattern" | cut -d' ' -f1 | sort -V | tail -n1)
+[ -n "$pkg" ] || die "no package matches $pattern (apt-get update?)"
+ver=$(apt-cache policy "$pkg" | sed -n 's/^  Candidate: //p')
+hash=$(cat "$here/init" "$here/build-guest.sh" | sha256sum | cut -c1-12)
+dest="$cache/guest-$pkg-$ver-$hash"
+
+if [ "${2:-}" = "--print-dir" ]; then
+	echo "$dest"
+	exit 0
+fi
+if [ -f "$dest/initrd.gz" ] && [ -f "$dest/vmlinuz" ]; then
+	say "up to date: $dest"
+	echo "$dest"
+	exit 0
+fi
+for tool in busybox iperf3 xz cpio; do
+	command -v "$tool" >/dev/null || die "$tool missing (./odl installs it)"
+done
+
+mkdir -p "$cache/dl"
+deb=$(ls "$cache/dl/${pkg}_"*.deb 2>/dev/null | head -n1 || true)
+if [ -z "$deb" ]; then
+	say "downloading $pkg $ver"
+	(cd "$cache/dl" && apt-get download -q "$pkg=$ver" >&2) || die "apt-get download $pkg failed"
+	deb=$(ls "$cache/dl/${pkg}_"*.deb | head -n1)
+fi
+
+work=$(mktemp -d "$cache/guest-build.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+say "extracting $(basename "$deb")"
+dpkg -x "$deb" "$work/pkg"
+kver=$(ls "$work/pkg/lib/modules" | head -n1)
+root="$work/root"
+mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,tmp,odl,lib/modules,lib64,usr/bin}
+install -m 0755 /bin/busybox "$root/bin/busybox"
+install -m 0755 "$here/init" "$root/init"
+# Module file names moved between series (6.1: drivers/net/thunderbolt-net.ko,
+# 6.12: drivers/net/thunderbolt/thunderbolt_net.ko); find them by name.
+for name in thunderbolt thunderbolt_net; do
+	pat=$name
+	[ "$name" = thunderbolt_net ] && pat='thunderbolt[-_]net'
+	src=$(find "$work/pkg/lib/modules/$kver/kernel/drivers" -regextype posix-extended \
+		-regex ".*/$pat\.ko(\.xz)?" | head -n1)
+	[ -n "$src" ] || die "$name.ko not in $pkg"
+	case "$src" in
+	*.xz) xz -dc "$src" >"$root/lib/modules/$name.ko" ;;
+	*) cp "$src" "$root/lib/modules/$name.ko" ;;
+	esac
+done
+# iperf3 and exactly the libraries the loader resolves for it here.
+install -m 0755 "$(command -v iperf3)" "$root/usr/bin/iperf3"
+ldd "$(command -v iperf3)" | awk '/=>/ { print $3 } /^\t\/lib64/ { print $1 }' |
+	while read -r lib; do
+		[ -f "$lib" ] || continue
+		mkdir -p "$root$(dirname "$lib")"
+		cp -L "$lib" "$root$lib"
+	done
+echo "root:x:0:0:root:/:/bin/sh" >"$root/etc/passwd"
+
+say "packing initramfs ($kver)"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -6) >"$work/initrd.gz"
+mkdir -p "$dest"
+cp "$work/pkg/boot/vmlinuz-$kver" "$dest/vmlinuz"
+mv "$work/initrd.gz" "$dest/initrd.gz"
+echo "$kver" >"$dest/KERNEL_VERSION"
+say "image: $dest ($(du -h "$dest/initrd.gz" | cut -f1) initramfs)"
+echo "$dest"

@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The two-VM testbed: one odl-linkd and two QEMUs (TCG) whose odl-usb4-nhi
+# devices are joined by the modelled cable. Backs `odl vm`.
+#
+# Usage:
+#   testbed.sh up [--kernel 6.12|6.1] [--timeout S]   start, wait until both guests are ready
+#   testbed.sh down                                   stop everything (always safe)
+#   testbed.sh exec A|B CMD...                        run CMD in a guest, print output, exit with its status
+#   testbed.sh console A|B [--follow]                 print (or follow) a guest's serial console log
+#   testbed.sh kill A|B                               SIGKILL one QEMU (tests: the peer must survive)
+#   testbed.sh status                                 what runs
+# Environment:
+#   ODL_LINKD      odl-linkd binary (default: $ODL_BUILD_DIR/model/src/linkd/odl-linkd)
+#   ODL_VM_DIR     state, sockets and logs (default: ${XDG_RUNTIME_DIR:-/tmp}/odl-vm-$UID)
+#   ODL_VM_MEM     guest memory, MiB (default 512)
+#   ODL_VM_EXEC_TIMEOUT  seconds per exec (default 60)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+dir=${ODL_VM_DIR:-${XDG_RUNTIME_DIR:-/tmp}/odl-vm-$(id -u)}
+vms=(A B)
+
+say() { printf 'odl: vm: %s\n' "$*" >&2; }
+die() { printf 'odl: vm: error: %s\n' "$*" >&2; exit 1; }
+
+vm_index() {
+	case "$1" in
+	A | a) echo 0 ;;
+	B | b) echo 1 ;;
+	*) die "unknown VM '$1' (have: A, B)" ;;
+	esac
+}
+vm_name() { [ "$(vm_index "$1")" = 0 ] && echo A || echo B; }
+
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# Stop one process from its pid file: TERM, up to 5 s, then KILL.
+stop_pid() {
+	local f=$1 pid i
+	[ -f "$f" ] || return 0
+	pid=$(cat "$f")
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid" 2>/dev/null || true
+		for i in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	rm -f "$f"
+}
+
+cmd_down() {
+	local v
+	for v in "${vms[@]}"; do stop_pid "$dir/$v.qemu.pid"; done
+	stop_pid "$dir/linkd.pid"
+	rm -f "$dir"/*.ctl "$dir/linkd.sock"
+	[ "${1:-}" = quiet ] || say "down (logs kept in $dir)"
+}
+
+find_linkd() {
+	local c
+	for c in "${ODL_LINKD:-}" "${ODL_BUILD_DIR:-$repo/build}/model/src/linkd/odl-linkd"; do
+		[ -n "$c" ] && [ -x "$c" ] && { echo "$c"; return 0; }
+	done
+	die "odl-linkd not found (set ODL_LINKD or build the model)"
+}
+
+# Block until @file contains @pattern, the pid in @pidfile dies, or @secs pass.
+wait_for() {
+	local file=$1 pattern=$2 pidfile=$3 secs=$4 i
+	for i in $(seq $((secs * 10))); do
+		grep -q -- "$pattern" "$file" 2>/dev/null && return 0
+		alive "$pidfile" || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+cmd_up() {
+	local kernel=6.12 timeout=180
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--kernel) kernel=$2; shift 2 ;;
+		--timeout) timeout=$2; shift 2 ;;
+		*) die "up: unknown option '$1'" ;;
+		esac
+	done
+	mkdir -p "$dir"
+	if alive "$dir/linkd.pid" || alive "$dir/A.qemu.pid" || alive "$dir/B.qemu.pid"; then
+		die "testbed already up (odl vm down first)"
+	fi
+	local linkd qemu image
+	linkd=$(find_linkd)
+	qemu=$("$here/build-qemu.sh" | tail -n1) || die "QEMU build failed"
+	image=$("$here/guest/build-guest.sh" "$kernel" | tail -n1) || die "guest image build failed"
+
+	# From here on, any failure or Ctrl-C tears everything down.
+	trap 'say "interrupted, tearing down"; cmd_down quiet; exit 130' INT TERM
+	trap 'rc=$?; if [ $rc -ne 0 ]; then cmd_down quiet; fi' EXIT
+
+	rm -f "$dir"/*.log "$dir"/*.ctl "$dir/linkd.sock"
+	local start=$SECONDS
+	say "starting odl-linkd"
+	setsid "$linkd" --socket "$dir/linkd.sock" --hosts 2 >"$dir/linkd.log" 2>&1 </dev/null &
+	echo $! >"$dir/linkd.pid"
+	local i
+	for i in $(seq 50); do
+		[ -S "$dir/linkd.sock" ] && break
+		alive "$dir/linkd.pid" || { cat "$dir/linkd.log" >&2; die "odl-linkd exited"; }
+		sleep 0.1
+	done
+	[ -S "$dir/linkd.sock" ] || die "odl-linkd did not create its socket"
+
+	local v idx
+	for v in "${vms[@]}"; do
+		idx=$(vm_index "$v")
+		say "starting VM $v ($(cat "$image/KERNEL_VERSION"), TCG)"
+		setsid "$qemu" -L /usr/share/qemu -L /usr/share/seabios \
+			-name "odl-$v" -accel tcg -cpu max -M q35 -m "${ODL_VM_MEM:-512}" -smp 1 \
+			-display none -vga none -monitor none -no-reboot -net none \
+			-kernel "$image/vmlinuz" -initrd "$image/initrd.gz" \
+			-append "console=ttyS0 panic=-1 odl.host=$v" \
+			-chardev "file,id=con,path=$dir/$v.console.log" -serial chardev:con \
+			-chardev "socket,id=ctl,path=$dir/$v.ctl,server=on,wait=off" -serial chardev:ctl \
+			-device "odl-usb4-nhi,socket=$dir/linkd.sock,host-id=$idx" \
+			>"$dir/$v.qemu.log" 2>&1 </dev/null &
+		echo $! >"$dir/$v.qemu.pid"
+	done
+	for v in "${vms[@]}"; do
+		if ! wait_for "$dir/$v.console.log" "ODL-GUEST: ready" "$dir/$v.qemu.pid" "$timeout"; then
+			say "VM $v not ready within ${timeout} s; last console lines:"
+			tail -n 20 "$dir/$v.console.log" >&2 || true
+			cat "$dir/$v.qemu.log" >&2 || true
+			die "VM $v failed to boot"
+		fi
+		say "VM $v ready ($((SECONDS - start)) s)"
+	done
+	alive "$dir/linkd.pid" || die "odl-linkd died during boot"
+	echo "$kernel" >"$dir/kernel"
+	trap - INT TERM EXIT
+	say "up in $((SECONDS - start)) s; logs in $dir"
+}
+
+cmd_exec() {
+	[ $# -ge 2 ] || die "usage: exec A|B CMD..."
+	local v
+	v=$(vm_name "$1")
+	shift
+	alive "$dir/$v.qemu.pid" || die "VM $v is not running"
+	ODL_CTL="$dir/$v.ctl" ODL_TIMEOUT="${ODL_VM_EXEC_TIMEOUT:-60}" python3 - "$*" <<'PY'
+import os, re, socket, sys, time
+cmd = sys.argv[1]
+if "\n" in cmd:
+    sys.exit("odl: vm: exec: the command must be one line")
+deadline = time.monotonic() + float(os.environ["ODL_TIMEOUT"])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(os.environ["ODL_CTL"])
+s.sendall(cmd.encode() + b"\n")
+buf = b""
+done = re.compile(rb"@@ODL-DONE (\d+)@@\n?")
+while True:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        sys.stdout.buffer.write(buf)
+        sys.exit("odl: vm: exec: timed out")
+    s.settimeout(left)
+    try:
+        chunk = s.recv(65536)
+    except socket.timeout:
+        continue
+    if not chunk:
+        sys.exit("odl: vm: exec: the VM closed the channel")
+    buf += chunk
+    m = done.search(buf)
+    if m:
+        sys.stdout.buffer.write(buf[:m.start()])
+        sys.stdout.flush()
+        sys.exit(int(m.group(1)))
+PY
+}
+
+cmd_console() {
+	[ $# -ge 1 ] || die "usage: console A|B [--follow]"
+	local v
+	v=$(vm_name "$1")
+	[ -f "$dir/$v.console.log" ] || die "no console log for VM $v"
+	if [ "${2:-}" = --follow ]; then
+		exec tail -n +1 -f "$dir/$v.console.log"
+	fi
+	cat "$dir/$v.console.log"
+}
+
+cmd_kill() {
+	local v
+	v=$(vm_name "${1:-}")
+	alive "$dir/$v.qemu.pid" || die "VM $v is not running"
+	kill -KILL "$(cat "$dir/$v.qemu.pid")"
+	rm -f "$dir/$v.qemu.pid"
+	say "VM $v killed"
+}
+
+cmd_status() {
+	local v rc=0
+	alive "$dir/linkd.pid" && say "odl-linkd running" || { say "odl-linkd not running"; rc=1; }
+	for v in "${vms[@]}"; do
+		alive "$dir/$v.qemu.pid" && say "VM $v running" || { say "VM $v not running"; rc=1; }
+	done
+	return $rc
+}
+
+case "${1:-}" in
+up) shift; cmd_up "$@" ;;
+down) cmd_down ;;
+exec) shift; cmd_exec "$@" ;;
+console) shift; cmd_console "$@" ;;
+kill) shift; cmd_kill "$@" ;;
+status) cmd_status ;;
+*) die "usage: testbed.sh up|down|exec A|B CMD|console A|B|kill A|B|status" ;;
+esac
