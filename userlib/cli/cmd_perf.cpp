@@ -26,6 +26,8 @@ struct perf_cli {
     perf::options opt;
     std::string backend = "loopback";
     std::string sizes;
+    std::string bytes;      ///< --bytes, with unit suffix
+    std::string load_size;  ///< --load-size, with unit suffix
     bool server = false;
     std::string client;  ///< device index leading to the peer
     uint32_t device = 0;
@@ -162,6 +164,9 @@ int run_perf(const std::string& test, perf_cli c) {
     uint32_t count = 0;
     if (odl_device_count(c.backend.c_str(), &count) != ODL_OK) die(odl_last_error());
     c.opt.test = test;
+    if (!c.bytes.empty()) c.opt.bytes = parse_size(c.bytes);
+    if (!c.load_size.empty()) c.opt.load_size = parse_size(c.load_size);
+    if (c.opt.load_size > (1ull << 31)) die("--load-size above the 2 GiB limit");
     if (!c.sizes.empty()) c.opt.sizes = parse_sizes(c.sizes);
     else if (test == "bandwidth") c.opt.sizes = {64, 512, 4096, 65536, 1 << 20, 4 << 20};
     else if (test == "latency") c.opt.sizes = {8, 64, 512, 4096, 65536};
@@ -252,7 +257,7 @@ void add_perf_command(CLI::App& app) {
         ->excludes(srv);
     cmd->add_option("--device,-d", c->device, "Device index for --server")->capture_default_str();
     cmd->add_option("--sizes,-s", c->sizes, "Message sizes, comma-separated (64,4K,1M)");
-    cmd->add_option("--bytes", c->opt.bytes, "Bandwidth: bytes per size")->capture_default_str();
+    cmd->add_option("--bytes", c->bytes, "Bandwidth: bytes per size (default 256M)");
     cmd->add_option("--max-msgs", c->opt.max_msgs, "Bandwidth: cap on messages per size")->capture_default_str();
     cmd->add_option("--iterations,-n", c->opt.iterations, "Latency/jitter: measured round trips")->capture_default_str();
     cmd->add_option("--warmup", c->opt.warmup, "Latency/jitter: unmeasured round trips")->capture_default_str();
@@ -260,7 +265,7 @@ void add_perf_command(CLI::App& app) {
     cmd->add_option("--streams", c->opt.streams, "MIMO: concurrent streams")->capture_default_str();
     cmd->add_option("--depth", c->opt.depth, "Messages in flight per stream")->capture_default_str();
     cmd->add_option("--interval-us", c->opt.interval_us, "Jitter: gap between pings")->capture_default_str();
-    cmd->add_option("--load-size", c->opt.load_size, "Latency-load: bulk message size")->capture_default_str();
+    cmd->add_option("--load-size", c->load_size, "Latency-load: bulk message size (default 1M)");
     cmd->add_option("--stall-timeout-ms", c->opt.stall_timeout_ms, "Fail after this long without progress")
         ->capture_default_str();
     cmd->add_option("--connect-timeout", c->connect_timeout_s, "Seconds to wait for the peer")->capture_default_str();

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+// Tests for `odl perf` (userlib/cli/cmd_perf.cpp, perf_runner.cpp) run as a
+// user would: the built binary, its exit status, stdout and stderr.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct result {
+    int status = -1;
+    std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+/// Runs the odl binary with @args under `timeout`, capturing both streams.
+result run_odl(const std::string& args, int timeout_s = 60) {
+    const std::string base = "/tmp/odl-perf-test-" + std::to_string(getpid());
+    const std::string cmd = "ODL_LOOPBACK_NAMESPACE=clitest-" + std::to_string(getpid()) + " timeout " +
+                            std::to_string(timeout_s) + " " ODL_BIN " " + args + " >" + base + ".out 2>" + base + ".err";
+    result r;
+    const int st = std::system(cmd.c_str());
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r.out = slurp(base + ".out");
+    r.err = slurp(base + ".err");
+    std::remove((base + ".out").c_str());
+    std::remove((base + ".err").c_str());
+    return r;
+}
+
+TEST(PerfCli, LatencyPrintsPercentilesAsJson) {
+    const result r = run_odl("perf latency -n 300 --warmup 50 -s 64,5000 --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["test"], "latency");
+    EXPECT_TRUE(j["verified"].get<bool>());
+    ASSERT_EQ(j["results"].size(), 2u);
+    for (const auto& row : j["results"]) {
+        EXPECT_EQ(row["samples"].get<uint64_t>(), 300u);
+        EXPECT_GT(row["p50_us"].get<double>(), 0.0);
+        EXPECT_LE(row["p50_us"].get<double>(), row["p99_us"].get<double>());
+        EXPECT_LE(row["p99_us"].get<double>(), row["max_us"].get<double>());
+    }
+    EXPECT_NE(r.err.find("[2/2]"), std::string::npos) << "progress lines missing: " << r.err;
+}
+
+TEST(PerfCli, LatencyTableHasAllPercentileColumns) {
+    const result r = run_odl("perf latency -n 100 --warmup 10 -s 64 -q");
+    ASSERT_EQ(r.status, 0) << r.err;
+    for (const char* col : {"p50", "p90", "p99", "p99.9", "max"}) EXPECT_NE(r.out.find(col), std::string::npos) << col;
+    EXPECT_TRUE(r.err.empty()) << "--quiet still printed: " << r.err;
+}
+
+TEST(PerfCli, EveryTestRunsAndVerifies) {
+    const std::vector<std::string> runs = {
+        "perf bandwidth -s 0,1,4064,4065,1M --bytes 4M --json",
+        "perf bandwidth --bidir -s 64K --bytes 4M --json",
+        "perf jitter -n 200 --warmup 10 --interval-us 20 --json",
+        "perf latency-load -n 200 --warmup 10 --bytes 16M --json",
+        "perf mimo --streams 3 -s 256K --bytes 6M --json",
+        "perf bandwidth -s 100000 --bytes 4M --checksum --json",
+    };
+    for (const auto& args : runs) {
+        const result r = run_odl(args);
+        ASSERT_EQ(r.status, 0) << args << "\n" << r.err;
+        const auto j = nlohmann::json::parse(r.out);
+        EXPECT_FALSE(j["results"].empty()) << args;
+    }
+}
+
+TEST(PerfCli, BandwidthCountsEveryMessage) {
+    const result r = run_odl("perf bandwidth -s 1000 --bytes 1000000 --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["results"][0]["messages"].get<uint64_t>(), 1000u);
+    EXPECT_EQ(j["results"][0]["bytes"].get<uint64_t>(), 1000000u);
+}
+
+TEST(PerfCli, BadInputGivesOneLineAndNonZeroExit) {
+    struct c {
+        std::string args, expect;
+    };
+    for (const auto& t : std::vector<c>{{"perf latency --backend foo", "have: loopback"},
+                                        {"perf nosuchtest", "have: bandwidth, latency, jitter, latency-load, mimo"},
+                                        {"perf latency -s 12Q", "bad size unit"},
+                                        {"perf latency --client 99", "no loopback device 99 (have: 0-63)"},
+                                        {"perf latency --backend kernel", "needs --server"}}) {
+        const result r = run_odl(t.args, 20);
+        EXPECT_NE(r.status, 0) << t.args;
+        EXPECT_NE(r.err.find(t.expect), std::string::npos) << t.args << ": " << r.err;
+        EXPECT_NE(r.err.find("odl: perf: "), std::string::npos) << t.args << ": " << r.err;
+    }
+}
+
+double now_s() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
+}
+
+TEST(PerfCli, ClientReportsAKilledServerWithinOneSecond) {
+    const std::string ns = "ODL_LOOPBACK_NAMESPACE=clitest-kill-" + std::to_string(getpid());
+    const pid_t server = fork();
+    ASSERT_GE(server, 0);
+    if (server == 0) {
+        putenv(const_cast<char*>(ns.c_str()));
+        execl(ODL_BIN, "odl", "perf", "bandwidth", "--server", "--device", "9", "-q", nullptr);
+        _exit(127);
+    }
+    const std::string err = "/tmp/odl-kill-test-" + std::to_string(getpid()) + ".err";
+    const std::string cmd = ns + " timeout 60 " ODL_BIN " perf bandwidth --client 9 -s 1M --bytes 100G --max-msgs 100000000 -q 2>" + err;
+    FILE* client = popen(cmd.c_str(), "r");
+    ASSERT_NE(client, nullptr);
+    usleep(700000);  // let the run get going
+    kill(server, SIGKILL);
+    const double t0 = now_s();
+    const int st = pclose(client);
+    const double dt = now_s() - t0;
+    waitpid(server, nullptr, 0);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 124) << "status " << st;
+    EXPECT_LT(dt, 1.0) << "client took " << dt << " s to notice";
+    EXPECT_NE(slurp(err).find("peer"), std::string::npos) << slurp(err);
+    std::remove(err.c_str());
+}
+
+TEST(PerfCli, ServerReportsAKilledClientAndExits) {
+    const std::string ns = "ODL_LOOPBACK_NAMESPACE=clitest-kill2-" + std::to_string(getpid());
+    const std::string err = "/tmp/odl-kill2-test-" + std::to_string(getpid()) + ".err";
+    const std::string cmd = ns + " timeout 60 " ODL_BIN " perf bandwidth --server --device 10 -q 2>" + err;
+    FILE* server = popen(cmd.c_str(), "r");
+    ASSERT_NE(server, nullptr);
+    const pid_t client = fork();
+    ASSERT_GE(client, 0);
+    if (client == 0) {
+        putenv(const_cast<char*>(ns.c_str()));
+        execl(ODL_BIN, "odl", "perf", "bandwidth", "--client", "10", "-s", "1M", "--bytes", "100G", "--max-msgs",
+              "100000000", "-q", nullptr);
+        _exit(127);
+    }
+    usleep(700000);
+    kill(client, SIGKILL);
+    const double t0 = now_s();
+    const int st = pclose(server);
+    const double dt = now_s() - t0;
+    waitpid(client, nullptr, 0);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 124) << "status " << st;
+    EXPECT_LT(dt, 1.0) << "server took " << dt << " s to notice";
+    std::remove(err.c_str());
+}
+
+}  // namespace
