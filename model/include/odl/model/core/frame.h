@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+// What moves between NHI, router and cable: one NHI frame (frame-level
+// model; USB4 transport packetisation is accounted analytically).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace odl::model {
+
+/// One frame in flight: a data frame (frame-mode ring) or a control packet
+/// (raw ring 0, bytes include the big-endian CRC).
+struct frame {
+    std::vector<std::uint8_t> bytes;  ///< empty in timing-only runs
+    std::uint32_t len = 0;            ///< bytes on the ring, 1..4096
+    std::uint8_t sof = 0;             ///< SOF PDF
+    std::uint8_t eof = 0;             ///< EOF PDF (control: packet type)
+    std::uint16_t hop = 0;            ///< HopID on the current link / ring
+    bool control = false;             ///< HopID 0 control packet
+    bool crc_error = false;           ///< damaged on the link, not corrected
+    bool reserved = false;            ///< holds a receive credit at the far end
+    std::uint64_t id = 0;             ///< for traces
+};
+using frame_ptr = std::shared_ptr<frame>;
+
+}  // namespace odl::model

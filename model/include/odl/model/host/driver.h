@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+// Host driver model for standalone runs: programs the NHI through its BAR0
+// registers and the router through control packets the way Linux does, and
+// moves OdinLink frames with explicit CPU costs (doorbell, completions,
+// interrupt latency and throttle, polling period, copies).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <vector>
+
+#include <systemc>
+
+#include "odl/model/core/scheduler.h"
+#include "odl/model/core/trace.h"
+#include "odl/model/host/platform.h"
+#include "odl/model/nhi/host_memory.h"
+#include "odl/model/nhi/nhi.h"
+
+namespace odl::model {
+
+struct driver_stats {
+    std::uint64_t frames_sent = 0;
+    std::uint64_t frames_received = 0;
+    std::uint64_t frames_crc_error = 0;
+    std::uint64_t messages_sent = 0;
+    std::uint64_t messages_received = 0;
+    std::uint64_t messages_lost = 0;   ///< incomplete or damaged at the receiver
+    std::uint64_t ctl_requests = 0;
+    std::uint64_t ctl_errors = 0;
+    std::uint64_t ctl_retries = 0;
+    std::uint64_t interrupts = 0;
+};
+
+class host_driver : public sc_core::sc_module {
+public:
+    /// A whole message arrived on lane port @port.
+    using msg_fn = std::function<void(unsigned port, std::uint32_t tag, std::uint64_t bytes)>;
+    /// The CM noticed a hot-plug event for lane port @port.
+    using link_fn = std::function<void(unsigned port, bool up)>;
+
+    host_driver(sc_core::sc_module_name name, scheduler& sched, trace_log& log, nhi& dev,
+                local_memory& mem, const host_costs& costs, unsigned lane_ports);
+    host_driver(const host_driver&) = delete;
+    host_driver& operator=(const host_driver&) = delete;
+
+    /// Rings, hot-plug, paths (HopID 8 on each lane to ring = port), data
+    /// rings; @ready runs once all of it is programmed.
+    void start(std::function<void()> ready);
+    /// Queues a message of @bytes on lane port @port (ring = port).
+    void send(unsigned port, std::uint64_t bytes, std::uint32_t tag);
+    void on_message(msg_fn fn) { m_on_msg = std::move(fn); }
+    void on_link(link_fn fn) { m_on_link = std::move(fn); }
+    bool link_up(unsigned port) const { return m_link_up.at(port); }
+    bool ready() const { return m_ready; }
+    /// Frames queued or in the TX ring on @port.
+    std::uint64_t tx_backlog(unsigned port) const;
+
+    /// A control request: @cb(response dwords, error?) once answered.
+    void ctl_request(std::vector<std::uint32_t> dw, std::uint8_t pdf,
+                     std::function<void(const std::vector<std::uint32_t>&, bool)> cb);
+
+    const driver_stats& stats() const { return m_stats; }
+    const host_costs& costs() const { return m_costs; }
+
+    static constexpr unsigned data_ring_size = 256;
+    static constexpr unsigned ctl_ring_size = 10;
+    static constexpr unsigned data_hop = 8;  ///< HopID both hosts send on
+
+private:
+    struct tx_item {
+        std::uint32_t len;  ///< frame bytes incl. the 32-byte header
+        std::uint32_t tag;
+        std::uint64_t msg_len, offset;
+        bool som, eom;
+    };
+    struct sw_ring {
+        std::uint64_t desc = 0;                ///< descriptor array address
+        std::vector<std::uint64_t> buf;        ///< one buffer per slot
+        unsigned size = 0, head = 0, tail = 0; ///< head: next to post; tail: oldest
+    };
+    struct rx_msg {
+        bool active = false, damaged = false;
+        std::uint32_t tag = 0;
+        std::uint64_t len = 0, got = 0;
+    };
+    struct ctl_req {
+        std::vector<std::uint32_t> dw;
+        std::uint8_t pdf;
+        std::function<void(const std::vector<std::uint32_t>&, bool)> cb;
+        unsigned tries = 0;
+        std::uint64_t id = 0;
+    };
+
+    void ring_alloc(sw_ring& r, unsigned size, std::uint32_t buf_bytes);
+    void start_ring(bool tx, unsigned h, sw_ring& r, std::uint32_t flags, std::uint32_t pdf,
+                    std::uint32_t frame_size, unsigned vector);
+    void post_rx(unsigned h, sw_ring& r, unsigned slot);
+    sc_core::sc_time cpu(sc_core::sc_time cost);
+    void doorbell_at(sc_core::sc_time t, std::uint32_t off, std::uint32_t v);
+    void pump_tx(unsigned port);
+    void ctl_kick();
+    void ctl_send(ctl_req& q);
+    void ctl_received(std::vector<std::uint8_t> bytes, unsigned pdf);
+    void setup_port(unsigned port, std::function<void()> next);
+    void reap_all();
+    void reap_tx(unsigned h);
+    void reap_rx(unsigned h);
+    void irq(unsigned vector);
+    void mem_written(std::uint64_t addr);
+    bool completed(const sw_ring& r, unsigned slot, std::uint32_t* w);
+
+    scheduler& m_sched;
+    trace_log& m_log;
+    nhi& m_nhi;
+    local_memory& m_mem;
+    host_costs m_costs;
+    unsigned m_ports;
+    std::vector<sw_ring> m_tx, m_rx;          ///< index = ring
+    std::vector<std::deque<tx_item>> m_txq;   ///< index = port
+    std::vector<rx_msg> m_rxmsg;              ///< index = port
+    std::vector<bool> m_link_up;              ///< index = port
+    std::vector<std::uint32_t> m_tx_seq;
+    std::deque<ctl_req> m_ctl;
+    bool m_ctl_busy = false;
+    std::uint64_t m_ctl_ids = 0;
+    sc_core::sc_time m_cpu_free;
+    bool m_poll_pending = false;
+    bool m_self_write = false;
+    bool m_ready = false;
+    msg_fn m_on_msg;
+    link_fn m_on_link;
+    driver_stats m_stats;
+};
+
+}  // namespace odl::model

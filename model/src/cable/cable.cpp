@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+// Cable model: frame-level serialisation, propagation, errors, link states.
+#include "odl/model/cable/cable.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace odl::model {
+
+using sc_core::sc_time;
+using sc_core::SC_PS;
+
+cable::cable(sc_core::sc_module_name name, scheduler& sched, trace_log& log,
+             const link_config& cfg, const link_physics& phys, sc_time retrain_time,
+             std::uint64_t seed)
+    : sc_module(name), m_sched(sched), m_log(log), m_cfg(cfg), m_phys(phys),
+      m_retrain(retrain_time), m_rng(seed) {}
+
+double cable::uniform() {
+    return static_cast<double>(m_rng() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+bool cable::send(int from, frame_ptr f) {
+    if (m_state == link_state::unplugged) {
+        ++m_stats.frames_refused_down;
+        if (f->reserved && m_end[1 - from]) m_end[1 - from]->link_frame_lost(f);
+        return false;
+    }
+    const int to = 1 - from;
+    const sc_time now = scheduler::now();
+    const sc_time start = std::max({now, m_busy[from], m_ready});
+    const sc_time ser(static_cast<double>(serialise_ps(m_cfg, m_phys, from, f->len)), SC_PS);
+    const sc_time prop(static_cast<double>(propagation_ps(m_cfg, m_phys)), SC_PS);
+    m_busy[from] = start + ser;
+    ++m_stats.frames_sent;
+    if (m_ber > 0.0 && damage(from, f)) f->crc_error = true;
+    const std::uint64_t epoch = m_epoch;
+    m_sched.at(start + ser + prop, [this, to, epoch, f = std::move(f)]() mutable {
+        if (epoch != m_epoch) {
+            ++m_stats.frames_lost_in_flight;
+            m_log.frame(name(), fmt::format("lost id={} hop={}", f->id, f->hop));
+            if (m_end[to]) m_end[to]->link_frame_lost(f);
+            return;
+        }
+        ++m_stats.frames_delivered;
+        if (f->crc_error) ++m_stats.frames_damaged;
+        if (m_end[to]) m_end[to]->link_frame_arrived(std::move(f));
+    });
+    return true;
+}
+
+bool cable::damage(int from, const frame_ptr& f) {
+    // Poisson number of raw bit errors over the frame's wire bits.
+    const double bits = 8.0 * static_cast<double>(wire_bytes(f->len));
+    const double lambda = m_ber * bits;
+    (void)from;
+    double u = uniform();
+    double p = std::exp(-lambda);
+    double cdf = p;
+    unsigned k = 0;
+    while (u > cdf && k < 64) {
+        ++k;
+        p *= lambda / k;
+        cdf += p;
+    }
+    if (k == 0) return false;
+    // Errors land in transport packets. Gen4 RS-FEC corrects a packet with a
+    // single error; older generations (no FEC modelled) lose any hit packet.
+    const std::uint64_t packets =
+        (f->len + transport_payload_bytes - 1) / transport_payload_bytes;
+    std::uint64_t hit[64];
+    for (unsigned i = 0; i < k; ++i)
+        hit[i] = static_cast<std::uint64_t>(uniform() * static_cast<double>(packets));
+    std::sort(hit, hit + k);
+    bool damaged = false;
+    for (unsigned i = 0; i < k;) {
+        unsigned j = i;
+        while (j < k && hit[j] == hit[i]) ++j;
+        if (m_cfg.gen == generation::gen4 && j - i == 1) {
+            ++m_stats.errors_corrected;
+        } else {
+            ++m_stats.packets_damaged;
+            damaged = true;
+        }
+        i = j;
+    }
+    return damaged;
+}
+
+void cable::return_credits(int from) {
+    const int to = 1 - from;
+    const sc_time prop(static_cast<double>(propagation_ps(m_cfg, m_phys)), SC_PS);
+    m_sched.after(prop, [this, to] {
+        if (m_end[to]) m_end[to]->link_credits_returned();
+    });
+}
+
+void cable::go_down(link_state s) {
+    const bool was_up = m_state == link_state::up;
+    m_state = s;
+    ++m_epoch;
+    const sc_time now = scheduler::now();
+    m_busy[0] = m_busy[1] = now;
+    if (was_up) {
+        for (auto* ep : m_end)
+            if (ep) ep->link_state_changed(false);
+    }
+}
+
+void cable::schedule_up() {
+    m_ready = scheduler::now() + m_retrain;
+    const std::uint64_t epoch = m_epoch;
+    m_sched.at(m_ready, [this, epoch] {
+        if (epoch != m_epoch || m_state != link_state::training) return;
+        m_state = link_state::up;
+        m_log.event(name(), fmt::format("up {} lanes={}{}", to_string(m_cfg.gen), m_cfg.lanes,
+                                        m_cfg.asymmetric ? " asymmetric" : ""));
+        for (auto* ep : m_end)
+            if (ep) ep->link_state_changed(true);
+    });
+}
+
+void cable::plug() {
+    if (m_state != link_state::unplugged) return;
+    m_log.event(name(), "plug");
+    m_state = link_state::training;
+    ++m_epoch;
+    schedule_up();
+}
+
+void cable::unplug() {
+    if (m_state == link_state::unplugged) return;
+    m_log.event(name(), "unplug");
+    go_down(link_state::unplugged);
+}
+
+void cable::retrain() {
+    if (m_state == link_state::unplugged) return;
+    m_log.event(name(), "retrain");
+    go_down(link_state::training);
+    schedule_up();
+}
+
+void cable::degrade(generation gen, unsigned lanes) {
+    m_cfg.gen = gen;
+    m_cfg.lanes = lanes;
+    if (gen != generation::gen4) m_cfg.asymmetric = false;
+    m_log.event(name(), fmt::format("degrade {} lanes={}", to_string(gen), lanes));
+    retrain();
+}
+
+}  // namespace odl::model

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// Sparse page-backed host memory for standalone runs.
+#include <algorithm>
+#include <cstring>
+
+#include "odl/model/nhi/host_memory.h"
+
+namespace odl::model {
+
+std::uint64_t local_memory::alloc(std::size_t len, std::size_t align) {
+    if (m_first == 0) m_first = m_next;
+    m_next = (m_next + align - 1) / align * align;
+    const std::uint64_t a = m_next;
+    m_next += len;
+    for (std::uint64_t p = a / page_bytes; p <= (a + len - 1) / page_bytes; ++p)
+        if (!m_pages.count(p)) m_pages.emplace(p, std::make_unique<page>(page{}));
+    return a;
+}
+
+local_memory::page* local_memory::find(std::uint64_t pfn) {
+    auto it = m_pages.find(pfn);
+    return it == m_pages.end() ? nullptr : it->second.get();
+}
+
+bool local_memory::dma_read(std::uint64_t addr, void* dst, std::size_t len) {
+    auto* out = static_cast<std::uint8_t*>(dst);
+    while (len > 0) {
+        page* p = find(addr / page_bytes);
+        if (!p) return false;
+        const std::size_t off = addr % page_bytes;
+        const std::size_t n = std::min<std::size_t>(len, page_bytes - off);
+        std::memcpy(out, p->data() + off, n);
+        out += n;
+        addr += n;
+        len -= n;
+    }
+    return true;
+}
+
+bool local_memory::dma_write(std::uint64_t addr, const void* src, std::size_t len) {
+    const std::uint64_t a0 = addr;
+    const std::size_t n0 = len;
+    const auto* in = static_cast<const std::uint8_t*>(src);
+    while (len > 0) {
+        page* p = find(addr / page_bytes);
+        if (!p) return false;
+        const std::size_t off = addr % page_bytes;
+        const std::size_t n = std::min<std::size_t>(len, page_bytes - off);
+        std::memcpy(p->data() + off, in, n);
+        in += n;
+        addr += n;
+        len -= n;
+    }
+    if (m_on_write) m_on_write(a0, n0);
+    return true;
+}
+
+}  // namespace odl::model
