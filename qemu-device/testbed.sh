@@ -104,7 +104,7 @@ cmd_up() {
 	rm -f "$dir"/*.log "$dir"/*.ctl "$dir/linkd.sock"
 	local start=$SECONDS
 	say "starting odl-linkd"
-	setsid "$linkd" --socket "$dir/linkd.sock" --hosts 2 >"$dir/linkd.log" 2>&1 </dev/null &
+	SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 setsid "$linkd" --socket "$dir/linkd.sock" --hosts 2 >"$dir/linkd.log" 2>&1 </dev/null &
 	echo $! >"$dir/linkd.pid"
 	local i
 	for i in $(seq 50); do

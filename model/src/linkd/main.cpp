@@ -6,8 +6,19 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include <memory>
+
 #include "odl/model/linkd/server.h"
 #include "stub_model.h"
+#ifdef ODL_LINKD_HAVE_MODEL
+#include <systemc>
+
+#include "odl/model/linkd/model_backend_sc.h"
+// libsystemc owns main() and calls sc_main() after setting the kernel up.
+#define ODL_LINKD_MAIN sc_main
+#else
+#define ODL_LINKD_MAIN main
+#endif
 
 namespace {
 odl::model::linkd::server* g_server = nullptr;
@@ -16,21 +27,41 @@ void on_signal(int) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+int ODL_LINKD_MAIN(int argc, char** argv) {
     CLI::App app{"odl-linkd: OdinLink model server for QEMU odl-usb4-nhi devices"};
     odl::model::linkd::server_config cfg;
     unsigned hosts = 2;
+#ifdef ODL_LINKD_HAVE_MODEL
+    std::string backend = "model";
+#else
     std::string backend = "stub";
+#endif
     app.add_option("-s,--socket", cfg.socket_path, "unix socket path to listen on")->required();
     app.add_option("-n,--hosts", hosts, "number of hosts (NHIs) served")->check(CLI::Range(1, 16));
     app.add_option("--backend", backend,
-                   "model behind the sockets: 'stub' (register-file test double)")
-        ->check(CLI::IsMember({"stub"}));
+                   "model behind the sockets: 'model' (SystemC NHI, router, cable) or "
+                   "'stub' (register-file test double, no rings)")
+        ->check(CLI::IsMember({"model", "stub"}));
     app.add_flag("-v,--verbose", cfg.verbose, "log connection details");
     CLI11_PARSE(app, argc, argv);
 
-    odl::model::linkd::stub_model model(hosts);
-    odl::model::linkd::server srv(cfg, model);
+    std::unique_ptr<odl::model::linkd::model_backend> model;
+    if (backend == "stub") {
+        model = std::make_unique<odl::model::linkd::stub_model>(hosts);
+    } else {
+#ifdef ODL_LINKD_HAVE_MODEL
+        if (hosts != 2) {
+            fmt::print(stderr, "odl-linkd: the model backend serves exactly 2 hosts\n");
+            return 1;
+        }
+        model = std::make_unique<odl::model::linkd::sc_backend>(
+            odl::model::linkd::sc_backend_config{});
+#else
+        fmt::print(stderr, "odl-linkd: built without the SystemC model\n");
+        return 1;
+#endif
+    }
+    odl::model::linkd::server srv(cfg, *model);
     std::string err;
     if (!srv.listen(err)) {
         fmt::print(stderr, "odl-linkd: {}\n", err);
