@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: MIT
+// odl-linkd server plumbing against fake QEMU devices: handshake, MMIO
+// forwarding, DMA and IRQ from the model, hostile input, and that one host
+// going away leaves the server and the other hosts running.
+#include "odl/model/linkd/server.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "odl/wire/linkd_codec.h"
+
+namespace odl::model::linkd {
+namespace {
+
+constexpr std::uint64_t reg_value = 0x100;   // read: returns 0x5a5a0000 | offset
+constexpr std::uint64_t reg_dma = 0x200;     // write: DMA-read 16 bytes at value
+constexpr std::uint64_t reg_irq = 0x204;     // write: raise MSI-X vector value
+
+/// Test double of the model: a few magic registers that exercise host_bus.
+class fake_model final : public model_backend {
+public:
+    class port final : public nhi_port {
+    public:
+        port(fake_model& m, unsigned h) : m_m(m), m_h(h) {}
+        std::uint64_t mmio_read(std::uint64_t off, unsigned) override {
+            return 0x5a5a0000u | off;
+        }
+        void mmio_write(std::uint64_t off, unsigned, std::uint64_t v) override {
+            host_bus* bus = m_m.bus[m_h];
+            if (!bus) return;
+            if (off == reg_dma) {
+                std::uint8_t buf[16] = {};
+                const bool ok = bus->dma_read(v, buf, sizeof(buf));
+                std::lock_guard<std::mutex> g(m_m.mu);
+                m_m.dma_ok = ok;
+                m_m.dma_data.assign(buf, buf + sizeof(buf));
+            } else if (off == reg_irq) {
+                bus->raise_irq(static_cast<unsigned>(v));
+            }
+        }
+        void reset() override { m_m.resets++; }
+        void devctrl(std::uint16_t, bool) override {}
+
+    private:
+        fake_model& m_m;
+        unsigned m_h;
+    };
+
+    fake_model() : ports{{*this, 0}, {*this, 1}} {}
+    unsigned host_count() const override { return 2; }
+    device_info info(unsigned) const override { return {}; }
+    nhi_port& nhi(unsigned h) override { return ports[h]; }
+    void attach(unsigned h, host_bus* b) override {
+        bus[h] = b;
+        (b ? attaches : detaches)++;
+    }
+    void advance_to(std::uint64_t) override {}
+    std::uint64_t next_event_ps() const override { return UINT64_MAX; }
+
+    port ports[2];
+    host_bus* bus[2] = {nullptr, nullptr};
+    std::atomic<int> attaches{0}, detaches{0}, resets{0};
+    std::mutex mu;
+    bool dma_ok = false;
+    std::vector<std::uint8_t> dma_data;
+};
+
+/// A fake QEMU device speaking the protocol by hand.
+class device {
+public:
+    explicit device(const std::string& path) {
+        m_fd = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+        struct sockaddr_un sun {};
+        sun.sun_family = AF_UNIX;
+        std::strncpy(sun.sun_path, path.c_str(), sizeof(sun.sun_path) - 1);
+        m_ok = ::connect(m_fd, reinterpret_cast<struct sockaddr*>(&sun), sizeof(sun)) == 0;
+    }
+    ~device() { close(); }
+    void close() {
+        if (m_fd >= 0) ::close(m_fd);
+        m_fd = -1;
+    }
+    bool ok() const { return m_ok; }
+    bool send_raw(const void* p, std::size_t n) {
+        return ::send(m_fd, p, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
+    }
+    bool send(struct odl_linkd_msg m, const void* payload = nullptr, std::uint32_t len = 0) {
+        m.hdr.seq = odl_cpu_le64(m_seq++);
+        m.hdr.payload_len = odl_cpu_le32(len);
+        std::vector<std::uint8_t> b(sizeof(m) + len);
+        std::memcpy(b.data(), &m, sizeof(m));
+        if (len) std::memcpy(b.data() + sizeof(m), payload, len);
+        return send_raw(b.data(), b.size());
+    }
+    /// Next valid message from the model; false on timeout or close.
+    bool recv(struct odl_linkd_msg& m, std::vector<std::uint8_t>* payload = nullptr,
+              int timeout_ms = 2000) {
+        struct pollfd p = {m_fd, POLLIN, 0};
+        if (::poll(&p, 1, timeout_ms) <= 0) return false;
+        std::vector<std::uint8_t> b(ODL_LINKD_MAX_DATAGRAM);
+        const ssize_t n = ::recv(m_fd, b.data(), b.size(), 0);
+        if (n <= 0) return false;
+        if (odl_linkd_check(b.data(), static_cast<std::size_t>(n), ODL_LINKD_SIDE_MODEL, &m) !=
+            ODL_LINKD_OK)
+            return false;
+        if (payload) payload->assign(b.begin() + 64, b.begin() + n);
+        return true;
+    }
+    bool hello(unsigned host) {
+        struct odl_linkd_msg m;
+        odl_linkd_hello_init(&m, 0, 0, host, ODL_LINKD_MODE_FREE, 1);
+        if (!send(m)) return false;
+        struct odl_linkd_msg r;
+        if (!recv(r) || odl_le16(r.hdr.type) != ODL_LINKD_HELLO) return false;
+        if (!recv(r) || odl_le16(r.hdr.type) != ODL_LINKD_DEV_INFO) return false;
+        return odl_le32(r.body.dev_info.bar0_bytes) == 0x40000;
+    }
+    bool mmio_write(std::uint64_t off, std::uint64_t v) {
+        struct odl_linkd_msg m;
+        odl_linkd_msg_init(&m, ODL_LINKD_MMIO_WRITE, 0, 0, 0);
+        m.body.mmio.size = 4;
+        m.body.mmio.offset = odl_cpu_le64(off);
+        m.body.mmio.data = odl_cpu_le64(v);
+        return send(m);
+    }
+    /// MMIO read; returns the completion status or -1 on no answer.
+    long mmio_read(std::uint64_t off, std::uint64_t& v, unsigned size = 4) {
+        struct odl_linkd_msg m;
+        odl_linkd_msg_init(&m, ODL_LINKD_MMIO_READ, 0, 0, ++m_tag);
+        m.body.mmio.size = static_cast<__u8>(size);
+        m.body.mmio.offset = odl_cpu_le64(off);
+        if (!send(m)) return -1;
+        struct odl_linkd_msg r;
+        if (!recv(r) || odl_le16(r.hdr.type) != ODL_LINKD_MMIO_READ_CPL ||
+            odl_le64(r.hdr.tag) != m_tag)
+            return -1;
+        v = odl_le64(r.body.mmio.data);
+        return odl_le32(r.body.mmio.status);
+    }
+
+private:
+    int m_fd = -1;
+    bool m_ok = false;
+    std::uint64_t m_seq = 0;
+    std::uint64_t m_tag = 0;
+};
+
+class LinkdServer : public ::testing::Test {
+protected:
+    void SetUp() override {
+        m_path = "/tmp/odl-linkd-test-" + std::to_string(::getpid()) + ".sock";
+        server_config cfg;
+        cfg.socket_path = m_path;
+        cfg.max_bad_msgs = 50;
+        cfg.dma_timeout_ms = 500;
+        cfg.handshake_timeout_ms = 300;
+        m_srv = std::make_unique<server>(cfg, m_model);
+        std::string err;
+        ASSERT_TRUE(m_srv->listen(err)) << err;
+        m_thread = std::thread([this] { m_srv->run(); });
+    }
+    void TearDown() override {
+        m_srv->stop();
+        if (m_thread.joinable()) m_thread.join();
+        m_srv.reset();
+    }
+    /// Waits (bounded) until @pred holds.
+    template <typename F>
+    bool eventually(F pred) {
+        for (int i = 0; i < 200; i++) {
+            if (pred()) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        return false;
+    }
+
+    std::string m_path;
+    fake_model m_model;
+    std::unique_ptr<server> m_srv;
+    std::thread m_thread;
+};
+
+TEST_F(LinkdServer, ForwardsMmioReads) {
+    device d(m_path);
+    ASSERT_TRUE(d.ok());
+    ASSERT_TRUE(d.hello(0));
+    std::uint64_t v = 0;
+    EXPECT_EQ(d.mmio_read(reg_value, v), ODL_LINKD_ST_OK);
+    EXPECT_EQ(v, 0x5a5a0000u | reg_value);
+}
+
+TEST_F(LinkdServer, RefusesReadsOutsideBar0) {
+    device d(m_path);
+    ASSERT_TRUE(d.hello(0));
+    std::uint64_t v = 0;
+    EXPECT_EQ(d.mmio_read(0x40000, v), ODL_LINKD_ST_BAD_REQ);
+    EXPECT_EQ(d.mmio_read(0x3fffc, v, 8), ODL_LINKD_ST_BAD_REQ);
+    EXPECT_EQ(d.mmio_read(0x3fff8, v, 8), ODL_LINKD_ST_OK);
+}
+
+TEST_F(LinkdServer, RefusesDuplicateAndUnknownHostIds) {
+    device a(m_path);
+    ASSERT_TRUE(a.hello(1));
+    device b(m_path);
+    EXPECT_FALSE(b.hello(1));
+    device c(m_path);
+    EXPECT_FALSE(c.hello(7));
+    std::uint64_t v = 0;
+    EXPECT_EQ(a.mmio_read(reg_value, v), ODL_LINKD_ST_OK);  // first one unharmed
+}
+
+TEST_F(LinkdServer, ModelDmaReadsGuestMemoryThroughDevice) {
+    device d(m_path);
+    ASSERT_TRUE(d.hello(0));
+    ASSERT_TRUE(d.mmio_write(reg_dma, 0x1234000));
+    struct odl_linkd_msg req;
+    ASSERT_TRUE(d.recv(req));
+    ASSERT_EQ(odl_le16(req.hdr.type), ODL_LINKD_DMA_READ);
+    EXPECT_EQ(odl_le64(req.body.dma.addr), 0x1234000u);
+    ASSERT_EQ(odl_le32(req.body.dma.len), 16u);
+    struct odl_linkd_msg cpl;
+    odl_linkd_msg_init(&cpl, ODL_LINKD_DMA_READ_CPL, 0, 0, odl_le64(req.hdr.tag));
+    cpl.body.dma = req.body.dma;
+    std::uint8_t data[16];
+    for (int i = 0; i < 16; i++) data[i] = static_cast<std::uint8_t>(i * 3);
+    ASSERT_TRUE(d.send(cpl, data, 16));
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard<std::mutex> g(m_model.mu);
+        return m_model.dma_data.size() == 16;
+    }));
+    std::lock_guard<std::mutex> g(m_model.mu);
+    EXPECT_TRUE(m_model.dma_ok);
+    EXPECT_EQ(m_model.dma_data[5], 15);
+}
+
+TEST_F(LinkdServer, MmioReadDuringDmaWaitIsAnsweredAfterwards) {
+    // The vCPU may issue a read while the model waits for a DMA completion:
+    // the server stashes it and answers once the DMA is done.
+    device d(m_path);
+    ASSERT_TRUE(d.hello(0));
+    ASSERT_TRUE(d.mmio_write(reg_dma, 0x2000));
+    struct odl_linkd_msg req;
+    ASSERT_TRUE(d.recv(req));
+    struct odl_linkd_msg rd;
+    odl_linkd_msg_init(&rd, ODL_LINKD_MMIO_READ, 0, 0, 77);
+    rd.body.mmio.size = 4;
+    rd.body.mmio.offset = odl_cpu_le64(reg_value);
+    ASSERT_TRUE(d.send(rd));
+    struct odl_linkd_msg cpl;
+    odl_linkd_msg_init(&cpl, ODL_LINKD_DMA_READ_CPL, 0, 0, odl_le64(req.hdr.tag));
+    cpl.body.dma = req.body.dma;
+    std::uint8_t data[16] = {1};
+    ASSERT_TRUE(d.send(cpl, data, 16));
+    struct odl_linkd_msg r;
+    ASSERT_TRUE(d.recv(r));
+    EXPECT_EQ(odl_le16(r.hdr.type), ODL_LINKD_MMIO_READ_CPL);
+    EXPECT_EQ(odl_le64(r.hdr.tag), 77u);
+}
+
+TEST_F(LinkdServer, DmaTimeoutDropsOnlyThatHost) {
+    device a(m_path), b(m_path);
+    ASSERT_TRUE(a.hello(0));
+    ASSERT_TRUE(b.hello(1));
+    ASSERT_TRUE(a.mmio_write(reg_dma, 0x3000));  // never answered
+    ASSERT_TRUE(eventually([&] { return m_model.detaches.load() == 1; }));
+    std::lock_guard<std::mutex> g(m_model.mu);
+    EXPECT_FALSE(m_model.dma_ok);
+    std::uint64_t v = 0;
+    EXPECT_EQ(b.mmio_read(reg_value, v), ODL_LINKD_ST_OK);
+}
+
+TEST_F(LinkdServer, ForwardsIrq) {
+    device d(m_path);
+    ASSERT_TRUE(d.hello(0));
+    ASSERT_TRUE(d.mmio_write(reg_irq, 5));
+    struct odl_linkd_msg r;
+    ASSERT_TRUE(d.recv(r));
+    EXPECT_EQ(odl_le16(r.hdr.type), ODL_LINKD_IRQ);
+    EXPECT_EQ(odl_le16(r.body.irq.vector), 5u);
+}
+
+TEST_F(LinkdServer, DisconnectDetachesAndPeerKeepsWorking) {
+    device b(m_path);
+    ASSERT_TRUE(b.hello(1));
+    {
+        device a(m_path);
+        ASSERT_TRUE(a.hello(0));
+        ASSERT_TRUE(eventually([&] { return m_srv->attached_hosts() == 2; }));
+    }  // a's QEMU "killed"
+    ASSERT_TRUE(eventually([&] { return m_model.detaches.load() == 1; }));
+    EXPECT_EQ(m_srv->attached_hosts(), 1u);
+    std::uint64_t v = 0;
+    EXPECT_EQ(b.mmio_read(reg_value, v), ODL_LINKD_ST_OK);
+    device a2(m_path);  // and host 0 may come back
+    EXPECT_TRUE(a2.hello(0));
+}
+
+TEST_F(LinkdServer, SurvivesGarbageAndDropsPersistentOffender) {
+    device b(m_path);
+    ASSERT_TRUE(b.hello(1));
+    device a(m_path);
+    ASSERT_TRUE(a.hello(0));
+    std::uint8_t junk[300];
+    std::uint32_t x = 7;
+    for (int i = 0; i < 60; i++) {
+        for (auto& c : junk) {
+            x = x * 1103515245u + 12345u;
+            c = static_cast<std::uint8_t>(x >> 16);
+        }
+        a.send_raw(junk, 1 + (x % sizeof(junk)));
+    }
+    ASSERT_TRUE(eventually([&] { return m_model.detaches.load() == 1; }));
+    EXPECT_GE(m_srv->total_bad_msgs(), 50u);
+    std::uint64_t v = 0;
+    EXPECT_EQ(b.mmio_read(reg_value, v), ODL_LINKD_ST_OK);
+}
+
+TEST_F(LinkdServer, DropsSilentAndGarbageFirstConnections) {
+    device silent(m_path);
+    device junk(m_path);
+    const char bad[] = "GET / HTTP/1.0\r\n\r\n";
+    junk.send_raw(bad, sizeof(bad));
+    struct odl_linkd_msg r;
+    EXPECT_FALSE(junk.recv(r, nullptr, 1000));  // closed, no answer
+    EXPECT_FALSE(silent.recv(r, nullptr, 1000));
+    device ok(m_path);
+    EXPECT_TRUE(ok.hello(0));
+}
+
+TEST_F(LinkdServer, ResetReachesTheNhi) {
+    device d(m_path);
+    ASSERT_TRUE(d.hello(0));
+    struct odl_linkd_msg m;
+    odl_linkd_msg_init(&m, ODL_LINKD_RESET, 0, 0, 0);
+    m.body.reset.kind = odl_cpu_le32(ODL_LINKD_RESET_SYSTEM);
+    ASSERT_TRUE(d.send(m));
+    EXPECT_TRUE(eventually([&] { return m_model.resets.load() == 1; }));
+}
+
+}  // namespace
+}  // namespace odl::model::linkd
