@@ -29,7 +29,7 @@ constexpr unsigned k_ctl_tries = 4;         // seq 0..3
 
 host_driver::host_driver(sc_core::sc_module_name name, scheduler& sched, trace_log& log, nhi& dev,
                          local_memory& mem, const host_costs& costs, unsigned lane_ports)
-    : sc_module(name), m_sched(sched), m_log(log), m_nhi(dev), m_mem(mem), m_costs(costs),
+    : sc_module(name), bus("bus"), m_sched(sched), m_log(log), m_nhi(dev), m_mem(mem), m_costs(costs),
       m_ports(lane_ports) {
     m_tx.resize(m_ports + 1);
     m_rx.resize(m_ports + 1);
@@ -49,8 +49,30 @@ sc_time host_driver::cpu(sc_time cost) {
     return m_cpu_free;
 }
 
+std::uint32_t host_driver::mmio_read(std::uint32_t off) {
+    std::uint32_t v = 0;
+    tlm::tlm_generic_payload gp;
+    sc_time delay = sc_core::SC_ZERO_TIME;
+    gp.set_command(tlm::TLM_READ_COMMAND);
+    gp.set_address(off);
+    gp.set_data_ptr(reinterpret_cast<unsigned char*>(&v));
+    gp.set_data_length(4);
+    bus->b_transport(gp, delay);
+    return v;
+}
+
+void host_driver::mmio_write(std::uint32_t off, std::uint32_t v) {
+    tlm::tlm_generic_payload gp;
+    sc_time delay = sc_core::SC_ZERO_TIME;
+    gp.set_command(tlm::TLM_WRITE_COMMAND);
+    gp.set_address(off);
+    gp.set_data_ptr(reinterpret_cast<unsigned char*>(&v));
+    gp.set_data_length(4);
+    bus->b_transport(gp, delay);
+}
+
 void host_driver::doorbell_at(sc_time t, std::uint32_t off, std::uint32_t v) {
-    m_sched.at(t, [this, off, v] { m_nhi.mmio_write(off, v); });
+    m_sched.at(t, [this, off, v] { mmio_write(off, v); });
 }
 
 void host_driver::ring_alloc(sw_ring& r, unsigned size, std::uint32_t buf_bytes) {
@@ -69,20 +91,20 @@ void host_driver::start_ring(bool tx, unsigned h, sw_ring& r, std::uint32_t flag
     const std::uint32_t opts =
         (tx ? ODL_NHI_TX_OPTS_BASE : ODL_NHI_RX_OPTS_BASE) + h * ODL_NHI_OPTS_STRIDE;
     // Linux tb_ring_start() order: base, size, options +4, options +0.
-    m_nhi.mmio_write(base + ODL_NHI_RING_ADDR_LO, static_cast<std::uint32_t>(r.desc));
-    m_nhi.mmio_write(base + ODL_NHI_RING_ADDR_HI, static_cast<std::uint32_t>(r.desc >> 32));
-    m_nhi.mmio_write(base + ODL_NHI_RING_SIZE,
+    mmio_write(base + ODL_NHI_RING_ADDR_LO, static_cast<std::uint32_t>(r.desc));
+    mmio_write(base + ODL_NHI_RING_ADDR_HI, static_cast<std::uint32_t>(r.desc >> 32));
+    mmio_write(base + ODL_NHI_RING_SIZE,
                      r.size | (tx ? 0u : frame_size << ODL_NHI_RING_FRAME_SHIFT));
-    m_nhi.mmio_write(opts + ODL_NHI_OPTS_PDF, pdf);
-    m_nhi.mmio_write(opts + ODL_NHI_OPTS_FLAGS, flags);
+    mmio_write(opts + ODL_NHI_OPTS_PDF, pdf);
+    mmio_write(opts + ODL_NHI_OPTS_FLAGS, flags);
     if (!m_costs.interrupts) return;
     const unsigned idx = tx ? h : m_nhi.hop_count() + h;
     const std::uint32_t ivr_off = ODL_NHI_REG_IVR_BASE + (idx / 8) * 4;
     const unsigned shift = (idx % 8) * ODL_NHI_IVR_BITS;
-    std::uint32_t v = m_nhi.mmio_read(ivr_off);
-    m_nhi.mmio_write(ivr_off, (v & ~(0xfu << shift)) | (vector << shift));
+    std::uint32_t v = mmio_read(ivr_off);
+    mmio_write(ivr_off, (v & ~(0xfu << shift)) | (vector << shift));
     const std::uint32_t en_off = ODL_NHI_REG_INT_ENABLE_BASE + (idx / 32) * 4;
-    m_nhi.mmio_write(en_off, m_nhi.mmio_read(en_off) | (1u << (idx % 32)));
+    mmio_write(en_off, mmio_read(en_off) | (1u << (idx % 32)));
 }
 
 void host_driver::post_rx(unsigned h, sw_ring& r, unsigned slot) {
@@ -96,10 +118,10 @@ void host_driver::post_rx(unsigned h, sw_ring& r, unsigned slot) {
 }
 
 void host_driver::start(std::function<void()> ready) {
-    m_nhi.mmio_write(ODL_NHI_REG_DMA_MISC,
-                     m_nhi.mmio_read(ODL_NHI_REG_DMA_MISC) | ODL_NHI_DMA_MISC_DISABLE_AUTO_CLEAR);
+    mmio_write(ODL_NHI_REG_DMA_MISC,
+                     mmio_read(ODL_NHI_REG_DMA_MISC) | ODL_NHI_DMA_MISC_DISABLE_AUTO_CLEAR);
     for (unsigned v = 0; v < ODL_NHI_MSIX_VECTORS; ++v)
-        m_nhi.mmio_write(ODL_NHI_REG_THROTTLE_BASE + 4 * v, m_costs.throttle);
+        mmio_write(ODL_NHI_REG_THROTTLE_BASE + 4 * v, m_costs.throttle);
     ring_alloc(m_tx[0], ctl_ring_size, ODL_NHI_RAW_FRAME_BYTES);
     ring_alloc(m_rx[0], ctl_ring_size, ODL_NHI_RAW_FRAME_BYTES);
     const std::uint32_t raw = ODL_NHI_RING_FLAG_ENABLE | ODL_NHI_RING_FLAG_RAW;
@@ -107,7 +129,7 @@ void host_driver::start(std::function<void()> ready) {
     start_ring(false, 0, m_rx[0], raw, 0xffffffffu, ODL_NHI_RAW_FRAME_BYTES, 1);
     for (unsigned s = 0; s + 1 < ctl_ring_size; ++s) post_rx(0, m_rx[0], s);
     m_rx[0].head = ctl_ring_size - 1;
-    m_nhi.mmio_write(ODL_NHI_RX_RING_BASE + ODL_NHI_RING_INDEX, m_rx[0].head);
+    mmio_write(ODL_NHI_RX_RING_BASE + ODL_NHI_RING_INDEX, m_rx[0].head);
 
     // Ports one after another, then report ready.
     auto chain = std::make_shared<std::function<void(unsigned)>>();
@@ -169,7 +191,7 @@ void host_driver::setup_port(unsigned p, std::function<void()> next) {
                                    2 * p + 1);
                         for (unsigned s = 0; s + 1 < data_ring_size; ++s) post_rx(p, m_rx[p], s);
                         m_rx[p].head = data_ring_size - 1;
-                        m_nhi.mmio_write(ODL_NHI_RX_RING_BASE + p * ODL_NHI_RING_STRIDE +
+                        mmio_write(ODL_NHI_RX_RING_BASE + p * ODL_NHI_RING_STRIDE +
                                              ODL_NHI_RING_INDEX,
                                          m_rx[p].head);
                         next();
@@ -444,7 +466,7 @@ void host_driver::irq(unsigned vector) {
     m_sched.after(m_costs.irq_latency, [this, h, rx] {
         // ring_msix(): clear the status bit, then service the ring.
         const unsigned idx = rx ? m_nhi.hop_count() + h : h;
-        m_nhi.mmio_write(ODL_NHI_REG_INT_CLEAR + (idx / 32) * 4, 1u << (idx % 32));
+        mmio_write(ODL_NHI_REG_INT_CLEAR + (idx / 32) * 4, 1u << (idx % 32));
         if (h > m_ports) return;
         if (rx)
             reap_rx(h);

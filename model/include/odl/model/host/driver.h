@@ -11,6 +11,8 @@
 #include <vector>
 
 #include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
 
 #include "odl/model/core/scheduler.h"
 #include "odl/model/core/trace.h"
@@ -44,6 +46,9 @@ public:
                 local_memory& mem, const host_costs& costs, unsigned lane_ports);
     host_driver(const host_driver&) = delete;
     host_driver& operator=(const host_driver&) = delete;
+
+    /// MMIO to the NHI's BAR0 (bind to nhi::bar0).
+    tlm_utils::simple_initiator_socket<host_driver> bus;
 
     /// Rings, hot-plug, paths (HopID 8 on each lane to ring = port), data
     /// rings; @ready runs once all of it is programmed.
@@ -98,6 +103,8 @@ private:
                     std::uint32_t frame_size, unsigned vector);
     void post_rx(unsigned h, sw_ring& r, unsigned slot);
     sc_core::sc_time cpu(sc_core::sc_time cost);
+    std::uint32_t mmio_read(std::uint32_t off);
+    void mmio_write(std::uint32_t off, std::uint32_t v);
     void doorbell_at(sc_core::sc_time t, std::uint32_t off, std::uint32_t v);
     void pump_tx(unsigned port);
     void ctl_kick();

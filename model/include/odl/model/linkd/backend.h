@@ -63,6 +63,9 @@ public:
     virtual void advance_to(std::uint64_t now_ps) = 0;
     /// Time of the next pending model event, ps; UINT64_MAX when idle.
     virtual std::uint64_t next_event_ps() const = 0;
+    /// Scenario event: plug (true) or pull (false) the cable. Returns false
+    /// when this model has no cable.
+    virtual bool set_cable(bool /*plugged*/) { return false; }
 };
 
 }  // namespace odl::model::linkd

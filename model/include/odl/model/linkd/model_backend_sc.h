@@ -39,7 +39,7 @@ public:
     std::uint64_t next_event_ps() const override;
 
     /// Scenario events: the cable itself (independent of host presence).
-    void set_cable(bool plugged);
+    bool set_cable(bool plugged) override;
     const trace_log& log() const { return m_log; }
 
 private:

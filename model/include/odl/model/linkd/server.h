@@ -17,6 +17,7 @@ namespace odl::model::linkd {
 
 struct server_config {
     std::string socket_path;              ///< AF_UNIX SOCK_SEQPACKET path
+    std::string control_path;             ///< optional: scenario commands
     unsigned max_bad_msgs = 1000;         ///< then the host is dropped
     int handshake_timeout_ms = 2000;      ///< HELLO must arrive by then
     int dma_timeout_ms = 2000;            ///< per DMA completion
@@ -68,10 +69,12 @@ private:
     void drop(connection& c, const char* why);
     void reap();
     void note_bad(connection& c, const char* why);
+    void control_one();
 
     server_config m_cfg;
     model_backend& m_model;
     int m_listen_fd = -1;
+    int m_ctl_fd = -1;
     std::atomic<bool> m_stop{false};
     std::vector<std::unique_ptr<connection>> m_conns;
     std::int64_t m_start_ns = 0;
