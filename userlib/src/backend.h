@@ -31,7 +31,7 @@ class backend {
 public:
     virtual ~backend() = default;
 
-    /// Arguments were checked by odl::device; @len fits the local limits.
+    /// Arguments were checked by odl::device_impl; @len fits the local limits.
     virtual int post_send(uint32_t stream, uint32_t tag, const void* buf, uint64_t len, uint64_t ctx) = 0;
     virtual int post_recv(uint32_t stream, uint32_t tag, void* buf, uint64_t cap, uint64_t ctx) = 0;
     /// Makes progress; appends up to @max completions. Never blocks.

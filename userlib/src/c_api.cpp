@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The stable C API: a thin shim over odl::device that catches every
+// The stable C API: a thin shim over odl::device_impl that catches every
 // exception at the boundary and turns it into a status plus odl_last_error().
 #include <new>
 
@@ -67,7 +67,7 @@ int odl_open(const struct odl_open_params* p, struct odl_dev** out) {
         if (!p || !out) return set_last_error(ODL_ERR_INVAL, "NULL argument");
         *out = nullptr;
         odl::open_config cfg = odl::make_config(*p);
-        auto dev = std::make_unique<odl::device>(odl::open_backend(cfg), cfg);
+        auto dev = std::make_unique<odl::device_impl>(odl::open_backend(cfg), cfg);
         dev->wait_until_up();
         *out = new odl_dev{std::move(dev)};
         return int(ODL_OK);
@@ -82,8 +82,8 @@ int odl_open_pair(const struct odl_open_params* p, struct odl_dev** a, struct od
         if (cfg.backend != "loopback")
             return set_last_error(ODL_ERR_INVAL, "odl_open_pair() is only for the loopback backend");
         auto [ba, bb] = odl::open_loopback_backend_pair(cfg);
-        auto da = std::make_unique<odl::device>(std::move(ba), cfg);
-        auto db = std::make_unique<odl::device>(std::move(bb), cfg);
+        auto da = std::make_unique<odl::device_impl>(std::move(ba), cfg);
+        auto db = std::make_unique<odl::device_impl>(std::move(bb), cfg);
         // Both ends live in this thread: drive the handshake of both.
         odl_completion c;
         for (int i = 0; i < 1000; ++i) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// odl::device: argument checks shared by every backend, memory regions, waits.
+// odl::device_impl: argument checks shared by every backend, memory regions, waits.
 #include "device.h"
 
 #include <time.h>
@@ -71,15 +71,15 @@ open_config make_config(const odl_open_params& p) {
     return c;
 }
 
-device::device(std::unique_ptr<backend> b, open_config cfg) : m_backend(std::move(b)), m_cfg(std::move(cfg)) {}
+device_impl::device_impl(std::unique_ptr<backend> b, open_config cfg) : m_backend(std::move(b)), m_cfg(std::move(cfg)) {}
 
-device::~device() { m_backend->shutdown(); }
+device_impl::~device_impl() { m_backend->shutdown(); }
 
-int device::link_error(int status) const {
+int device_impl::link_error(int status) const {
     return set_last_error(status, m_backend->failure().empty() ? odl_strerror(status) : m_backend->failure());
 }
 
-void device::wait_until_up() {
+void device_impl::wait_until_up() {
     if (m_cfg.flags & ODL_OPEN_NONBLOCK) return;
     const uint64_t start = now_ns();
     for (;;) {
@@ -98,7 +98,7 @@ void device::wait_until_up() {
     }
 }
 
-int device::check_mr(const odl_mr* mr, const void* buf, size_t len) const {
+int device_impl::check_mr(const odl_mr* mr, const void* buf, size_t len) const {
     if (!mr) return ODL_OK;
     const bool known = std::any_of(m_mrs.begin(), m_mrs.end(), [mr](const auto& m) { return m.get() == mr; });
     if (!known) return set_last_error(ODL_ERR_INVAL, "memory region is not registered on this device");
@@ -108,7 +108,7 @@ int device::check_mr(const odl_mr* mr, const void* buf, size_t len) const {
     return ODL_OK;
 }
 
-int device::post_send(uint32_t stream, uint32_t tag, const void* buf, size_t len, odl_mr* mr, uint64_t ctx) {
+int device_impl::post_send(uint32_t stream, uint32_t tag, const void* buf, size_t len, odl_mr* mr, uint64_t ctx) {
     if (!buf && len) return set_last_error(ODL_ERR_INVAL, "NULL buffer with non-zero length");
     if (stream >= m_cfg.num_streams)
         return set_last_error(ODL_ERR_INVAL, fmt::format("stream {} out of range (device has {})", stream, m_cfg.num_streams));
@@ -125,7 +125,7 @@ int device::post_send(uint32_t stream, uint32_t tag, const void* buf, size_t len
     }
 }
 
-int device::post_recv(uint32_t stream, uint32_t tag, void* buf, size_t cap, odl_mr* mr, uint64_t ctx) {
+int device_impl::post_recv(uint32_t stream, uint32_t tag, void* buf, size_t cap, odl_mr* mr, uint64_t ctx) {
     if (!buf && cap) return set_last_error(ODL_ERR_INVAL, "NULL buffer with non-zero capacity");
     if (stream >= m_cfg.num_streams)
         return set_last_error(ODL_ERR_INVAL, fmt::format("stream {} out of range (device has {})", stream, m_cfg.num_streams));
@@ -139,7 +139,7 @@ int device::post_recv(uint32_t stream, uint32_t tag, void* buf, size_t cap, odl_
     }
 }
 
-int device::wait(odl_completion* comps, size_t max, size_t* n, uint64_t timeout_ns) {
+int device_impl::wait(odl_completion* comps, size_t max, size_t* n, uint64_t timeout_ns) {
     const uint64_t start = now_ns();
     for (;;) {
         *n = m_backend->poll(comps, max);
@@ -152,25 +152,25 @@ int device::wait(odl_completion* comps, size_t max, size_t* n, uint64_t timeout_
     }
 }
 
-void device::query(odl_dev_info& info) const {
+void device_impl::query(odl_dev_info& info) const {
     const uint32_t size = info.struct_size;
     info = odl_dev_info{};
     info.struct_size = size;
     m_backend->query(info);
 }
 
-void device::stats(odl_stats& s) const {
+void device_impl::stats(odl_stats& s) const {
     m_backend->stats(s);
     s.struct_size = sizeof(odl_stats);
 }
 
-odl_mr* device::reg_mr(void* addr, size_t len) {
+odl_mr* device_impl::reg_mr(void* addr, size_t len) {
     if (!addr || !len) throw error(ODL_ERR_INVAL, "cannot register an empty region");
     m_mrs.push_back(std::make_unique<odl_mr>(odl_mr{static_cast<unsigned char*>(addr), len}));
     return m_mrs.back().get();
 }
 
-int device::dereg_mr(odl_mr* mr) {
+int device_impl::dereg_mr(odl_mr* mr) {
     auto it = std::find_if(m_mrs.begin(), m_mrs.end(), [mr](const auto& m) { return m.get() == mr; });
     if (it == m_mrs.end()) return set_last_error(ODL_ERR_INVAL, "memory region is not registered on this device");
     m_mrs.erase(it);

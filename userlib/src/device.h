@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// odl::device: one open device. Checks every argument once for all backends,
+// odl::device_impl: one open device. Checks every argument once for all backends,
 // keeps the registered memory regions, and owns the backend.
 #pragma once
 
@@ -20,12 +20,12 @@ namespace odl {
 /// Checks and defaults user parameters; throws odl::error(ODL_ERR_INVAL).
 open_config make_config(const odl_open_params& p);
 
-class device {
+class device_impl {
 public:
-    explicit device(std::unique_ptr<backend> b, open_config cfg);
-    ~device();
-    device(const device&) = delete;
-    device& operator=(const device&) = delete;
+    explicit device_impl(std::unique_ptr<backend> b, open_config cfg);
+    ~device_impl();
+    device_impl(const device_impl&) = delete;
+    device_impl& operator=(const device_impl&) = delete;
 
     /// Waits for the link (unless ODL_OPEN_NONBLOCK). Throws odl::error.
     void wait_until_up();
@@ -51,5 +51,5 @@ private:
 }  // namespace odl
 
 struct odl_dev {
-    std::unique_ptr<odl::device> dev;
+    std::unique_ptr<odl::device_impl> dev;
 };

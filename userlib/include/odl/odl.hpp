@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+// libodl for C++: RAII owners and exceptions over the stable C API (odl.h).
+// Header-only, so it adds nothing to the library's ABI.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "odl/odl.h"
+
+namespace odl {
+
+/// A failed libodl call: the status and the library's reason.
+class error : public std::runtime_error {
+public:
+    explicit error(int status) : std::runtime_error(std::string(odl_strerror(status)) + ": " + odl_last_error()),
+                                 m_status(status) {}
+    int status() const noexcept { return m_status; }
+
+private:
+    int m_status;
+};
+
+/// Throws odl::error unless @status is ODL_OK.
+inline void check(int status) {
+    if (status != ODL_OK) throw error(status);
+}
+
+/// Open parameters with the library's defaults; set fields, then open.
+struct open_params : odl_open_params {
+    open_params() { odl_open_params_init(this); }
+};
+
+/// One open device; closes (saying goodbye to the peer) when destroyed.
+class device {
+public:
+    /// Opens and connects; throws odl::error.
+    explicit device(const open_params& p) {
+        odl_dev* d = nullptr;
+        check(odl_open(&p, &d));
+        m_dev.reset(d);
+    }
+    /// Two joined in-process loopback endpoints.
+    static std::pair<device, device> pair(const open_params& p) {
+        odl_dev *a = nullptr, *b = nullptr;
+        check(odl_open_pair(&p, &a, &b));
+        return {device(a), device(b)};
+    }
+
+    /// Posts return the status: ODL_ERR_AGAIN is routine flow control, not
+    /// an exception. The buffer stays in use until its completion.
+    int post_send(uint32_t stream, uint32_t tag, const void* buf, size_t len, uint64_t ctx = 0,
+                  odl_mr* mr = nullptr) noexcept {
+        return odl_post_send(m_dev.get(), stream, tag, buf, len, mr, ctx);
+    }
+    int post_recv(uint32_t stream, uint32_t tag, void* buf, size_t cap, uint64_t ctx = 0,
+                  odl_mr* mr = nullptr) noexcept {
+        return odl_post_recv(m_dev.get(), stream, tag, buf, cap, mr, ctx);
+    }
+    /// Collects up to @max completions without blocking.
+    std::vector<odl_completion> poll(size_t max = 64) {
+        std::vector<odl_completion> out(max);
+        size_t n = 0;
+        check(odl_poll(m_dev.get(), out.data(), out.size(), &n));
+        out.resize(n);
+        return out;
+    }
+    /// Waits up to @timeout_ns; an empty result means the time ran out.
+    std::vector<odl_completion> wait(uint64_t timeout_ns, size_t max = 64) {
+        std::vector<odl_completion> out(max);
+        size_t n = 0;
+        const int rc = odl_wait(m_dev.get(), out.data(), out.size(), &n, timeout_ns);
+        if (rc != ODL_OK && rc != ODL_ERR_TIMEOUT) throw error(rc);
+        out.resize(n);
+        return out;
+    }
+    odl_dev_info info() const {
+        odl_dev_info i{};
+        i.struct_size = sizeof(i);
+        check(odl_query(m_dev.get(), &i));
+        return i;
+    }
+    odl_stats stats() const {
+        odl_stats s{};
+        s.struct_size = sizeof(s);
+        check(odl_get_stats(m_dev.get(), &s));
+        return s;
+    }
+    /// The C handle, for calls this wrapper lacks.
+    odl_dev* get() const noexcept { return m_dev.get(); }
+
+private:
+    explicit device(odl_dev* d) : m_dev(d) {}
+    struct closer {
+        void operator()(odl_dev* d) const noexcept { odl_close(d); }
+    };
+    std::unique_ptr<odl_dev, closer> m_dev;
+};
+
+}  // namespace odl
