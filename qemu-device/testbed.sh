@@ -9,6 +9,7 @@
 #   testbed.sh exec A|B CMD...                        run CMD in a guest, print output, exit with its status
 #   testbed.sh console A|B [--follow]                 print (or follow) a guest's serial console log
 #   testbed.sh kill A|B                               SIGKILL one QEMU (tests: the peer must survive)
+#   testbed.sh cable plug|unplug                      scenario event on the modelled cable
 #   testbed.sh status                                 what runs
 # Environment:
 #   ODL_LINKD      odl-linkd binary (default: $ODL_BUILD_DIR/model/src/linkd/odl-linkd)
@@ -56,7 +57,7 @@ cmd_down() {
 	local v
 	for v in "${vms[@]}"; do stop_pid "$dir/$v.qemu.pid"; done
 	stop_pid "$dir/linkd.pid"
-	rm -f "$dir"/*.ctl "$dir/linkd.sock"
+	rm -f "$dir"/*.ctl "$dir/linkd.sock" "$dir/linkd.ctl"
 	[ "${1:-}" = quiet ] || say "down (logs kept in $dir)"
 }
 
@@ -104,7 +105,8 @@ cmd_up() {
 	rm -f "$dir"/*.log "$dir"/*.ctl "$dir/linkd.sock"
 	local start=$SECONDS
 	say "starting odl-linkd"
-	SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 setsid "$linkd" --socket "$dir/linkd.sock" --hosts 2 >"$dir/linkd.log" 2>&1 </dev/null &
+	SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 setsid "$linkd" --socket "$dir/linkd.sock" \
+		--control "$dir/linkd.ctl" --hosts 2 >"$dir/linkd.log" 2>&1 </dev/null &
 	echo $! >"$dir/linkd.pid"
 	local i
 	for i in $(seq 50); do
@@ -202,6 +204,28 @@ cmd_kill() {
 	say "VM $v killed"
 }
 
+# Scenario command to odl-linkd's control socket.
+linkd_ctl() {
+	alive "$dir/linkd.pid" || die "odl-linkd is not running"
+	python3 - "$dir/linkd.ctl" "$*" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.send(sys.argv[2].encode())
+reply = s.recv(256).decode()
+print(reply)
+sys.exit(0 if reply.startswith("ok") else 1)
+PY
+}
+
+cmd_cable() {
+	case "${1:-}" in
+	plug | unplug) linkd_ctl "cable $1" >/dev/null && say "cable ${1}ged" ;;
+	*) die "usage: cable plug|unplug" ;;
+	esac
+}
+
 cmd_status() {
 	local v rc=0
 	alive "$dir/linkd.pid" && say "odl-linkd running" || { say "odl-linkd not running"; rc=1; }
@@ -217,6 +241,7 @@ down) cmd_down ;;
 exec) shift; cmd_exec "$@" ;;
 console) shift; cmd_console "$@" ;;
 kill) shift; cmd_kill "$@" ;;
+cable) shift; cmd_cable "$@" ;;
 status) cmd_status ;;
-*) die "usage: testbed.sh up|down|exec A|B CMD|console A|B|kill A|B|status" ;;
+*) die "usage: testbed.sh up|down|exec A|B CMD|console A|B|kill A|B|cable plug|unplug|status" ;;
 esac

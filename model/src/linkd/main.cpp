@@ -37,6 +37,8 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     std::string backend = "stub";
 #endif
     app.add_option("-s,--socket", cfg.socket_path, "unix socket path to listen on")->required();
+    app.add_option("-c,--control", cfg.control_path,
+                   "unix socket for scenario commands (cable plug|unplug, status)");
     app.add_option("-n,--hosts", hosts, "number of hosts (NHIs) served")->check(CLI::Range(1, 16));
     app.add_option("--backend", backend,
                    "model behind the sockets: 'model' (SystemC NHI, router, cable) or "

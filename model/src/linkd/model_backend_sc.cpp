@@ -117,9 +117,10 @@ void sc_backend::attach(unsigned h, host_bus* bus) {
     update_cable();
 }
 
-void sc_backend::set_cable(bool plugged) {
+bool sc_backend::set_cable(bool plugged) {
     m_cable_plugged = plugged;
     update_cable();
+    return true;
 }
 
 // The link trains only while the cable is in and both hosts are powered.

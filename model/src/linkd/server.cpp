@@ -210,7 +210,36 @@ server::~server() {
         ::close(m_listen_fd);
         ::unlink(m_cfg.socket_path.c_str());
     }
+    if (m_ctl_fd >= 0) {
+        ::close(m_ctl_fd);
+        ::unlink(m_cfg.control_path.c_str());
+    }
 }
+
+namespace {
+int listen_unix(const std::string& path, std::string& err) {
+    struct sockaddr_un sun {};
+    sun.sun_family = AF_UNIX;
+    if (path.empty() || path.size() >= sizeof(sun.sun_path)) {
+        err = fmt::format("bad socket path '{}'", path);
+        return -1;
+    }
+    std::memcpy(sun.sun_path, path.c_str(), path.size());
+    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        err = fmt::format("socket: {}", std::strerror(errno));
+        return -1;
+    }
+    ::unlink(path.c_str());  // a stale socket from a killed run
+    if (::bind(fd, reinterpret_cast<struct sockaddr*>(&sun), sizeof(sun)) < 0 ||
+        ::listen(fd, 8) < 0) {
+        err = fmt::format("{}: {}", path, std::strerror(errno));
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+}  // namespace
 
 std::uint64_t server::now_ps() const {
     return static_cast<std::uint64_t>(mono_ns() - m_start_ns) * 1000u;
@@ -223,28 +252,38 @@ unsigned server::attached_hosts() const {
 }
 
 bool server::listen(std::string& err) {
-    struct sockaddr_un sun {};
-    sun.sun_family = AF_UNIX;
-    if (m_cfg.socket_path.empty() ||
-        m_cfg.socket_path.size() >= sizeof(sun.sun_path)) {
-        err = fmt::format("bad socket path '{}'", m_cfg.socket_path);
-        return false;
-    }
-    std::memcpy(sun.sun_path, m_cfg.socket_path.c_str(), m_cfg.socket_path.size());
-    m_listen_fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (m_listen_fd < 0) {
-        err = fmt::format("socket: {}", std::strerror(errno));
-        return false;
-    }
-    ::unlink(m_cfg.socket_path.c_str());  // a stale socket from a killed run
-    if (::bind(m_listen_fd, reinterpret_cast<struct sockaddr*>(&sun), sizeof(sun)) < 0 ||
-        ::listen(m_listen_fd, 8) < 0) {
-        err = fmt::format("{}: {}", m_cfg.socket_path, std::strerror(errno));
-        ::close(m_listen_fd);
-        m_listen_fd = -1;
-        return false;
+    m_listen_fd = listen_unix(m_cfg.socket_path, err);
+    if (m_listen_fd < 0) return false;
+    if (!m_cfg.control_path.empty()) {
+        m_ctl_fd = listen_unix(m_cfg.control_path, err);
+        if (m_ctl_fd < 0) return false;
     }
     return true;
+}
+
+// One command per connection: "cable plug", "cable unplug", "status".
+void server::control_one() {
+    const int fd = ::accept4(m_ctl_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    struct pollfd p = {fd, POLLIN, 0};
+    char buf[128] = {};
+    std::string reply = "error: no command";
+    if (::poll(&p, 1, 1000) == 1) {
+        const ssize_t n = ::recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+        std::string cmd(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+        while (!cmd.empty() && (cmd.back() == '\n' || cmd.back() == ' ')) cmd.pop_back();
+        if (cmd == "cable plug" || cmd == "cable unplug") {
+            const bool plug = cmd == "cable plug";
+            reply = m_model.set_cable(plug) ? "ok" : "error: this model has no cable";
+            fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
+        } else if (cmd == "status") {
+            reply = fmt::format("ok hosts {} bad {}", attached_hosts(), m_total_bad);
+        } else {
+            reply = "error: unknown command (have: cable plug, cable unplug, status)";
+        }
+    }
+    ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::close(fd);
 }
 
 void server::accept_one() {
@@ -445,6 +484,7 @@ void server::run() {
         }
         pfds.clear();
         pfds.push_back({m_listen_fd, POLLIN, 0});
+        pfds.push_back({m_ctl_fd, POLLIN, 0});  // fd -1: ignored by poll()
         for (auto& c : m_conns) {
             pfds.push_back({c->fd(), POLLIN, 0});
             if (!c->stash().empty()) timeout_ms = 0;
@@ -455,11 +495,12 @@ void server::run() {
         } while (r < 0 && errno == EINTR && !m_stop.load());
         if (r < 0) continue;
         if (pfds[0].revents & POLLIN) accept_one();
+        if (pfds[1].revents & POLLIN) control_one();
         // Connections accepted just now are polled next turn.
-        const std::size_t polled = pfds.size() - 1;
+        const std::size_t polled = pfds.size() - 2;
         for (std::size_t i = 0; i < polled && i < m_conns.size(); i++) {
             auto& c = *m_conns[i];
-            if ((pfds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) ||
+            if ((pfds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) ||
                 !c.stash().empty())
                 serve(c);
         }
