@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Two-VM test: the unmodified Linux thunderbolt.ko + thunderbolt_net in two
+# QEMU guests joined by the modelled cable. Boot, NHI probe, XDomain
+# discovery, thunderbolt0, ping both ways, iperf3 both ways, cable unplug and
+# replug, a killed QEMU seen as an unplug by the peer, and clean kernel logs.
+# Every check fails the test; nothing is skipped.
+#
+# Usage: two_vm_test.sh --kernel 6.12|6.1
+# Environment: ODL_LINKD (odl-linkd binary), ODL_VM_DIR (state/log dir).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+tb="$here/../../qemu-device/testbed.sh"
+kernel=6.12
+[ "${1:-}" = --kernel ] && kernel=$2
+export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-test-$$}
+results="$ODL_VM_DIR/results-$kernel.txt"
+
+step() { printf '== %s\n' "$*"; }
+fail() {
+	printf 'FAIL: %s\n' "$*"
+	for v in A B; do
+		echo "--- $v console (last 40 lines)"
+		tail -n 40 "$ODL_VM_DIR/$v.console.log" 2>/dev/null || true
+	done
+	echo "--- odl-linkd log"
+	tail -n 20 "$ODL_VM_DIR/linkd.log" 2>/dev/null || true
+	exit 1
+}
+vexec() { "$tb" exec "$@"; }
+record() { echo "$1" | tee -a "$results"; }
+
+# Polls @cmd in VM @vm until it succeeds, at most @secs seconds.
+wait_in() {
+	local vm=$1 secs=$2 cmd=$3 i
+	for i in $(seq "$secs"); do
+		vexec "$vm" "$cmd" >/dev/null 2>&1 && return 0
+		sleep 1
+	done
+	return 1
+}
+
+cleanup() { "$tb" down >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+mkdir -p "$ODL_VM_DIR"
+: >"$results"
+
+step "boot two VMs ($kernel)"
+t0=$SECONDS
+"$tb" up --kernel "$kernel" --timeout 240 || fail "testbed did not come up"
+record "kernel=$kernel boot_to_ready_s=$((SECONDS - t0))"
+
+step "NHI on the PCI bus, thunderbolt.ko bound"
+for v in A B; do
+	vexec "$v" 'grep -l 0x0c0340 /sys/bus/pci/devices/*/class' >/dev/null ||
+		fail "VM $v: no device of class 0x0c0340"
+	vexec "$v" 'ls /sys/bus/pci/drivers/thunderbolt/ | grep -q "^0000:"' ||
+		fail "VM $v: thunderbolt.ko did not bind to the NHI"
+done
+
+step "XDomain discovery and thunderbolt0"
+t0=$SECONDS
+for v in A B; do
+	peer=$([ $v = A ] && echo B || echo A)
+	wait_in "$v" 90 "grep -qx odl-$peer /sys/bus/thunderbolt/devices/0-1/device_name" ||
+		fail "VM $v: peer host odl-$peer not discovered as XDomain 0-1"
+	wait_in "$v" 60 'ip link show thunderbolt0' || fail "VM $v: no thunderbolt0"
+done
+record "xdomain_and_thunderbolt0_s=$((SECONDS - t0))"
+for v in A B; do
+	speed=$(vexec "$v" 'cd /sys/bus/thunderbolt/devices/0-1 && echo "rx_speed=$(cat rx_speed) rx_lanes=$(cat rx_lanes) tx_speed=$(cat tx_speed) tx_lanes=$(cat tx_lanes)"') ||
+		fail "VM $v: no link speed/lanes in sysfs"
+	record "vm=$v $speed"
+done
+
+net_up() {
+	vexec A 'ip addr add 10.99.0.1/24 dev thunderbolt0 && ip link set thunderbolt0 up' ||
+		fail "VM A: cannot configure thunderbolt0"
+	vexec B 'ip addr add 10.99.0.2/24 dev thunderbolt0 && ip link set thunderbolt0 up' ||
+		fail "VM B: cannot configure thunderbolt0"
+	# The first packets wait for thunderbolt_net's login; allow for it.
+	wait_in A 60 'ping -c 1 -W 2 10.99.0.2' || fail "no ping reply A -> B within 60 s"
+}
+
+step "ping both ways"
+net_up
+out=$(vexec A 'ping -c 5 -W 3 10.99.0.2') || fail "ping A -> B lost packets: $out"
+record "ping_a_to_b $(echo "$out" | grep round-trip)"
+out=$(vexec B 'ping -c 5 -W 3 10.99.0.1') || fail "ping B -> A lost packets: $out"
+record "ping_b_to_a $(echo "$out" | grep round-trip)"
+
+iperf() {
+	local client=$1 server=$2 addr=$3 out mbps
+	vexec "$server" 'iperf3 -s -D -1 >/dev/null 2>&1' || fail "VM $server: iperf3 -s failed"
+	sleep 1
+	out=$(ODL_VM_EXEC_TIMEOUT=60 vexec "$client" "iperf3 -c $addr -t 3 -f m") ||
+		fail "iperf3 $client -> $server failed: $out"
+	mbps=$(echo "$out" | awk '/receiver/ { print $(NF-2) }')
+	[ -n "$mbps" ] || fail "iperf3 $client -> $server: no receiver line"
+	awk -v m="$mbps" 'BEGIN { exit !(m > 0) }' || fail "iperf3 $client -> $server: 0 Mbit/s"
+	record "iperf3_${client}_to_${server}_mbps=$mbps"
+}
+step "iperf3 both ways"
+iperf A B 10.99.0.2
+iperf B A 10.99.0.1
+
+step "cable unplug"
+"$tb" cable unplug || fail "cable unplug refused"
+for v in A B; do
+	wait_in "$v" 30 '! test -e /sys/bus/thunderbolt/devices/0-1' ||
+		fail "VM $v: XDomain still present 30 s after unplug"
+	wait_in "$v" 30 '! ip link show thunderbolt0' ||
+		fail "VM $v: thunderbolt0 still present 30 s after unplug"
+done
+
+step "cable replug, traffic resumes"
+t0=$SECONDS
+"$tb" cable plug || fail "cable plug refused"
+for v in A B; do
+	wait_in "$v" 90 'test -e /sys/bus/thunderbolt/devices/0-1 && ip link show thunderbolt0' ||
+		fail "VM $v: no rediscovery within 90 s of replug"
+done
+net_up
+record "replug_to_ping_s=$((SECONDS - t0))"
+
+step "clean kernel logs"
+for v in A B; do
+	if vexec "$v" 'dmesg | grep -E "WARNING:|BUG:|Oops|Call Trace"'; then
+		fail "VM $v: kernel warning in dmesg"
+	fi
+done
+
+step "killed QEMU A: linkd and VM B survive, B sees an unplug"
+"$tb" kill A
+wait_in B 30 '! test -e /sys/bus/thunderbolt/devices/0-1' ||
+	fail "VM B: XDomain still present 30 s after QEMU A died"
+"$tb" status >/dev/null 2>&1 && fail "status reports A running after kill"
+vexec B 'true' || fail "VM B unresponsive after QEMU A died"
+kill -0 "$(cat "$ODL_VM_DIR/linkd.pid")" 2>/dev/null || fail "odl-linkd died with QEMU A"
+if vexec B 'dmesg | grep -E "WARNING:|BUG:|Oops|Call Trace"'; then
+	fail "VM B: kernel warning after the peer died"
+fi
+if grep -E "WARNING:|BUG:|Oops|Call Trace" "$ODL_VM_DIR/A.console.log"; then
+	fail "VM A: kernel warning on the console"
+fi
+
+step "PASS ($kernel)"
+cat "$results"
