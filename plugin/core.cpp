@@ -1,0 +1,529 @@
+// SPDX-License-Identifier: MIT
+// The plugin core: devices from libodl, non-blocking listen/connect/accept
+// with the handshake state in NCCL's 128-byte handle, tagged and grouped
+// receives, request limits, statistics.
+#include "core.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "link.h"
+#include "log.h"
+#include "stats.h"
+
+namespace odl::plugin {
+namespace {
+
+constexpr uint32_t kHandleMagic = 0x484c444fu;  // "ODLH"
+constexpr uint16_t kHandleVersion = 1;
+
+/// What listen() writes and the peer's connect() reads (and scribbles on:
+/// NCCL passes the same buffer on every retry, so it holds connect state).
+struct handle {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t reserved;
+    uint64_t listen_id;         ///< names the listener in CONNECT
+    int32_t listen_dev;         ///< listener's device (a hint only)
+    uint32_t tries;             ///< connector: calls so far
+    uint64_t connect_start_ns;  ///< connector: time of its first call
+    char identity[64];          ///< listener's process, as its links' peers see it
+};
+static_assert(sizeof(handle) <= NCCL_NET_HANDLE_MAXSIZE, "handle must fit NCCL's 128 bytes");
+
+uint64_t now_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+struct state {
+    std::mutex mu;  ///< init/finalize; links are fixed in between
+    int refs = 0;
+    std::vector<std::unique_ptr<link>> links;
+    std::string identity;
+    stats_mapping stats;
+    uint64_t connect_timeout_ns = 120ull * 1000000000ull;
+
+    std::mutex pending_mu;  ///< taken after a link's lock, never before
+    std::deque<pending_connect> pending;
+    std::unordered_set<uint64_t> listeners;
+    std::mt19937_64 rng{std::random_device{}()};
+};
+
+state& g() {
+    static state s;
+    return s;
+}
+
+std::string make_identity() {
+    char host[64] = {};
+    gethostname(host, sizeof(host) - 1);
+    host[20] = '\0';  // identity must fit libodl's 64-byte node name
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%s/%d/%08x", host, int(getpid()), unsigned(g().rng()));
+    return buf;
+}
+
+/// ODL_NCCL_DEVICES="backend:index,..." (default "loopback:0").
+bool parse_devices(std::vector<std::pair<std::string, uint32_t>>& out, std::string& why) {
+    const char* env = std::getenv("ODL_NCCL_DEVICES");
+    std::stringstream ss(env && *env ? env : "loopback:0");
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        const auto colon = item.find(':');
+        char* end = nullptr;
+        const unsigned long idx = colon == std::string::npos ? 0 : std::strtoul(item.c_str() + colon + 1, &end, 10);
+        if (colon == std::string::npos || colon == 0 || end == item.c_str() + colon + 1 || *end || idx > 1023) {
+            why = "ODL_NCCL_DEVICES entry '" + item + "' is not backend:index";
+            return false;
+        }
+        out.emplace_back(item.substr(0, colon), uint32_t(idx));
+    }
+    if (out.empty() || out.size() > kStatsMaxLinks) {
+        why = "ODL_NCCL_DEVICES names " + std::to_string(out.size()) + " devices (1-" +
+              std::to_string(kStatsMaxLinks) + " allowed)";
+        return false;
+    }
+    return true;
+}
+
+ncclResult_t from_odl(int st) {
+    switch (st) {
+    case ODL_OK: return ncclSuccess;
+    case ODL_ERR_INVAL:
+    case ODL_ERR_TOO_BIG:
+    case ODL_ERR_TRUNCATED: return ncclInternalError;
+    case ODL_ERR_NO_BACKEND:
+    case ODL_ERR_NO_DEVICE:
+    case ODL_ERR_NOT_SUPPORTED: return ncclInvalidUsage;
+    default: return ncclSystemError;
+    }
+}
+
+link* link_at(int dev) {
+    auto& s = g();
+    return dev >= 0 && size_t(dev) < s.links.size() ? s.links[size_t(dev)].get() : nullptr;
+}
+
+comm* as_comm(void* p, uint32_t magic) {
+    auto* c = static_cast<comm*>(p);
+    return c && c->magic == magic ? c : nullptr;
+}
+
+comm* as_any_comm(void* p) {
+    auto* c = static_cast<comm*>(p);
+    return c && (c->magic == kSendMagic || c->magic == kRecvMagic) ? c : nullptr;
+}
+
+request* take_request(comm* c) {
+    for (auto& r : c->reqs) {
+        if (r.in_use) continue;
+        r = request{};
+        r.magic = kReqMagic;
+        r.in_use = true;
+        r.owner = c;
+        stat_add(c->ln->stats().inflight, uint64_t(1));
+        return &r;
+    }
+    return nullptr;
+}
+
+/// Resolves an mhandle to libodl's region; false if it is not ours.
+bool mr_of(void* mhandle, odl_mr*& mr) {
+    mr = nullptr;
+    if (!mhandle) return true;
+    auto* m = static_cast<mem_reg*>(mhandle);
+    if (m->magic != kMrMagic) return false;
+    mr = m->mr;
+    return true;
+}
+
+}  // namespace
+
+void enqueue_connect(const pending_connect& p) {
+    auto& s = g();
+    std::lock_guard<std::mutex> lk(s.pending_mu);
+    if (s.listeners.count(p.listen_id))
+        s.pending.push_back(p);
+    else
+        ODL_INFO("%s: CONNECT for a listener that is gone; dropped", p.ln->name().c_str());
+}
+
+ncclResult_t core_init(void** ctx, uint64_t comm_id, ncclDebugLogger_t log) {
+    set_logger(log);
+    auto& s = g();
+    std::lock_guard<std::mutex> lk(s.mu);
+    if (s.refs > 0) {
+        ++s.refs;
+        if (ctx) *ctx = &s;
+        return ncclSuccess;
+    }
+    std::vector<std::pair<std::string, uint32_t>> want;
+    std::string why;
+    if (!parse_devices(want, why)) {
+        ODL_WARN("%s", why.c_str());
+        return ncclInvalidUsage;
+    }
+    if (const char* t = std::getenv("ODL_NCCL_CONNECT_TIMEOUT_S"); t && std::atof(t) > 0)
+        s.connect_timeout_ns = uint64_t(std::atof(t) * 1e9);
+    s.identity = make_identity();
+    if (!s.stats.open(s.identity, why)) ODL_WARN("statistics disabled: %s", why.c_str());
+    for (const auto& [backend, index] : want) {
+        const int dev = int(s.links.size());
+        try {
+            s.links.push_back(
+                std::make_unique<link>(dev, backend, index, s.identity, &s.stats.file().links[dev]));
+        } catch (const std::exception& e) {
+            ODL_WARN("cannot open %s", e.what());
+        }
+    }
+    if (s.links.empty()) {
+        s.stats.close();
+        ODL_WARN("no usable device (ODL_NCCL_DEVICES)");
+        return ncclSystemError;
+    }
+    stat_store(s.stats.file().nlinks, uint32_t(s.links.size()));
+    ++s.refs;
+    if (ctx) *ctx = &s;
+    ODL_INFO("libodl %s, %zu device(s), process %s, comm 0x%llx", odl_version(), s.links.size(),
+             s.identity.c_str(), static_cast<unsigned long long>(comm_id));
+    return ncclSuccess;
+}
+
+ncclResult_t core_finalize(void* ctx) {
+    auto& s = g();
+    std::lock_guard<std::mutex> lk(s.mu);
+    if (ctx != &s || s.refs <= 0) return ncclInternalError;
+    if (--s.refs > 0) return ncclSuccess;
+    s.links.clear();
+    {
+        std::lock_guard<std::mutex> plk(s.pending_mu);
+        s.pending.clear();
+        s.listeners.clear();
+    }
+    s.stats.close();
+    return ncclSuccess;
+}
+
+ncclResult_t core_devices(int* ndev) {
+    if (!ndev) return ncclInternalError;
+    *ndev = int(g().links.size());
+    return ncclSuccess;
+}
+
+ncclResult_t core_get_properties(int dev, ncclNetProperties_v12_t* props) {
+    link* ln = link_at(dev);
+    if (!ln || !props) return ncclInternalError;
+    std::memset(props, 0, sizeof(*props));
+    props->name = const_cast<char*>(ln->name().c_str());  // unique per device: NCCL's topology key
+    props->pciPath = nullptr;                              // attach to the first CPU
+    props->guid = 0x4f444c0000000000ull | uint64_t(dev);
+    props->ptrSupport = NCCL_PTR_HOST;
+    props->speed = 80000;  // TB5 link rate, Mb/s
+    props->port = 1;
+    props->maxComms = int(kStreams - 1);
+    props->maxRecvs = kMaxRecvs;
+    props->netDeviceType = NCCL_NET_DEVICE_HOST;
+    props->vProps.ndevs = 1;
+    props->vProps.devs[0] = dev;
+    props->maxP2pBytes = props->maxCollBytes = 1ull << 30;
+    props->maxMultiRequestSize = 1;
+    props->railId = props->planeId = NCCL_NET_ID_UNDEF;
+    return ncclSuccess;
+}
+
+ncclResult_t core_listen(int dev, void* h, void** out) {
+    if (!link_at(dev) || !h || !out) return ncclInternalError;
+    auto& s = g();
+    auto lc = std::make_unique<listen_comm>();
+    lc->dev = dev;
+    {
+        std::lock_guard<std::mutex> lk(s.pending_mu);
+        do {
+            lc->id = s.rng();
+        } while (lc->id == 0 || s.listeners.count(lc->id));
+        s.listeners.insert(lc->id);
+    }
+    handle hd{};
+    hd.magic = kHandleMagic;
+    hd.version = kHandleVersion;
+    hd.listen_id = lc->id;
+    hd.listen_dev = dev;
+    copy_str(hd.identity, sizeof(hd.identity), s.identity);
+    std::memset(h, 0, NCCL_NET_HANDLE_MAXSIZE);
+    std::memcpy(h, &hd, sizeof(hd));
+    *out = lc.release();
+    return ncclSuccess;
+}
+
+ncclResult_t core_connect(int dev, void* h, void** send_comm, ncclNetDeviceHandle_v12_t** dev_comm) {
+    if (!link_at(dev) || !h || !send_comm) return ncclInternalError;
+    *send_comm = nullptr;
+    if (dev_comm) *dev_comm = nullptr;
+    handle hd;
+    std::memcpy(&hd, h, sizeof(hd));
+    if (hd.magic != kHandleMagic || hd.version != kHandleVersion || !memchr(hd.identity, 0, sizeof(hd.identity))) {
+        ODL_WARN("connect: not an ODL handle");
+        return ncclInternalError;
+    }
+    auto& s = g();
+    if (s.identity == hd.identity) {
+        ODL_WARN("connect: the listener is this process; ODL links only reach other processes");
+        return ncclSystemError;
+    }
+    const uint64_t now = now_ns();
+    if (hd.tries++ == 0) hd.connect_start_ns = now;
+    std::memcpy(h, &hd, sizeof(hd));
+    // Mesh: the link whose peer is the listener's process, whatever @dev
+    // NCCL picked; @dev wins only among links that reach that peer.
+    link* pick = nullptr;
+    bool any_connecting = false;
+    for (auto& ln : s.links) {
+        std::lock_guard<std::mutex> lk(ln->mutex());
+        ln->progress_locked();
+        if (ln->up_locked() && ln->peer_locked() == hd.identity && (!pick || ln->index() == dev)) pick = ln.get();
+        any_connecting |= !ln->up_locked() && !ln->failed_locked();
+    }
+    if (!pick) {
+        if (now - hd.connect_start_ns > s.connect_timeout_ns) {
+            ODL_WARN("connect: no link reaches %s after %.0f s (%s)", hd.identity,
+                     double(now - hd.connect_start_ns) / 1e9,
+                     any_connecting ? "a link is still waiting for its peer" : "every link has another peer");
+            return ncclSystemError;
+        }
+        return ncclSuccess;  // not yet: NCCL calls again
+    }
+    std::lock_guard<std::mutex> lk(pick->mutex());
+    std::string why;
+    int rc = ncclSuccess;
+    comm* c = pick->open_send_locked(hd.listen_id, why, rc);
+    if (!c) {
+        ODL_WARN("connect: %s", why.c_str());
+        return ncclResult_t(rc);
+    }
+    ODL_INFO("connect: %s stream %u to %s", pick->name().c_str(), c->stream, hd.identity);
+    *send_comm = c;
+    return ncclSuccess;
+}
+
+ncclResult_t core_accept(void* lcomm, void** recv_comm, ncclNetDeviceHandle_v12_t** dev_comm) {
+    auto* lc = static_cast<listen_comm*>(lcomm);
+    if (!lc || lc->magic != kListenMagic || !recv_comm) return ncclInternalError;
+    *recv_comm = nullptr;
+    if (dev_comm) *dev_comm = nullptr;
+    auto& s = g();
+    for (auto& ln : s.links) ln->progress();
+    pending_connect p{};
+    {
+        std::lock_guard<std::mutex> lk(s.pending_mu);
+        auto it = s.pending.begin();
+        while (it != s.pending.end() && it->listen_id != lc->id) ++it;
+        if (it == s.pending.end()) return ncclSuccess;  // not yet: NCCL calls again
+        p = *it;
+        s.pending.erase(it);
+    }
+    std::lock_guard<std::mutex> lk(p.ln->mutex());
+    *recv_comm = p.ln->open_recv_locked(p.stream, p.gen);
+    ODL_INFO("accept: %s stream %u from %s", p.ln->name().c_str(), p.stream, p.ln->peer_locked().c_str());
+    return ncclSuccess;
+}
+
+ncclResult_t core_reg_mr(void* cm, void* data, size_t size, int type, void** mhandle) {
+    comm* c = as_any_comm(cm);
+    if (!c || !mhandle || (!data && size)) return ncclInternalError;
+    if (type != NCCL_PTR_HOST) {
+        ODL_WARN("regMr: memory type %d; this plugin takes host memory only", type);
+        return ncclInternalError;
+    }
+    auto m = std::make_unique<mem_reg>();
+    m->owner = c;
+    std::lock_guard<std::mutex> lk(c->ln->mutex());
+    if (size && odl_reg_mr(c->ln->dev(), data, size, &m->mr) != ODL_OK) {
+        ODL_WARN("regMr %p+%zu: %s", data, size, odl_last_error());
+        return ncclSystemError;
+    }
+    *mhandle = m.release();
+    return ncclSuccess;
+}
+
+ncclResult_t core_reg_mr_dmabuf(void*, void*, size_t, int, uint64_t, int, void**) {
+    ODL_WARN("regMrDmaBuf: not supported (ptrSupport is host only)");
+    return ncclInternalError;
+}
+
+ncclResult_t core_dereg_mr(void* cm, void* mhandle) {
+    comm* c = as_any_comm(cm);
+    auto* m = static_cast<mem_reg*>(mhandle);
+    if (!c || !m || m->magic != kMrMagic) return ncclInternalError;
+    std::lock_guard<std::mutex> lk(m->owner->ln->mutex());
+    if (m->mr) odl_dereg_mr(m->owner->ln->dev(), m->mr);
+    m->magic = kDeadMagic;
+    delete m;
+    return ncclSuccess;
+}
+
+ncclResult_t core_isend(void* scomm, void* data, size_t size, int tag, void* mhandle, void*, void** request_out) {
+    comm* c = as_comm(scomm, kSendMagic);
+    odl_mr* mr = nullptr;
+    if (!c || !request_out || (!data && size) || !mr_of(mhandle, mr)) return ncclInternalError;
+    link* ln = c->ln;
+    std::lock_guard<std::mutex> lk(ln->mutex());
+    *request_out = nullptr;
+    if (c->status != ODL_OK) {
+        ODL_WARN("isend on %s stream %u: %s", ln->name().c_str(), c->stream, odl_strerror(c->status));
+        return from_odl(c->status);
+    }
+    if (ln->peer_max_msg() && size > ln->peer_max_msg()) {
+        ODL_WARN("isend of %zu bytes: above the peer's limit %llu", size,
+                 static_cast<unsigned long long>(ln->peer_max_msg()));
+        return ncclInternalError;
+    }
+    request* r = take_request(c);
+    if (!r) return ncclSuccess;  // request limit: NCCL retries later
+    r->is_send = true;
+    r->n = 1;
+    const int rc = odl_post_send(ln->dev(), c->stream, tag_for(c->gen, tag), data, size, mr,
+                                 reinterpret_cast<uint64_t>(r));
+    if (rc != ODL_OK) {
+        r->in_use = false;
+        r->magic = 0;
+        stat_add(ln->stats().inflight, uint64_t(-1));
+        if (rc == ODL_ERR_AGAIN) return ncclSuccess;
+        ODL_WARN("isend on %s: %s (%s)", ln->name().c_str(), odl_strerror(rc), odl_last_error());
+        return from_odl(rc);
+    }
+    r->pending = 1;
+    ++c->posted;
+    *request_out = r;
+    return ncclSuccess;
+}
+
+ncclResult_t core_irecv(void* rcomm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void**,
+                        void** request_out) {
+    comm* c = as_comm(rcomm, kRecvMagic);
+    if (!c || !request_out || n < 1 || n > kMaxRecvs || !data || !sizes || !tags) return ncclInternalError;
+    odl_mr* mrs[kMaxRecvs] = {};
+    for (int i = 0; i < n; ++i)
+        if ((!data[i] && sizes[i]) || !mr_of(mhandles ? mhandles[i] : nullptr, mrs[i])) return ncclInternalError;
+    link* ln = c->ln;
+    std::lock_guard<std::mutex> lk(ln->mutex());
+    *request_out = nullptr;  // also clears NCCL_NET_OPTIONAL_RECV_COMPLETION
+    if (c->status != ODL_OK) return from_odl(c->status);
+    request* r = take_request(c);
+    if (!r) return ncclSuccess;
+    r->n = n;
+    for (int i = 0; i < n; ++i) {
+        const int rc = odl_post_recv(ln->dev(), c->stream, tag_for(c->gen, tags[i]), data[i], sizes[i], mrs[i],
+                                     reinterpret_cast<uint64_t>(r) | uint64_t(i));
+        if (rc != ODL_OK) {
+            ODL_WARN("irecv on %s: %s (%s)", ln->name().c_str(), odl_strerror(rc), odl_last_error());
+            // Buffers already posted stay with libodl; the request dies with the comm.
+            c->status = rc;
+            if (i == 0) {
+                r->in_use = false;
+                r->magic = 0;
+                stat_add(ln->stats().inflight, uint64_t(-1));
+            }
+            return from_odl(rc);
+        }
+        ++r->pending;
+        ++c->posted;
+    }
+    *request_out = r;
+    return ncclSuccess;
+}
+
+ncclResult_t core_iflush(void* rcomm, int, void**, int*, void**, void** request_out) {
+    if (!as_comm(rcomm, kRecvMagic) || !request_out) return ncclInternalError;
+    *request_out = nullptr;  // host memory: nothing to flush
+    return ncclSuccess;
+}
+
+ncclResult_t core_test(void* req, int* done, int* sizes) {
+    auto* r = static_cast<request*>(req);
+    if (!r || !done || r->magic != kReqMagic || !r->in_use) return ncclInternalError;
+    comm* c = r->owner;
+    link* ln = c->ln;
+    std::lock_guard<std::mutex> lk(ln->mutex());
+    if (r->pending > 0) ln->progress_locked();
+    if (r->pending > 0) {
+        *done = 0;
+        return ncclSuccess;
+    }
+    *done = 1;
+    auto& st = ln->stats();
+    uint64_t bytes = 0;
+    for (int i = 0; i < r->n; ++i) {
+        bytes += r->sizes[i];
+        if (sizes) sizes[i] = int(std::min<uint64_t>(r->sizes[i], INT_MAX));
+    }
+    const int status = r->status;
+    r->in_use = false;
+    r->magic = 0;
+    stat_add(st.inflight, uint64_t(-1));
+    if (status != ODL_OK) {
+        stat_add(st.errors, uint64_t(1));
+        ODL_WARN("%s on %s stream %u: %s", r->is_send ? "send" : "receive", ln->name().c_str(), c->stream,
+                 status == ODL_ERR_TRUNCATED ? "message longer than the receive buffer" : odl_strerror(status));
+        return from_odl(status);
+    }
+    stat_add(r->is_send ? st.tx_msgs : st.rx_msgs, uint64_t(r->n));
+    stat_add(r->is_send ? st.tx_bytes : st.rx_bytes, bytes);
+    return ncclSuccess;
+}
+
+ncclResult_t core_close_send(void* scomm) {
+    comm* c = as_comm(scomm, kSendMagic);
+    if (!c) return ncclInternalError;
+    std::lock_guard<std::mutex> lk(c->ln->mutex());
+    c->ln->close_comm_locked(c);
+    return ncclSuccess;
+}
+
+ncclResult_t core_close_recv(void* rcomm) {
+    comm* c = as_comm(rcomm, kRecvMagic);
+    if (!c) return ncclInternalError;
+    std::lock_guard<std::mutex> lk(c->ln->mutex());
+    c->ln->close_comm_locked(c);
+    return ncclSuccess;
+}
+
+ncclResult_t core_close_listen(void* lcomm) {
+    auto* lc = static_cast<listen_comm*>(lcomm);
+    if (!lc || lc->magic != kListenMagic) return ncclInternalError;
+    auto& s = g();
+    {
+        std::lock_guard<std::mutex> lk(s.pending_mu);
+        s.listeners.erase(lc->id);
+        for (auto it = s.pending.begin(); it != s.pending.end();)
+            it = it->listen_id == lc->id ? s.pending.erase(it) : it + 1;
+    }
+    lc->magic = kDeadMagic;
+    delete lc;
+    return ncclSuccess;
+}
+
+ncclResult_t core_get_device_mr(void*, void*, void** dptr_mhandle) {
+    if (dptr_mhandle) *dptr_mhandle = nullptr;  // host device type: nothing on the GPU
+    return ncclSuccess;
+}
+
+ncclResult_t core_irecv_consumed(void*, int, void*) { return ncclSuccess; }
+
+ncclResult_t core_set_net_attr(void*, ncclNetAttr_v12_t*) { return ncclSuccess; }  // hints only
+
+}  // namespace odl::plugin
