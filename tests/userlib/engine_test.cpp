@@ -3,6 +3,7 @@
 // reassembly edge cases, tag matching, flow control, and hostile input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -91,7 +92,7 @@ TEST_F(EnginePair, DeliversMessagesAtFrameBoundaries) {
         EXPECT_EQ(done_b[0].status, ODL_OK) << "size " << sizes[i];
         EXPECT_EQ(done_b[0].ctx, 100 + i);
         EXPECT_EQ(done_b[0].len, sizes[i]);
-        EXPECT_EQ(std::memcmp(rx.data(), tx.data(), tx.size()), 0) << "size " << sizes[i];
+        EXPECT_TRUE(std::equal(tx.begin(), tx.end(), rx.begin())) << "size " << sizes[i];
         EXPECT_EQ(rx[sizes[i]], 0xee) << "wrote past the message";
     }
     odl_stats st{};

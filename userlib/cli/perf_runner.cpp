@@ -119,7 +119,7 @@ public:
         s->depth = round_depth(depth);
         for (uint32_t i = 0; i < s->depth; ++i) {
             s->bufs.emplace_back(std::max<uint64_t>(size, 1));
-            std::memcpy(s->bufs.back().data(), pattern(i % kPatterns, size), size);
+            if (size) std::memcpy(s->bufs.back().data(), pattern(i % kPatterns, size), size);
         }
         m_senders.push_back(std::move(s));
     }
@@ -423,11 +423,13 @@ json client_phase(odl_dev* dev, const phase& p, uint64_t stall_ns) {
 }  // namespace
 
 void fill_pattern(unsigned char* buf, uint64_t len, uint64_t seq) {
+    if (len == 0) return;
     std::memcpy(buf, pattern(seq % kPatterns, len), len);
     if (len >= 8) std::memcpy(buf, &seq, 8);
 }
 
 bool check_pattern(const unsigned char* buf, uint64_t len, uint64_t seq) {
+    if (len == 0) return true;
     if (len >= 8) {
         uint64_t got;
         std::memcpy(&got, buf, 8);
