@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+// `odl vm up|down|exec A|B CMD|console A|B|cable plug|unplug|status`: the
+// two-VM testbed. The launcher itself is qemu-device/testbed.sh (it builds
+// QEMU and the guest images when missing, starts odl-linkd and two TCG
+// QEMUs, waits for readiness, tears everything down on failure or Ctrl-C);
+// this command finds the pieces and hands over to it.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+
+namespace odl::cli {
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? v : fallback;
+}
+
+/// Replaces this process with testbed.sh so signals reach it directly.
+[[noreturn]] void hand_over(const std::vector<std::string>& args) {
+    const std::string src = env_or("ODL_SOURCE_DIR", ODL_SOURCE_DIR_DEFAULT);
+    const std::string build = env_or("ODL_BUILD_DIR", ODL_BINARY_DIR_DEFAULT);
+    const std::string script = src + "/qemu-device/testbed.sh";
+    const std::string linkd = build + "/model/src/linkd/odl-linkd";
+    if (!std::getenv("ODL_LINKD")) setenv("ODL_LINKD", linkd.c_str(), 1);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(script.c_str()));
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    std::fflush(stdout);
+    execv(script.c_str(), argv.data());
+    fmt::print(stderr, "odl: vm: cannot run {}\n", script);
+    std::exit(127);
+}
+
+}  // namespace
+
+void add_vm_command(CLI::App& app) {
+    auto* vm = app.add_subcommand("vm", "two-VM testbed: odl-linkd + two QEMUs joined by the modelled cable");
+    vm->require_subcommand(1);
+
+    static std::string kernel = "6.12";
+    static int timeout_s = 180;
+    auto* up = vm->add_subcommand("up", "build what is missing, start both VMs, wait until ready");
+    up->add_option("--kernel", kernel, "guest kernel series")->check(CLI::IsMember({"6.12", "6.1"}));
+    up->add_option("--timeout", timeout_s, "seconds to wait for each guest")->check(CLI::Range(10, 3600));
+    up->callback([] {
+        hand_over({"up", "--kernel", kernel, "--timeout", std::to_string(timeout_s)});
+    });
+
+    vm->add_subcommand("down", "stop the VMs and odl-linkd (logs are kept)")->callback([] {
+        hand_over({"down"});
+    });
+    vm->add_subcommand("status", "what runs")->callback([] { hand_over({"status"}); });
+
+    // exec takes the rest of the line verbatim, options included.
+    auto* ex = vm->add_subcommand("exec", "run a shell command in VM A or B: odl vm exec A|B CMD...");
+    ex->prefix_command();
+    ex->callback([ex] {
+        auto rest = ex->remaining();
+        if (rest.size() < 2) throw CLI::ValidationError("exec", "usage: odl vm exec A|B CMD...");
+        std::vector<std::string> args = {"exec"};
+        args.insert(args.end(), rest.begin(), rest.end());
+        hand_over(args);
+    });
+
+    static std::string which;
+    static bool follow = false;
+    auto* con = vm->add_subcommand("console", "print a guest's serial console log");
+    con->add_option("vm", which, "A or B")->required()->check(CLI::IsMember({"A", "B", "a", "b"}));
+    con->add_flag("-f,--follow", follow, "keep following the log");
+    con->callback([] {
+        std::vector<std::string> args = {"console", which};
+        if (follow) args.push_back("--follow");
+        hand_over(args);
+    });
+
+    static std::string action;
+    auto* cable = vm->add_subcommand("cable", "scenario event on the modelled cable");
+    cable->add_option("action", action, "plug or unplug")->required()->check(CLI::IsMember({"plug", "unplug"}));
+    cable->callback([] { hand_over({"cable", action}); });
+}
+
+}  // namespace odl::cli
