@@ -42,7 +42,7 @@ TEST(CableTiming, SingleFrameMatchesClosedForm) {
     const link_calibration l = plain_link();
     const double dma = 8000.0 * frame / p.nhi.pcie_gbps;  // ps
     double t = sent.to_seconds() * 1e12;
-    t += (p.host.post + p.host.mmio).to_seconds() * 1e12;          // doorbell reaches NHI
+    t += (p.host.post + p.host.post_frame + p.host.mmio).to_seconds() * 1e12;  // doorbell at NHI
     t += 2 * p.nhi.pcie_rtt.to_seconds() * 1e12 + dma +
          p.nhi.frame_overhead.to_seconds() * 1e12;                  // descriptor + payload read
     t += l.router_hop.to_seconds() * 1e12;                          // router A
@@ -52,7 +52,7 @@ TEST(CableTiming, SingleFrameMatchesClosedForm) {
     t += dma + p.nhi.pcie_write.to_seconds() * 1e12;                // payload + write-back
     const double period = p.host.poll_period.to_seconds() * 1e12;
     t = std::ceil(t / period - 1e-9) * period;                      // next poll
-    t += p.host.completion.to_seconds() * 1e12;
+    t += (p.host.completion_frame + p.host.completion).to_seconds() * 1e12;
     EXPECT_NEAR(got.to_seconds() * 1e12, t, 2.0);
     // Sanity of the formula inputs: 2 m of cable is 10 ns, 100 wire bytes.
     EXPECT_EQ(propagation_ps(cfg, l.physics), 10000u);
@@ -72,6 +72,7 @@ TEST_P(CablePlateau, StreamReachesAnalyticPayloadRate) {
     p.nhi.pcie_gbps = 0;  // unlimited: the link is the bottleneck
     p.nhi.frame_overhead = sc_core::SC_ZERO_TIME;
     p.host.post = p.host.completion = sc_core::SC_ZERO_TIME;
+    p.host.post_frame = p.host.completion_frame = sc_core::SC_ZERO_TIME;
     link_config cfg;
     cfg.gen = *parse_generation(GetParam().gen);
     cfg.lanes = GetParam().lanes;

@@ -140,7 +140,7 @@ TEST_F(NhiTest, StatusClearsOnReadWithoutDisableAutoClear) {
 TEST(NhiBackPressure, SlowReceiverLosesNothing) {
     platform fast = plain_platform();
     platform slow = plain_platform();
-    slow.host.completion = sc_time(5, SC_US);  // a receiver 10x slower than the link
+    slow.host.completion_frame = sc_time(5, SC_US);  // a receiver 10x slower than the link
     auto sys = two_hosts(fast, slow, link_config{}, 1, false);
     unsigned got = 0;
     sys->hosts[1].drv->on_message([&](unsigned, std::uint32_t, std::uint64_t) { ++got; });

@@ -72,7 +72,10 @@ void host_driver::mmio_write(std::uint32_t off, std::uint32_t v) {
 }
 
 void host_driver::doorbell_at(sc_time t, std::uint32_t off, std::uint32_t v) {
-    m_sched.at(t, [this, off, v] { mmio_write(off, v); });
+    const std::uint64_t gen = m_generation;
+    m_sched.at(t, [this, off, v, gen] {
+        if (gen == m_generation) mmio_write(off, v);  // not after a reboot
+    });
 }
 
 void host_driver::ring_alloc(sw_ring& r, unsigned size, std::uint32_t buf_bytes) {
@@ -115,6 +118,19 @@ void host_driver::post_rx(unsigned h, sw_ring& r, unsigned slot) {
     m_self_write = true;
     m_mem.dma_write(r.desc + std::uint64_t{slot} * k_desc, &d, k_desc);
     m_self_write = false;
+}
+
+void host_driver::restart(std::function<void()> ready) {
+    ++m_generation;
+    for (auto& r : m_tx) r = sw_ring{};
+    for (auto& r : m_rx) r = sw_ring{};
+    for (auto& q : m_txq) q.clear();
+    for (auto& m : m_rxmsg) m = rx_msg{};
+    m_ctl.clear();
+    m_ctl_busy = false;
+    m_ready = false;
+    m_log.event(name(), "restart");
+    start(std::move(ready));
 }
 
 void host_driver::start(std::function<void()> ready) {
@@ -341,7 +357,7 @@ void host_driver::pump_tx(unsigned port) {
     while (!q.empty() && (r.head + 1) % r.size != r.tail) {
         const tx_item it = q.front();
         q.pop_front();
-        sc_time cost = m_costs.post;
+        sc_time cost = m_costs.post_frame + (it.som ? m_costs.post : sc_core::SC_ZERO_TIME);
         if (m_costs.copy_gbps > 0)
             cost += sc_time(8000.0 * (it.len - ODL_FRAME_HDR_BYTES) / m_costs.copy_gbps, SC_PS);
         const sc_time t = cpu(cost);
@@ -383,7 +399,7 @@ void host_driver::reap_tx(unsigned h) {
     bool any = false;
     while (r.size && r.tail != r.head && completed(r, r.tail, &w)) {
         r.tail = (r.tail + 1) % r.size;
-        if (h != 0) cpu(m_costs.completion);
+        if (h != 0) cpu(m_costs.completion_frame);
         any = true;
     }
     if (any && h != 0) pump_tx(h);
@@ -401,14 +417,16 @@ void host_driver::reap_rx(unsigned h) {
         if (h == 0) {
             std::vector<std::uint8_t> bytes(len);
             m_mem.dma_read(buf, bytes.data(), len);
-            m_sched.at(cpu(m_costs.completion), [this, b = std::move(bytes), pdf]() mutable {
-                ctl_received(std::move(b), pdf);
+            const std::uint64_t gen = m_generation;
+            m_sched.at(cpu(m_costs.completion), [this, b = std::move(bytes), pdf, gen]() mutable {
+                if (gen == m_generation) ctl_received(std::move(b), pdf);
             });
         } else {
             if (len == 0) len = ODL_NHI_FRAME_MAX_BYTES;
             odl_frame_hdr fh{};
             m_mem.dma_read(buf, &fh, sizeof fh);
-            sc_time cost = m_costs.completion;
+            sc_time cost = m_costs.completion_frame;
+            if (fh.flags & ODL_FRAME_F_EOM) cost += m_costs.completion;
             if (m_costs.copy_gbps > 0)
                 cost += sc_time(8000.0 * (len - ODL_FRAME_HDR_BYTES) / m_costs.copy_gbps, SC_PS);
             const bool bad = (flags & (ODL_NHI_DESC_F_CRC_ERROR | ODL_NHI_DESC_F_BUFFER_OVERRUN)) != 0;
@@ -447,7 +465,7 @@ void host_driver::reap_rx(unsigned h) {
         any = true;
     }
     if (any) {
-        doorbell_at(cpu(m_costs.post) + m_costs.mmio,
+        doorbell_at(cpu(m_costs.post_frame) + m_costs.mmio,
                     ODL_NHI_RX_RING_BASE + h * ODL_NHI_RING_STRIDE + ODL_NHI_RING_INDEX, r.head);
     }
 }

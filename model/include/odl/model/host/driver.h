@@ -53,6 +53,8 @@ public:
     /// Rings, hot-plug, paths (HopID 8 on each lane to ring = port), data
     /// rings; @ready runs once all of it is programmed.
     void start(std::function<void()> ready);
+    /// Host reboot: forget every ring and queue (the NHI was reset), then start again.
+    void restart(std::function<void()> ready);
     /// Queues a message of @bytes on lane port @port (ring = port).
     void send(unsigned port, std::uint64_t bytes, std::uint32_t tag);
     void on_message(msg_fn fn) { m_on_msg = std::move(fn); }
@@ -136,6 +138,7 @@ private:
     bool m_poll_pending = false;
     bool m_self_write = false;
     bool m_ready = false;
+    std::uint64_t m_generation = 0;  ///< bumped at restart: stale callbacks are ignored
     msg_fn m_on_msg;
     link_fn m_on_link;
     driver_stats m_stats;

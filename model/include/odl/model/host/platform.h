@@ -15,9 +15,11 @@ namespace odl::model {
 
 /// Driver and CPU costs of a host (what the Linux driver + library spend).
 struct host_costs {
-    sc_core::sc_time post = sc_core::sc_time(200, sc_core::SC_NS);  ///< build descriptor + doorbell
+    sc_core::sc_time post = sc_core::sc_time(200, sc_core::SC_NS);  ///< per message: API call, first doorbell
+    sc_core::sc_time post_frame = sc_core::sc_time(30, sc_core::SC_NS);  ///< per frame: descriptor + doorbell
     sc_core::sc_time mmio = sc_core::sc_time(150, sc_core::SC_NS);  ///< posted MMIO reaches device
-    sc_core::sc_time completion = sc_core::sc_time(100, sc_core::SC_NS);  ///< per completed frame
+    sc_core::sc_time completion = sc_core::sc_time(100, sc_core::SC_NS);  ///< per received message
+    sc_core::sc_time completion_frame = sc_core::sc_time(30, sc_core::SC_NS);  ///< per completed frame
     sc_core::sc_time irq_latency = sc_core::sc_time(5, sc_core::SC_US);  ///< MSI to handler, wake-up
     sc_core::sc_time poll_period = sc_core::sc_time(100, sc_core::SC_NS);  ///< busy-poll loop
     double copy_gbps = 0.0;      ///< bounce copy rate; 0 = zero copy

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+// Loads the calibration file: every timing parameter with its provenance.
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "../scenario/yaml_util.h"
+#include "odl/model/host/platform.h"
+
+namespace odl::model {
+
+namespace {
+
+struct param_reader {
+    const std::string& file;
+    const YAML::Node& map;
+    std::map<std::string, std::string>& prov;
+
+    YAML::Node value(const char* key) {
+        const YAML::Node n = map[key];
+        if (!n) yaml::fail(file, map, fmt::format("expected parameter '{}'", key));
+        yaml::check_keys(file, n, {"value", "source"}, key);
+        if (!n["source"] || yaml::get_string(file, n["source"], "source").empty())
+            yaml::fail(file, n, fmt::format("expected 'source:' (provenance) for '{}'", key));
+        prov[key] = n["source"].Scalar();
+        if (!n["value"]) yaml::fail(file, n, fmt::format("expected 'value:' for '{}'", key));
+        return n["value"];
+    }
+    sc_core::sc_time time(const char* key) { return yaml::get_time(file, value(key), key); }
+    double number(const char* key) { return yaml::get_double(file, value(key), key); }
+};
+
+}  // namespace
+
+const platform& calibration::get(const std::string& name) const {
+    auto it = platforms.find(name);
+    if (it != platforms.end()) return it->second;
+    std::string have;
+    for (const auto& kv : platforms) have += fmt::format("{}{}", have.empty() ? "" : ", ", kv.first);
+    throw std::runtime_error(fmt::format("unknown platform '{}' (have: {})", name, have));
+}
+
+std::string default_calibration_path() {
+    return std::string(ODL_MODEL_SOURCE_DIR) + "/model/calibration/default.yaml";
+}
+
+calibration load_calibration(const std::string& path) {
+    calibration c;
+    c.path = path;
+    const YAML::Node root = yaml::load_file(path);
+    yaml::check_keys(path, root, {"link", "platforms"}, "the calibration file");
+    const YAML::Node link = root["link"];
+    if (!link) yaml::fail(path, root, "expected a 'link:' section");
+    yaml::check_keys(path, link,
+                     {"gen4_coding_efficiency", "cable_ns_per_m", "router_hop", "link_train",
+                      "dma_credits"},
+                     "link");
+    param_reader lr{path, link, c.link.provenance};
+    c.link.physics.gen4_coding_efficiency = lr.number("gen4_coding_efficiency");
+    if (c.link.physics.gen4_coding_efficiency <= 0.5 || c.link.physics.gen4_coding_efficiency > 1)
+        yaml::fail(path, link["gen4_coding_efficiency"], "expected an efficiency in (0.5, 1]");
+    c.link.physics.cable_ns_per_m = lr.number("cable_ns_per_m");
+    c.link.router_hop = lr.time("router_hop");
+    c.link.link_train = lr.time("link_train");
+    c.link.dma_credits = static_cast<unsigned>(lr.number("dma_credits"));
+
+    const YAML::Node plats = root["platforms"];
+    if (!plats || !plats.IsMap() || plats.size() == 0)
+        yaml::fail(path, root, "expected 'platforms:' with at least one platform");
+    for (const auto& kv : plats) {
+        const std::string name = kv.first.Scalar();
+        const YAML::Node& n = kv.second;
+        yaml::check_keys(path, n,
+                         {"description", "pcie_rtt", "pcie_write", "pcie_gbps", "frame_overhead",
+                          "post", "post_frame", "mmio", "completion", "completion_frame", "irq_latency", "poll_period", "copy_gbps",
+                          "throttle", "completion_mode"},
+                         "a platform");
+        platform p;
+        p.name = name;
+        if (n["description"]) p.description = yaml::get_string(path, n["description"], "description");
+        param_reader r{path, n, p.provenance};
+        p.nhi.pcie_rtt = r.time("pcie_rtt");
+        p.nhi.pcie_write = r.time("pcie_write");
+        p.nhi.pcie_gbps = r.number("pcie_gbps");
+        p.nhi.frame_overhead = r.time("frame_overhead");
+        p.host.post = r.time("post");
+        p.host.post_frame = r.time("post_frame");
+        p.host.completion_frame = r.time("completion_frame");
+        p.host.mmio = r.time("mmio");
+        p.host.completion = r.time("completion");
+        p.host.irq_latency = r.time("irq_latency");
+        p.host.poll_period = r.time("poll_period");
+        p.host.copy_gbps = r.number("copy_gbps");
+        p.host.throttle = static_cast<unsigned>(r.number("throttle"));
+        if (p.host.throttle > 0xffff) yaml::fail(path, n["throttle"], "expected throttle <= 65535 (256 ns units)");
+        const std::string mode = yaml::get_string(path, r.value("completion_mode"), "completion_mode");
+        if (mode != "poll" && mode != "interrupt")
+            yaml::fail(path, n["completion_mode"], "expected completion_mode: poll or interrupt");
+        p.host.interrupts = mode == "interrupt";
+        c.platforms.emplace(name, std::move(p));
+    }
+    return c;
+}
+
+}  // namespace odl::model
