@@ -145,5 +145,20 @@ if grep -E "WARNING:|BUG:|Oops|Call Trace" "$ODL_VM_DIR/A.console.log"; then
 	fail "VM A: kernel warning on the console"
 fi
 
+step "guest garbage in BAR0 (driver unbound, bus mastering off) spares linkd and QEMU"
+bdf=$(vexec B 'basename $(dirname $(grep -l 0x0c0340 /sys/bus/pci/devices/*/class))') ||
+	fail "VM B: NHI not found"
+vexec B "echo $bdf > /sys/bus/pci/drivers/thunderbolt/unbind" || fail "VM B: unbind failed"
+# Memory space on, bus master off: the model's DMA must fail cleanly.
+vexec B "printf '\\002\\000' | dd of=/sys/bus/pci/devices/$bdf/config bs=1 seek=4 conv=notrunc 2>/dev/null" ||
+	fail "VM B: cannot write the PCI command register"
+vexec B "bar=\$(head -n1 /sys/bus/pci/devices/$bdf/resource | cut -d' ' -f1); i=0; x=12345; \
+while [ \$i -lt 300 ]; do x=\$(( (x * 1103515245 + 12345) & 0x7fffffff )); \
+devmem \$(( bar + (x % 65536) * 4 )) 32 \$(( x ^ 0x5a5a5a5a )) 2>/dev/null; \
+devmem \$(( bar + ((x >> 3) % 65536) * 4 )) 32 >/dev/null 2>&1; i=\$((i + 1)); done" || fail "VM B: BAR0 garbage loop failed"
+vexec B 'true' || fail "VM B unresponsive after BAR0 garbage"
+kill -0 "$(cat "$ODL_VM_DIR/linkd.pid")" 2>/dev/null || fail "odl-linkd died from BAR0 garbage"
+kill -0 "$(cat "$ODL_VM_DIR/B.qemu.pid")" 2>/dev/null || fail "QEMU B died from BAR0 garbage"
+
 step "PASS ($kernel)"
 cat "$results"
