@@ -13,4 +13,9 @@ void add_perf_command(CLI::App& app);
 /// Adds `odl vm up|down|exec A|B CMD|console A|B|cable plug|unplug|status`.
 void add_vm_command(CLI::App& app);
 
+/// Adds `odl run <scenario.yaml> [--on model]`: scenario replay.
+void add_run_command(CLI::App& app);
+/// Adds `odl model sweep|report|calibrate`: latency modelling.
+void add_model_command(CLI::App& app);
+
 }  // namespace odl::cli

@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
     odl::cli::add_test_command(app);
     odl::cli::add_perf_command(app);
     odl::cli::add_vm_command(app);
+    odl::cli::add_run_command(app);
+    odl::cli::add_model_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

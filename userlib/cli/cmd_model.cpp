@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+// `odl model sweep|report|calibrate`: latency modelling on the SystemC model.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#ifdef ODL_HAVE_MODEL
+#include "odl/model/sweep/sweep.h"
+#endif
+
+namespace odl::cli {
+namespace {
+
+struct model_opts {
+    std::vector<std::string> generations = {"tb4", "tb5", "tb5-asym"};
+    std::vector<std::string> sizes = {"64", "256", "1KiB", "4KiB", "16KiB", "64KiB", "256KiB",
+                                      "1MiB", "4MiB"};
+    std::vector<std::string> modes = {"poll", "interrupt"};
+    std::vector<double> throttle_us = {0};
+    std::vector<unsigned> hosts = {2};
+    std::string platform = "intel-tb5-discrete";
+    std::string calibration;
+    std::string out;
+    unsigned iterations = 200;
+    bool json = false;
+};
+
+[[noreturn]] void die(const std::string& sub, const std::string& msg) {
+    std::fprintf(stderr, "odl: model %s: %s\n", sub.c_str(), msg.c_str());
+    std::exit(2);
+}
+
+std::uint64_t parse_size(const std::string& sub, const std::string& s) {
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    const std::string u = end ? end : "";
+    double mul = 0;
+    if (u.empty() || u == "B") mul = 1;
+    else if (u == "K" || u == "KiB") mul = 1024;
+    else if (u == "M" || u == "MiB") mul = 1024.0 * 1024;
+    else if (u == "G" || u == "GiB") mul = 1024.0 * 1024 * 1024;
+    if (end == s.c_str() || mul == 0 || v <= 0 || v * mul != std::floor(v * mul))
+        die(sub, fmt::format("bad size '{}' (expected e.g. 64, 4KiB, 1MiB)", s));
+    return static_cast<std::uint64_t>(v * mul);
+}
+
+std::string out_dir(const model_opts& o, const char* what) {
+    if (!o.out.empty()) return o.out;
+    const char* b = std::getenv("ODL_BUILD_DIR");
+    return std::string(b && *b ? b : ODL_BINARY_DIR_DEFAULT) + "/model/" + what;
+}
+
+#ifdef ODL_HAVE_MODEL
+namespace m = odl::model;
+
+m::calibration load_cal(const std::string& sub, const model_opts& o) {
+    try {
+        return m::load_calibration(o.calibration.empty() ? m::default_calibration_path()
+                                                         : o.calibration);
+    } catch (const std::exception& e) {
+        die(sub, e.what());
+    }
+}
+
+m::sweep_spec spec_of(const std::string& sub, const model_opts& o) {
+    m::sweep_spec s;
+    s.generations = o.generations;
+    s.sizes.clear();
+    for (const auto& z : o.sizes) s.sizes.push_back(parse_size(sub, z));
+    s.modes = o.modes;
+    s.throttle_us = o.throttle_us;
+    s.hosts = o.hosts;
+    s.platform = o.platform;
+    s.iterations = o.iterations;
+    return s;
+}
+
+std::vector<m::sweep_point> sweep(const std::string& sub, const model_opts& o,
+                                  const m::calibration& cal) {
+    const m::sweep_spec s = spec_of(sub, o);
+    try {
+        m::check_sweep(s, cal);
+        return m::run_sweep(s, cal, [&](std::size_t done, std::size_t total) {
+            fmt::print(stderr, "\rodl: model {}: point {}/{}", sub, done, total);
+            if (done == total) fmt::print(stderr, "\n");
+        });
+    } catch (const std::exception& e) {
+        die(sub, e.what());
+    }
+}
+
+void write(const std::string& sub, const std::string& path, const std::string& body) {
+    std::ofstream f(path, std::ios::binary);
+    f << body;
+    if (!f) die(sub, fmt::format("cannot write {}", path));
+}
+
+int do_sweep(const model_opts& o) {
+    const auto cal = load_cal("sweep", o);
+    const auto pts = sweep("sweep", o, cal);
+    const std::string dir = out_dir(o, "sweep");
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) die("sweep", fmt::format("cannot create {}: {}", dir, ec.message()));
+    const std::string csv = m::to_csv(pts);
+    write("sweep", dir + "/sweep.csv", csv);
+    std::vector<std::string> files;
+    try {
+        files = m::write_plots(pts, dir);
+    } catch (const std::exception& e) {
+        die("sweep", e.what());
+    }
+    fmt::print(stderr, "odl: model sweep: wrote {}/sweep.csv and {} plots\n", dir, files.size());
+    if (o.json) {
+        nlohmann::json j = nlohmann::json::array();
+        for (const auto& p : pts)
+            j.push_back({{"platform", p.platform}, {"generation", p.generation}, {"mode", p.mode},
+                         {"throttle_us", p.throttle_us}, {"hosts", p.hosts}, {"size_bytes", p.size},
+                         {"p50_us", p.p50_us}, {"p99_us", p.p99_us}, {"mean_us", p.mean_us},
+                         {"gbps", p.gbps}, {"allreduce_us", p.allreduce_us},
+                         {"busbw_gbps", p.busbw_gbps}});
+        fmt::print("{}\n", j.dump(2));
+    } else {
+        fmt::print("{}", csv);
+    }
+    return 0;
+}
+
+int do_report(const model_opts& o) {
+    const auto cal = load_cal("report", o);
+    const auto pts = sweep("report", o, cal);
+    const std::string md =
+        m::compare_report(pts, fmt::format("TB4 vs TB5 vs TB5 asymmetric on `{}`", o.platform));
+    if (!o.out.empty()) {
+        write("report", o.out, md);
+        fmt::print(stderr, "odl: model report: wrote {}\n", o.out);
+    }
+    fmt::print("{}", md);
+    return 0;
+}
+
+int do_calibrate(const model_opts& o) {
+    const auto cal = load_cal("calibrate", o);
+    std::vector<m::calibration_point> pts;
+    try {
+        pts = m::run_calibration(cal);
+    } catch (const std::exception& e) {
+        die("calibrate", e.what());
+    }
+    const std::string md =
+        m::calibration_markdown(pts, cal, "./odl model calibrate --out docs/model-calibration.md");
+    if (!o.out.empty()) {
+        write("calibrate", o.out, md);
+        fmt::print(stderr, "odl: model calibrate: wrote {}\n", o.out);
+    }
+    fmt::print("{}", md);
+    unsigned bad = 0;
+    for (const auto& p : pts) bad += !p.within();
+    return bad == 0 ? 0 : 1;
+}
+#endif
+
+void add_common(CLI::App* c, model_opts& o) {
+    c->add_option("--generations", o.generations, "tb3, tb4, tb5, tb5-asym")->delimiter(',');
+    c->add_option("--sizes", o.sizes, "message sizes, e.g. 64,4KiB,1MiB")->delimiter(',');
+    c->add_option("--modes", o.modes, "poll, interrupt")->delimiter(',');
+    c->add_option("--throttle-us", o.throttle_us, "interrupt throttle values in us")->delimiter(',');
+    c->add_option("--hosts", o.hosts, "host counts (more than 2: ring all-reduce too)")->delimiter(',');
+    c->add_option("--platform", o.platform, "platform profile of the calibration file");
+    c->add_option("--iterations", o.iterations, "ping-pong round trips per point");
+    c->add_option("--calibration", o.calibration, "calibration YAML (default: the shipped one)");
+}
+
+}  // namespace
+
+void add_model_command(CLI::App& app) {
+    auto o = std::make_shared<model_opts>();
+    auto* model = app.add_subcommand("model", "latency modelling on the SystemC model");
+    model->require_subcommand(1);
+    auto* sw = model->add_subcommand("sweep", "sweep generation x size x mode x throttle x hosts; CSV + SVG");
+    add_common(sw, *o);
+    sw->add_option("--out", o->out, "folder for sweep.csv and the SVG plots");
+    sw->add_flag("--json", o->json, "print JSON instead of CSV");
+    auto* rp = model->add_subcommand("report", "markdown comparing TB4, TB5 and TB5 asymmetric");
+    add_common(rp, *o);
+    rp->add_option("--out", o->out, "also write the markdown to this file");
+    auto* ca = model->add_subcommand("calibrate", "model vs published calibration points (markdown)");
+    ca->add_option("--calibration", o->calibration, "calibration YAML (default: the shipped one)");
+    ca->add_option("--out", o->out, "also write the markdown to this file");
+#ifdef ODL_HAVE_MODEL
+    sw->callback([o] { std::exit(do_sweep(*o)); });
+    rp->callback([o] {
+        if (o->modes.size() == 2) o->modes = {"poll"};
+        std::exit(do_report(*o));
+    });
+    ca->callback([o] { std::exit(do_calibrate(*o)); });
+#else
+    for (auto* c : {sw, rp, ca})
+        c->callback([] { die("", "this odl was built without the SystemC model (ODL_BUILD_MODEL=OFF)"); });
+#endif
+}
+
+}  // namespace odl::cli

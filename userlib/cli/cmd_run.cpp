@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+// `odl run <scenario.yaml> [--on model]`: replays a scenario and reports.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#ifdef ODL_HAVE_MODEL
+#include "odl/model/scenario/runner.h"
+#endif
+
+namespace odl::cli {
+namespace {
+
+struct run_opts {
+    std::string file;
+    std::string on = "model";
+    std::string out;
+    bool json = false;
+    bool frame_trace = true;
+    long long seed = -1;
+};
+
+[[noreturn]] void die(const std::string& msg, int rc = 2) {
+    std::fprintf(stderr, "odl: run: %s\n", msg.c_str());
+    std::exit(rc);
+}
+
+std::string default_out(const std::string& name) {
+    const char* b = std::getenv("ODL_BUILD_DIR");
+    const std::string base = b && *b ? b : ODL_BINARY_DIR_DEFAULT;
+    return base + "/runs/" + name;
+}
+
+int run(const run_opts& o) {
+    if (o.on == "vm")
+        die("--on vm is not available yet (scenario replay in the two-VM testbed comes with "
+            "the QEMU device); use --on model");
+    if (o.on != "model")
+        die(fmt::format("--on {}: replay on real hosts is not available yet (see `odl hil`); "
+                        "use --on model",
+                        o.on));
+#ifndef ODL_HAVE_MODEL
+    die("this odl was built without the SystemC model (ODL_BUILD_MODEL=OFF)");
+#else
+    namespace m = odl::model;
+    m::scenario s;
+    try {
+        s = m::load_scenario(o.file);
+    } catch (const std::exception& e) {
+        die(e.what());
+    }
+    if (o.seed >= 0) s.seed = static_cast<std::uint64_t>(o.seed);
+    const std::string out = o.out.empty() ? default_out(s.name) : o.out;
+    fmt::print(stderr, "odl: run: {} on the model: {} hosts, {} cables, {} events, {:.3f} ms\n",
+               s.name, s.hosts.size(), s.cables.size(), s.events.size(),
+               s.duration.to_seconds() * 1e3);
+    const auto t0 = std::chrono::steady_clock::now();
+    m::run_result r;
+    try {
+        m::run_options ro;
+        ro.trace_frames = o.frame_trace;
+        r = m::run_scenario(s, ro);
+    } catch (const std::exception& e) {
+        die(e.what());
+    }
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::error_code ec;
+    std::filesystem::create_directories(out, ec);
+    if (ec) die(fmt::format("cannot create {}: {}", out, ec.message()));
+    const auto put = [&](const std::string& name, const std::string& body) {
+        std::ofstream f(out + "/" + name, std::ios::binary);
+        f << body;
+        if (!f) die(fmt::format("cannot write {}/{}", out, name));
+    };
+    put("report.json", r.to_json().dump(2) + "\n");
+    put("report.txt", r.to_text());
+    put("trace.txt", r.trace);
+    fmt::print(stderr, "odl: run: {:.2f} s wall, {} model events; wrote {}/report.json, trace.txt\n",
+               wall, r.events, out);
+    if (o.json)
+        fmt::print("{}\n", r.to_json().dump(2));
+    else
+        fmt::print("{}", r.to_text());
+    return r.passed() ? 0 : 1;
+#endif
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+    auto o = std::make_shared<run_opts>();
+    auto* cmd = app.add_subcommand("run", "replay a scenario (YAML) and report");
+    cmd->add_option("scenario", o->file, "scenario file, e.g. scenarios/quickstart.yaml")->required();
+    cmd->add_option("--on", o->on, "where to replay: model (vm and hosts.yaml come later)");
+    cmd->add_option("--out", o->out, "folder for report.json, report.txt, trace.txt");
+    cmd->add_option("--seed", o->seed, "override the scenario's seed");
+    cmd->add_flag("--json", o->json, "print the JSON report on stdout");
+    cmd->add_flag("!--no-frame-trace", o->frame_trace, "trace only link/ring events, not every frame");
+    cmd->callback([o] { std::exit(run(*o)); });
+}
+
+}  // namespace odl::cli
