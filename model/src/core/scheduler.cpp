@@ -3,7 +3,6 @@
 #include "odl/model/core/scheduler.h"
 
 #include <algorithm>
-#include <cstdio>
 
 namespace odl::model {
 
@@ -37,10 +36,3 @@ void scheduler::run() {
 
 }  // namespace odl::model
 
-// libsystemc refers to sc_main; OdinLink programs have their own main() and
-// drive the kernel themselves. Every model user links this file (it owns
-// the scheduler), so a weak stub here satisfies the linker.
-extern "C" __attribute__((weak)) int sc_main(int, char**) {
-    std::fprintf(stderr, "odl: model: sc_main is not used by this program\n");
-    return 1;
-}
