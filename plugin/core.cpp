@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -54,6 +55,8 @@ struct state {
     std::mutex mu;  ///< init/finalize; links are fixed in between
     int refs = 0;
     std::vector<std::unique_ptr<link>> links;
+    std::vector<std::pair<std::string, uint32_t>> wanted;  ///< backend, index of each link
+    pid_t owner = 0;                                       ///< process that opened the links
     std::string identity;
     stats_mapping stats;
     uint64_t connect_timeout_ns = 120ull * 1000000000ull;
@@ -163,11 +166,57 @@ void enqueue_connect(const pending_connect& p) {
         ODL_INFO("%s: CONNECT for a listener that is gone; dropped", p.ln->name().c_str());
 }
 
+namespace {
+
+/// A forked child inherits the parent's links; closing them would say
+/// goodbye on the parent's behalf, so the child forgets them instead.
+void forget_after_fork(state& s) {
+    if (s.owner == getpid() || s.refs == 0) return;
+    for (auto& ln : s.links) (void)ln.release();
+    s.links.clear();
+    s.stats.abandon();
+    std::lock_guard<std::mutex> lk(s.pending_mu);
+    s.pending.clear();
+    s.listeners.clear();
+    s.refs = 0;
+}
+
+/// v6-v10 init once per load; NCCL >= 2.28 dlclose()s us, but the library
+/// may stay mapped (libodl's thread-local storage pins it), so a later
+/// init finds the old state: links whose peer went away are opened afresh.
+void reopen_failed_links(state& s) {
+    for (size_t i = 0; i < s.links.size(); ++i) {
+        bool failed;
+        {
+            std::lock_guard<std::mutex> lk(s.links[i]->mutex());
+            s.links[i]->progress_locked();
+            failed = s.links[i]->failed_locked();
+        }
+        if (!failed) continue;
+        auto& st = s.stats.file().links[i];
+        s.links[i].reset();
+        st = stats_link{};
+        try {
+            s.links[i] = std::make_unique<link>(int(i), s.wanted[i].first, s.wanted[i].second, s.identity, &st);
+        } catch (const std::exception& e) {
+            // Device numbers must stay stable: start over with a full init.
+            ODL_WARN("cannot reopen %s", e.what());
+            s.links.clear();
+            s.refs = 0;
+            return;
+        }
+    }
+}
+
+}  // namespace
+
 ncclResult_t core_init(void** ctx, uint64_t comm_id, ncclDebugLogger_t log) {
     set_logger(log);
     auto& s = g();
     std::lock_guard<std::mutex> lk(s.mu);
-    if (s.refs > 0) {
+    forget_after_fork(s);
+    if (s.refs > 0 && !ctx) reopen_failed_links(s);
+    if (s.refs > 0 && !s.links.empty()) {
         ++s.refs;
         if (ctx) *ctx = &s;
         return ncclSuccess;
@@ -180,8 +229,11 @@ ncclResult_t core_init(void** ctx, uint64_t comm_id, ncclDebugLogger_t log) {
     }
     if (const char* t = std::getenv("ODL_NCCL_CONNECT_TIMEOUT_S"); t && std::atof(t) > 0)
         s.connect_timeout_ns = uint64_t(std::atof(t) * 1e9);
+    s.owner = getpid();
     s.identity = make_identity();
     if (!s.stats.open(s.identity, why)) ODL_WARN("statistics disabled: %s", why.c_str());
+    s.links.clear();
+    s.wanted.clear();
     for (const auto& [backend, index] : want) {
         const int dev = int(s.links.size());
         try {
@@ -189,7 +241,9 @@ ncclResult_t core_init(void** ctx, uint64_t comm_id, ncclDebugLogger_t log) {
                 std::make_unique<link>(dev, backend, index, s.identity, &s.stats.file().links[dev]));
         } catch (const std::exception& e) {
             ODL_WARN("cannot open %s", e.what());
+            continue;
         }
+        s.wanted.emplace_back(backend, index);
     }
     if (s.links.empty()) {
         s.stats.close();

@@ -170,6 +170,9 @@ comm* link::open_send_locked(uint64_t listen_id, std::string& why, int& nccl_rc)
     }
     c->posted = 1;
     m_tx_used.set(s);
+    // Push CONNECT out now: the caller may not touch this link again before
+    // the listener's accept() needs it.
+    progress_locked();
     stat_add(m_stats->send_comms, uint64_t(1));
     return c.release();
 }

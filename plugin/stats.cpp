@@ -73,4 +73,10 @@ void stats_mapping::close() {
     m_dummy = stats_file{};
 }
 
+void stats_mapping::abandon() {
+    if (m_file) munmap(m_file, sizeof(stats_file));
+    m_file = nullptr;
+    m_dummy = stats_file{};
+}
+
 }  // namespace odl::plugin

@@ -19,6 +19,8 @@ public:
     /// Creates (or truncates) the file and maps it; false with @why on failure.
     bool open(const std::string& process, std::string& why);
     void close();
+    /// Drops a mapping inherited across fork() without touching the file.
+    void abandon();
     /// The mapped file, or a private dummy when it could not be created, so
     /// callers never check.
     stats_file& file() { return m_file ? *m_file : m_dummy; }

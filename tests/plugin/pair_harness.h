@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+// Two-process harness for plugin tests: forks a peer, gives both sides the
+// plugin loaded fresh, a byte channel to swap handles, and checks that throw
+// so one scenario body serves both processes.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "net_api.h"
+
+namespace odl::plugin::test {
+
+/// Thrown by PCHECK; the side that throws fails (the child through its exit code).
+struct check_failed : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+#define PCHECK(cond)                                                                                   \
+    do {                                                                                               \
+        if (!(cond))                                                                                   \
+            throw ::odl::plugin::test::check_failed(std::string(__FILE__) + ":" + std::to_string(__LINE__) + \
+                                                    ": " #cond);                                       \
+    } while (0)
+#define PCHECK_OK(expr) PCHECK((expr) == ncclSuccess)
+
+inline uint64_t mono_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+/// Counts what the plugin logged (its only output path).
+struct log_counter {
+    static inline std::atomic<int> lines{0};
+    static inline std::atomic<int> net_lines{0};
+    static void fn(ncclDebugLogLevel, unsigned long flags, const char*, int, const char* fmt, ...) {
+        if (std::getenv("ODL_TEST_VERBOSE")) {  // for debugging a failing test
+            va_list ap;
+            va_start(ap, fmt);
+            std::fprintf(stderr, "[%d] ", int(getpid()));
+            std::vfprintf(stderr, fmt, ap);
+            std::fputc('\n', stderr);
+            va_end(ap);
+        }
+        ++lines;
+        if (flags & NCCL_NET_SUBSYS) ++net_lines;
+    }
+};
+
+/// A socketpair end: whole messages of a fixed size.
+class channel {
+public:
+    explicit channel(int fd) : m_fd(fd) {}
+    void send(const void* p, size_t n) {
+        PCHECK(::send(m_fd, p, n, MSG_NOSIGNAL) == ssize_t(n));
+    }
+    void recv(void* p, size_t n) {
+        size_t got = 0;
+        while (got < n) {
+            const ssize_t r = ::recv(m_fd, static_cast<char*>(p) + got, n - got, 0);
+            PCHECK(r > 0);
+            got += size_t(r);
+        }
+    }
+    /// Both sides reach this point before either goes on.
+    void barrier() {
+        char b = 1;
+        send(&b, 1);
+        recv(&b, 1);
+    }
+
+private:
+    int m_fd;
+};
+
+/// One side's view: the plugin, its channel to the other side, its role.
+struct side {
+    net_api& api;
+    channel& ch;
+    bool server;  ///< parent process
+};
+
+using scenario = std::function<void(side&)>;
+
+inline std::string plugin_path() { return ODL_PLUGIN_PATH; }
+
+/// Runs @body in two forked processes, each loading the plugin of @version
+/// fresh (as two NCCL ranks do) on loopback device 0 of a private namespace.
+/// The test process itself never loads it, so no state leaks between tests.
+inline void run_pair(int version, const scenario& body, int timeout_s = 60) {
+    static int run_no = 0;
+    const std::string ns = "plugtest-" + std::to_string(getpid()) + "-" + std::to_string(++run_no);
+    setenv("ODL_LOOPBACK_NAMESPACE", ns.c_str(), 1);
+    setenv("ODL_NCCL_DEVICES", "loopback:0", 1);
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    std::fflush(nullptr);
+    pid_t pids[2];
+    for (int role = 0; role < 2; ++role) {
+        pids[role] = fork();
+        ASSERT_GE(pids[role], 0);
+        if (pids[role] != 0) continue;
+        close(sv[1 - role]);
+        alarm(unsigned(timeout_s));
+        int rc = 0;
+        try {
+            loaded_plugin lp(plugin_path(), version);
+            channel ch(sv[role]);
+            side s{lp.api(), ch, role == 0};
+            body(s);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "%s (v%d): %s\n", role == 0 ? "server" : "client", version, e.what());
+            rc = 1;
+        }
+        std::fflush(nullptr);
+        _exit(rc);
+    }
+    close(sv[0]);
+    close(sv[1]);
+    for (int role = 0; role < 2; ++role) {
+        int status = 0;
+        ASSERT_EQ(waitpid(pids[role], &status, 0), pids[role]);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            << (role == 0 ? "server" : "client") << " process failed (status " << status << ")";
+    }
+}
+
+/// A connection each way: both sides listen, swap handles, then call
+/// connect and accept alternately in one thread until both exist, checking
+/// that no call blocks.
+struct conn_pair {
+    void* lc = nullptr;
+    void* sc = nullptr;
+    void* rc = nullptr;
+};
+
+inline conn_pair connect_both(side& s, uint64_t max_call_ns = 200'000'000) {
+    conn_pair c;
+    char h[NCCL_NET_HANDLE_MAXSIZE] = {}, peer[NCCL_NET_HANDLE_MAXSIZE] = {};
+    PCHECK_OK(s.api.listen(0, h, &c.lc));
+    PCHECK(c.lc != nullptr);
+    s.ch.send(h, sizeof(h));
+    s.ch.recv(peer, sizeof(peer));
+    const uint64_t deadline = mono_ns() + 20'000'000'000ull;
+    while (!c.sc || !c.rc) {
+        PCHECK(mono_ns() < deadline);
+        uint64_t t0 = mono_ns();
+        if (!c.sc) PCHECK_OK(s.api.connect(0, peer, &c.sc));
+        PCHECK(mono_ns() - t0 < max_call_ns);
+        t0 = mono_ns();
+        if (!c.rc) PCHECK_OK(s.api.accept(c.lc, &c.rc));
+        PCHECK(mono_ns() - t0 < max_call_ns);
+    }
+    return c;
+}
+
+/// Polls @req until done; returns the reported size(s) in @sizes.
+inline void wait_done(net_api& api, void* req, int* sizes) {
+    const uint64_t deadline = mono_ns() + 30'000'000'000ull;
+    int done = 0;
+    while (!done) {
+        PCHECK(mono_ns() < deadline);
+        PCHECK_OK(api.test(req, &done, sizes));
+    }
+}
+
+inline unsigned char pattern_byte(uint32_t seed, size_t i) {
+    return static_cast<unsigned char>(seed * 131u + i * 7u + (i >> 8));
+}
+inline void fill(std::vector<unsigned char>& v, size_t n, uint32_t seed) {
+    for (size_t i = 0; i < n; ++i) v[i] = pattern_byte(seed, i);
+}
+inline bool matches(const std::vector<unsigned char>& v, size_t n, uint32_t seed) {
+    for (size_t i = 0; i < n; ++i)
+        if (v[i] != pattern_byte(seed, i)) return false;
+    return true;
+}
+
+}  // namespace odl::plugin::test
