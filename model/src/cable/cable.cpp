@@ -40,7 +40,7 @@ bool cable::send(int from, frame_ptr f) {
     m_sched.at(start + ser + prop, [this, to, epoch, f = std::move(f)]() mutable {
         if (epoch != m_epoch) {
             ++m_stats.frames_lost_in_flight;
-            m_log.frame(name(), fmt::format("lost id={} hop={}", f->id, f->hop));
+            if (m_log.per_frame()) m_log.event(name(), fmt::format("lost id={} hop={}", f->id, f->hop));
             if (m_end[to]) m_end[to]->link_frame_lost(f);
             return;
         }

@@ -44,6 +44,11 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
                    "model behind the sockets: 'model' (SystemC NHI, router, cable) or "
                    "'stub' (register-file test double, no rings)")
         ->check(CLI::IsMember({"model", "stub"}));
+    std::string gen = "gen3";
+    unsigned lanes = 2;
+    app.add_option("--gen", gen, "cable generation (model backend)")
+        ->check(CLI::IsMember({"tb3", "gen2", "gen3", "gen4"}));
+    app.add_option("--lanes", lanes, "lanes per direction (model backend)")->check(CLI::Range(1, 2));
     app.add_flag("-v,--verbose", cfg.verbose, "log connection details");
     CLI11_PARSE(app, argc, argv);
 
@@ -56,8 +61,17 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
             fmt::print(stderr, "odl-linkd: the model backend serves exactly 2 hosts\n");
             return 1;
         }
-        model = std::make_unique<odl::model::linkd::sc_backend>(
-            odl::model::linkd::sc_backend_config{});
+        odl::model::linkd::sc_backend_config sc;
+        sc.link.gen = gen == "tb3"    ? odl::model::generation::tb3
+                      : gen == "gen2" ? odl::model::generation::gen2
+                      : gen == "gen3" ? odl::model::generation::gen3
+                                      : odl::model::generation::gen4;
+        sc.link.lanes = lanes;
+        if (auto why = odl::model::validate(sc.link)) {
+            fmt::print(stderr, "odl-linkd: bad cable: {}\n", *why);
+            return 1;
+        }
+        model = std::make_unique<odl::model::linkd::sc_backend>(sc);
 #else
         fmt::print(stderr, "odl-linkd: built without the SystemC model\n");
         return 1;
@@ -75,8 +89,8 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
     signal(SIGPIPE, SIG_IGN);
-    fmt::print(stderr, "odl-linkd: serving {} hosts on {} (backend {}, free-running)\n",
-               hosts, cfg.socket_path, backend);
+    fmt::print(stderr, "odl-linkd: serving {} hosts on {} (backend {}, cable {} x{}, free-running)\n",
+               hosts, cfg.socket_path, backend, gen, lanes);
     srv.run();
     fmt::print(stderr, "odl-linkd: stopped\n");
     return 0;

@@ -358,7 +358,7 @@ void nhi::tx_done(unsigned h, std::uint64_t epoch, std::uint32_t idx, std::uint3
     ring& r = m_tx[h];
     if (r.epoch != epoch) return;
     ++m_stats.tx_frames;
-    m_log.frame(name(), fmt::format("tx ring={} idx={} len={} id={}", h, idx, f->len, f->id));
+    if (m_log.per_frame()) m_log.event(name(), fmt::format("tx ring={} idx={} len={} id={}", h, idx, f->len, f->id));
     if (h == 0) {
         m_router.from_host_ctl(std::move(f));
     } else if (!m_router.from_host_frame(h, std::move(f))) {
@@ -421,7 +421,7 @@ void nhi::router_ctl_to_host(frame_ptr f) {
 void nhi::router_frame_to_host(unsigned h, frame_ptr f) {
     if (h >= m_rx.size() || !m_rx[h].enabled()) {
         ++m_stats.rx_dropped;
-        m_log.frame(name(), fmt::format("rx ring={} stopped: frame dropped", h));
+        if (m_log.per_frame()) m_log.event(name(), fmt::format("rx ring={} stopped: frame dropped", h));
         return;
     }
     ring& r = m_rx[h];
@@ -479,7 +479,7 @@ void nhi::rx_complete(unsigned h, std::uint64_t epoch, std::uint32_t idx, frame_
                                          flags));
     m_mem.dma_write(da + 8, &d.len_flags, 4);
     ++m_stats.rx_frames;
-    m_log.frame(name(), fmt::format("rx ring={} idx={} len={} flags={:#x} id={}", h, idx, len,
+    if (m_log.per_frame()) m_log.event(name(), fmt::format("rx ring={} idx={} len={} flags={:#x} id={}", h, idx, len,
                                     flags, f->id));
     if (posted & ODL_NHI_DESC_F_INTERRUPT) raise(m_cfg.hop_count + h);
 }
@@ -519,7 +519,7 @@ void nhi::fire(unsigned v) {
     m_last_fire[v] = scheduler::now();
     m_fired_once[v] = true;
     ++m_stats.irqs;
-    m_log.frame(name(), fmt::format("msix vector={}", v));
+    if (m_log.per_frame()) m_log.event(name(), fmt::format("msix vector={}", v));
     if (m_irq) m_irq(v);
 }
 

@@ -437,7 +437,7 @@ void router::lane_arrived(unsigned adapter, frame_ptr f) {
     const unsigned out = (e >> ODL_HOP0_OUT_PORT_SHIFT) & ODL_HOP0_OUT_PORT_MASK;
     if (!(e & ODL_HOP0_ENABLE) || out != nhi_adapter() || !m_nhi) {
         ++m_stats.frames_no_path;
-        m_log.frame(name(), fmt::format("no path hop={} on adapter {}", f->hop, adapter));
+        if (m_log.per_frame()) m_log.event(name(), fmt::format("no path hop={} on adapter {}", f->hop, adapter));
         return;
     }
     const unsigned ring = e & ODL_HOP0_NEXT_HOP_MASK;

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+// model_bench: simulation speed of a saturated TB5 stream of 4 KiB frames
+// (goal: >= 1.0x real time, i.e. >= 2.4 M frames per wall second).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+
+#include "odl/model/scenario/system.h"
+#include "odl/wire/frame.h"
+
+namespace {
+
+using namespace odl::model;
+
+/// Integrated NHI without a PCIe cap and with tiny host costs, so the 80G
+/// link is the bottleneck and the model has to keep up with it.
+platform line_rate_platform(bool poll) {
+    platform p;
+    p.name = "bench";
+    p.nhi.pcie_gbps = 0;
+    p.nhi.frame_overhead = sc_core::SC_ZERO_TIME;
+    p.host.post = p.host.completion = sc_core::sc_time(100, sc_core::SC_NS);
+    p.host.post_frame = p.host.completion_frame = sc_core::sc_time(5, sc_core::SC_NS);
+    p.host.interrupts = !poll;
+    return p;
+}
+
+void stream(benchmark::State& state, bool tb5_asym) {
+    const unsigned frames = static_cast<unsigned>(state.range(0));
+    double sim_s = 0, wall_s = 0;
+    std::uint64_t events = 0, delivered = 0;
+    for (auto _ : state) {
+        std::vector<host_spec> hs(2);
+        hs[0].name = "a";
+        hs[1].name = "b";
+        hs[0].plat = hs[1].plat = line_rate_platform(true);
+        hs[0].copy_limit = hs[1].copy_limit = ODL_FRAME_HDR_BYTES;
+        cable_spec c;
+        c.cfg.asymmetric = tb5_asym;
+        c.cfg.lanes = tb5_asym ? 3 : 2;
+        link_calibration l;
+        l.link_train = sc_core::sc_time(1, sc_core::SC_US);
+        const auto t0 = std::chrono::steady_clock::now();
+        system_model sys(hs, {c}, l, 1, false);
+        unsigned got = 0;
+        sc_core::sc_time first, last;
+        sys.hosts[1].drv->on_message([&](unsigned, std::uint32_t, std::uint64_t) {
+            if (got++ == 0) first = scheduler::now();
+            last = scheduler::now();
+        });
+        sys.start([&] {
+            for (unsigned i = 0; i < frames; ++i) sys.hosts[0].drv->send(1, ODL_FRAME_MAX_PAYLOAD, i);
+        });
+        sys.run_until(sc_core::sc_time(1, sc_core::SC_SEC));
+        wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        sim_s += (last - first).to_seconds();
+        events += sys.sched.events_run();
+        delivered += got;
+        if (got != frames) state.SkipWithError("frames lost");
+    }
+    state.counters["frames_per_wall_s"] = static_cast<double>(delivered) / wall_s;
+    state.counters["events_per_wall_s"] = static_cast<double>(events) / wall_s;
+    state.counters["realtime_factor"] = sim_s / wall_s;
+    state.counters["sim_gbps"] = static_cast<double>(delivered) * 4096 * 8 / sim_s / 1e9;
+}
+
+void BM_Tb5Stream4KiB(benchmark::State& state) { stream(state, false); }
+void BM_Tb5AsymStream4KiB(benchmark::State& state) { stream(state, true); }
+
+BENCHMARK(BM_Tb5Stream4KiB)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Tb5AsymStream4KiB)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
