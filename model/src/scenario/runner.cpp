@@ -29,7 +29,7 @@ double percentile(std::vector<double> v, double p) {
 namespace {
 
 constexpr std::uint32_t k_tag_shift = 24;  // tag = workload << 24 | sequence
-const sc_time k_pingpong_timeout(1, SC_MS);  // then the ping counts as lost
+const sc_time k_pingpong_timeout(1, SC_MS);  // plus 8 ns per byte; then the ping counts as lost
 
 /// Per-run state shared by the workload drivers.
 struct replay {
@@ -71,7 +71,8 @@ void start_pingpong(replay& r, unsigned w) {
         st->sent = r.now();
         r.send(a, b, w, it, size);
         // A lost ping or pong must not stop the run: give up after a timeout.
-        r.sys.sched.after(k_pingpong_timeout, [&r, w, st, next, it] {
+        const sc_time limit = k_pingpong_timeout + sc_time(8.0 * static_cast<double>(size), sc_core::SC_NS);
+        r.sys.sched.after(limit, [&r, w, st, next, it] {
             if (st->iter != it) return;
             ++r.res[w].messages_lost;
             ++st->iter;

@@ -94,6 +94,10 @@ std::string tick_label(double v) {
         if (std::fmod(a, 1024.0 * 1024) == 0) return fmt::format("{:g}M", v / (1024.0 * 1024));
         return fmt::format("{:g}K", v / 1024);
     }
+    if (a >= 1e5) {
+        const double e = std::floor(std::log10(a));
+        return fmt::format("{:g}e{:g}", v / std::pow(10.0, e), e);
+    }
     return fmt::format("{:g}", v);
 }
 
@@ -145,9 +149,12 @@ std::string line_chart(const chart& c, int w, int h) {
         const auto& l = c.lines[i];
         const char* col = k_colours[i % (sizeof k_colours / sizeof k_colours[0])];
         std::string pts;
-        for (const auto& p : l.points)
+        for (const auto& p : l.points) {
+            // A log axis cannot show 0 (e.g. a point that produced no sample).
+            if ((c.logx && p.first <= 0) || (c.logy && p.second <= 0)) continue;
             pts += fmt::format("{}{:.1f},{:.1f}", pts.empty() ? "" : " ", x.map(p.first),
                                y.map(p.second));
+        }
         s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n",
                          col, pts);
         const int ly = k_top + 10 + static_cast<int>(i) * 18;
