@@ -10,6 +10,8 @@ namespace odl::cli {
 void add_test_command(CLI::App& app);
 /// Adds `odl perf <bandwidth|latency|jitter|latency-load|mimo>`.
 void add_perf_command(CLI::App& app);
+/// Adds `odl stats [--json] [--dir D] [--clean]`: the NCCL plugin's statistics.
+void add_stats_command(CLI::App& app);
 /// Adds `odl vm up|down|exec A|B CMD|console A|B|cable plug|unplug|status`.
 void add_vm_command(CLI::App& app);
 

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", odl_version());
     odl::cli::add_test_command(app);
     odl::cli::add_perf_command(app);
+    odl::cli::add_stats_command(app);
     odl::cli::add_vm_command(app);
     odl::cli::add_run_command(app);
     odl::cli::add_model_command(app);
