@@ -4,7 +4,8 @@
 # devices are joined by the modelled cable. Backs `odl vm`.
 #
 # Usage:
-#   testbed.sh up [--kernel 6.12|6.1] [--timeout S]   start, wait until both guests are ready
+#   testbed.sh up [--kernel 6.12|6.1] [--gen tb3|gen2|gen3|gen4] [--lanes 1|2] [--timeout S]
+#                                                     start, wait until both guests are ready
 #   testbed.sh down                                   stop everything (always safe)
 #   testbed.sh exec A|B CMD...                        run CMD in a guest, print output, exit with its status
 #   testbed.sh console A|B [--follow]                 print (or follow) a guest's serial console log
@@ -81,10 +82,12 @@ wait_for() {
 }
 
 cmd_up() {
-	local kernel=6.12 timeout=180
+	local kernel=6.12 timeout=180 gen=gen3 lanes=2
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--kernel) kernel=$2; shift 2 ;;
+		--gen) gen=$2; shift 2 ;;
+		--lanes) lanes=$2; shift 2 ;;
 		--timeout) timeout=$2; shift 2 ;;
 		*) die "up: unknown option '$1'" ;;
 		esac
@@ -106,7 +109,7 @@ cmd_up() {
 	local start=$SECONDS
 	say "starting odl-linkd"
 	SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 setsid "$linkd" --socket "$dir/linkd.sock" \
-		--control "$dir/linkd.ctl" --hosts 2 >"$dir/linkd.log" 2>&1 </dev/null &
+		--control "$dir/linkd.ctl" --hosts 2 --gen "$gen" --lanes "$lanes" >"$dir/linkd.log" 2>&1 </dev/null &
 	echo $! >"$dir/linkd.pid"
 	local i
 	for i in $(seq 50); do

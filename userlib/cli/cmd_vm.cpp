@@ -48,11 +48,17 @@ void add_vm_command(CLI::App& app) {
 
     static std::string kernel = "6.12";
     static int timeout_s = 180;
+    static std::string gen = "gen3";
+    static int lanes = 2;
     auto* up = vm->add_subcommand("up", "build what is missing, start both VMs, wait until ready");
     up->add_option("--kernel", kernel, "guest kernel series")->check(CLI::IsMember({"6.12", "6.1"}));
     up->add_option("--timeout", timeout_s, "seconds to wait for each guest")->check(CLI::Range(10, 3600));
+    up->add_option("--gen", gen, "modelled cable generation")
+        ->check(CLI::IsMember({"tb3", "gen2", "gen3", "gen4"}));
+    up->add_option("--lanes", lanes, "lanes per direction")->check(CLI::Range(1, 2));
     up->callback([] {
-        hand_over({"up", "--kernel", kernel, "--timeout", std::to_string(timeout_s)});
+        hand_over({"up", "--kernel", kernel, "--timeout", std::to_string(timeout_s), "--gen", gen,
+                   "--lanes", std::to_string(lanes)});
     });
 
     vm->add_subcommand("down", "stop the VMs and odl-linkd (logs are kept)")->callback([] {
