@@ -191,5 +191,14 @@ kill -0 "$(cat "$ODL_VM_DIR/B.qemu.pid")" 2>/dev/null || fail "QEMU B died from 
 
 cpu=$(awk '{ printf "%.1f", ($14 + $15) / 100 }' "/proc/$(cat "$ODL_VM_DIR/linkd.pid")/stat")
 record "linkd_cpu_s=$cpu test_wall_s=$SECONDS"
+
+step "odl-linkd killed: QEMU B reports the link down, guest B keeps running"
+kill -KILL "$(cat "$ODL_VM_DIR/linkd.pid")"
+sleep 2
+vexec B 'cat /proc/uptime' >/dev/null || fail "VM B unresponsive after odl-linkd died"
+vexec B 'cat /sys/bus/pci/devices/*/class' >/dev/null || fail "VM B cannot read PCI sysfs"
+kill -0 "$(cat "$ODL_VM_DIR/B.qemu.pid")" 2>/dev/null || fail "QEMU B died with odl-linkd"
+grep -q "link to odl-linkd down" "$ODL_VM_DIR/B.qemu.log" ||
+	fail "QEMU B did not report the link down"
 step "PASS ($kernel, $gen)"
 cat "$results"
