@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * odl_tb5 user ABI: the character device /dev/odl_tb5_N and its ioctls.
+ * The one definition, used by the kernel module (kmod/) and by libodl's
+ * kernel backend (userlib/src/backend_kernel.cpp). docs/kmod.md explains it.
+ *
+ * Data path (ABI version 1): each open file carries OdinLink frames
+ * (include/odl/wire/frame.h) between the two hosts.
+ *  - write() takes whole frames back to back, each ODL_FRAME_HDR_BYTES plus
+ *    its header's len payload bytes; every header is checked with
+ *    odl_frame_decode() before it is sent (-EINVAL for the first bad one).
+ *    It returns the bytes of the frames accepted (whole frames only), or
+ *    -EAGAIN (O_NONBLOCK, ring full), -ENOTCONN (no session yet), -EPIPE
+ *    (session ended), -ENODEV (peer service gone).
+ *  - read() returns whole received frames back to back (the buffer must hold
+ *    at least ODL_FRAME_MAX_BYTES), each already checked by the module; or
+ *    -EAGAIN, -EPIPE once the session ended and nothing is left, -ENODEV.
+ *  - poll(): EPOLLIN frames waiting, EPOLLOUT room to send, EPOLLHUP and
+ *    EPOLLERR once the session ended or the device is gone.
+ * One opener at a time (-EBUSY). A session is up while both hosts have
+ * their device open over a logged-in link (state ODL_TB5_STATE_SESSION).
+ */
+#ifndef _UAPI_ODL_TB5_H
+#define _UAPI_ODL_TB5_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#ifdef __KERNEL__
+#include <linux/build_bug.h>
+#define ODL_TB5_UAPI_SIZE(type, size) static_assert(sizeof(type) == (size), #type)
+#elif defined(__cplusplus)
+#define ODL_TB5_UAPI_SIZE(type, size) static_assert(sizeof(type) == (size), #type)
+#else
+#define ODL_TB5_UAPI_SIZE(type, size) _Static_assert(sizeof(type) == (size), #type)
+#endif
+
+#define ODL_TB5_ABI_VERSION 1
+#define ODL_TB5_DEV_PREFIX "odl_tb5_" /* /dev/odl_tb5_N */
+
+/**
+ * enum odl_tb5_state - where one device (one bound peer service) stands,
+ * seen from the file that asks.
+ */
+enum odl_tb5_state {
+	ODL_TB5_STATE_LOGIN = 1,     /* XDomain login with the peer in progress */
+	ODL_TB5_STATE_CONNECTED = 2, /* logged in, DMA paths up; peer not open */
+	ODL_TB5_STATE_SESSION = 3,   /* both hosts open: frames flow */
+	ODL_TB5_STATE_BROKEN = 4,    /* this file's session ended (peer closed,
+				      * logged out or link reset): reopen */
+	ODL_TB5_STATE_GONE = 5,      /* peer service removed (unplug, unload) */
+};
+
+/**
+ * struct odl_tb5_info - ODL_TB5_IOC_INFO: device, peer and link facts.
+ * @flags: in: must be 0
+ * @abi_version: ODL_TB5_ABI_VERSION
+ * @state: enum odl_tb5_state
+ * @index: N of /dev/odl_tb5_N
+ * @ring_size: descriptors per NHI ring (module parameter ring_size)
+ * @frame_bytes: largest frame, bytes (ODL_FRAME_MAX_BYTES)
+ * @rx_capacity: frames the module holds for the reader before the NHI
+ *	runs out of receive buffers; a sender must keep its credit window
+ *	(all streams together) below it
+ * @tx_capacity: frames that can be in flight towards the peer
+ * @peer_ring_size: the peer's ring size, from its login
+ * @peer_version_major: the peer's login protocol major version
+ * @peer_version_minor: the peer's login protocol minor version
+ * @peer_features: ODL_XD_FEAT_* the peer offered
+ * @features: ODL_XD_FEAT_* in use (both offered)
+ * @tx_hopid: HopID this host transmits on (its out HopID)
+ * @rx_hopid: HopID the peer transmits on
+ * @tx_ring: NHI Tx ring number
+ * @rx_ring: NHI Rx ring number
+ * @link_speed_gbps: per-lane link speed, Gb/s (0 unknown)
+ * @link_width: lanes (0 unknown)
+ * @connect_count: logins completed since the service was bound
+ * @session: number of the current open of this device (1, 2, ...)
+ * @route: route string of the peer XDomain
+ * @local_uuid: this host's domain UUID
+ * @peer_uuid: the peer host's domain UUID
+ * @peer_name: the peer's device name from its XDomain properties,
+ *	NUL-terminated
+ * @reserved: zero
+ */
+struct odl_tb5_info {
+	__u32 flags;
+	__u32 abi_version;
+	__u32 state;
+	__u32 index;
+	__u32 ring_size;
+	__u32 frame_bytes;
+	__u32 rx_capacity;
+	__u32 tx_capacity;
+	__u32 peer_ring_size;
+	__u16 peer_version_major;
+	__u16 peer_version_minor;
+	__u32 peer_features;
+	__u32 features;
+	__u32 tx_hopid;
+	__u32 rx_hopid;
+	__u32 tx_ring;
+	__u32 rx_ring;
+	__u32 link_speed_gbps;
+	__u32 link_width;
+	__u32 connect_count;
+	__u32 session;
+	__u64 route;
+	__u8 local_uuid[16];
+	__u8 peer_uuid[16];
+	char peer_name[64];
+	__u32 reserved[8];
+};
+ODL_TB5_UAPI_SIZE(struct odl_tb5_info, 216);
+
+/* odl_tb5_stats.flags */
+#define ODL_TB5_STATS_F_RESET (1u << 0) /* zero the counters after reading */
+#define ODL_TB5_STATS_F_KNOWN ODL_TB5_STATS_F_RESET
+
+#define ODL_TB5_RX_BAD_SLOTS 16 /* >= ODL_FRAME_ERR_COUNT */
+
+/**
+ * struct odl_tb5_stats - ODL_TB5_IOC_STATS: counters since bind (or reset).
+ * @flags: in: ODL_TB5_STATS_F_*; unknown bits -> -EINVAL
+ * @reserved0: in: zero
+ * @tx_frames: frames handed to the NHI
+ * @tx_bytes: bytes of those frames, headers included
+ * @rx_frames: frames received and queued for the reader
+ * @rx_bytes: bytes of those frames, headers included
+ * @tx_rejected: frames write() refused (bad header)
+ * @tx_ring_full: times write() found no free Tx buffer
+ * @rx_dropped_closed: valid frames dropped because nobody had the device open
+ * @rx_bad_pdf: frames with an unexpected start/end PDF
+ * @rx_bad: refused frames by enum odl_frame_err (index 0: size mismatch
+ *	between the NHI descriptor and the header)
+ * @logins: completed logins
+ * @logouts: logouts received from the peer
+ * @login_failures: login requests that failed or timed out
+ * @xd_bad: XDomain packets for this service that failed validation
+ * @reserved: zero
+ */
+struct odl_tb5_stats {
+	__u32 flags;
+	__u32 reserved0;
+	__u64 tx_frames;
+	__u64 tx_bytes;
+	__u64 rx_frames;
+	__u64 rx_bytes;
+	__u64 tx_rejected;
+	__u64 tx_ring_full;
+	__u64 rx_dropped_closed;
+	__u64 rx_bad_pdf;
+	__u64 rx_bad[ODL_TB5_RX_BAD_SLOTS];
+	__u64 logins;
+	__u64 logouts;
+	__u64 login_failures;
+	__u64 xd_bad;
+	__u64 reserved[8];
+};
+ODL_TB5_UAPI_SIZE(struct odl_tb5_stats, 296);
+
+#define ODL_TB5_IOC_MAGIC 0xB5
+#define ODL_TB5_IOC_INFO _IOWR(ODL_TB5_IOC_MAGIC, 0x01, struct odl_tb5_info)
+#define ODL_TB5_IOC_STATS _IOWR(ODL_TB5_IOC_MAGIC, 0x02, struct odl_tb5_stats)
+
+#endif /* _UAPI_ODL_TB5_H */

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * odl_tb5: ioctls of /dev/odl_tb5_N (include/uapi/odl_tb5.h). Every input
+ * field is checked: unknown flags or non-zero reserved fields -> -EINVAL,
+ * bad pointers -> -EFAULT, unknown commands -> -ENOTTY.
+ */
+#include <linux/uaccess.h>
+
+#include "odl_tb5.h"
+
+static bool odl_all_zero(const void *p, size_t n)
+{
+	return !memchr_inv(p, 0, n);
+}
+
+static int odl_ioctl_info(struct odl_tb5 *odl, void __user *uarg)
+{
+	struct odl_tb5_info info;
+	struct tb_xdomain *xd;
+	unsigned long flags;
+
+	if (copy_from_user(&info, uarg, sizeof(info)))
+		return -EFAULT;
+	if (info.flags || !odl_all_zero(info.reserved, sizeof(info.reserved)))
+		return -EINVAL;
+
+	memset(&info, 0, sizeof(info));
+	info.abi_version = ODL_TB5_ABI_VERSION;
+	info.state = odl_state(odl);
+	info.index = odl->index;
+	info.ring_size = odl->ring_size;
+	info.frame_bytes = ODL_FRAME_MAX_BYTES;
+	info.rx_capacity = odl->ring_size - 1;
+	info.tx_capacity = odl->ring_size - 1;
+
+	down_read(&odl->io_rwsem);
+	if (odl->svc) {
+		xd = odl->xd;
+		info.route = xd->route;
+		memcpy(info.local_uuid, xd->local_uuid, sizeof(info.local_uuid));
+		if (xd->remote_uuid)
+			memcpy(info.peer_uuid, xd->remote_uuid,
+			       sizeof(info.peer_uuid));
+		if (xd->device_name)
+			strscpy(info.peer_name, xd->device_name,
+				sizeof(info.peer_name));
+		info.link_speed_gbps = xd->link_speed;
+		info.link_width = (u32)xd->link_width;
+		info.tx_hopid = odl->tx_hopid;
+		info.tx_ring = odl->tx_ring->hop;
+		info.rx_ring = odl->rx_ring->hop;
+	}
+	up_read(&odl->io_rwsem);
+
+	spin_lock_irqsave(&odl->state_lock, flags);
+	if (odl->connected) {
+		info.rx_hopid = odl->remote_path;
+		info.peer_ring_size = odl->peer_ring_size;
+		info.peer_version_major = odl->peer_ver_major;
+		info.peer_version_minor = odl->peer_ver_minor;
+		info.peer_features = odl->peer_features;
+		info.features = odl->peer_features & ODL_XD_FEAT_KNOWN;
+	}
+	info.connect_count = odl->connect_count;
+	info.session = odl->session;
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+
+	if (copy_to_user(uarg, &info, sizeof(info)))
+		return -EFAULT;
+	return 0;
+}
+
+static int odl_ioctl_stats(struct odl_tb5 *odl, void __user *uarg)
+{
+	struct odl_tb5_stats in, out;
+	unsigned long flags;
+
+	if (copy_from_user(&in, uarg, sizeof(in)))
+		return -EFAULT;
+	if ((in.flags & ~ODL_TB5_STATS_F_KNOWN) || in.reserved0 ||
+	    !odl_all_zero(in.reserved, sizeof(in.reserved)))
+		return -EINVAL;
+
+	spin_lock_irqsave(&odl->stats_lock, flags);
+	out = odl->stats;
+	if (in.flags & ODL_TB5_STATS_F_RESET)
+		memset(&odl->stats, 0, sizeof(odl->stats));
+	spin_unlock_irqrestore(&odl->stats_lock, flags);
+	out.flags = 0;
+	out.reserved0 = 0;
+	memset(out.reserved, 0, sizeof(out.reserved));
+	if (copy_to_user(uarg, &out, sizeof(out)))
+		return -EFAULT;
+	return 0;
+}
+
+long odl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct odl_tb5 *odl = file->private_data;
+	void __user *uarg = (void __user *)arg;
+
+	switch (cmd) {
+	case ODL_TB5_IOC_INFO:
+		return odl_ioctl_info(odl, uarg);
+	case ODL_TB5_IOC_STATS:
+		return odl_ioctl_stats(odl, uarg);
+	default:
+		return -ENOTTY;
+	}
+}

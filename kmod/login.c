@@ -1,0 +1,511 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * odl_tb5: XDomain login/logout handshake, session notices, and enabling
+ * and disabling the DMA paths.
+ */
+#include <linux/jiffies.h>
+#include <linux/sizes.h>
+
+#include "odl_tb5.h"
+
+static void odl_fill_header(struct odl_tb5 *odl, struct odl_xd_hdr *hdr,
+			    u32 type, size_t size, u32 command_id)
+{
+	struct tb_xdomain *xd = odl->xd;
+	u32 length = (size - 12) / 4;
+
+	hdr->route_hi = upper_32_bits(xd->route);
+	hdr->route_lo = lower_32_bits(xd->route);
+	hdr->length_sn = length & ODL_XD_LENGTH_MASK;
+	memcpy(hdr->uuid, &odl_svc_uuid, sizeof(hdr->uuid));
+	memcpy(hdr->initiator_uuid, xd->local_uuid, sizeof(hdr->initiator_uuid));
+	memcpy(hdr->target_uuid, xd->remote_uuid, sizeof(hdr->target_uuid));
+	hdr->type = type;
+	hdr->command_id = command_id;
+}
+
+/* A response header must answer our request: same service, addressed to us. */
+static bool odl_check_reply(struct odl_tb5 *odl, const struct odl_xd_hdr *hdr,
+			    size_t size, u32 type, u32 command_id)
+{
+	u32 length = hdr->length_sn & ODL_XD_LENGTH_MASK;
+
+	return length == (size - 12) / 4 && hdr->type == type &&
+	       hdr->command_id == command_id &&
+	       !memcmp(hdr->uuid, &odl_svc_uuid, 16) &&
+	       !memcmp(hdr->initiator_uuid, odl->xd->remote_uuid, 16) &&
+	       !memcmp(hdr->target_uuid, odl->xd->local_uuid, 16);
+}
+
+/**
+ * odl_state() - the device's state as the opener sees it.
+ * @odl: device
+ *
+ * Return: enum odl_tb5_state.
+ */
+u32 odl_state(struct odl_tb5 *odl)
+{
+	unsigned long flags;
+	u32 st;
+
+	spin_lock_irqsave(&odl->state_lock, flags);
+	if (odl->gone)
+		st = ODL_TB5_STATE_GONE;
+	else if (odl->broken)
+		st = ODL_TB5_STATE_BROKEN;
+	else if (!odl->connected)
+		st = ODL_TB5_STATE_LOGIN;
+	else if (!odl->peer_open)
+		st = ODL_TB5_STATE_CONNECTED;
+	else
+		st = ODL_TB5_STATE_SESSION;
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+	return st;
+}
+
+/* Caller holds state_lock. A session starts when all three are true. */
+static void __odl_session_update(struct odl_tb5 *odl)
+{
+	if (odl->connected && odl->local_open && odl->peer_open)
+		odl->session_seen = true;
+}
+
+void odl_session_update(struct odl_tb5 *odl)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&odl->state_lock, flags);
+	__odl_session_update(odl);
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+}
+
+/* Caller holds state_lock: the open file's session ends. */
+static void __odl_session_end(struct odl_tb5 *odl)
+{
+	if (odl->local_open && odl->session_seen)
+		odl->broken = true;
+}
+
+static int odl_login_request(struct odl_tb5 *odl)
+{
+	struct odl_xd_login_resp reply;
+	struct odl_xd_login req;
+	unsigned long flags;
+	u32 id;
+	int ret;
+
+	memset(&req, 0, sizeof(req));
+	memset(&reply, 0, sizeof(reply));
+	mutex_lock(&odl->xd_lock);
+	id = ++odl->command_id;
+	odl_fill_header(odl, &req.hdr, ODL_XD_LOGIN, sizeof(req), id);
+	req.version_major = ODL_XD_VERSION_MAJOR;
+	req.version_minor = ODL_XD_VERSION_MINOR;
+	req.features = ODL_XD_FEAT_KNOWN;
+	req.ring_size = odl->ring_size;
+	req.frame_bytes = ODL_FRAME_MAX_BYTES;
+	req.transmit_path = odl->tx_hopid;
+	ret = tb_xdomain_request(odl->xd, &req, sizeof(req),
+				 TB_CFG_PKG_XDOMAIN_RESP, &reply,
+				 sizeof(reply), TB_CFG_PKG_XDOMAIN_RESP,
+				 ODL_LOGIN_TIMEOUT_MS);
+	mutex_unlock(&odl->xd_lock);
+	if (ret)
+		return ret;
+	if (!odl_check_reply(odl, &reply.hdr, sizeof(reply),
+			     ODL_XD_LOGIN_RESP, id) ||
+	    reply.reserved[0] || reply.reserved[1] || reply.reserved[2]) {
+		odl_stat_inc(odl, xd_bad, 1);
+		return -EPROTO;
+	}
+	if (reply.status != ODL_XD_ST_OK) {
+		dev_warn(&odl->svc->dev, "peer refused login (status %u, version %u.%u)\n",
+			 reply.status, reply.version_major, reply.version_minor);
+		return -EPROTO;
+	}
+	if (reply.version_major != ODL_XD_VERSION_MAJOR ||
+	    reply.frame_bytes != ODL_FRAME_MAX_BYTES ||
+	    !(reply.features & ODL_XD_FEAT_CREDITS)) {
+		odl_stat_inc(odl, xd_bad, 1);
+		return -EPROTO;
+	}
+	spin_lock_irqsave(&odl->state_lock, flags);
+	odl->peer_ver_major = reply.version_major;
+	odl->peer_ver_minor = reply.version_minor;
+	odl->peer_features = reply.features;
+	odl->peer_ring_size = reply.ring_size;
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+	return 0;
+}
+
+void odl_login_work(struct work_struct *work)
+{
+	struct odl_tb5 *odl = container_of(work, struct odl_tb5, login_work.work);
+	bool received;
+	int ret;
+
+	mutex_lock(&odl->lock);
+	if (odl->gone || odl->login_sent) {
+		mutex_unlock(&odl->lock);
+		return;
+	}
+	mutex_unlock(&odl->lock);
+
+	ret = odl_login_request(odl);
+
+	mutex_lock(&odl->lock);
+	if (odl->gone) {
+		mutex_unlock(&odl->lock);
+		return;
+	}
+	if (!ret) {
+		odl->login_sent = true;
+		odl->login_retries = ODL_LOGIN_RETRIES;
+		received = READ_ONCE(odl->login_received);
+		dev_dbg(&odl->svc->dev, "login accepted by peer\n");
+		if (received)
+			queue_work(system_long_wq, &odl->connect_work);
+	} else {
+		odl_stat_inc(odl, login_failures, 1);
+		dev_dbg(&odl->svc->dev, "login attempt failed: %d\n", ret);
+		if (--odl->login_retries > 0)
+			queue_delayed_work(system_long_wq, &odl->login_work,
+					   msecs_to_jiffies(ODL_LOGIN_RETRY_MS));
+		else
+			dev_warn(&odl->svc->dev, "no login answer from the peer, waiting for its login\n");
+	}
+	mutex_unlock(&odl->lock);
+}
+
+void odl_connect_work(struct work_struct *work)
+{
+	struct odl_tb5 *odl = container_of(work, struct odl_tb5, connect_work);
+	unsigned long flags;
+	bool open;
+	int ret;
+
+	mutex_lock(&odl->lock);
+	if (odl->gone || odl->connected || !odl->login_sent ||
+	    !odl->login_received)
+		goto out_unlock;
+
+	ret = tb_xdomain_alloc_in_hopid(odl->xd, odl->remote_path);
+	if (ret != odl->remote_path) {
+		dev_err(&odl->svc->dev, "cannot allocate in HopID %d: %d\n",
+			odl->remote_path, ret);
+		if (ret >= 0)
+			tb_xdomain_release_in_hopid(odl->xd, ret);
+		goto out_unlock;
+	}
+	odl->rx_hopid_alloc = true;
+
+	tb_ring_start(odl->tx_ring);
+	tb_ring_start(odl->rx_ring);
+	odl_rx_flush(odl);
+	odl_rx_post_idle(odl);
+
+	/* Paths last, so the Rx ring is primed before frames arrive. */
+	ret = tb_xdomain_enable_paths(odl->xd, odl->tx_hopid,
+				      odl->tx_ring->hop, odl->remote_path,
+				      odl->rx_ring->hop);
+	if (ret) {
+		dev_err(&odl->svc->dev, "cannot enable DMA paths: %d\n", ret);
+		tb_ring_stop(odl->rx_ring);
+		tb_ring_stop(odl->tx_ring);
+		tb_xdomain_release_in_hopid(odl->xd, odl->remote_path);
+		odl->rx_hopid_alloc = false;
+		goto out_unlock;
+	}
+
+	spin_lock_irqsave(&odl->state_lock, flags);
+	odl->connected = true;
+	odl->connect_count++;
+	__odl_session_update(odl);
+	open = odl->local_open;
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+	odl_stat_inc(odl, logins, 1);
+	dev_dbg(&odl->svc->dev, "connected: tx HopID %d ring %d, rx HopID %d ring %d\n",
+		odl->tx_hopid, odl->tx_ring->hop, odl->remote_path,
+		odl->rx_ring->hop);
+	if (open)
+		queue_work(system_long_wq, &odl->port_work);
+	wake_up_all(&odl->rq);
+	wake_up_all(&odl->wq);
+out_unlock:
+	mutex_unlock(&odl->lock);
+}
+
+/**
+ * odl_disconnect() - disable the paths, stop the rings, end the session.
+ * @odl: device; caller holds @odl->lock
+ *
+ * Stopping the rings cancels every queued frame: Tx buffers return to the
+ * free list and Rx buffers to the idle list. Waiters are woken.
+ */
+void odl_disconnect(struct odl_tb5 *odl)
+{
+	unsigned long flags;
+	bool was;
+
+	spin_lock_irqsave(&odl->state_lock, flags);
+	was = odl->connected;
+	odl->connected = false;
+	odl->peer_open = false;
+	__odl_session_end(odl);
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+	odl->login_sent = false;
+	odl->login_received = false;
+
+	if (was) {
+		tb_xdomain_disable_paths(odl->xd, odl->tx_hopid,
+					 odl->tx_ring->hop, odl->remote_path,
+					 odl->rx_ring->hop);
+		tb_ring_stop(odl->rx_ring);
+		tb_ring_stop(odl->tx_ring);
+		dev_dbg(&odl->svc->dev, "disconnected\n");
+	}
+	if (odl->rx_hopid_alloc) {
+		tb_xdomain_release_in_hopid(odl->xd, odl->remote_path);
+		odl->rx_hopid_alloc = false;
+	}
+	wake_up_all(&odl->rq);
+	wake_up_all(&odl->wq);
+}
+
+void odl_reset_work(struct work_struct *work)
+{
+	struct odl_tb5 *odl = container_of(work, struct odl_tb5, reset_work);
+	unsigned long flags;
+	bool relogin;
+
+	mutex_lock(&odl->lock);
+	if (odl->gone) {
+		mutex_unlock(&odl->lock);
+		return;
+	}
+	/* A LOGIN that arrived after the reset was queued is kept. */
+	spin_lock_irqsave(&odl->state_lock, flags);
+	relogin = odl->login_received;
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+	odl_disconnect(odl);
+	odl->login_received = relogin;
+	odl->login_retries = ODL_LOGIN_RETRIES;
+	mod_delayed_work(system_long_wq, &odl->login_work,
+			 msecs_to_jiffies(relogin ? 0 : ODL_LOGIN_RETRY_MS));
+	mutex_unlock(&odl->lock);
+}
+
+static int odl_simple_request(struct odl_tb5 *odl, void *req, size_t size)
+{
+	struct odl_xd_hdr *hdr = req;
+	struct odl_xd_status reply;
+	int ret;
+
+	memset(&reply, 0, sizeof(reply));
+	mutex_lock(&odl->xd_lock);
+	hdr->command_id = ++odl->command_id;
+	ret = tb_xdomain_request(odl->xd, req, size, TB_CFG_PKG_XDOMAIN_RESP,
+				 &reply, sizeof(reply), TB_CFG_PKG_XDOMAIN_RESP,
+				 ODL_LOGIN_TIMEOUT_MS);
+	mutex_unlock(&odl->xd_lock);
+	if (ret)
+		return ret;
+	if (!odl_check_reply(odl, &reply.hdr, sizeof(reply), ODL_XD_STATUS,
+			     hdr->command_id))
+		return -EPROTO;
+	return reply.status == ODL_XD_ST_OK ? 0 : -EPROTO;
+}
+
+/* Best effort: the peer may already be gone. */
+void odl_send_logout(struct odl_tb5 *odl)
+{
+	struct odl_xd_hdr req;
+
+	if (!READ_ONCE(odl->connected))
+		return;
+	memset(&req, 0, sizeof(req));
+	odl_fill_header(odl, &req, ODL_XD_LOGOUT, sizeof(req), 0);
+	odl_simple_request(odl, &req, sizeof(req));
+}
+
+void odl_port_work(struct work_struct *work)
+{
+	struct odl_tb5 *odl = container_of(work, struct odl_tb5, port_work);
+	struct odl_xd_port req;
+	unsigned long flags;
+	int i, ret = -ENOTCONN;
+
+	for (i = 0; i < ODL_PORT_RETRIES; i++) {
+		if (!READ_ONCE(odl->connected) || READ_ONCE(odl->gone))
+			return;
+		memset(&req, 0, sizeof(req));
+		odl_fill_header(odl, &req.hdr, ODL_XD_PORT, sizeof(req), 0);
+		spin_lock_irqsave(&odl->state_lock, flags);
+		req.open = odl->local_open;
+		req.session = odl->session;
+		spin_unlock_irqrestore(&odl->state_lock, flags);
+		ret = odl_simple_request(odl, &req, sizeof(req));
+		if (!ret)
+			return;
+	}
+	dev_warn(&odl->svc->dev, "peer did not take the open/close notice: %d\n",
+		 ret);
+}
+
+static void odl_respond(struct odl_tb5 *odl, void *resp, size_t size, u32 type,
+			u32 command_id, u32 sn)
+{
+	struct odl_xd_hdr *hdr = resp;
+
+	odl_fill_header(odl, hdr, type, size, command_id);
+	hdr->length_sn |= (sn << ODL_XD_SN_SHIFT) & ODL_XD_SN_MASK;
+	tb_xdomain_response(odl->xd, resp, size, TB_CFG_PKG_XDOMAIN_RESP);
+}
+
+static void odl_respond_status(struct odl_tb5 *odl, u32 command_id, u32 sn,
+			       u32 status)
+{
+	struct odl_xd_status resp;
+
+	memset(&resp, 0, sizeof(resp));
+	resp.status = status;
+	odl_respond(odl, &resp, sizeof(resp), ODL_XD_STATUS, command_id, sn);
+}
+
+static void odl_handle_login(struct odl_tb5 *odl, const struct odl_xd_login *req,
+			     u32 sn)
+{
+	struct odl_xd_login_resp resp;
+	unsigned long flags;
+	u32 status = ODL_XD_ST_OK;
+	bool reset = false;
+
+	if (req->version_major != ODL_XD_VERSION_MAJOR)
+		status = ODL_XD_ST_VERSION;
+	else if (req->reserved[0] || req->reserved[1] || req->reserved[2] ||
+		 req->frame_bytes != ODL_FRAME_MAX_BYTES ||
+		 !(req->features & ODL_XD_FEAT_CREDITS) ||
+		 req->transmit_path < ODL_MIN_HOPID ||
+		 req->transmit_path > odl->xd->local_max_hopid ||
+		 req->ring_size < ODL_RING_SIZE_MIN ||
+		 req->ring_size > ODL_RING_SIZE_MAX ||
+		 !is_power_of_2(req->ring_size))
+		status = ODL_XD_ST_INVAL;
+
+	memset(&resp, 0, sizeof(resp));
+	resp.status = status;
+	resp.version_major = ODL_XD_VERSION_MAJOR;
+	resp.version_minor = ODL_XD_VERSION_MINOR;
+	resp.features = ODL_XD_FEAT_KNOWN;
+	resp.ring_size = odl->ring_size;
+	resp.frame_bytes = ODL_FRAME_MAX_BYTES;
+	odl_respond(odl, &resp, sizeof(resp), ODL_XD_LOGIN_RESP,
+		    req->hdr.command_id, sn);
+	if (status != ODL_XD_ST_OK) {
+		odl_stat_inc(odl, xd_bad, 1);
+		return;
+	}
+
+	spin_lock_irqsave(&odl->state_lock, flags);
+	/* A fresh LOGIN while connected: the peer restarted; start over. */
+	if (odl->connected)
+		reset = true;
+	odl->remote_path = req->transmit_path;
+	odl->peer_ring_size = req->ring_size;
+	odl->peer_ver_major = req->version_major;
+	odl->peer_ver_minor = req->version_minor;
+	odl->peer_features = req->features;
+	odl->login_received = true;
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+
+	if (reset)
+		queue_work(system_long_wq, &odl->reset_work);
+	else if (READ_ONCE(odl->login_sent))
+		queue_work(system_long_wq, &odl->connect_work);
+	else
+		mod_delayed_work(system_long_wq, &odl->login_work, 0);
+}
+
+static void odl_handle_port(struct odl_tb5 *odl, const struct odl_xd_port *req,
+			    u32 sn)
+{
+	unsigned long flags;
+
+	if (req->open > 1) {
+		odl_stat_inc(odl, xd_bad, 1);
+		odl_respond_status(odl, req->hdr.command_id, sn, ODL_XD_ST_INVAL);
+		return;
+	}
+	spin_lock_irqsave(&odl->state_lock, flags);
+	odl->peer_open = req->open;
+	if (!req->open)
+		__odl_session_end(odl);
+	__odl_session_update(odl);
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+	odl_respond_status(odl, req->hdr.command_id, sn, ODL_XD_ST_OK);
+	wake_up_all(&odl->rq);
+	wake_up_all(&odl->wq);
+}
+
+/**
+ * odl_handle_packet() - XDomain protocol handler for the OdinLink UUID.
+ * @buf: the packet, CPU order
+ * @size: its size in bytes
+ * @data: struct odl_tb5
+ *
+ * Every field is checked before use; packets for another XDomain or of an
+ * unknown shape are left to others.
+ *
+ * Return: 1 if the packet was a request for this device and was handled,
+ * 0 to let the Thunderbolt core match it against pending requests.
+ */
+int odl_handle_packet(const void *buf, size_t size, void *data)
+{
+	struct odl_tb5 *odl = data;
+	const struct odl_xd_hdr *hdr = buf;
+	u64 route;
+	u32 length, sn;
+
+	if (size < sizeof(*hdr))
+		return 0;
+	route = ((u64)hdr->route_hi << 32) | hdr->route_lo;
+	route &= ~BIT_ULL(63);
+	if (route != odl->xd->route)
+		return 0;
+	if (memcmp(hdr->uuid, &odl_svc_uuid, 16) ||
+	    memcmp(hdr->initiator_uuid, odl->xd->remote_uuid, 16) ||
+	    memcmp(hdr->target_uuid, odl->xd->local_uuid, 16))
+		return 0;
+	length = hdr->length_sn & ODL_XD_LENGTH_MASK;
+	sn = (hdr->length_sn & ODL_XD_SN_MASK) >> ODL_XD_SN_SHIFT;
+	if (length != (size - 12) / 4 || size % 4)
+		goto bad;
+
+	switch (hdr->type) {
+	case ODL_XD_LOGIN:
+		if (size != sizeof(struct odl_xd_login))
+			goto bad;
+		odl_handle_login(odl, buf, sn);
+		return 1;
+	case ODL_XD_LOGOUT:
+		if (size != sizeof(struct odl_xd_hdr))
+			goto bad;
+		odl_respond_status(odl, hdr->command_id, sn, ODL_XD_ST_OK);
+		odl_stat_inc(odl, logouts, 1);
+		queue_work(system_long_wq, &odl->reset_work);
+		return 1;
+	case ODL_XD_PORT:
+		if (size != sizeof(struct odl_xd_port))
+			goto bad;
+		odl_handle_port(odl, buf, sn);
+		return 1;
+	case ODL_XD_LOGIN_RESP:
+	case ODL_XD_STATUS:
+		return 0; /* answers to our requests */
+	default:
+		goto bad;
+	}
+bad:
+	odl_stat_inc(odl, xd_bad, 1);
+	return 0;
+}

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * odl_tb5: OdinLink Thunderbolt service driver - module init/exit, the
+ * XDomain property directory, the service driver and probe/remove.
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+
+#include "odl_tb5.h"
+
+/* 2f1a7c3e-5b0d-4e6a-9c1b-0d1e4f5a6b7c: the OdinLink service protocol */
+const uuid_t odl_svc_uuid = UUID_INIT(0x2f1a7c3e, 0x5b0d, 0x4e6a, 0x9c, 0x1b,
+				      0x0d, 0x1e, 0x4f, 0x5a, 0x6b, 0x7c);
+
+unsigned int odl_ring_size = 1024;
+module_param_named(ring_size, odl_ring_size, uint, 0444);
+MODULE_PARM_DESC(ring_size,
+		 "descriptors per NHI ring, power of two 64..16384 (default: 1024)");
+
+static struct tb_property_dir *odl_dir;
+
+static bool odl_ring_size_valid(unsigned int n)
+{
+	return n >= ODL_RING_SIZE_MIN && n <= ODL_RING_SIZE_MAX &&
+	       is_power_of_2(n);
+}
+
+
+static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
+{
+	struct tb_xdomain *xd = tb_service_parent(svc);
+	struct odl_tb5 *odl;
+	int ret;
+
+	odl = kzalloc(sizeof(*odl), GFP_KERNEL);
+	if (!odl)
+		return -ENOMEM;
+	odl->svc = svc;
+	odl->xd = xd;
+	odl->ring_size = odl_ring_size;
+	odl->tx_hopid = -1;
+	mutex_init(&odl->lock);
+	mutex_init(&odl->xd_lock);
+	init_rwsem(&odl->io_rwsem);
+	spin_lock_init(&odl->state_lock);
+	spin_lock_init(&odl->tx_lock);
+	spin_lock_init(&odl->rx_lock);
+	spin_lock_init(&odl->stats_lock);
+	INIT_LIST_HEAD(&odl->tx_free);
+	INIT_LIST_HEAD(&odl->rx_queue);
+	INIT_LIST_HEAD(&odl->rx_idle);
+	init_waitqueue_head(&odl->rq);
+	init_waitqueue_head(&odl->wq);
+	INIT_DELAYED_WORK(&odl->login_work, odl_login_work);
+	INIT_WORK(&odl->connect_work, odl_connect_work);
+	INIT_WORK(&odl->reset_work, odl_reset_work);
+	INIT_WORK(&odl->port_work, odl_port_work);
+	odl->login_retries = ODL_LOGIN_RETRIES;
+	odl->stats.flags = 0;
+
+	/* From here on the device's release frees @odl. */
+	ret = odl_chardev_add(odl);
+	if (ret)
+		return ret;
+
+	ret = odl_rings_alloc(odl);
+	if (ret)
+		goto err_del_chardev;
+
+	odl->handler.uuid = &odl_svc_uuid;
+	odl->handler.callback = odl_handle_packet;
+	odl->handler.data = odl;
+	ret = tb_register_protocol_handler(&odl->handler);
+	if (ret)
+		goto err_free_rings;
+
+	tb_service_set_drvdata(svc, odl);
+	dev_dbg(&svc->dev, "odl_tb5_%d bound, ring size %u, tx HopID %d\n",
+		odl->index, odl->ring_size, odl->tx_hopid);
+	queue_delayed_work(system_long_wq, &odl->login_work,
+			   msecs_to_jiffies(ODL_LOGIN_DELAY_MS));
+	return 0;
+
+err_free_rings:
+	odl_rings_free(odl);
+err_del_chardev:
+	odl_chardev_del(odl);
+	return ret;
+}
+
+static void odl_remove(struct tb_service *svc)
+{
+	struct odl_tb5 *odl = tb_service_get_drvdata(svc);
+	unsigned long flags;
+
+	/* Tell the peer first, while the XDomain still answers. */
+	odl_send_logout(odl);
+
+	spin_lock_irqsave(&odl->state_lock, flags);
+	odl->gone = true;
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+	wake_up_all(&odl->rq);
+	wake_up_all(&odl->wq);
+
+	tb_unregister_protocol_handler(&odl->handler);
+	cancel_delayed_work_sync(&odl->login_work);
+	cancel_work_sync(&odl->connect_work);
+	cancel_work_sync(&odl->reset_work);
+	cancel_work_sync(&odl->port_work);
+
+	mutex_lock(&odl->lock);
+	odl_disconnect(odl);
+	mutex_unlock(&odl->lock);
+
+	/* Wait for readers and writers inside the data path, then free. */
+	down_write(&odl->io_rwsem);
+	odl_rings_free(odl);
+	odl->svc = NULL;
+	up_write(&odl->io_rwsem);
+
+	dev_dbg(&svc->dev, "odl_tb5_%d unbound\n", odl->index);
+	odl_chardev_del(odl);
+}
+
+static const struct tb_service_id odl_ids[] = {
+	{ TB_SERVICE(ODL_XD_SERVICE_KEY, ODL_XD_PRTCID) },
+	{ },
+};
+MODULE_DEVICE_TABLE(tbsvc, odl_ids);
+
+static struct tb_service_driver odl_driver = {
+	.driver = {
+		.owner = THIS_MODULE,
+		.name = "odl_tb5",
+	},
+	.probe = odl_probe,
+	.remove = odl_remove,
+	.id_table = odl_ids,
+};
+
+static int __init odl_init(void)
+{
+	int ret;
+
+	if (!odl_ring_size_valid(odl_ring_size)) {
+		pr_err("odl_tb5: ring_size %u is not a power of two in %u..%u\n",
+		       odl_ring_size, ODL_RING_SIZE_MIN, ODL_RING_SIZE_MAX);
+		return -EINVAL;
+	}
+
+	odl_dir = tb_property_create_dir(&odl_svc_uuid);
+	if (!odl_dir)
+		return -ENOMEM;
+	tb_property_add_immediate(odl_dir, "prtcid", ODL_XD_PRTCID);
+	tb_property_add_immediate(odl_dir, "prtcvers", ODL_XD_PRTCVERS);
+	tb_property_add_immediate(odl_dir, "prtcrevs", ODL_XD_PRTCREVS);
+	tb_property_add_immediate(odl_dir, "prtcstns", 0);
+
+	ret = odl_chardev_init();
+	if (ret)
+		goto err_free_dir;
+
+	ret = tb_register_service_driver(&odl_driver);
+	if (ret)
+		goto err_chardev_exit;
+
+	ret = tb_register_property_dir(ODL_XD_SERVICE_KEY, odl_dir);
+	if (ret)
+		goto err_unregister;
+	return 0;
+
+err_unregister:
+	tb_unregister_service_driver(&odl_driver);
+err_chardev_exit:
+	odl_chardev_exit();
+err_free_dir:
+	tb_property_free_dir(odl_dir);
+	return ret;
+}
+module_init(odl_init);
+
+static void __exit odl_exit(void)
+{
+	tb_unregister_property_dir(ODL_XD_SERVICE_KEY, odl_dir);
+	tb_unregister_service_driver(&odl_driver);
+	odl_chardev_exit();
+	tb_property_free_dir(odl_dir);
+}
+module_exit(odl_exit);
+
+MODULE_DESCRIPTION("OdinLink host-to-host interconnect over Thunderbolt/USB4");
+MODULE_AUTHOR("OdinLink");
+MODULE_LICENSE("Dual MIT/GPL");

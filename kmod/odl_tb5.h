@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * odl_tb5: private state of the OdinLink Thunderbolt service driver.
+ */
+#ifndef ODL_TB5_PRIV_H
+#define ODL_TB5_PRIV_H
+
+#include <linux/cdev.h>
+#include <linux/device.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/rwsem.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+#include <linux/thunderbolt.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+
+#include "odl/wire/frame_codec.h"
+#include "odl/wire/tb5_login.h"
+#include "uapi/odl_tb5.h"
+
+/* Protocol timeouts in ms */
+#define ODL_LOGIN_DELAY_MS 100     /* after probe, before the first login */
+#define ODL_LOGIN_TIMEOUT_MS 500   /* per XDomain request */
+#define ODL_LOGIN_RETRY_MS 1000    /* between login attempts */
+#define ODL_LOGIN_RETRIES 60       /* then wait for the peer's login */
+#define ODL_PORT_RETRIES 5         /* open/close notice attempts */
+
+#define ODL_MIN_HOPID 8 /* first DMA path HopID (TB_PATH_MIN_HOPID, private to thunderbolt.ko) */
+#define ODL_RING_SIZE_MIN 64
+#define ODL_RING_SIZE_MAX 16384
+
+extern unsigned int odl_ring_size;
+extern const uuid_t odl_svc_uuid;
+
+/**
+ * struct odl_buf - one frame buffer (a page) and its NHI descriptor.
+ * @frame: the ring frame handed to the NHI
+ * @page: backing page
+ * @dma: DMA address of @page (streaming mapping, IOMMU safe)
+ * @odl: owner
+ * @list: on odl_tb5.tx_free, rx_queue or rx_idle (guarded by the list's lock)
+ */
+struct odl_buf {
+	struct ring_frame frame;
+	struct page *page;
+	dma_addr_t dma;
+	struct odl_tb5 *odl;
+	struct list_head list;
+};
+
+/**
+ * struct odl_tb5 - one bound peer OdinLink service: /dev/odl_tb5_N.
+ * @dev: the char device's struct device; its release frees this struct, so
+ *	open files (through the cdev) keep it alive after remove
+ * @cdev: /dev/odl_tb5_N
+ * @index: N
+ * @svc: the bound service; NULL after remove (@lock)
+ * @xd: the peer XDomain (valid until remove)
+ * @handler: XDomain protocol handler for the OdinLink UUID
+ * @lock: serializes login, connect, disconnect, open, close and remove
+ * @xd_lock: one outgoing XDomain request at a time (responses match by
+ *	route and UUID only)
+ * @io_rwsem: held for read by read/write/ioctl while they touch buffers and
+ *	rings; held for write by remove before it frees them
+ * @login_work: sends LOGIN, retried (@lock)
+ * @connect_work: enables the DMA paths once both logins are done
+ * @reset_work: disconnects after LOGOUT or a fresh LOGIN from the peer
+ * @port_work: tells the peer that the device was opened or closed
+ * @login_retries: attempts left (@lock)
+ * @login_sent: our LOGIN was accepted (@lock)
+ * @login_received: the peer's LOGIN was accepted (@lock, set by the handler
+ *	under @state_lock)
+ * @connected: DMA paths enabled (@state_lock to change, READ_ONCE to read)
+ * @gone: service removed (@state_lock)
+ * @local_open: a file has the device open (@state_lock)
+ * @peer_open: the peer's device is open (@state_lock)
+ * @session_seen: this open has had a session (@state_lock)
+ * @broken: this open's session ended (@state_lock)
+ * @session: open counter (@state_lock)
+ * @connect_count: completed logins (@state_lock)
+ * @state_lock: guards the flags above and the peer terms below
+ * @remote_path: HopID the peer transmits on (from its LOGIN)
+ * @peer_ring_size: from the peer's LOGIN
+ * @peer_ver_major: from the peer's LOGIN
+ * @peer_ver_minor: from the peer's LOGIN
+ * @peer_features: from the peer's LOGIN
+ * @command_id: counter for our requests (@xd_lock)
+ * @tx_ring: NHI Tx ring
+ * @rx_ring: NHI Rx ring
+ * @tx_hopid: our out HopID
+ * @rx_hopid_alloc: the in HopID is allocated (@lock)
+ * @ring_size: descriptors per ring
+ * @tx_bufs: ring_size - 1 Tx buffers
+ * @rx_bufs: ring_size - 1 Rx buffers
+ * @tx_lock: guards @tx_free
+ * @tx_free: Tx buffers not in flight
+ * @rx_lock: guards @rx_queue and @rx_idle, and orders Rx reposts with
+ *	ring start
+ * @rx_queue: received frames waiting for the reader
+ * @rx_idle: Rx buffers owned by nobody (ring stopped)
+ * @rq: readers wait here (frames, state changes)
+ * @wq: writers wait here (free Tx buffers, state changes)
+ * @stats: counters (@stats_lock)
+ * @stats_lock: guards @stats
+ */
+struct odl_tb5 {
+	struct device dev;
+	struct cdev cdev;
+	int index;
+	struct tb_service *svc;
+	struct tb_xdomain *xd;
+	struct tb_protocol_handler handler;
+
+	struct mutex lock;
+	struct mutex xd_lock;
+	struct rw_semaphore io_rwsem;
+	struct delayed_work login_work;
+	struct work_struct connect_work;
+	struct work_struct reset_work;
+	struct work_struct port_work;
+	int login_retries;
+	bool login_sent;
+	bool login_received;
+
+	spinlock_t state_lock;
+	bool connected;
+	bool gone;
+	bool local_open;
+	bool peer_open;
+	bool session_seen;
+	bool broken;
+	u32 session;
+	u32 connect_count;
+	int remote_path;
+	u32 peer_ring_size;
+	u16 peer_ver_major;
+	u16 peer_ver_minor;
+	u32 peer_features;
+	u32 command_id;
+
+	struct tb_ring *tx_ring;
+	struct tb_ring *rx_ring;
+	int tx_hopid;
+	bool rx_hopid_alloc;
+	unsigned int ring_size;
+	struct odl_buf *tx_bufs;
+	struct odl_buf *rx_bufs;
+	spinlock_t tx_lock;
+	struct list_head tx_free;
+	spinlock_t rx_lock;
+	struct list_head rx_queue;
+	struct list_head rx_idle;
+	wait_queue_head_t rq;
+	wait_queue_head_t wq;
+
+	spinlock_t stats_lock;
+	struct odl_tb5_stats stats;
+};
+
+#define odl_stat_inc(odl, field, n)                                  \
+	do {                                                         \
+		unsigned long __f;                                   \
+		spin_lock_irqsave(&(odl)->stats_lock, __f);          \
+		(odl)->stats.field += (n);                           \
+		spin_unlock_irqrestore(&(odl)->stats_lock, __f);     \
+	} while (0)
+
+/* login.c */
+int odl_handle_packet(const void *buf, size_t size, void *data);
+void odl_login_work(struct work_struct *work);
+void odl_connect_work(struct work_struct *work);
+void odl_reset_work(struct work_struct *work);
+void odl_port_work(struct work_struct *work);
+void odl_disconnect(struct odl_tb5 *odl);
+void odl_send_logout(struct odl_tb5 *odl);
+void odl_session_update(struct odl_tb5 *odl);
+u32 odl_state(struct odl_tb5 *odl);
+
+/* ring.c */
+int odl_rings_alloc(struct odl_tb5 *odl);
+void odl_rings_free(struct odl_tb5 *odl);
+void odl_rx_post_idle(struct odl_tb5 *odl);
+void odl_rx_flush(struct odl_tb5 *odl);
+void odl_rx_repost(struct odl_tb5 *odl, struct odl_buf *b);
+struct odl_buf *odl_rx_take(struct odl_tb5 *odl);
+bool odl_rx_pending(struct odl_tb5 *odl);
+struct odl_buf *odl_tx_get(struct odl_tb5 *odl);
+void odl_tx_put(struct odl_tb5 *odl, struct odl_buf *b);
+bool odl_tx_available(struct odl_tb5 *odl);
+int odl_tx_submit(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes);
+static inline void *odl_buf_va(struct odl_buf *b)
+{
+	return page_address(b->page);
+}
+
+static inline unsigned int odl_frame_size(const struct ring_frame *f)
+{
+	return f->size ? f->size : ODL_FRAME_MAX_BYTES;
+}
+
+/* chardev.c */
+int odl_chardev_init(void);
+void odl_chardev_exit(void);
+int odl_chardev_add(struct odl_tb5 *odl);
+void odl_chardev_del(struct odl_tb5 *odl);
+
+/* ioctl.c */
+long odl_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+
+#endif /* ODL_TB5_PRIV_H */
