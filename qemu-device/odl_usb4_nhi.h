@@ -16,7 +16,8 @@
 OBJECT_DECLARE_SIMPLE_TYPE(OdlUsb4NhiState, ODL_USB4_NHI)
 
 /* PCI identity: a neutral vendor keeps Linux off the Intel/ICM paths. */
-#define ODL_NHI_VENDOR_ID 0x1af4    /* experimental range, docs/specs/pci-ids.txt */
+/* 1af4:10f0..10ff: experimental range of QEMU docs/specs/pci-ids.txt */
+#define ODL_NHI_VENDOR_ID 0x1af4
 #define ODL_NHI_DEVICE_ID 0x10f0
 #define ODL_NHI_REVISION 0x01
 #define ODL_NHI_CLASS 0x0c0340      /* serial bus / USB / USB4 host interface */

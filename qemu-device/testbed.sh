@@ -15,6 +15,7 @@
 # Environment:
 #   ODL_LINKD      odl-linkd binary (default: $ODL_BUILD_DIR/model/src/linkd/odl-linkd)
 #   ODL_VM_DIR     state, sockets and logs (default: ${XDG_RUNTIME_DIR:-/tmp}/odl-vm-$UID)
+#   ODL_LINKD_ARGS extra odl-linkd options (e.g. --record FILE)
 #   ODL_VM_MEM     guest memory, MiB (default 512)
 #   ODL_VM_EXEC_TIMEOUT  seconds per exec (default 60)
 set -euo pipefail
@@ -109,7 +110,7 @@ cmd_up() {
 	local start=$SECONDS
 	say "starting odl-linkd"
 	SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 setsid "$linkd" --socket "$dir/linkd.sock" \
-		--control "$dir/linkd.ctl" --hosts 2 --gen "$gen" --lanes "$lanes" >"$dir/linkd.log" 2>&1 </dev/null &
+		--control "$dir/linkd.ctl" --hosts 2 --gen "$gen" --lanes "$lanes" ${ODL_LINKD_ARGS:-} >"$dir/linkd.log" 2>&1 </dev/null &
 	echo $! >"$dir/linkd.pid"
 	local i
 	for i in $(seq 50); do

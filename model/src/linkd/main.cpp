@@ -6,8 +6,10 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include <fstream>
 #include <memory>
 
+#include "odl/model/linkd/recorder.h"
 #include "odl/model/linkd/server.h"
 #include "stub_model.h"
 #ifdef ODL_LINKD_HAVE_MODEL
@@ -49,6 +51,9 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     app.add_option("--gen", gen, "cable generation (model backend)")
         ->check(CLI::IsMember({"tb3", "gen2", "gen3", "gen4"}));
     app.add_option("--lanes", lanes, "lanes per direction (model backend)")->check(CLI::Range(1, 2));
+    std::string record;
+    app.add_option("--record", record,
+                   "write every MMIO, DMA and IRQ at the model seam to this file (for replay tests)");
     app.add_flag("-v,--verbose", cfg.verbose, "log connection details");
     CLI11_PARSE(app, argc, argv);
 
@@ -77,7 +82,18 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
         return 1;
 #endif
     }
-    odl::model::linkd::server srv(cfg, *model);
+    std::ofstream record_out;
+    std::unique_ptr<odl::model::linkd::recording_backend> recorder;
+    if (!record.empty()) {
+        record_out.open(record);
+        if (!record_out) {
+            fmt::print(stderr, "odl-linkd: cannot write {}\n", record);
+            return 1;
+        }
+        recorder = std::make_unique<odl::model::linkd::recording_backend>(*model, record_out);
+    }
+    odl::model::linkd::server srv(cfg, recorder ? static_cast<odl::model::linkd::model_backend&>(*recorder)
+                                                : *model);
     std::string err;
     if (!srv.listen(err)) {
         fmt::print(stderr, "odl-linkd: {}\n", err);
