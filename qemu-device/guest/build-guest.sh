@@ -9,6 +9,8 @@
 #   prints the image directory (vmlinuz, initrd.gz, KERNEL_VERSION) on
 #   stdout, last line; progress on stderr.
 # Environment: ODL_CACHE_DIR (default ${XDG_CACHE_HOME:-$HOME/.cache}/odl)
+#   ODL_GUEST_EXTRA  optional directory copied into the initramfs root
+#                    (kmod/guest-extra.sh makes one: odl_tb5.ko, odl, libodl)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -25,7 +27,12 @@ esac
 pkg=$(apt-cache search --names-only "$pattern" | cut -d' ' -f1 | sort -V | tail -n1)
 [ -n "$pkg" ] || die "no package matches $pattern (apt-get update?)"
 ver=$(apt-cache policy "$pkg" | sed -n 's/^  Candidate: //p')
-hash=$(cat "$here/init" "$here/build-guest.sh" | sha256sum | cut -c1-12)
+extra=${ODL_GUEST_EXTRA:-}
+[ -z "$extra" ] || [ -d "$extra" ] || die "ODL_GUEST_EXTRA=$extra is not a directory"
+hash=$({
+	cat "$here/init" "$here/build-guest.sh"
+	if [ -n "$extra" ]; then (cd "$extra" && find . -type f | LC_ALL=C sort | xargs -r sha256sum); fi
+} | sha256sum | cut -c1-12)
 dest="$cache/guest-$pkg-$ver-$hash"
 
 if [ "${2:-}" = "--print-dir" ]; then
@@ -80,6 +87,10 @@ ldd "$(command -v iperf3)" | awk '/=>/ { print $3 } /^\t\/lib64/ { print $1 }' |
 		cp -L "$lib" "$root$lib"
 	done
 echo "root:x:0:0:root:/:/bin/sh" >"$root/etc/passwd"
+if [ -n "$extra" ]; then
+	say "adding extra files from $extra"
+	cp -a "$extra/." "$root/"
+fi
 
 say "packing initramfs ($kver)"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -6) >"$work/initrd.gz"
