@@ -206,6 +206,25 @@ TEST_F(LoopbackPair, StatisticsCountTraffic) {
     EXPECT_EQ(sb.rx_bad_frames, 0u);
 }
 
+TEST_F(LoopbackPair, CancelThroughTheCApi) {
+    char buf[8];
+    ASSERT_ODL_OK(odl_post_recv(a, 1, 5, buf, sizeof(buf), nullptr, 41));
+    EXPECT_EQ(odl_cancel(a, 1, 42), ODL_ERR_INVAL);
+    EXPECT_NE(std::string(odl_last_error()).find("no posted operation 42"), std::string::npos) << odl_last_error();
+    EXPECT_EQ(odl_cancel(a, 9, 41), ODL_ERR_INVAL);
+    EXPECT_EQ(odl_cancel(nullptr, 1, 41), ODL_ERR_INVAL);
+    ASSERT_ODL_OK(odl_cancel(a, 1, 41));
+    auto c = drive(a, 1);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].ctx, 41u);
+    EXPECT_EQ(c[0].status, ODL_ERR_CANCELED);
+    odl_dev_info info{};
+    info.struct_size = sizeof(info);
+    ASSERT_ODL_OK(odl_query(a, &info));
+    EXPECT_EQ(info.local_pid, uint32_t(getpid()));
+    EXPECT_GT(std::strlen(info.local_name), 0u);
+}
+
 TEST(Api, StatusTextsAreDistinct) {
     std::vector<std::string> seen;
     for (int s = 0; s >= ODL_ERR_CANCELED; --s) {

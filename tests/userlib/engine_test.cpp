@@ -8,6 +8,8 @@
 #include <numeric>
 #include <vector>
 
+#include <unistd.h>
+
 #include "engine.h"
 #include "mem_link.h"
 #include "odl/wire/frame_codec.h"
@@ -328,6 +330,48 @@ TEST_F(EnginePair, PostingLimitGivesAgain) {
     std::vector<unsigned char> rx(10);
     for (int i = 0; i < 3; ++i) ASSERT_EQ(a->post_recv(0, 1, rx.data(), rx.size(), i), ODL_OK);
     EXPECT_EQ(a->post_recv(0, 1, rx.data(), rx.size(), 3), ODL_ERR_AGAIN);
+}
+
+TEST_F(EnginePair, CancelWithdrawsUnstartedOperations) {
+    std::vector<unsigned char> rx1(100, 0xee), rx2(100);
+    ASSERT_EQ(b->post_recv(0, 1, rx1.data(), rx1.size(), 1), ODL_OK);
+    ASSERT_EQ(b->post_recv(0, 1, rx2.data(), rx2.size(), 2), ODL_OK);
+    EXPECT_EQ(b->cancel(0, 1), ODL_OK);
+    EXPECT_EQ(b->cancel(0, 1), ODL_ERR_INVAL) << "canceled twice";
+    EXPECT_EQ(b->cancel(0, 99), ODL_ERR_INVAL);
+    auto tx = pattern(50, 9);
+    ASSERT_EQ(a->post_send(0, 1, tx.data(), tx.size(), 3), ODL_OK);
+    pump();
+    ASSERT_EQ(done_b.size(), 2u);
+    EXPECT_EQ(done_b[0].ctx, 1u);
+    EXPECT_EQ(done_b[0].status, ODL_ERR_CANCELED);
+    EXPECT_EQ(done_b[1].ctx, 2u);
+    EXPECT_EQ(done_b[1].status, ODL_OK);
+    EXPECT_EQ(rx1[0], 0xee) << "a canceled buffer was written";
+    EXPECT_TRUE(std::equal(tx.begin(), tx.end(), rx2.begin()));
+}
+
+TEST_F(EnginePair, CancelRefusesAStartedSend) {
+    auto big = pattern(300 * ODL_FRAME_MAX_PAYLOAD, 1);  // beyond the 64-frame window
+    auto small = pattern(10, 2);
+    ASSERT_EQ(a->post_send(0, 1, big.data(), big.size(), 1), ODL_OK);
+    ASSERT_EQ(a->post_send(0, 1, small.data(), small.size(), 2), ODL_OK);
+    pump();
+    EXPECT_EQ(a->cancel(0, 1), ODL_ERR_AGAIN);
+    EXPECT_EQ(a->cancel(0, 2), ODL_OK);
+    pump();
+    ASSERT_EQ(done_a.size(), 1u);
+    EXPECT_EQ(done_a[0].ctx, 2u);
+    EXPECT_EQ(done_a[0].status, ODL_ERR_CANCELED);
+}
+
+TEST_F(EnginePair, ReportsLocalIdentity) {
+    odl_dev_info ia{}, ib{};
+    a->query(ia);
+    b->query(ib);
+    EXPECT_STREQ(ia.local_name, "node");
+    EXPECT_EQ(ia.local_pid, uint32_t(getpid()));
+    EXPECT_EQ(ia.local_host_id, ib.peer_host_id);
 }
 
 }  // namespace

@@ -34,6 +34,8 @@ public:
     /// Arguments were checked by odl::device_impl; @len fits the local limits.
     virtual int post_send(uint32_t stream, uint32_t tag, const void* buf, uint64_t len, uint64_t ctx) = 0;
     virtual int post_recv(uint32_t stream, uint32_t tag, void* buf, uint64_t cap, uint64_t ctx) = 0;
+    /// Withdraws a posted, unstarted operation; see odl_cancel().
+    virtual int cancel(uint32_t stream, uint64_t ctx) = 0;
     /// Makes progress; appends up to @max completions. Never blocks.
     virtual size_t poll(odl_completion* comps, size_t max) = 0;
     virtual void query(odl_dev_info& info) const = 0;

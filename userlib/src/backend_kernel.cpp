@@ -6,6 +6,7 @@
 // backend has the loopback backend's semantics (same engine, same frames).
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -48,6 +49,11 @@ constexpr size_t kBatchFrames = 64;
 constexpr size_t kBatchBytes = kBatchFrames * ODL_FRAME_MAX_BYTES;
 /// Receive frames kept free for control frames (HELLO, CREDIT, GOODBYE).
 constexpr uint32_t kCtrlReserve = 16;
+/// After this many empty polls in a row, wait in poll(2) for the module to
+/// wake us (a frame or a free Tx buffer) instead of spinning: interrupt
+/// mode. Bounded, so odl_poll() still returns promptly.
+constexpr unsigned kIdleBeforeWait = 32;
+constexpr int kIdleWaitMs = 1;
 
 const char* state_name(uint32_t st) {
     switch (st) {
@@ -76,6 +82,7 @@ public:
     }
 
     void tx_commit(size_t bytes) override {
+        m_idle = 0;
         m_tx_len += bytes;
         if (m_tx_len + ODL_FRAME_MAX_BYTES > m_tx.size()) flush_tx();
     }
@@ -83,7 +90,14 @@ public:
     rx_frame rx_peek() override {
         flush_tx();
         if (m_rx_off >= m_rx_len) fill_rx();
+        if (m_rx_off >= m_rx_len && m_up && !m_lost && ++m_idle >= kIdleBeforeWait) {
+            pollfd p{m_fd, short(POLLIN | (m_tx_len ? POLLOUT : 0)), 0};
+            ::poll(&p, 1, kIdleWaitMs);
+            flush_tx();
+            fill_rx();
+        }
         if (m_rx_off >= m_rx_len) return {};
+        m_idle = 0;
         const size_t left = m_rx_len - m_rx_off;
         const unsigned char* p = m_rx.data() + m_rx_off;
         size_t len = 0;
@@ -146,6 +160,7 @@ private:
                 const size_t done = size_t(n);
                 std::memmove(m_tx.data(), m_tx.data() + done, m_tx_len - done);
                 m_tx_len -= done;
+                m_idle = 0;
                 continue;
             }
             if (n < 0 && errno == EINTR) continue;
@@ -183,6 +198,7 @@ private:
     size_t m_rx_len = 0;
     size_t m_rx_off = 0;
     size_t m_cur = 0;
+    unsigned m_idle = 0;
     bool m_up = false;
     bool m_lost = false;
     std::string m_failure;

@@ -146,6 +146,11 @@ int odl_post_recv(struct odl_dev* dev, uint32_t stream, uint32_t tag, void* buf,
     return guarded([&] { return dev->dev->post_recv(stream, tag, buf, cap, mr, ctx); });
 }
 
+int odl_cancel(struct odl_dev* dev, uint32_t stream, uint64_t ctx) {
+    if (bad_dev(dev)) return set_last_error(ODL_ERR_INVAL, "NULL device");
+    return guarded([&] { return dev->dev->cancel(stream, ctx); });
+}
+
 int odl_poll(struct odl_dev* dev, struct odl_completion* comps, size_t max, size_t* n) {
     if (bad_dev(dev) || !n || (!comps && max)) return set_last_error(ODL_ERR_INVAL, "NULL argument");
     return guarded([&] {

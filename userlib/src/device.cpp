@@ -139,6 +139,17 @@ int device_impl::post_recv(uint32_t stream, uint32_t tag, void* buf, size_t cap,
     }
 }
 
+int device_impl::cancel(uint32_t stream, uint64_t ctx) {
+    if (stream >= m_cfg.num_streams)
+        return set_last_error(ODL_ERR_INVAL, fmt::format("stream {} out of range (device has {})", stream, m_cfg.num_streams));
+    const int rc = m_backend->cancel(stream, ctx);
+    switch (rc) {
+    case ODL_OK: return ODL_OK;
+    case ODL_ERR_AGAIN: return set_last_error(rc, fmt::format("stream {}: operation {} has started", stream, ctx));
+    default: return set_last_error(rc, fmt::format("stream {}: no posted operation {}", stream, ctx));
+    }
+}
+
 int device_impl::wait(odl_completion* comps, size_t max, size_t* n, uint64_t timeout_ns) {
     const uint64_t start = now_ns();
     for (;;) {

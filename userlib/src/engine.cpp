@@ -95,6 +95,28 @@ int engine::post_recv(uint32_t stream, uint32_t tag, void* buf, uint64_t cap, ui
     return ODL_OK;
 }
 
+int engine::cancel(uint32_t stream, uint64_t ctx) {
+    if (stream >= m_s.size()) return ODL_ERR_INVAL;
+    stream_state& s = m_s[stream];
+    if (s.cur.active && s.cur.to_user && s.cur.op.ctx == ctx) return ODL_ERR_AGAIN;
+    for (auto it = s.recvs.begin(); it != s.recvs.end(); ++it) {
+        if (it->ctx != ctx) continue;
+        complete(ctx, ODL_ERR_CANCELED, ODL_OP_RECV, stream, it->tag, 0);
+        s.recvs.erase(it);
+        return ODL_OK;
+    }
+    for (auto it = s.sends.begin(); it != s.sends.end(); ++it) {
+        if (it->ctx != ctx) continue;
+        // A message whose first frame left must be finished: the peer is
+        // already assembling it.
+        if (it->sent > 0) return ODL_ERR_AGAIN;
+        complete(ctx, ODL_ERR_CANCELED, ODL_OP_SEND, stream, it->tag, 0);
+        s.sends.erase(it);
+        return ODL_OK;
+    }
+    return ODL_ERR_INVAL;
+}
+
 void engine::complete_recv(const recv_op& op, uint32_t stream, uint32_t tag, uint64_t msg_len, bool corrupt) {
     int status = ODL_OK;
     if (corrupt) status = ODL_ERR_PROTO;
@@ -495,6 +517,9 @@ void engine::query(odl_dev_info& info) const {
     info.peer_host_id = m_peer_host_id;
     info.peer_version = m_peer_version;
     info.peer_features = m_peer_features;
+    fmt::format_to_n(info.local_name, sizeof(info.local_name) - 1, "{}", m_cfg.node_name);
+    info.local_host_id = host_id();
+    info.local_pid = uint32_t(getpid());
 }
 
 void engine::stats(odl_stats& stats) const { stats = m_stats; }

@@ -28,6 +28,7 @@ public:
 
     int post_send(uint32_t stream, uint32_t tag, const void* buf, uint64_t len, uint64_t ctx) override;
     int post_recv(uint32_t stream, uint32_t tag, void* buf, uint64_t cap, uint64_t ctx) override;
+    int cancel(uint32_t stream, uint64_t ctx) override;
     size_t poll(odl_completion* comps, size_t max) override;
     void query(odl_dev_info& info) const override;
     void stats(odl_stats& stats) const override;

@@ -28,8 +28,9 @@ extern "C" {
 #define ODL_EXPORT
 #endif
 
-/* Bumped when a call or struct is added; released structs never change. */
-#define ODL_API_VERSION 1
+/* Bumped when a call or struct field is added: 2 added odl_cancel() and the
+ * local_* fields of struct odl_dev_info. Released fields never move. */
+#define ODL_API_VERSION 2
 
 /**
  * enum odl_status - result of every call.
@@ -180,6 +181,9 @@ enum odl_link_state {
  * @peer_host_id: peer's host identifier
  * @peer_version: peer's protocol version, major << 16 | minor
  * @peer_features: peer's ODL_FEAT_* bits
+ * @local_name: this endpoint's node name, as told to the peer
+ * @local_host_id: this endpoint's host identifier, as told to the peer
+ * @local_pid: this process's id
  */
 struct odl_dev_info {
 	uint32_t struct_size;
@@ -197,6 +201,9 @@ struct odl_dev_info {
 	uint64_t peer_host_id;
 	uint32_t peer_version;
 	uint32_t peer_features;
+	char local_name[64];
+	uint64_t local_host_id;
+	uint32_t local_pid;
 };
 
 ODL_EXPORT int odl_query(struct odl_dev *dev, struct odl_dev_info *info);
@@ -230,6 +237,16 @@ ODL_EXPORT int odl_post_send(struct odl_dev *dev, uint32_t stream, uint32_t tag,
  */
 ODL_EXPORT int odl_post_recv(struct odl_dev *dev, uint32_t stream, uint32_t tag, void *buf,
 			     size_t cap, struct odl_mr *mr, uint64_t ctx);
+
+/**
+ * odl_cancel() - withdraw a posted operation that has not started.
+ * Finds the operation posted on @stream with @ctx (the oldest, if several).
+ * Return: ODL_OK (its completion follows with ODL_ERR_CANCELED, and the
+ * library no longer touches its buffer); ODL_ERR_AGAIN if it has started
+ * (frames of it are on the link, or a message is being received into it; it
+ * completes normally); ODL_ERR_INVAL if nothing matches.
+ */
+ODL_EXPORT int odl_cancel(struct odl_dev *dev, uint32_t stream, uint64_t ctx);
 
 enum odl_op {
 	ODL_OP_SEND = 1,
