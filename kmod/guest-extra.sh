@@ -32,4 +32,7 @@ for bin in "$build/bin/odl" "$build/bin/odl_tb5_probe"; do
 			cp -L "$lib" "$out$lib"
 		done
 done
+# The guest-side ABI checker (tests/vm/odl_tb5_ioctl.c), static.
+gcc -O2 -Wall -Wextra -Werror -static -I"$repo/include" \
+	"$repo/tests/vm/odl_tb5_ioctl.c" -o "$out/usr/bin/odl_tb5_ioctl"
 echo "$out"
