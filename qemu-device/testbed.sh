@@ -17,6 +17,8 @@
 #   ODL_VM_DIR     state, sockets and logs (default: ${XDG_RUNTIME_DIR:-/tmp}/odl-vm-$UID)
 #   ODL_LINKD_ARGS extra odl-linkd options (e.g. --record FILE)
 #   ODL_VM_MEM     guest memory, MiB (default 512)
+#   ODL_VM_ACCEL   tcg (default) or kvm (-cpu host; only where KVM is known to work)
+#   ODL_VM_QEMU_ARGS  extra QEMU options for both VMs (e.g. -trace 'odl_nhi_*')
 #   ODL_VM_EXEC_TIMEOUT  seconds per exec (default 60)
 set -euo pipefail
 
@@ -120,18 +122,20 @@ cmd_up() {
 	done
 	[ -S "$dir/linkd.sock" ] || die "odl-linkd did not create its socket"
 
-	local v idx
+	local v idx accel=(-accel tcg -cpu max)
+	[ "${ODL_VM_ACCEL:-tcg}" = kvm ] && accel=(-accel kvm -cpu host)
 	for v in "${vms[@]}"; do
 		idx=$(vm_index "$v")
-		say "starting VM $v ($(cat "$image/KERNEL_VERSION"), TCG)"
+		say "starting VM $v ($(cat "$image/KERNEL_VERSION"), ${ODL_VM_ACCEL:-tcg})"
 		setsid "$qemu" -L /usr/share/qemu -L /usr/share/seabios \
-			-name "odl-$v" -accel tcg -cpu max -M q35 -m "${ODL_VM_MEM:-512}" -smp 1 \
+			-name "odl-$v" "${accel[@]}" -M q35 -m "${ODL_VM_MEM:-512}" -smp 1 \
 			-display none -vga none -monitor none -no-reboot -net none \
 			-kernel "$image/vmlinuz" -initrd "$image/initrd.gz" \
 			-append "console=ttyS0 panic=-1 odl.host=$v" \
 			-chardev "file,id=con,path=$dir/$v.console.log" -serial chardev:con \
 			-chardev "socket,id=ctl,path=$dir/$v.ctl,server=on,wait=off" -serial chardev:ctl \
 			-device "odl-usb4-nhi,socket=$dir/linkd.sock,host-id=$idx" \
+			-d guest_errors ${ODL_VM_QEMU_ARGS:-} \
 			>"$dir/$v.qemu.log" 2>&1 </dev/null &
 		echo $! >"$dir/$v.qemu.pid"
 	done

@@ -58,6 +58,7 @@ public:
         m_state = state::attached;
     }
     void kill() { m_state = state::dead; }
+    int& last_peer() { return m_last_peer; }
     bool was_attached() const { return m_host >= 0; }
 
     /// Sends one message (+payload). False and marked dead on failure.
@@ -190,6 +191,7 @@ private:
     std::uint64_t m_next_tag = 0;
     conn_stats m_stats;
     std::deque<std::vector<std::uint8_t>> m_stash;
+    int m_last_peer = -1;  ///< last LINK_STATE sent: peer host, -1 = down
 };
 
 server::server(server_config cfg, model_backend& model)
@@ -468,12 +470,28 @@ void server::reap() {
     }
 }
 
+// Tells each attached device when its cable comes up or goes down.
+void server::notify_links() {
+    for (auto& c : m_conns) {
+        if (c->st() != connection::state::attached) continue;
+        const int peer = m_model.link_peer(static_cast<unsigned>(c->host()));
+        if (peer == c->last_peer()) continue;
+        c->last_peer() = peer;
+        struct odl_linkd_msg m;
+        odl_linkd_msg_init(&m, ODL_LINKD_LINK_STATE, 0, 0, 0);
+        m.body.link.up = peer >= 0 ? 1 : 0;
+        m.body.link.peer_host_id = odl_cpu_le32(peer >= 0 ? static_cast<std::uint32_t>(peer) : 0);
+        c->send(m);
+    }
+}
+
 void server::run() {
     std::vector<struct pollfd> pfds;
     while (!m_stop.load()) {
         const std::uint64_t now = now_ps();
         m_model.advance_to(now);
         reap();
+        notify_links();
 
         int timeout_ms = m_cfg.max_poll_ms;
         const std::uint64_t next = m_model.next_event_ps();

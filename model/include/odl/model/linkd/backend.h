@@ -66,6 +66,9 @@ public:
     /// Scenario event: plug (true) or pull (false) the cable. Returns false
     /// when this model has no cable.
     virtual bool set_cable(bool /*plugged*/) { return false; }
+    /// Host at the far end of @host's cable while the link is up, else -1
+    /// (sent to the device as LINK_STATE when it changes).
+    virtual int link_peer(unsigned /*host*/) const { return -1; }
 };
 
 }  // namespace odl::model::linkd

@@ -43,6 +43,7 @@ public:
     void advance_to(std::uint64_t now_ps) override;
     std::uint64_t next_event_ps() const override { return m_inner.next_event_ps(); }
     bool set_cable(bool plugged) override;
+    int link_peer(unsigned host) const override { return m_inner.link_peer(host); }
 
 private:
     class port;

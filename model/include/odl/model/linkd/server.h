@@ -70,6 +70,7 @@ private:
     void reap();
     void note_bad(connection& c, const char* why);
     void control_one();
+    void notify_links();
 
     server_config m_cfg;
     model_backend& m_model;
