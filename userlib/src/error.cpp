@@ -2,19 +2,28 @@
 // Status texts and the per-thread last-error message.
 #include "error.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace odl {
 namespace {
-thread_local std::string t_last_error;
-}
+// A plain array, not std::string: a thread_local with a destructor makes
+// glibc keep the library mapped after dlclose(), and the NCCL plugin that
+// links libodl is unloaded by NCCL >= 2.28.
+constexpr size_t kLastErrorBytes = 512;
+thread_local char t_last_error[kLastErrorBytes];
+}  // namespace
 
 int set_last_error(int status, std::string msg) {
-    t_last_error = std::move(msg);
+    const size_t n = std::min(msg.size(), kLastErrorBytes - 1);
+    std::memcpy(t_last_error, msg.data(), n);
+    t_last_error[n] = '\0';
     return status;
 }
 
-void clear_last_error() { t_last_error.clear(); }
+void clear_last_error() { t_last_error[0] = '\0'; }
 
-const char* last_error() { return t_last_error.c_str(); }
+const char* last_error() { return t_last_error; }
 
 }  // namespace odl
 
