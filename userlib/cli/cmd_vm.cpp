@@ -50,15 +50,24 @@ void add_vm_command(CLI::App& app) {
     static int timeout_s = 180;
     static std::string gen = "gen3";
     static int lanes = 2;
+    static std::string cmd_file;
     auto* up = vm->add_subcommand("up", "build what is missing, start both VMs, wait until ready");
     up->add_option("--kernel", kernel, "guest kernel series")->check(CLI::IsMember({"6.12", "6.1"}));
     up->add_option("--timeout", timeout_s, "seconds to wait for each guest")->check(CLI::Range(10, 3600));
     up->add_option("--gen", gen, "modelled cable generation")
         ->check(CLI::IsMember({"tb3", "gen2", "gen3", "gen4"}));
     up->add_option("--lanes", lanes, "lanes per direction")->check(CLI::Range(1, 2));
+    up->add_option("--cmd-file", cmd_file, "shell script both guests run after loading the modules")
+        ->check(CLI::ExistingFile);
     up->callback([] {
-        hand_over({"up", "--kernel", kernel, "--timeout", std::to_string(timeout_s), "--gen", gen,
-                   "--lanes", std::to_string(lanes)});
+        std::vector<std::string> args = {"up", "--kernel", kernel, "--timeout",
+                                         std::to_string(timeout_s), "--gen", gen,
+                                         "--lanes", std::to_string(lanes)};
+        if (!cmd_file.empty()) {
+            args.push_back("--cmd-file");
+            args.push_back(cmd_file);
+        }
+        hand_over(args);
     });
 
     vm->add_subcommand("down", "stop the VMs and odl-linkd (logs are kept)")->callback([] {
