@@ -2,9 +2,17 @@
 // The objects NCCL holds as opaque pointers: listen, send and receive comms,
 // requests and memory registrations. Each starts with a magic so a stale or
 // foreign pointer is refused instead of followed further.
+//
+// Ownership across threads: NCCL's threads fill a request and hand it to the
+// link's progress thread through its queue (request::node); from then on
+// only the progress thread touches libodl and the request's completion
+// fields, and it publishes the end through request::pending (release). A
+// comm NCCL closed is freed by the progress thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "nccl/types.h"
@@ -26,17 +34,58 @@ enum : uint32_t {
     kDeadMagic = 0xdeaddeadu,
 };
 
+/// A unit of work for a link's progress thread (intrusive queue node).
+struct op {
+    enum kind_t : uint8_t { kSend, kRecv, kConnect, kClose, kCall };
+    op* next = nullptr;
+    kind_t kind = kSend;
+    void* obj = nullptr;  ///< the request, comm or call_op this node belongs to
+};
+
+/// A call run on the progress thread (the one thread that may use the
+/// libodl device), e.g. odl_reg_mr. The caller waits for @done.
+struct call_op : op {
+    std::function<void()> fn;
+    std::atomic<bool> done{false};
+};
+
 /// One isend or (grouped) irecv. Aligned so the low 4 bits of its address
 /// are free to carry the buffer index in a libodl completion ctx.
 struct alignas(16) request {
-    uint32_t magic = 0;  ///< kReqMagic while NCCL owns it
+    op node;                    ///< queue node; kind kSend or kRecv
+    // NCCL's side.
+    uint32_t magic = 0;         ///< kReqMagic while NCCL owns it
     bool in_use = false;
     bool is_send = false;
     int n = 0;                  ///< buffers
-    int pending = 0;            ///< libodl operations not yet completed
-    int status = ODL_OK;        ///< first error among the buffers
-    uint64_t sizes[kMaxRecvs] = {};
     comm* owner = nullptr;
+    void* data[kMaxRecvs] = {};
+    size_t cap[kMaxRecvs] = {};
+    uint32_t tag[kMaxRecvs] = {};
+    odl_mr* mr[kMaxRecvs] = {};
+    // Written by the progress thread before it lowers @pending.
+    std::atomic<int> pending{0};  ///< buffers not yet completed; 0: done (acquire)
+    int status = ODL_OK;          ///< first error among the buffers
+    uint64_t sizes[kMaxRecvs] = {};
+    uint8_t live = 0;             ///< progress thread: buffers posted to libodl, not completed
+
+    request() = default;
+    /// Only for std::vector's sizing of a fresh pool: a new request, nothing copied.
+    request(request&&) noexcept : request() {}
+
+    /// Back to a fresh request (what take_request hands out).
+    void reset(comm* c) {
+        node = op{};
+        node.obj = this;
+        magic = kReqMagic;
+        in_use = true;
+        is_send = false;
+        n = 0;
+        owner = c;
+        pending.store(0, std::memory_order_relaxed);
+        status = ODL_OK;
+        for (auto& s : sizes) s = 0;
+    }
 };
 
 struct alignas(16) comm {
@@ -45,9 +94,15 @@ struct alignas(16) comm {
     uint32_t stream;             ///< libodl stream carrying this connection
     uint32_t gen;                ///< 7-bit generation, in every tag (see tag_for)
     std::vector<request> reqs;   ///< fixed pool: the request limit
+    size_t next_req = 0;         ///< NCCL's side: where take_request looks first
+    std::atomic<int> status{ODL_OK};  ///< sticky error of the connection (set by the progress thread)
+    // Progress thread only.
     int posted = 0;              ///< libodl operations still outstanding
-    int status = ODL_OK;         ///< sticky error of the connection
     bool closed = false;         ///< NCCL closed it; freed once @posted is 0
+    bool hello_live = false;     ///< CONNECT send outstanding
+    bool is_send = false;
+    op hello_node;               ///< kConnect (send comms)
+    op close_node;               ///< kClose
     unsigned char hello[24] = {};  ///< CONNECT message (send comms), must outlive its send
 };
 

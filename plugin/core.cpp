@@ -45,17 +45,39 @@ struct handle {
 };
 static_assert(sizeof(handle) <= NCCL_NET_HANDLE_MAXSIZE, "handle must fit NCCL's 128 bytes");
 
+/// How long connect waits for the rest of a device's lanes to come up.
+constexpr uint64_t kLaneGraceNs = 2'000'000'000ull;
+
 uint64_t now_ns() {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
+/// One entry of ODL_NCCL_DEVICES: backend:first[-last], one NCCL device
+/// whose lanes are libodl devices first..last.
+struct dev_spec {
+    std::string backend;
+    uint32_t first, count;
+};
+
+/// An NCCL device: one or more lanes (links) to the same peer.
+struct nccl_device {
+    std::string name;          ///< "loopback0" or "loopback0-7"
+    std::vector<link*> lanes;  ///< owned by state::links
+};
+
 struct state {
     std::mutex mu;  ///< init/finalize; links are fixed in between
     int refs = 0;
-    std::vector<std::unique_ptr<link>> links;
-    std::vector<std::pair<std::string, uint32_t>> wanted;  ///< backend, index of each link
+    std::vector<std::unique_ptr<link>> links;  ///< every lane of every device
+    std::vector<nccl_device> devices;
+    struct lane_spec {
+        std::string backend;
+        uint32_t index;
+        int dev;
+    };
+    std::vector<lane_spec> wanted;  ///< how to reopen each of @links
     pid_t owner = 0;                                       ///< process that opened the links
     std::string identity;
     stats_mapping stats;
@@ -65,6 +87,14 @@ struct state {
     std::deque<pending_connect> pending;
     std::unordered_set<uint64_t> listeners;
     std::mt19937_64 rng{std::random_device{}()};
+
+    /// v8-v10 have no finalize: the links go when the library is unloaded
+    /// (or the process exits), and their threads must stop before the
+    /// statistics mapping they write to goes.
+    ~state() {
+        devices.clear();
+        links.clear();
+    }
 };
 
 state& g() {
@@ -81,23 +111,36 @@ std::string make_identity() {
     return buf;
 }
 
-/// ODL_NCCL_DEVICES="backend:index,..." (default "loopback:0").
-bool parse_devices(std::vector<std::pair<std::string, uint32_t>>& out, std::string& why) {
+constexpr const char* kDefaultDevices = "loopback:0-7";
+
+/// ODL_NCCL_DEVICES="backend:index[-last],..." (default kDefaultDevices).
+/// A range is one NCCL device striped over several libodl devices (lanes).
+bool parse_devices(std::vector<dev_spec>& out, std::string& why) {
     const char* env = std::getenv("ODL_NCCL_DEVICES");
-    std::stringstream ss(env && *env ? env : "loopback:0");
+    std::stringstream ss(env && *env ? env : kDefaultDevices);
     std::string item;
+    size_t lanes = 0;
     while (std::getline(ss, item, ',')) {
         const auto colon = item.find(':');
         char* end = nullptr;
-        const unsigned long idx = colon == std::string::npos ? 0 : std::strtoul(item.c_str() + colon + 1, &end, 10);
-        if (colon == std::string::npos || colon == 0 || end == item.c_str() + colon + 1 || *end || idx > 1023) {
-            why = "ODL_NCCL_DEVICES entry '" + item + "' is not backend:index";
+        const char* num = colon == std::string::npos ? "" : item.c_str() + colon + 1;
+        const unsigned long first = std::strtoul(num, &end, 10);
+        unsigned long last = first;
+        bool ok = colon != std::string::npos && colon != 0 && end != num && first <= 1023;
+        if (ok && *end == '-') {
+            const char* num2 = end + 1;
+            last = std::strtoul(num2, &end, 10);
+            ok = end != num2 && last >= first && last <= 1023;
+        }
+        if (!ok || *end) {
+            why = "ODL_NCCL_DEVICES entry '" + item + "' is not backend:index or backend:first-last";
             return false;
         }
-        out.emplace_back(item.substr(0, colon), uint32_t(idx));
+        out.push_back(dev_spec{item.substr(0, colon), uint32_t(first), uint32_t(last - first + 1)});
+        lanes += last - first + 1;
     }
-    if (out.empty() || out.size() > kStatsMaxLinks) {
-        why = "ODL_NCCL_DEVICES names " + std::to_string(out.size()) + " devices (1-" +
+    if (out.empty() || lanes > kStatsMaxLinks) {
+        why = "ODL_NCCL_DEVICES names " + std::to_string(lanes) + " libodl devices (1-" +
               std::to_string(kStatsMaxLinks) + " allowed)";
         return false;
     }
@@ -117,9 +160,9 @@ ncclResult_t from_odl(int st) {
     }
 }
 
-link* link_at(int dev) {
+nccl_device* device_at(int dev) {
     auto& s = g();
-    return dev >= 0 && size_t(dev) < s.links.size() ? s.links[size_t(dev)].get() : nullptr;
+    return dev >= 0 && size_t(dev) < s.devices.size() ? &s.devices[size_t(dev)] : nullptr;
 }
 
 comm* as_comm(void* p, uint32_t magic) {
@@ -133,12 +176,13 @@ comm* as_any_comm(void* p) {
 }
 
 request* take_request(comm* c) {
-    for (auto& r : c->reqs) {
+    const size_t n = c->reqs.size();
+    for (size_t k = 0; k < n; ++k) {
+        const size_t i = (c->next_req + k) % n;
+        request& r = c->reqs[i];
         if (r.in_use) continue;
-        r = request{};
-        r.magic = kReqMagic;
-        r.in_use = true;
-        r.owner = c;
+        r.reset(c);
+        c->next_req = (i + 1) % n;
         stat_add(c->ln->stats().inflight, uint64_t(1));
         return &r;
     }
@@ -172,8 +216,10 @@ namespace {
 /// goodbye on the parent's behalf, so the child forgets them instead.
 void forget_after_fork(state& s) {
     if (s.owner == getpid() || s.refs == 0) return;
+    // Their progress threads did not survive fork(); the objects are leaked.
     for (auto& ln : s.links) (void)ln.release();
     s.links.clear();
+    s.devices.clear();
     s.stats.abandon();
     std::lock_guard<std::mutex> lk(s.pending_mu);
     s.pending.clear();
@@ -186,25 +232,24 @@ void forget_after_fork(state& s) {
 /// init finds the old state: links whose peer went away are opened afresh.
 void reopen_failed_links(state& s) {
     for (size_t i = 0; i < s.links.size(); ++i) {
-        bool failed;
-        {
-            std::lock_guard<std::mutex> lk(s.links[i]->mutex());
-            s.links[i]->progress_locked();
-            failed = s.links[i]->failed_locked();
-        }
-        if (!failed) continue;
+        if (!s.links[i]->failed()) continue;
         auto& st = s.stats.file().links[i];
+        link* old = s.links[i].get();
         s.links[i].reset();
         st = stats_link{};
+        const auto& w = s.wanted[i];
         try {
-            s.links[i] = std::make_unique<link>(int(i), s.wanted[i].first, s.wanted[i].second, s.identity, &st);
+            s.links[i] = std::make_unique<link>(w.dev, w.backend, w.index, s.identity, &st);
         } catch (const std::exception& e) {
             // Device numbers must stay stable: start over with a full init.
             ODL_WARN("cannot reopen %s", e.what());
             s.links.clear();
+            s.devices.clear();
             s.refs = 0;
             return;
         }
+        for (auto& ln : s.devices[size_t(w.dev)].lanes)
+            if (ln == old) ln = s.links[i].get();
     }
 }
 
@@ -221,7 +266,7 @@ ncclResult_t core_init(void** ctx, uint64_t comm_id, ncclDebugLogger_t log) {
         if (ctx) *ctx = &s;
         return ncclSuccess;
     }
-    std::vector<std::pair<std::string, uint32_t>> want;
+    std::vector<dev_spec> want;
     std::string why;
     if (!parse_devices(want, why)) {
         ODL_WARN("%s", why.c_str());
@@ -233,17 +278,27 @@ ncclResult_t core_init(void** ctx, uint64_t comm_id, ncclDebugLogger_t log) {
     s.identity = make_identity();
     if (!s.stats.open(s.identity, why)) ODL_WARN("statistics disabled: %s", why.c_str());
     s.links.clear();
+    s.devices.clear();
     s.wanted.clear();
-    for (const auto& [backend, index] : want) {
-        const int dev = int(s.links.size());
-        try {
-            s.links.push_back(
-                std::make_unique<link>(dev, backend, index, s.identity, &s.stats.file().links[dev]));
-        } catch (const std::exception& e) {
-            ODL_WARN("cannot open %s", e.what());
-            continue;
+    for (const auto& spec : want) {
+        const int dev = int(s.devices.size());
+        nccl_device d;
+        d.name = spec.backend + std::to_string(spec.first);
+        if (spec.count > 1) d.name += "-" + std::to_string(spec.first + spec.count - 1);
+        for (uint32_t k = 0; k < spec.count; ++k) {
+            const size_t slot = s.links.size();
+            try {
+                s.links.push_back(std::make_unique<link>(dev, spec.backend, spec.first + k, s.identity,
+                                                         &s.stats.file().links[slot]));
+            } catch (const std::exception& e) {
+                ODL_WARN("cannot open %s", e.what());
+                continue;
+            }
+            s.wanted.push_back(state::lane_spec{spec.backend, spec.first + k, dev});
+            d.lanes.push_back(s.links.back().get());
         }
-        s.wanted.emplace_back(backend, index);
+        if (d.lanes.empty()) continue;
+        s.devices.push_back(std::move(d));
     }
     if (s.links.empty()) {
         s.stats.close();
@@ -253,8 +308,9 @@ ncclResult_t core_init(void** ctx, uint64_t comm_id, ncclDebugLogger_t log) {
     stat_store(s.stats.file().nlinks, uint32_t(s.links.size()));
     ++s.refs;
     if (ctx) *ctx = &s;
-    ODL_INFO("libodl %s, %zu device(s), process %s, comm 0x%llx", odl_version(), s.links.size(),
-             s.identity.c_str(), static_cast<unsigned long long>(comm_id));
+    ODL_INFO("libodl %s, %zu device(s) over %zu lane(s) with a progress thread each, process %s, comm 0x%llx",
+             odl_version(), s.devices.size(), s.links.size(), s.identity.c_str(),
+             static_cast<unsigned long long>(comm_id));
     return ncclSuccess;
 }
 
@@ -263,7 +319,8 @@ ncclResult_t core_finalize(void* ctx) {
     std::lock_guard<std::mutex> lk(s.mu);
     if (ctx != &s || s.refs <= 0) return ncclInternalError;
     if (--s.refs > 0) return ncclSuccess;
-    s.links.clear();
+    s.devices.clear();
+    s.links.clear();  // joins every progress thread
     {
         std::lock_guard<std::mutex> plk(s.pending_mu);
         s.pending.clear();
@@ -275,21 +332,21 @@ ncclResult_t core_finalize(void* ctx) {
 
 ncclResult_t core_devices(int* ndev) {
     if (!ndev) return ncclInternalError;
-    *ndev = int(g().links.size());
+    *ndev = int(g().devices.size());
     return ncclSuccess;
 }
 
 ncclResult_t core_get_properties(int dev, ncclNetProperties_v12_t* props) {
-    link* ln = link_at(dev);
-    if (!ln || !props) return ncclInternalError;
+    nccl_device* d = device_at(dev);
+    if (!d || !props) return ncclInternalError;
     std::memset(props, 0, sizeof(*props));
-    props->name = const_cast<char*>(ln->name().c_str());  // unique per device: NCCL's topology key
+    props->name = const_cast<char*>(d->name.c_str());  // unique per device: NCCL's topology key
     props->pciPath = nullptr;                              // attach to the first CPU
     props->guid = 0x4f444c0000000000ull | uint64_t(dev);
     props->ptrSupport = NCCL_PTR_HOST;
     props->speed = 80000;  // TB5 link rate, Mb/s
     props->port = 1;
-    props->maxComms = int(kStreams - 1);
+    props->maxComms = int((kStreams - 1) * d->lanes.size());
     props->maxRecvs = kMaxRecvs;
     props->netDeviceType = NCCL_NET_DEVICE_HOST;
     props->vProps.ndevs = 1;
@@ -301,7 +358,7 @@ ncclResult_t core_get_properties(int dev, ncclNetProperties_v12_t* props) {
 }
 
 ncclResult_t core_listen(int dev, void* h, void** out) {
-    if (!link_at(dev) || !h || !out) return ncclInternalError;
+    if (!device_at(dev) || !h || !out) return ncclInternalError;
     auto& s = g();
     auto lc = std::make_unique<listen_comm>();
     lc->dev = dev;
@@ -325,7 +382,7 @@ ncclResult_t core_listen(int dev, void* h, void** out) {
 }
 
 ncclResult_t core_connect(int dev, void* h, void** send_comm, ncclNetDeviceHandle_v12_t** dev_comm) {
-    if (!link_at(dev) || !h || !send_comm) return ncclInternalError;
+    if (!device_at(dev) || !h || !send_comm) return ncclInternalError;
     *send_comm = nullptr;
     if (dev_comm) *dev_comm = nullptr;
     handle hd;
@@ -342,16 +399,30 @@ ncclResult_t core_connect(int dev, void* h, void** send_comm, ncclNetDeviceHandl
     const uint64_t now = now_ns();
     if (hd.tries++ == 0) hd.connect_start_ns = now;
     std::memcpy(h, &hd, sizeof(hd));
-    // Mesh: the link whose peer is the listener's process, whatever @dev
-    // NCCL picked; @dev wins only among links that reach that peer.
+    // Mesh: the links whose peer is the listener's process, whatever @dev
+    // NCCL picked; @dev's lanes win over other devices' links to that peer.
+    // Among them the lane with the fewest send comms, so NCCL's channels
+    // spread over the lanes (and their progress threads).
     link* pick = nullptr;
-    bool any_connecting = false;
+    bool pick_pref = false;
+    bool any_connecting = false, pref_connecting = false;
     for (auto& ln : s.links) {
-        std::lock_guard<std::mutex> lk(ln->mutex());
-        ln->progress_locked();
-        if (ln->up_locked() && ln->peer_locked() == hd.identity && (!pick || ln->index() == dev)) pick = ln.get();
-        any_connecting |= !ln->up_locked() && !ln->failed_locked();
+        const bool pref = ln->index() == dev;
+        if (!ln->up()) {
+            const bool connecting = !ln->failed();
+            any_connecting |= connecting;
+            pref_connecting |= connecting && pref;
+            continue;
+        }
+        if (ln->peer() != hd.identity) continue;
+        if (!pick || (pref && !pick_pref) || (pref == pick_pref && ln->send_comms() < pick->send_comms())) {
+            pick = ln.get();
+            pick_pref = pref;
+        }
     }
+    // Lanes come up within milliseconds of each other: give the rest of
+    // @dev's lanes a moment so the first connections do not all land on one.
+    if (pick && pick_pref && pref_connecting && now - hd.connect_start_ns < kLaneGraceNs) pick = nullptr;
     if (!pick) {
         if (now - hd.connect_start_ns > s.connect_timeout_ns) {
             ODL_WARN("connect: no link reaches %s after %.0f s (%s)", hd.identity,
@@ -361,13 +432,11 @@ ncclResult_t core_connect(int dev, void* h, void** send_comm, ncclNetDeviceHandl
         }
         return ncclSuccess;  // not yet: NCCL calls again
     }
-    std::lock_guard<std::mutex> lk(pick->mutex());
     std::string why;
-    int rc = ncclSuccess;
-    comm* c = pick->open_send_locked(hd.listen_id, why, rc);
+    comm* c = pick->open_send(hd.listen_id, why);
     if (!c) {
         ODL_WARN("connect: %s", why.c_str());
-        return ncclResult_t(rc);
+        return ncclSystemError;
     }
     ODL_INFO("connect: %s stream %u to %s", pick->name().c_str(), c->stream, hd.identity);
     *send_comm = c;
@@ -380,7 +449,6 @@ ncclResult_t core_accept(void* lcomm, void** recv_comm, ncclNetDeviceHandle_v12_
     *recv_comm = nullptr;
     if (dev_comm) *dev_comm = nullptr;
     auto& s = g();
-    for (auto& ln : s.links) ln->progress();
     pending_connect p{};
     {
         std::lock_guard<std::mutex> lk(s.pending_mu);
@@ -390,9 +458,8 @@ ncclResult_t core_accept(void* lcomm, void** recv_comm, ncclNetDeviceHandle_v12_
         p = *it;
         s.pending.erase(it);
     }
-    std::lock_guard<std::mutex> lk(p.ln->mutex());
-    *recv_comm = p.ln->open_recv_locked(p.stream, p.gen);
-    ODL_INFO("accept: %s stream %u from %s", p.ln->name().c_str(), p.stream, p.ln->peer_locked().c_str());
+    *recv_comm = p.ln->open_recv(p.stream, p.gen);
+    ODL_INFO("accept: %s stream %u from %s", p.ln->name().c_str(), p.stream, p.ln->peer().c_str());
     return ncclSuccess;
 }
 
@@ -405,10 +472,18 @@ ncclResult_t core_reg_mr(void* cm, void* data, size_t size, int type, void** mha
     }
     auto m = std::make_unique<mem_reg>();
     m->owner = c;
-    std::lock_guard<std::mutex> lk(c->ln->mutex());
-    if (size && odl_reg_mr(c->ln->dev(), data, size, &m->mr) != ODL_OK) {
-        ODL_WARN("regMr %p+%zu: %s", data, size, odl_last_error());
-        return ncclSystemError;
+    if (size) {
+        int rc = ODL_OK;
+        std::string err;
+        link* ln = c->ln;
+        ln->call([&] {  // the device belongs to its progress thread
+            rc = odl_reg_mr(ln->dev(), data, size, &m->mr);
+            if (rc != ODL_OK) err = odl_last_error();
+        });
+        if (rc != ODL_OK) {
+            ODL_WARN("regMr %p+%zu: %s", data, size, err.c_str());
+            return ncclSystemError;
+        }
     }
     *mhandle = m.release();
     return ncclSuccess;
@@ -423,8 +498,11 @@ ncclResult_t core_dereg_mr(void* cm, void* mhandle) {
     comm* c = as_any_comm(cm);
     auto* m = static_cast<mem_reg*>(mhandle);
     if (!c || !m || m->magic != kMrMagic) return ncclInternalError;
-    std::lock_guard<std::mutex> lk(m->owner->ln->mutex());
-    if (m->mr) odl_dereg_mr(m->owner->ln->dev(), m->mr);
+    if (m->mr) {
+        link* ln = m->owner->ln;
+        odl_mr* mr = m->mr;
+        ln->call([ln, mr] { odl_dereg_mr(ln->dev(), mr); });
+    }
     m->magic = kDeadMagic;
     delete m;
     return ncclSuccess;
@@ -435,11 +513,10 @@ ncclResult_t core_isend(void* scomm, void* data, size_t size, int tag, void* mha
     odl_mr* mr = nullptr;
     if (!c || !request_out || (!data && size) || !mr_of(mhandle, mr)) return ncclInternalError;
     link* ln = c->ln;
-    std::lock_guard<std::mutex> lk(ln->mutex());
     *request_out = nullptr;
-    if (c->status != ODL_OK) {
-        ODL_WARN("isend on %s stream %u: %s", ln->name().c_str(), c->stream, odl_strerror(c->status));
-        return from_odl(c->status);
+    if (const int st = c->status.load(std::memory_order_acquire); st != ODL_OK) {
+        ODL_WARN("isend on %s stream %u: %s", ln->name().c_str(), c->stream, odl_strerror(st));
+        return from_odl(st);
     }
     if (ln->peer_max_msg() && size > ln->peer_max_msg()) {
         ODL_WARN("isend of %zu bytes: above the peer's limit %llu", size,
@@ -448,20 +525,15 @@ ncclResult_t core_isend(void* scomm, void* data, size_t size, int tag, void* mha
     }
     request* r = take_request(c);
     if (!r) return ncclSuccess;  // request limit: NCCL retries later
+    r->node.kind = op::kSend;
     r->is_send = true;
     r->n = 1;
-    const int rc = odl_post_send(ln->dev(), c->stream, tag_for(c->gen, tag), data, size, mr,
-                                 reinterpret_cast<uint64_t>(r));
-    if (rc != ODL_OK) {
-        r->in_use = false;
-        r->magic = 0;
-        stat_add(ln->stats().inflight, uint64_t(-1));
-        if (rc == ODL_ERR_AGAIN) return ncclSuccess;
-        ODL_WARN("isend on %s: %s (%s)", ln->name().c_str(), odl_strerror(rc), odl_last_error());
-        return from_odl(rc);
-    }
-    r->pending = 1;
-    ++c->posted;
+    r->data[0] = data;
+    r->cap[0] = size;
+    r->tag[0] = tag_for(c->gen, tag);
+    r->mr[0] = mr;
+    r->pending.store(1, std::memory_order_relaxed);
+    ln->submit(r);  // posted by the lane's progress thread
     *request_out = r;
     return ncclSuccess;
 }
@@ -474,29 +546,20 @@ ncclResult_t core_irecv(void* rcomm, int n, void** data, size_t* sizes, int* tag
     for (int i = 0; i < n; ++i)
         if ((!data[i] && sizes[i]) || !mr_of(mhandles ? mhandles[i] : nullptr, mrs[i])) return ncclInternalError;
     link* ln = c->ln;
-    std::lock_guard<std::mutex> lk(ln->mutex());
     *request_out = nullptr;  // also clears NCCL_NET_OPTIONAL_RECV_COMPLETION
-    if (c->status != ODL_OK) return from_odl(c->status);
+    if (const int st = c->status.load(std::memory_order_acquire); st != ODL_OK) return from_odl(st);
     request* r = take_request(c);
     if (!r) return ncclSuccess;
+    r->node.kind = op::kRecv;
     r->n = n;
     for (int i = 0; i < n; ++i) {
-        const int rc = odl_post_recv(ln->dev(), c->stream, tag_for(c->gen, tags[i]), data[i], sizes[i], mrs[i],
-                                     reinterpret_cast<uint64_t>(r) | uint64_t(i));
-        if (rc != ODL_OK) {
-            ODL_WARN("irecv on %s: %s (%s)", ln->name().c_str(), odl_strerror(rc), odl_last_error());
-            // Buffers already posted stay with libodl; the request dies with the comm.
-            c->status = rc;
-            if (i == 0) {
-                r->in_use = false;
-                r->magic = 0;
-                stat_add(ln->stats().inflight, uint64_t(-1));
-            }
-            return from_odl(rc);
-        }
-        ++r->pending;
-        ++c->posted;
+        r->data[i] = data[i];
+        r->cap[i] = sizes[i];
+        r->tag[i] = tag_for(c->gen, tags[i]);
+        r->mr[i] = mrs[i];
     }
+    r->pending.store(n, std::memory_order_relaxed);
+    ln->submit(r);
     *request_out = r;
     return ncclSuccess;
 }
@@ -512,9 +575,7 @@ ncclResult_t core_test(void* req, int* done, int* sizes) {
     if (!r || !done || r->magic != kReqMagic || !r->in_use) return ncclInternalError;
     comm* c = r->owner;
     link* ln = c->ln;
-    std::lock_guard<std::mutex> lk(ln->mutex());
-    if (r->pending > 0) ln->progress_locked();
-    if (r->pending > 0) {
+    if (r->pending.load(std::memory_order_acquire) > 0) {  // the progress thread completes it
         *done = 0;
         return ncclSuccess;
     }
@@ -543,16 +604,14 @@ ncclResult_t core_test(void* req, int* done, int* sizes) {
 ncclResult_t core_close_send(void* scomm) {
     comm* c = as_comm(scomm, kSendMagic);
     if (!c) return ncclInternalError;
-    std::lock_guard<std::mutex> lk(c->ln->mutex());
-    c->ln->close_comm_locked(c);
+    c->ln->close_comm(c);
     return ncclSuccess;
 }
 
 ncclResult_t core_close_recv(void* rcomm) {
     comm* c = as_comm(rcomm, kRecvMagic);
     if (!c) return ncclInternalError;
-    std::lock_guard<std::mutex> lk(c->ln->mutex());
-    c->ln->close_comm_locked(c);
+    c->ln->close_comm(c);
     return ncclSuccess;
 }
 

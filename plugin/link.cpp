@@ -1,9 +1,20 @@
 // SPDX-License-Identifier: MIT
-// One libodl device as an NCCL device. All progress is made by the threads
-// NCCL already calls us from (connect/accept/test poll), so the plugin owns
-// no thread that could outlive a dlclose().
+// One libodl device driven by its own progress thread. NCCL's threads never
+// call into the device: they queue work (lock-free push), the thread posts
+// it, polls libodl, and publishes completions through atomics, so copies
+// for different lanes run on different cores. The thread is joined when the
+// link is destroyed (finalize, or unload for v8-v10), so nothing of the
+// plugin runs after NCCL dlclose()s it.
 #include "link.h"
 
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -16,6 +27,37 @@ namespace {
 enum : uint64_t { kCtxConnectSend = 8, kCtxCtrlRecv = 9, kCtxKindMask = 15 };
 
 uint64_t ctx_of(const void* p, uint64_t kind) { return reinterpret_cast<uint64_t>(p) | kind; }
+
+uint64_t mono_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
+uint32_t* futex_word(std::atomic<uint32_t>& a) { return reinterpret_cast<uint32_t*>(&a); }
+
+// Idle policy of a progress thread. With operations outstanding it polls
+// flat out for kSpinNs, then yields the core between polls, and only after
+// kYieldNs without progress sleeps kBusyNapNs at a time (a long gap between
+// collectives). With nothing outstanding it naps up to kIdleNapNs; new work
+// from NCCL wakes it at once through the doorbell.
+constexpr uint64_t kSpinNs = 100'000;
+constexpr uint64_t kYieldNs = 5'000'000;
+constexpr uint64_t kBusyNapNs = 50'000;
+constexpr uint64_t kIdleNapNs = 1'000'000;
+
+bool sticky(int st) {
+    return st == ODL_ERR_PEER_LOST || st == ODL_ERR_PEER_CLOSED || st == ODL_ERR_IO || st == ODL_ERR_PROTO ||
+           st == ODL_ERR_TIMEOUT;
+}
 
 }  // namespace
 
@@ -33,18 +75,119 @@ link::link(int dev, const std::string& backend, uint32_t index, const std::strin
     if (rc != ODL_OK)
         throw std::runtime_error(m_name + ": " + odl_strerror(rc) + " (" + odl_last_error() + ")");
     copy_str(m_stats->name, sizeof(m_stats->name), m_name);
-    std::lock_guard<std::mutex> lk(m_mu);
-    post_ctrl_recv_locked();
+    post_ctrl_recv();
+    try {
+        m_thread = std::thread([this] { run(); });
+    } catch (const std::exception& e) {
+        odl_close(m_dev);
+        throw std::runtime_error(m_name + ": cannot start its progress thread: " + e.what());
+    }
 }
 
 link::~link() {
+    m_stop.store(true, std::memory_order_seq_cst);
+    wake();
+    if (m_thread.joinable()) m_thread.join();
     // odl_close drops whatever is still posted; zombies go with it.
     odl_close(m_dev);
+    for (comm* c : m_zombies) delete c;
     m_zombies.clear();
 }
 
-void link::post_ctrl_recv_locked() {
-    if (m_ctrl_posted || failed_locked()) return;
+// ---- NCCL's side ----------------------------------------------------------
+
+void link::push(op* o) {
+    op* h = m_head.load(std::memory_order_relaxed);
+    do {
+        o->next = h;
+    } while (!m_head.compare_exchange_weak(h, o, std::memory_order_seq_cst, std::memory_order_relaxed));
+    if (m_sleeping.load(std::memory_order_seq_cst)) wake();
+}
+
+void link::wake() {
+    m_doorbell.fetch_add(1, std::memory_order_seq_cst);
+    syscall(SYS_futex, futex_word(m_doorbell), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+void link::call(std::function<void()> fn) {
+    call_op c;
+    c.kind = op::kCall;
+    c.obj = &c;
+    c.fn = std::move(fn);
+    push(&c);
+    for (uint32_t i = 0; !c.done.load(std::memory_order_acquire); ++i) {
+        if (i < 64) {
+            cpu_relax();
+        } else {
+            timespec ts{0, 20'000};
+            nanosleep(&ts, nullptr);
+        }
+    }
+}
+
+comm* link::open_send(uint64_t listen_id, std::string& why) {
+    auto c = std::make_unique<comm>();
+    {
+        std::lock_guard<std::mutex> lk(m_alloc_mu);
+        uint32_t s = 0;
+        for (uint32_t i = 0; i < kStreams - 1 && !s; ++i) {
+            const uint32_t cand = 1 + (m_next_stream - 1 + i) % (kStreams - 1);
+            if (!m_tx_used.test(cand)) s = cand;
+        }
+        if (!s) {
+            why = "all " + std::to_string(kStreams - 1) + " streams of " + m_name + " are in use";
+            return nullptr;
+        }
+        m_next_stream = 1 + s % (kStreams - 1);
+        m_tx_used.set(s);
+        c->stream = s;
+        c->gen = m_gen[s] = (m_gen[s] + 1) & 0x7f;
+    }
+    c->magic = kSendMagic;
+    c->ln = this;
+    c->is_send = true;
+    c->reqs.resize(NCCL_NET_MAX_REQUESTS * kMaxRecvs);
+    const connect_msg m{kConnectMagic, 1, listen_id, c->stream, c->gen};
+    std::memcpy(c->hello, &m, sizeof(m));
+    c->hello_node.kind = op::kConnect;
+    c->hello_node.obj = c.get();
+    m_send_comms.fetch_add(1, std::memory_order_relaxed);
+    stat_add(m_stats->send_comms, uint64_t(1));
+    push(&c->hello_node);
+    return c.release();
+}
+
+comm* link::open_recv(uint32_t stream, uint32_t gen) {
+    auto* c = new comm();
+    c->magic = kRecvMagic;
+    c->ln = this;
+    c->stream = stream;
+    c->gen = gen;
+    c->reqs.resize(NCCL_NET_MAX_REQUESTS);
+    stat_add(m_stats->recv_comms, uint64_t(1));
+    return c;
+}
+
+void link::close_comm(comm* c) {
+    const bool is_send = c->magic == kSendMagic;
+    stat_add(is_send ? m_stats->send_comms : m_stats->recv_comms, uint64_t(-1));
+    if (is_send) m_send_comms.fetch_sub(1, std::memory_order_relaxed);
+    uint64_t live = 0;
+    for (auto& r : c->reqs) {
+        if (r.in_use) ++live;
+        r.magic = kDeadMagic;
+    }
+    stat_add(m_stats->inflight, uint64_t(0) - live);
+    c->magic = kDeadMagic;
+    c->close_node.kind = op::kClose;
+    c->close_node.obj = c;
+    push(&c->close_node);  // the thread frees it
+}
+
+// ---- the progress thread ---------------------------------------------------
+
+void link::post_ctrl_recv() {
+    if (m_ctrl_posted || failed()) return;
     const int rc = odl_post_recv(m_dev, kCtrlStream, ODL_TAG_ANY, &m_ctrl_buf, sizeof(m_ctrl_buf), nullptr,
                                  ctx_of(this, kCtxCtrlRecv));
     if (rc == ODL_OK)
@@ -53,47 +196,203 @@ void link::post_ctrl_recv_locked() {
         ODL_WARN("%s: cannot post control receive: %s (%s)", m_name.c_str(), odl_strerror(rc), odl_last_error());
 }
 
-void link::refresh_state_locked() {
+void link::refresh_state() {
     odl_dev_info info{};
     info.struct_size = sizeof(info);
-    if (odl_query(m_dev, &info) != ODL_OK) return;
-    if (info.link_state != m_state) {
-        if (info.link_state == ODL_LINK_UP) {
-            m_peer = info.peer_name;
-            m_peer_max_msg = info.max_msg_bytes;
-            copy_str(m_stats->peer, sizeof(m_stats->peer), m_peer);
-            ODL_INFO("%s: link up to %s", m_name.c_str(), info.peer_name);
-        } else if (info.link_state > ODL_LINK_UP) {
-            ODL_WARN("%s: link to %s is %s", m_name.c_str(), m_peer.c_str(),
-                     info.link_state == ODL_LINK_PEER_CLOSED ? "closed by the peer" : "lost");
+    if (odl_query(m_dev, &info) == ODL_OK) {
+        const uint32_t old = m_state.load(std::memory_order_relaxed);
+        if (info.link_state != old) {
+            if (info.link_state == ODL_LINK_UP) {
+                m_peer = info.peer_name;
+                m_peer_max_msg.store(info.max_msg_bytes, std::memory_order_release);
+                copy_str(m_stats->peer, sizeof(m_stats->peer), m_peer);
+                ODL_INFO("%s: link up to %s", m_name.c_str(), info.peer_name);
+            } else if (info.link_state > ODL_LINK_UP) {
+                ODL_WARN("%s: link to %s is %s", m_name.c_str(), m_peer.c_str(),
+                         info.link_state == ODL_LINK_PEER_CLOSED ? "closed by the peer" : "lost");
+            }
+            m_state.store(info.link_state, std::memory_order_release);
+            stat_store(m_stats->link_state, info.link_state);
         }
-        m_state = info.link_state;
-        stat_store(m_stats->link_state, m_state);
+    }
+    odl_stats s{};
+    s.struct_size = sizeof(s);
+    if (odl_get_stats(m_dev, &s) == ODL_OK) {
+        stat_store(m_stats->odl_tx_frames, s.tx_frames);
+        stat_store(m_stats->odl_rx_frames, s.rx_frames);
+        stat_store(m_stats->odl_credit_stalls, s.credit_stalls);
+        stat_store(m_stats->odl_link_full_stalls, s.link_full_stalls);
+        stat_store(m_stats->odl_rx_unexpected_msgs, s.rx_unexpected_msgs);
     }
 }
 
-void link::progress() {
-    std::lock_guard<std::mutex> lk(m_mu);
-    progress_locked();
+void link::idle_wait(uint64_t timeout_ns) {
+    const uint32_t v = m_doorbell.load(std::memory_order_seq_cst);
+    m_sleeping.store(1, std::memory_order_seq_cst);
+    if (!m_head.load(std::memory_order_seq_cst) && !m_stop.load(std::memory_order_seq_cst)) {
+        timespec ts{time_t(timeout_ns / 1000000000ull), long(timeout_ns % 1000000000ull)};
+        syscall(SYS_futex, futex_word(m_doorbell), FUTEX_WAIT_PRIVATE, v, &ts, nullptr, 0);
+    }
+    m_sleeping.store(0, std::memory_order_relaxed);
 }
 
-void link::progress_locked() {
+void link::run() {
+    {
+        char name[16];
+        std::snprintf(name, sizeof(name), "odl-%s", m_name.c_str());
+        pthread_setname_np(pthread_self(), name);
+    }
     odl_completion comps[64];
-    size_t n = 0;
-    if (odl_poll(m_dev, comps, 64, &n) != ODL_OK) return;
-    for (size_t i = 0; i < n; ++i) route(comps[i]);
-    if (m_state != ODL_LINK_UP || (++m_polls & 1023) == 0) {
-        refresh_state_locked();
-        odl_stats s{};
-        s.struct_size = sizeof(s);
-        if (odl_get_stats(m_dev, &s) == ODL_OK) {
-            stat_store(m_stats->odl_tx_frames, s.tx_frames);
-            stat_store(m_stats->odl_rx_frames, s.rx_frames);
-            stat_store(m_stats->odl_credit_stalls, s.credit_stalls);
-            stat_store(m_stats->odl_link_full_stalls, s.link_full_stalls);
-            stat_store(m_stats->odl_rx_unexpected_msgs, s.rx_unexpected_msgs);
+    uint64_t idle_since = 0;
+    refresh_state();
+    while (!m_stop.load(std::memory_order_acquire)) {
+        bool busy = false;
+        if (m_head.load(std::memory_order_relaxed)) {
+            op* l = m_head.exchange(nullptr, std::memory_order_acquire);
+            op* fifo = nullptr;
+            while (l) {  // the stack is newest first
+                op* nx = l->next;
+                l->next = fifo;
+                fifo = l;
+                l = nx;
+            }
+            while (fifo) {
+                op* nx = fifo->next;  // @fifo may be reused once processed
+                process(fifo);
+                fifo = nx;
+            }
+            busy = true;
+        }
+        size_t n = 0;
+        if (odl_poll(m_dev, comps, 64, &n) == ODL_OK && n) {
+            for (size_t i = 0; i < n; ++i) route(comps[i]);
+            busy = true;
+        }
+        if (m_state.load(std::memory_order_relaxed) != ODL_LINK_UP || (++m_polls & 4095) == 0) refresh_state();
+        if (busy) {
+            idle_since = 0;
+            continue;
+        }
+        const uint64_t now = mono_ns();
+        if (!idle_since) idle_since = now;
+        const uint64_t idle = now - idle_since;
+        if (m_outstanding > 0) {
+            if (idle < kSpinNs)
+                cpu_relax();
+            else if (idle < kYieldNs)
+                sched_yield();
+            else
+                idle_wait(kBusyNapNs);
+        } else {
+            if (idle < kSpinNs / 4)
+                cpu_relax();
+            else if (idle < kSpinNs)
+                sched_yield();
+            else
+                idle_wait(std::min<uint64_t>(kIdleNapNs, idle / 2));
         }
     }
+    // Stopping: run waiting calls (their callers block on them); drop the rest.
+    op* l = m_head.exchange(nullptr, std::memory_order_acquire);
+    while (l) {
+        op* nx = l->next;
+        if (l->kind == op::kCall) process(l);
+        l = nx;
+    }
+}
+
+void link::process(op* o) {
+    switch (o->kind) {
+    case op::kSend:
+    case op::kRecv: post_request(static_cast<request*>(o->obj)); break;
+    case op::kConnect: {
+        auto* c = static_cast<comm*>(o->obj);
+        const int rc = odl_post_send(m_dev, kCtrlStream, 1, c->hello, sizeof(connect_msg), nullptr,
+                                     ctx_of(c, kCtxConnectSend));
+        if (rc == ODL_OK) {
+            ++c->posted;
+            ++m_outstanding;
+            c->hello_live = true;
+        } else {
+            ODL_WARN("cannot send CONNECT on %s: %s (%s)", m_name.c_str(), odl_strerror(rc), odl_last_error());
+            int ok = ODL_OK;
+            c->status.compare_exchange_strong(ok, rc == ODL_ERR_AGAIN ? ODL_ERR_IO : rc);
+        }
+        break;
+    }
+    case op::kClose: do_close(static_cast<comm*>(o->obj)); break;
+    case op::kCall: {
+        auto* c = static_cast<call_op*>(o->obj);
+        c->fn();
+        c->done.store(true, std::memory_order_release);  // the caller may free it now
+        break;
+    }
+    }
+}
+
+void link::post_request(request* r) {
+    comm* c = r->owner;
+    const int n = r->n;
+    r->live = 0;
+    int failed_bufs = 0;
+    int err = c->status.load(std::memory_order_relaxed);
+    for (int i = 0; i < n; ++i) {
+        int rc = err;
+        if (rc == ODL_OK) {
+            const uint64_t ctx = reinterpret_cast<uint64_t>(r) | uint64_t(i);
+            rc = r->is_send ? odl_post_send(m_dev, c->stream, r->tag[i], r->data[i], r->cap[i], r->mr[i], ctx)
+                            : odl_post_recv(m_dev, c->stream, r->tag[i], r->data[i], r->cap[i], r->mr[i], ctx);
+            if (rc != ODL_OK) {
+                ODL_WARN("%s on %s stream %u: %s (%s)", r->is_send ? "isend" : "irecv", m_name.c_str(), c->stream,
+                         odl_strerror(rc), odl_last_error());
+                if (sticky(rc)) {
+                    int ok = ODL_OK;
+                    c->status.compare_exchange_strong(ok, rc);
+                }
+                err = rc;
+            }
+        }
+        if (rc == ODL_OK) {
+            r->live |= uint8_t(1u << i);
+            ++c->posted;
+            ++m_outstanding;
+        } else {
+            if (r->status == ODL_OK) r->status = rc;
+            ++failed_bufs;
+        }
+    }
+    // Last touch of @r when nothing was posted: NCCL may reuse it after this.
+    if (failed_bufs) r->pending.fetch_sub(failed_bufs, std::memory_order_release);
+}
+
+void link::do_close(comm* c) {
+    c->closed = true;
+    // Withdraw what has not started; what has started completes normally.
+    for (auto& r : c->reqs) {
+        for (int i = 0; i < kMaxRecvs && r.live; ++i)
+            if (r.live & (1u << i)) odl_cancel(m_dev, c->stream, reinterpret_cast<uint64_t>(&r) | uint64_t(i));
+    }
+    if (c->hello_live) odl_cancel(m_dev, kCtrlStream, ctx_of(c, kCtxConnectSend));
+    if (c->posted == 0)
+        free_comm(c);
+    else
+        m_zombies.push_back(c);  // freed by finish_op when the last completion arrives
+}
+
+void link::free_comm(comm* c) {
+    if (c->is_send) {
+        std::lock_guard<std::mutex> lk(m_alloc_mu);
+        m_tx_used.reset(c->stream);
+    }
+    delete c;
+}
+
+void link::finish_op(comm* c) {
+    --m_outstanding;
+    if (--c->posted > 0 || !c->closed) return;
+    auto it = std::find(m_zombies.begin(), m_zombies.end(), c);
+    if (it != m_zombies.end()) m_zombies.erase(it);
+    free_comm(c);
 }
 
 void link::on_ctrl(const odl_completion& c) {
@@ -107,18 +406,7 @@ void link::on_ctrl(const odl_completion& c) {
             ODL_WARN("%s: dropped a malformed CONNECT message (%llu bytes)", m_name.c_str(),
                      static_cast<unsigned long long>(c.len));
     }
-    post_ctrl_recv_locked();
-}
-
-void link::finish_op(comm* c) {
-    if (--c->posted > 0 || !c->closed) return;
-    // Last outstanding operation of a closed comm: now it can go.
-    for (auto it = m_zombies.begin(); it != m_zombies.end(); ++it) {
-        if (it->get() != c) continue;
-        if (c->magic == kDeadMagic + 1) m_tx_used.reset(c->stream);
-        m_zombies.erase(it);
-        return;
-    }
+    post_ctrl_recv();
 }
 
 void link::route(const odl_completion& c) {
@@ -130,84 +418,25 @@ void link::route(const odl_completion& c) {
     }
     if (kind == kCtxConnectSend) {
         auto* cm = static_cast<comm*>(p);
-        if (c.status != ODL_OK && cm->status == ODL_OK) cm->status = c.status;
+        cm->hello_live = false;
+        if (c.status != ODL_OK && c.status != ODL_ERR_CANCELED) {
+            int ok = ODL_OK;
+            cm->status.compare_exchange_strong(ok, c.status);
+        }
         finish_op(cm);
         return;
     }
     auto* r = static_cast<request*>(p);
     comm* owner = r->owner;
     r->sizes[kind] = c.len;
+    r->live &= uint8_t(~(1u << kind));
     if (c.status != ODL_OK && r->status == ODL_OK) r->status = c.status;
-    --r->pending;
+    if (sticky(c.status)) {
+        int ok = ODL_OK;
+        owner->status.compare_exchange_strong(ok, c.status);
+    }
+    r->pending.fetch_sub(1, std::memory_order_release);  // last touch of @r
     finish_op(owner);
-}
-
-comm* link::open_send_locked(uint64_t listen_id, std::string& why, int& nccl_rc) {
-    uint32_t s = 0;
-    for (uint32_t i = 0; i < kStreams - 1 && !s; ++i) {
-        const uint32_t cand = 1 + (m_next_stream - 1 + i) % (kStreams - 1);
-        if (!m_tx_used.test(cand)) s = cand;
-    }
-    if (!s) {
-        why = "all " + std::to_string(kStreams - 1) + " streams of " + m_name + " are in use";
-        nccl_rc = ncclSystemError;
-        return nullptr;
-    }
-    m_next_stream = 1 + s % (kStreams - 1);
-    auto c = std::make_unique<comm>();
-    c->magic = kSendMagic;
-    c->ln = this;
-    c->stream = s;
-    c->gen = m_gen[s] = (m_gen[s] + 1) & 0x7f;
-    c->reqs.resize(NCCL_NET_MAX_REQUESTS * kMaxRecvs);
-    const connect_msg m{kConnectMagic, 1, listen_id, s, c->gen};
-    std::memcpy(c->hello, &m, sizeof(m));
-    const int rc = odl_post_send(m_dev, kCtrlStream, 1, c->hello, sizeof(m), nullptr, ctx_of(c.get(), kCtxConnectSend));
-    if (rc != ODL_OK) {
-        why = std::string("cannot send CONNECT on ") + m_name + ": " + odl_strerror(rc) + " (" + odl_last_error() + ")";
-        nccl_rc = ncclSystemError;
-        return nullptr;
-    }
-    c->posted = 1;
-    m_tx_used.set(s);
-    // Push CONNECT out now: the caller may not touch this link again before
-    // the listener's accept() needs it.
-    progress_locked();
-    stat_add(m_stats->send_comms, uint64_t(1));
-    return c.release();
-}
-
-comm* link::open_recv_locked(uint32_t stream, uint32_t gen) {
-    auto* c = new comm();
-    c->magic = kRecvMagic;
-    c->ln = this;
-    c->stream = stream;
-    c->gen = gen;
-    c->reqs.resize(NCCL_NET_MAX_REQUESTS);
-    stat_add(m_stats->recv_comms, uint64_t(1));
-    return c;
-}
-
-void link::close_comm_locked(comm* c) {
-    const bool is_send = c->magic == kSendMagic;
-    stat_add(is_send ? m_stats->send_comms : m_stats->recv_comms, uint64_t(-1));
-    uint64_t live = 0;
-    for (auto& r : c->reqs) {
-        if (r.in_use) ++live;
-        r.magic = kDeadMagic;
-    }
-    stat_add(m_stats->inflight, uint64_t(0) - live);
-    c->closed = true;
-    // Marks "send comm" in the dead state so finish_op knows to free the stream.
-    c->magic = is_send ? kDeadMagic + 1 : kDeadMagic;
-    if (c->posted == 0) {
-        if (is_send) m_tx_used.reset(c->stream);
-        delete c;
-        return;
-    }
-    // libodl cannot cancel posted operations, so the comm (whose requests the
-    // completions point at) lives on until they complete or the link closes.
-    m_zombies.emplace_back(c);
 }
 
 }  // namespace odl::plugin

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: MIT
-// One libodl device as an NCCL device: its lock, stream allocation, the
-// control stream that carries CONNECT messages, and completion routing.
+// One libodl device (a "lane" of an NCCL device) and the progress thread
+// that owns it: stream allocation, the control stream that carries CONNECT
+// messages, a lock-free queue of work from NCCL's threads, completion
+// routing. libodl devices are single-threaded; only the progress thread
+// calls into the device between construction and destruction.
 #pragma once
 
+#include <atomic>
 #include <bitset>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm.h"
@@ -39,57 +44,80 @@ struct pending_connect {
 
 class link {
 public:
-    /// Opens backend:index without waiting for the peer. Throws std::runtime_error.
+    /// Opens backend:index without waiting for the peer and starts the
+    /// progress thread. @dev is the NCCL device this lane belongs to.
+    /// Throws std::runtime_error.
     link(int dev, const std::string& backend, uint32_t index, const std::string& identity, stats_link* stats);
+    /// Stops and joins the progress thread, then closes the device.
     ~link();
     link(const link&) = delete;
     link& operator=(const link&) = delete;
 
-    /// Everything below takes this lock (libodl devices are single-threaded).
-    std::mutex& mutex() { return m_mu; }
+    // Any thread.
+    bool up() const { return m_state.load(std::memory_order_acquire) == ODL_LINK_UP; }
+    bool failed() const { return m_state.load(std::memory_order_acquire) > ODL_LINK_UP; }
+    /// Valid once up() was seen true.
+    const std::string& peer() const { return m_peer; }
+    uint64_t peer_max_msg() const { return m_peer_max_msg.load(std::memory_order_acquire); }
+    int send_comms() const { return m_send_comms.load(std::memory_order_relaxed); }
 
-    /// Polls libodl and routes completions; caller holds mutex().
-    void progress_locked();
-    /// Lock + progress_locked().
-    void progress();
-    bool up_locked() const { return m_state == ODL_LINK_UP; }
-    bool failed_locked() const { return m_state > ODL_LINK_UP; }
-    const std::string& peer_locked() const { return m_peer; }
+    /// New send comm on a free stream, CONNECT queued; NULL with @why if none.
+    comm* open_send(uint64_t listen_id, std::string& why);
+    comm* open_recv(uint32_t stream, uint32_t gen);
+    /// Hands @c to the progress thread, which cancels its outstanding
+    /// operations and frees it once none is left. NCCL must not use it again.
+    void close_comm(comm* c);
+    /// Queues a filled request (its pending count set).
+    void submit(request* r) { push(&r->node); }
+    /// Runs @fn on the progress thread and waits for it.
+    void call(std::function<void()> fn);
 
-    /// New send comm on a free stream, CONNECT posted; NULL with @why if none.
-    comm* open_send_locked(uint64_t listen_id, std::string& why, int& nccl_rc);
-    comm* open_recv_locked(uint32_t stream, uint32_t gen);
-    /// Frees @c now, or keeps it until its outstanding operations complete.
-    void close_comm_locked(comm* c);
-
-    odl_dev* dev() const { return m_dev; }
+    odl_dev* dev() const { return m_dev; }  ///< for calls run through call()
     int index() const { return m_nccl_dev; }
     const std::string& name() const { return m_name; }
-    uint64_t peer_max_msg() const { return m_peer_max_msg; }
     stats_link& stats() { return *m_stats; }
 
 private:
-    void post_ctrl_recv_locked();
+    void push(op* o);
+    void wake();
+    void run();
+    void process(op* o);
+    void post_request(request* r);
+    void do_close(comm* c);
+    void post_ctrl_recv();
     void on_ctrl(const odl_completion& c);
     void route(const odl_completion& c);
     void finish_op(comm* c);
-    void refresh_state_locked();
+    void free_comm(comm* c);
+    void refresh_state();
+    void idle_wait(uint64_t timeout_ns);
 
-    std::mutex m_mu;
     odl_dev* m_dev = nullptr;
     int m_nccl_dev;
     std::string m_name;
-    uint32_t m_state = ODL_LINK_CONNECTING;
-    std::string m_peer;
-    uint64_t m_peer_max_msg = 0;
+    stats_link* m_stats;
+
+    // Shared with NCCL's threads.
+    std::atomic<uint32_t> m_state{ODL_LINK_CONNECTING};
+    std::string m_peer;  ///< written before m_state becomes UP
+    std::atomic<uint64_t> m_peer_max_msg{0};
+    std::atomic<int> m_send_comms{0};
+    std::atomic<op*> m_head{nullptr};      ///< lock-free LIFO; the thread reverses it
+    std::atomic<uint32_t> m_doorbell{0};   ///< futex word
+    std::atomic<int> m_sleeping{0};
+    std::atomic<bool> m_stop{false};
+    std::mutex m_alloc_mu;             ///< stream allocation (connect vs. the thread freeing)
+    std::bitset<kStreams> m_tx_used;   ///< streams our send comms use
+    uint32_t m_next_stream = 1;        ///< round robin: reuse a stream as late as possible
+    uint32_t m_gen[kStreams] = {};
+
+    // Progress thread only.
     connect_msg m_ctrl_buf{};
     bool m_ctrl_posted = false;
-    std::bitset<kStreams> m_tx_used;  ///< streams our send comms use
-    uint32_t m_next_stream = 1;       ///< round robin: reuse a stream as late as possible
-    uint32_t m_gen[kStreams] = {};
-    std::vector<std::unique_ptr<comm>> m_zombies;  ///< closed, operations outstanding
-    stats_link* m_stats;
+    int m_outstanding = 0;             ///< libodl data operations posted, not completed
+    std::vector<comm*> m_zombies;      ///< closed, operations outstanding
     uint32_t m_polls = 0;
+    std::thread m_thread;
 };
 
 }  // namespace odl::plugin

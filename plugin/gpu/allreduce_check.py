@@ -69,6 +69,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--transport", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--min-size", type=int, default=0, help="skip sizes below this (quick sweeps)")
+    ap.add_argument("--ops", default="all_reduce,all_gather")
     args = ap.parse_args()
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
@@ -79,7 +81,9 @@ def main():
     failures = 0
     for op, fn, factor in (("all_reduce", check_all_reduce, 2.0 * (world - 1) / world),
                            ("all_gather", check_all_gather, (world - 1) / world)):
-        for size in SIZES:
+        if op not in args.ops.split(","):
+            continue
+        for size in (s for s in SIZES if s >= args.min_size):
             t, iters, ok = fn(size, rank, world, dev)
             # The slowest rank's time, and every rank's verdict.
             agg = torch.tensor([t, 0.0 if ok else 1.0], device=dev, dtype=torch.float64)

@@ -40,6 +40,7 @@ run() {  # transport, then extra environment
     grep -E "^$transport " "$out/$transport.log" || true
 }
 
+echo "ODL_NCCL_DEVICES=${ODL_NCCL_DEVICES:-(plugin default)}"
 run ODL NCCL_NET_PLUGIN="$plugdir/libnccl-net-odl.so" NCCL_NET=ODL \
     LD_LIBRARY_PATH="$plugdir:${LD_LIBRARY_PATH:-}"
 # Proof that NCCL loaded and used the plugin, not a fallback.

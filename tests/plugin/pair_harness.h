@@ -4,6 +4,7 @@
 // so one scenario body serves both processes.
 #pragma once
 
+#include <dirent.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -17,6 +18,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -101,11 +103,12 @@ inline std::string plugin_path() { return ODL_PLUGIN_PATH; }
 /// Runs @body in two forked processes, each loading the plugin of @version
 /// fresh (as two NCCL ranks do) on loopback device 0 of a private namespace.
 /// The test process itself never loads it, so no state leaks between tests.
-inline void run_pair(int version, const scenario& body, int timeout_s = 60) {
+/// @devices: ODL_NCCL_DEVICES for both sides.
+inline void run_pair(int version, const scenario& body, int timeout_s = 60, const char* devices = "loopback:0") {
     static int run_no = 0;
     const std::string ns = "plugtest-" + std::to_string(getpid()) + "-" + std::to_string(++run_no);
     setenv("ODL_LOOPBACK_NAMESPACE", ns.c_str(), 1);
-    setenv("ODL_NCCL_DEVICES", "loopback:0", 1);
+    setenv("ODL_NCCL_DEVICES", devices, 1);
     int sv[2];
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     std::fflush(nullptr);
@@ -166,6 +169,45 @@ inline conn_pair connect_both(side& s, uint64_t max_call_ns = 200'000'000) {
         PCHECK(mono_ns() - t0 < max_call_ns);
     }
     return c;
+}
+
+/// @n connections each way on device 0, set up as connect_both does.
+inline std::vector<conn_pair> connect_many(side& s, int n, uint64_t max_call_ns = 200'000'000) {
+    std::vector<conn_pair> c(static_cast<size_t>(n));
+    std::vector<char> mine(size_t(n) * NCCL_NET_HANDLE_MAXSIZE), peer(mine.size());
+    for (int i = 0; i < n; ++i) {
+        PCHECK_OK(s.api.listen(0, &mine[size_t(i) * NCCL_NET_HANDLE_MAXSIZE], &c[size_t(i)].lc));
+        PCHECK(c[size_t(i)].lc != nullptr);
+    }
+    s.ch.send(mine.data(), mine.size());
+    s.ch.recv(peer.data(), peer.size());
+    const uint64_t deadline = mono_ns() + 20'000'000'000ull;
+    for (bool all = false; !all;) {
+        PCHECK(mono_ns() < deadline);
+        all = true;
+        for (int i = 0; i < n; ++i) {
+            auto& x = c[size_t(i)];
+            uint64_t t0 = mono_ns();
+            if (!x.sc) PCHECK_OK(s.api.connect(0, &peer[size_t(i) * NCCL_NET_HANDLE_MAXSIZE], &x.sc));
+            PCHECK(mono_ns() - t0 < max_call_ns);
+            t0 = mono_ns();
+            if (!x.rc) PCHECK_OK(s.api.accept(x.lc, &x.rc));
+            PCHECK(mono_ns() - t0 < max_call_ns);
+            all = all && x.sc && x.rc;
+        }
+    }
+    return c;
+}
+
+/// Threads of this process (the plugin starts one per lane).
+inline int thread_count() {
+    int n = 0;
+    if (DIR* d = opendir("/proc/self/task")) {
+        while (dirent* e = readdir(d))
+            if (e->d_name[0] != '.') ++n;
+        closedir(d);
+    }
+    return n;
 }
 
 /// Polls @req until done; returns the reported size(s) in @sizes.
