@@ -36,19 +36,55 @@ bool cable::send(int from, frame_ptr f) {
     m_busy[from] = start + ser;
     ++m_stats.frames_sent;
     if (m_ber > 0.0 && damage(from, f)) f->crc_error = true;
-    const std::uint64_t epoch = m_epoch;
-    m_sched.at(start + ser + prop, [this, to, epoch, f = std::move(f)]() mutable {
-        if (epoch != m_epoch) {
-            ++m_stats.frames_lost_in_flight;
-            if (m_log.per_frame()) m_log.event(name(), fmt::format("lost id={} hop={}", f->id, f->hop));
-            if (m_end[to]) m_end[to]->link_frame_lost(f);
+    in_flight x{start + ser + prop, m_sched.reserve_seq(), m_epoch, std::move(f)};
+    if (m_head[to]) {
+        m_flight[to].push_back(std::move(x));
+    } else {
+        m_head[to] = true;
+        schedule_arrival(to, std::move(x), true);
+    }
+    return true;
+}
+
+void cable::schedule_arrival(int to, in_flight x, bool chained) {
+    const std::uint64_t chain = chained ? m_chain : ~std::uint64_t{0};
+    const sc_time t = x.t;
+    const std::uint64_t seq = x.seq;
+    m_sched.at_seq(t, seq, [this, to, chain, epoch = x.epoch, f = std::move(x.f)]() mutable {
+        arrive(to, epoch, std::move(f));
+        if (chain != m_chain) return;
+        if (m_flight[to].empty()) {
+            m_head[to] = false;
             return;
         }
-        ++m_stats.frames_delivered;
-        if (f->crc_error) ++m_stats.frames_damaged;
-        if (m_end[to]) m_end[to]->link_frame_arrived(std::move(f));
+        in_flight n = std::move(m_flight[to].front());
+        m_flight[to].pop_front();
+        schedule_arrival(to, std::move(n), true);
     });
-    return true;
+}
+
+void cable::arrive(int to, std::uint64_t epoch, frame_ptr f) {
+    if (epoch != m_epoch) {
+        ++m_stats.frames_lost_in_flight;
+        if (m_log.per_frame()) m_log.event(name(), fmt::format("lost id={} hop={}", f->id, f->hop));
+        if (m_end[to]) m_end[to]->link_frame_lost(f);
+        return;
+    }
+    ++m_stats.frames_delivered;
+    if (f->crc_error) ++m_stats.frames_damaged;
+    if (m_end[to]) m_end[to]->link_frame_arrived(std::move(f));
+}
+
+void cable::flush_flight() {
+    ++m_chain;
+    for (int to = 0; to < 2; ++to) {
+        while (!m_flight[to].empty()) {
+            in_flight x = std::move(m_flight[to].front());
+            m_flight[to].pop_front();
+            schedule_arrival(to, std::move(x), false);
+        }
+        m_head[to] = false;
+    }
 }
 
 bool cable::damage(int from, const frame_ptr& f) {
@@ -101,6 +137,7 @@ void cable::go_down(link_state s) {
     const bool was_up = m_state == link_state::up;
     m_state = s;
     ++m_epoch;
+    flush_flight();
     const sc_time now = scheduler::now();
     m_busy[0] = m_busy[1] = now;
     if (was_up) {
@@ -127,6 +164,7 @@ void cable::plug() {
     m_log.event(name(), "plug");
     m_state = link_state::training;
     ++m_epoch;
+    flush_flight();
     schedule_up();
 }
 

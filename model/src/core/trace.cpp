@@ -4,10 +4,12 @@
 
 #include <fmt/format.h>
 
+#include "odl/model/core/scheduler.h"
+
 namespace odl::model {
 
 void trace_log::event(std::string_view who, std::string_view what) {
-    const auto ps = static_cast<std::uint64_t>(sc_core::sc_time_stamp().value());
+    const auto ps = static_cast<std::uint64_t>(scheduler::now().value());
     fmt::format_to(std::back_inserter(m_text), "{} {} {}\n", ps, who, what);
     ++m_lines;
 }

@@ -13,11 +13,20 @@ std::uint64_t local_memory::alloc(std::size_t len, std::size_t align) {
     const std::uint64_t a = m_next;
     m_next += len;
     for (std::uint64_t p = a / page_bytes; p <= (a + len - 1) / page_bytes; ++p)
-        if (!m_pages.count(p)) m_pages.emplace(p, std::make_unique<page>(page{}));
+        if (!m_pages.count(p)) {
+            auto* pg = m_pages.emplace(p, std::make_unique<page>(page{})).first->second.get();
+            if (p >= m_base_pfn && p - m_base_pfn < (std::uint64_t{1} << 24)) {
+                if (m_flat.size() <= p - m_base_pfn) m_flat.resize(p - m_base_pfn + 1, nullptr);
+                m_flat[p - m_base_pfn] = pg;
+            }
+        }
     return a;
 }
 
 local_memory::page* local_memory::find(std::uint64_t pfn) {
+    if (pfn - m_base_pfn < m_flat.size()) {
+        if (page* p = m_flat[pfn - m_base_pfn]) return p;
+    }
     auto it = m_pages.find(pfn);
     return it == m_pages.end() ? nullptr : it->second.get();
 }

@@ -64,8 +64,7 @@ void system_model::start(std::function<void()> ready) {
 }
 
 void system_model::run_until(const sc_core::sc_time& t) {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
-    if (t > now) sc_core::sc_start(t - now);
+    sched.run_until(t);
 }
 
 }  // namespace odl::model

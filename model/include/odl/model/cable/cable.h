@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <random>
 #include <string>
 
@@ -87,6 +88,21 @@ public:
     const cable_stats& stats() const { return m_stats; }
 
 private:
+    /// A frame on the wire towards one end. Arrivals in one direction and
+    /// one link epoch are in time order, so each direction keeps one
+    /// scheduler action (the head) and a FIFO; the sequence number reserved
+    /// at send time keeps ties ordered as with one action per frame.
+    struct in_flight {
+        sc_core::sc_time t;
+        std::uint64_t seq;
+        std::uint64_t epoch;
+        frame_ptr f;
+    };
+    void schedule_arrival(int to, in_flight x, bool chained);
+    void arrive(int to, std::uint64_t epoch, frame_ptr f);
+    /// In-flight frames of a dying epoch become one action each (later
+    /// frames may arrive before them).
+    void flush_flight();
     void go_down(link_state s);
     void schedule_up();
     /// Applies bit errors to @f; returns true when it arrives damaged.
@@ -106,6 +122,9 @@ private:
     sc_core::sc_time m_ready;   ///< CL0 reached (or will be) at this time
     double m_ber = 0.0;
     cable_stats m_stats;
+    std::deque<in_flight> m_flight[2];  ///< index: receiving end, head excluded
+    bool m_head[2] = {false, false};    ///< a chained arrival is scheduled
+    std::uint64_t m_chain = 0;          ///< bumped by flush_flight()
 };
 
 }  // namespace odl::model

@@ -3,8 +3,14 @@
 // every action due now, so frame-level events cost no thread switches.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <systemc>
@@ -14,41 +20,119 @@ namespace odl::model {
 /// Runs callbacks at absolute simulated times. Equal times run in the order
 /// they were scheduled (a sequence number breaks ties), which keeps runs
 /// deterministic.
+///
+/// Cost per action: no heap allocation for callables up to
+/// `inline_bytes` (pooled slots), a 24-byte key in a binary heap, and no
+/// SystemC kernel activation of its own while the scheduler may run ahead
+/// (temporal decoupling, see run_until()).
 class scheduler : public sc_core::sc_module {
 public:
     using action = std::function<void()>;
+    static constexpr std::size_t inline_bytes = 64;
 
     explicit scheduler(sc_core::sc_module_name name);
+    ~scheduler() override;
     scheduler(const scheduler&) = delete;
     scheduler& operator=(const scheduler&) = delete;
 
     /// Runs @fn at absolute time @t (clamped to now).
-    void at(const sc_core::sc_time& t, action fn);
+    template <class F>
+    void at(const sc_core::sc_time& t, F&& fn) {
+        at_seq(t, m_seq++, std::forward<F>(fn));
+    }
+    /// Reserves a place in the tie-break order now, for an action scheduled
+    /// later with at_seq(): a per-link FIFO of in-flight frames keeps one
+    /// action in the queue yet runs exactly where one action per frame would.
+    std::uint64_t reserve_seq() { return m_seq++; }
+    /// Runs @fn at @t (clamped to now), ordered among equal times by @seq
+    /// (from reserve_seq()).
+    template <class F>
+    void at_seq(const sc_core::sc_time& t, std::uint64_t seq, F&& fn) {
+        const std::uint32_t s = alloc_slot();
+        m_slot_ptr[s]->emplace(std::forward<F>(fn));
+        push(t, seq, s);
+    }
     /// Runs @fn @d after now.
-    void after(const sc_core::sc_time& d, action fn) { at(now() + d, std::move(fn)); }
-    static sc_core::sc_time now() { return sc_core::sc_time_stamp(); }
+    template <class F>
+    void after(const sc_core::sc_time& d, F&& fn) {
+        at(now() + d, std::forward<F>(fn));
+    }
+    /// The simulated time of the action running now; outside actions the
+    /// SystemC time. While the scheduler runs ahead of the kernel
+    /// (run_until()), this is ahead of sc_time_stamp().
+    static sc_core::sc_time now() {
+        return s_active ? s_now : sc_core::sc_time_stamp();
+    }
+
+    /// sc_start() up to absolute time @t. Within it, the scheduler runs its
+    /// actions back to back without a kernel time step per distinct time
+    /// (TLM-2.0 style temporal decoupling) as long as no other SystemC
+    /// activity is pending before them and they lie before @t; the order and
+    /// times of actions are exactly those of the kernel-stepped run. Plain
+    /// sc_start() calls (odl-linkd, unit tests) step the kernel per time.
+    void run_until(const sc_core::sc_time& t);
 
     /// Number of actions run so far (the benchmark's events).
     std::uint64_t events_run() const { return m_run; }
     bool idle() const { return m_heap.empty(); }
 
 private:
-    struct item {
+    /// A type-erased callable stored in place (or on the heap if large).
+    struct task {
+        alignas(std::max_align_t) unsigned char buf[inline_bytes];
+        void (*call)(void*) = nullptr;
+        void (*destroy)(void*) = nullptr;
+        template <class F>
+        void emplace(F&& fn) {
+            using T = std::decay_t<F>;
+            if constexpr (sizeof(T) <= inline_bytes && alignof(T) <= alignof(std::max_align_t)) {
+                ::new (static_cast<void*>(buf)) T(std::forward<F>(fn));
+                call = [](void* p) { (*static_cast<T*>(p))(); };
+                destroy = [](void* p) { static_cast<T*>(p)->~T(); };
+            } else {
+                T* h = new T(std::forward<F>(fn));
+                std::memcpy(buf, &h, sizeof h);
+                call = [](void* p) {
+                    T* x;
+                    std::memcpy(&x, p, sizeof x);
+                    (*x)();
+                };
+                destroy = [](void* p) {
+                    T* x;
+                    std::memcpy(&x, p, sizeof x);
+                    delete x;
+                };
+            }
+        }
+    };
+    struct key {
         sc_core::sc_time t;
-        std::uint64_t seq;
-        action fn;
+        std::uint64_t seq;  ///< insertion order
+        std::uint32_t slot;
     };
     struct later {
-        bool operator()(const item& a, const item& b) const {
+        bool operator()(const key& a, const key& b) const {
             return a.t != b.t ? a.t > b.t : a.seq > b.seq;
         }
     };
+    static constexpr std::uint32_t k_block = 256;
+
+    std::uint32_t alloc_slot();
+    void push(const sc_core::sc_time& t, std::uint64_t seq, std::uint32_t slot);
     void run();
 
-    std::vector<item> m_heap;
+    std::vector<key> m_heap;
+    std::vector<std::unique_ptr<task[]>> m_blocks;  ///< slots never move
+    std::vector<task*> m_slot_ptr;
+    std::vector<std::uint32_t> m_free;
     sc_core::sc_event m_wake;
     std::uint64_t m_seq = 0;
     std::uint64_t m_run = 0;
+    sc_core::sc_time m_horizon;  ///< run ahead below this (0: never)
+    bool m_running = false;
+
+    static inline bool s_active = false;
+    static inline sc_core::sc_time s_now;
 };
 
 }  // namespace odl::model

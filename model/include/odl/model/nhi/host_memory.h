@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <vector>
 
 namespace odl::model {
 
@@ -26,7 +27,8 @@ class local_memory : public host_memory {
 public:
     static constexpr std::uint64_t page_bytes = 4096;
     /// Allocations start at @base; address 0 stays invalid on purpose.
-    explicit local_memory(std::uint64_t base = 0x100000000ull) : m_next(base) {}
+    explicit local_memory(std::uint64_t base = 0x100000000ull)
+        : m_next(base), m_base_pfn(base / page_bytes) {}
 
     /// Reserves @len bytes aligned to @align and returns the DMA address.
     std::uint64_t alloc(std::size_t len, std::size_t align = 64);
@@ -45,7 +47,10 @@ private:
     page* find(std::uint64_t pfn);
     std::uint64_t m_next;
     std::uint64_t m_first = 0;
+    std::uint64_t m_base_pfn;
     std::map<std::uint64_t, std::unique_ptr<page>> m_pages;
+    /// Direct lookup for pages from the base on (allocations are contiguous).
+    std::vector<page*> m_flat;
     std::function<void(std::uint64_t, std::size_t)> m_on_write;
 };
 
