@@ -5,6 +5,7 @@
 #
 # Usage:
 #   testbed.sh up [--kernel 6.12|6.1] [--gen tb3|gen2|gen3|gen4] [--lanes 1|2] [--timeout S]
+#                 [--cmd-file F]                      F runs in both guests after the modules load
 #                                                     start, wait until both guests are ready
 #   testbed.sh down                                   stop everything (always safe)
 #   testbed.sh exec A|B CMD...                        run CMD in a guest, print output, exit with its status
@@ -85,9 +86,10 @@ wait_for() {
 }
 
 cmd_up() {
-	local kernel=6.12 timeout=180 gen=gen3 lanes=2
+	local kernel=6.12 timeout=180 gen=gen3 lanes=2 cmd_file=""
 	while [ $# -gt 0 ]; do
 		case "$1" in
+		--cmd-file) cmd_file=$2; shift 2 ;;
 		--kernel) kernel=$2; shift 2 ;;
 		--gen) gen=$2; shift 2 ;;
 		--lanes) lanes=$2; shift 2 ;;
@@ -122,6 +124,19 @@ cmd_up() {
 	done
 	[ -S "$dir/linkd.sock" ] || die "odl-linkd did not create its socket"
 
+	# A command file rides along as a second initramfs archive (/odl/cmd);
+	# the kernel unpacks concatenated archives in order.
+	local initrd="$image/initrd.gz"
+	if [ -n "$cmd_file" ]; then
+		[ -f "$cmd_file" ] || die "command file $cmd_file not found"
+		mkdir -p "$dir/cmd-root/odl"
+		cp "$cmd_file" "$dir/cmd-root/odl/cmd"
+		{ cat "$image/initrd.gz"; (cd "$dir/cmd-root" && find . | cpio -o -H newc --quiet | gzip); } \
+			>"$dir/initrd-cmd.gz"
+		rm -rf "$dir/cmd-root"
+		initrd="$dir/initrd-cmd.gz"
+	fi
+
 	local v idx accel=(-accel tcg -cpu max)
 	[ "${ODL_VM_ACCEL:-tcg}" = kvm ] && accel=(-accel kvm -cpu host)
 	for v in "${vms[@]}"; do
@@ -130,7 +145,7 @@ cmd_up() {
 		setsid "$qemu" -L /usr/share/qemu -L /usr/share/seabios \
 			-name "odl-$v" "${accel[@]}" -M q35 -m "${ODL_VM_MEM:-512}" -smp 1 \
 			-display none -vga none -monitor none -no-reboot -net none \
-			-kernel "$image/vmlinuz" -initrd "$image/initrd.gz" \
+			-kernel "$image/vmlinuz" -initrd "$initrd" \
 			-append "console=ttyS0 panic=-1 odl.host=$v" \
 			-chardev "file,id=con,path=$dir/$v.console.log" -serial chardev:con \
 			-chardev "socket,id=ctl,path=$dir/$v.ctl,server=on,wait=off" -serial chardev:ctl \
