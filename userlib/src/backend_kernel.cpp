@@ -87,6 +87,8 @@ public:
         if (m_tx_len + ODL_FRAME_MAX_BYTES > m_tx.size()) flush_tx();
     }
 
+    void tx_flush() override { flush_tx(); }
+
     rx_frame rx_peek() override {
         flush_tx();
         if (m_rx_off >= m_rx_len) fill_rx();

@@ -145,10 +145,12 @@ size_t engine::poll(odl_completion* comps, size_t max) {
         if (m_hello_sent || !m_ctrl.empty()) {
             flush_ctrl();
             process_rx_budget(kRxBudget, processed);
+            m_link->rx_flush();
             if (m_state == ODL_LINK_UP) {
                 pump_tx(kTxBudget);
                 flush_ctrl();
             }
+            m_link->tx_flush();
         }
         if (processed == 0 && (m_state == ODL_LINK_UP || m_state == ODL_LINK_CONNECTING)) {
             if (m_link->progress() == link_state::lost) fail(ODL_ERR_PEER_LOST, ODL_LINK_LOST, m_link->failure());
@@ -496,6 +498,7 @@ void engine::shutdown() {
     queue_ctrl(ctrl::goodbye, 0);
     for (int i = 0; i < kGoodbyeTries && !m_ctrl.empty(); ++i) {
         flush_ctrl();
+        m_link->tx_flush();
         if (m_ctrl.empty()) break;
         if (m_link->progress() == link_state::lost) break;
         std::this_thread::sleep_for(kGoodbyeRetry);

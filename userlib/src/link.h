@@ -27,12 +27,17 @@ public:
 
     /// Room for one frame of up to ODL_FRAME_MAX_BYTES, or nullptr when full.
     virtual unsigned char* tx_reserve() = 0;
-    /// Publishes @bytes written at the last tx_reserve() pointer.
+    /// Queues @bytes written at the last tx_reserve() pointer.
     virtual void tx_commit(size_t bytes) = 0;
+    /// Sends everything committed (end of a burst). Transports that send at
+    /// commit time need not override it.
+    virtual void tx_flush() {}
     /// The next received frame; data == nullptr when none is waiting.
     virtual rx_frame rx_peek() = 0;
     /// Frees the frame returned by the last rx_peek().
     virtual void rx_release() = 0;
+    /// Returns freed frames to the sender (end of a burst).
+    virtual void rx_flush() {}
     /// Advances connection setup and checks the peer's liveness. Called when
     /// idle; must be cheap when nothing changed.
     virtual link_state progress() = 0;

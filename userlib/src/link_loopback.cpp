@@ -123,6 +123,9 @@ public:
 
     unsigned char* tx_reserve() override { return m_region ? m_tx.reserve() : nullptr; }
     void tx_commit(size_t bytes) override { m_tx.commit(bytes); }
+    void tx_flush() override {
+        if (m_region) m_tx.publish();
+    }
 
     rx_frame rx_peek() override {
         rx_frame f;
@@ -130,6 +133,9 @@ public:
         return f;
     }
     void rx_release() override { m_rx.release(); }
+    void rx_flush() override {
+        if (m_region) m_rx.free_slots();
+    }
 
     link_state progress() override {
         if (m_state == link_state::connecting) {

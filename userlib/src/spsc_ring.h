@@ -28,7 +28,8 @@ struct spsc_slot {
 static_assert(sizeof(spsc_slot) == 64 + ODL_FRAME_MAX_BYTES, "slot layout");
 
 /// Producer or consumer view of one ring; each side caches the other's index
-/// and reloads it only when the ring looks full (or empty).
+/// and reloads it only when the ring looks full (or empty). Publication is
+/// batched: the owner calls publish() / free_slots() at the end of a burst.
 class spsc_ring {
 public:
     spsc_ring() = default;
@@ -36,43 +37,72 @@ public:
         : m_ctrl(ctrl), m_slots(slots), m_mask(count - 1), m_count(count) {}
 
     unsigned char* reserve() {
-        const uint64_t head = m_ctrl->head.load(std::memory_order_relaxed);
-        if (head - m_cached_tail >= m_count) {
+        if (m_head - m_cached_tail >= m_count) {
             m_cached_tail = m_ctrl->tail.load(std::memory_order_acquire);
-            if (head - m_cached_tail >= m_count) return nullptr;
+            if (m_head - m_cached_tail >= m_count) {
+                publish();  // let the consumer see what is queued
+                return nullptr;
+            }
         }
-        return m_slots[head & m_mask].data;
+        return m_slots[m_head & m_mask].data;
     }
 
+    /// Queues the reserved slot; the consumer sees it after publish().
     void commit(size_t bytes) {
-        const uint64_t head = m_ctrl->head.load(std::memory_order_relaxed);
-        m_slots[head & m_mask].len = static_cast<uint32_t>(bytes);
-        m_ctrl->head.store(head + 1, std::memory_order_release);
+        m_slots[m_head & m_mask].len = static_cast<uint32_t>(bytes);
+        ++m_head;
+        if (m_head - m_published >= kBatch) publish();
+    }
+
+    /// Makes committed slots visible. Publishing once per burst instead of
+    /// per frame keeps the index cache line from bouncing between cores.
+    void publish() {
+        if (m_published != m_head) {
+            m_ctrl->head.store(m_head, std::memory_order_release);
+            m_published = m_head;
+        }
     }
 
     /// Returns the next slot or nullptr; @len is 0 if the stored length is
     /// impossible (the peer wrote garbage), so the decoder refuses the frame.
     const unsigned char* peek(size_t& len) {
-        const uint64_t tail = m_ctrl->tail.load(std::memory_order_relaxed);
-        if (tail == m_cached_head) {
+        if (m_tail == m_cached_head) {
             m_cached_head = m_ctrl->head.load(std::memory_order_acquire);
-            if (tail == m_cached_head) return nullptr;
+            if (m_tail == m_cached_head) {
+                free_slots();  // idle: hand every consumed slot back
+                return nullptr;
+            }
         }
-        const spsc_slot& s = m_slots[tail & m_mask];
+        const spsc_slot& s = m_slots[m_tail & m_mask];
         len = s.len <= ODL_FRAME_MAX_BYTES ? s.len : 0;
         return s.data;
     }
 
+    /// Frees the peeked slot; the producer sees it after free_slots().
     void release() {
-        const uint64_t tail = m_ctrl->tail.load(std::memory_order_relaxed);
-        m_ctrl->tail.store(tail + 1, std::memory_order_release);
+        ++m_tail;
+        if (m_tail - m_freed >= kBatch) free_slots();
+    }
+
+    void free_slots() {
+        if (m_freed != m_tail) {
+            m_ctrl->tail.store(m_tail, std::memory_order_release);
+            m_freed = m_tail;
+        }
     }
 
 private:
+    /// Slots committed or freed before the index is published anyway.
+    static constexpr uint64_t kBatch = 16;
+
     spsc_ring_ctrl* m_ctrl = nullptr;
     spsc_slot* m_slots = nullptr;
     uint64_t m_mask = 0;
     uint64_t m_count = 0;
+    // Each side keeps its own index privately and publishes it in batches;
+    // a ring is used by one producer and one consumer that start at zero.
+    uint64_t m_head = 0, m_published = 0;  ///< producer side
+    uint64_t m_tail = 0, m_freed = 0;      ///< consumer side
     uint64_t m_cached_tail = 0;
     uint64_t m_cached_head = 0;
 };
