@@ -31,8 +31,16 @@ bool cable::send(int from, frame_ptr f) {
     const int to = 1 - from;
     const sc_time now = scheduler::now();
     const sc_time start = std::max({now, m_busy[from], m_ready});
-    const sc_time ser(static_cast<double>(serialise_ps(m_cfg, m_phys, from, f->len)), SC_PS);
-    const sc_time prop(static_cast<double>(propagation_ps(m_cfg, m_phys)), SC_PS);
+    if (m_ser_len[from] != f->len) {
+        m_ser_len[from] = f->len;
+        m_ser[from] = sc_time(static_cast<double>(serialise_ps(m_cfg, m_phys, from, f->len)), SC_PS);
+    }
+    if (!m_prop_valid) {
+        m_prop = sc_time(static_cast<double>(propagation_ps(m_cfg, m_phys)), SC_PS);
+        m_prop_valid = true;
+    }
+    const sc_time ser = m_ser[from];
+    const sc_time prop = m_prop;
     m_busy[from] = start + ser;
     ++m_stats.frames_sent;
     if (m_ber > 0.0 && damage(from, f)) f->crc_error = true;
@@ -184,6 +192,8 @@ void cable::retrain() {
 void cable::degrade(generation gen, unsigned lanes) {
     m_cfg.gen = gen;
     m_cfg.lanes = lanes;
+    m_ser_len[0] = m_ser_len[1] = 0;  // rates changed
+    m_prop_valid = false;
     if (gen != generation::gen4) m_cfg.asymmetric = false;
     m_log.event(name(), fmt::format("degrade {} lanes={}", to_string(gen), lanes));
     retrain();

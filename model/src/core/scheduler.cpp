@@ -3,6 +3,7 @@
 #include "odl/model/core/scheduler.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 namespace odl::model {
@@ -28,14 +29,20 @@ scheduler::scheduler(sc_core::sc_module_name name) : sc_module(name) {
 }
 
 scheduler::~scheduler() {
-    for (const key& k : m_heap) {
-        task& tk = *m_slot_ptr[k.slot];
+    for (std::size_t i = m_head; i < m_q.size(); ++i) {
+        task& tk = slot_of(m_q[i]);
+        tk.destroy(tk.buf);
+    }
+    for (const key k : m_far) {
+        task& tk = slot_of(k);
         tk.destroy(tk.buf);
     }
 }
 
 std::uint32_t scheduler::alloc_slot() {
     if (m_free.empty()) {
+        if (m_slot_ptr.size() + k_block > (std::size_t{1} << k_slot_bits))
+            SC_REPORT_FATAL("odl/model/scheduler", "more than 16M pending actions");
         const auto first = static_cast<std::uint32_t>(m_slot_ptr.size());
         m_blocks.emplace_back(new task[k_block]);
         task* b = m_blocks.back().get();
@@ -52,12 +59,74 @@ std::uint32_t scheduler::alloc_slot() {
 void scheduler::push(const sc_time& t, std::uint64_t seq, std::uint32_t slot) {
     const sc_time cur = now();
     const sc_time when = t < cur ? cur : t;
-    m_heap.push_back(key{when, seq, slot});
-    std::push_heap(m_heap.begin(), m_heap.end(), later{});
+    m_slot_ptr[slot]->when = when;
+    const key k = (key{when.value()} << 64) | (key{seq} << k_slot_bits) | slot;
+    // Outside run(): is it the earliest action (then the kernel is told)?
+    const bool first = !m_running && (empty() || k < min_key());
+    if (when.value() - cur.value() > k_far_ps) {
+        // Far ahead (timeouts): kept apart so near inserts stay short.
+        m_far.push_back(k);
+        std::push_heap(m_far.begin(), m_far.end(), std::greater<key>{});
+    } else if (m_heap_mode) {
+        m_q.push_back(k);
+        std::push_heap(m_q.begin(), m_q.end(), std::greater<key>{});
+    } else if (m_head > 0 && k < m_q[m_head]) {
+        m_q[--m_head] = k;  // earliest of the run: the slot before the head is free
+    } else {
+        // Sorted run (about ten keys in a saturated stream): one step of
+        // insertion sort from the end.
+        std::size_t i = m_q.size();
+        m_q.push_back(k);
+        while (i > m_head && m_q[i - 1] > k) {
+            m_q[i] = m_q[i - 1];
+            --i;
+        }
+        m_q[i] = k;
+        if (m_q.size() - m_head > k_heap_above) {
+            // Many pending actions: a heap bounds the cost per action.
+            m_q.erase(m_q.begin(), m_q.begin() + static_cast<std::ptrdiff_t>(m_head));
+            m_head = 0;
+            std::make_heap(m_q.begin(), m_q.end(), std::greater<key>{});
+            m_heap_mode = true;
+        }
+    }
     // While run() is active it notifies once when it returns. Otherwise an
     // earlier notification replaces a later pending one (sc_event rules).
-    if (!m_running && m_heap.front().slot == slot)
-        m_wake.notify(when - sc_core::sc_time_stamp());
+    if (first) m_wake.notify(when - sc_core::sc_time_stamp());
+}
+
+scheduler::key scheduler::min_key() const {
+    if (m_far.empty()) return m_q[m_head];
+    if (m_head == m_q.size()) return m_far.front();
+    return std::min(m_q[m_head], m_far.front());
+}
+
+scheduler::key scheduler::pop_min() {
+    if (!m_far.empty() && (m_head == m_q.size() || m_far.front() < m_q[m_head])) {
+        std::pop_heap(m_far.begin(), m_far.end(), std::greater<key>{});
+        const key k = m_far.back();
+        m_far.pop_back();
+        return k;
+    }
+    if (!m_heap_mode) {
+        const key k = m_q[m_head++];
+        if (m_head == m_q.size()) {
+            m_q.clear();
+            m_head = 0;
+        } else if (m_head >= 4096 && m_head * 2 >= m_q.size()) {
+            m_q.erase(m_q.begin(), m_q.begin() + static_cast<std::ptrdiff_t>(m_head));
+            m_head = 0;
+        }
+        return k;
+    }
+    std::pop_heap(m_q.begin(), m_q.end(), std::greater<key>{});
+    const key k = m_q.back();
+    m_q.pop_back();
+    if (m_q.size() < k_sorted_below) {
+        std::sort(m_q.begin(), m_q.end());
+        m_heap_mode = false;
+    }
+    return k;
 }
 
 void scheduler::run() {
@@ -75,19 +144,18 @@ void scheduler::run() {
     }
     {
         active_guard g(m_running, s_active);
-        while (!m_heap.empty() && m_heap.front().t.value() <= limit) {
-            std::pop_heap(m_heap.begin(), m_heap.end(), later{});
-            const key k = m_heap.back();
-            m_heap.pop_back();
-            s_now = k.t;
+        while (!empty() && static_cast<std::uint64_t>(min_key() >> 64) <= limit) {
+            const key k = pop_min();
+            const auto slot = static_cast<std::uint32_t>(k) & ((1u << k_slot_bits) - 1);
+            task& tk = *m_slot_ptr[slot];
+            s_now = tk.when;
             ++m_run;
-            task& tk = *m_slot_ptr[k.slot];
             tk.call(tk.buf);
             tk.destroy(tk.buf);
-            m_free.push_back(k.slot);
+            m_free.push_back(slot);
         }
     }
-    if (!m_heap.empty()) m_wake.notify(m_heap.front().t - kernel_t);
+    if (!empty()) m_wake.notify(slot_of(min_key()).when - kernel_t);
 }
 
 void scheduler::run_until(const sc_time& t) {

@@ -49,26 +49,35 @@ sc_time host_driver::cpu(sc_time cost) {
     return m_cpu_free;
 }
 
+void host_driver::mmio(tlm::tlm_command cmd, std::uint32_t off, std::uint32_t* v) {
+    const auto access = [&](tlm::tlm_generic_payload& gp) {
+        sc_time delay = sc_core::SC_ZERO_TIME;
+        gp.set_command(cmd);
+        gp.set_address(off);
+        gp.set_data_ptr(reinterpret_cast<unsigned char*>(v));
+        gp.set_data_length(4);
+        gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+        bus->b_transport(gp, delay);
+    };
+    if (m_gp_busy) {  // a nested access gets its own payload
+        tlm::tlm_generic_payload local;
+        access(local);
+        return;
+    }
+    // One payload object is reused for every BAR0 access.
+    m_gp_busy = true;
+    access(m_gp);
+    m_gp_busy = false;
+}
+
 std::uint32_t host_driver::mmio_read(std::uint32_t off) {
     std::uint32_t v = 0;
-    tlm::tlm_generic_payload gp;
-    sc_time delay = sc_core::SC_ZERO_TIME;
-    gp.set_command(tlm::TLM_READ_COMMAND);
-    gp.set_address(off);
-    gp.set_data_ptr(reinterpret_cast<unsigned char*>(&v));
-    gp.set_data_length(4);
-    bus->b_transport(gp, delay);
+    mmio(tlm::TLM_READ_COMMAND, off, &v);
     return v;
 }
 
 void host_driver::mmio_write(std::uint32_t off, std::uint32_t v) {
-    tlm::tlm_generic_payload gp;
-    sc_time delay = sc_core::SC_ZERO_TIME;
-    gp.set_command(tlm::TLM_WRITE_COMMAND);
-    gp.set_address(off);
-    gp.set_data_ptr(reinterpret_cast<unsigned char*>(&v));
-    gp.set_data_length(4);
-    bus->b_transport(gp, delay);
+    mmio(tlm::TLM_WRITE_COMMAND, off, &v);
 }
 
 void host_driver::doorbell_at(sc_time t, std::uint32_t off, std::uint32_t v) {
@@ -495,12 +504,11 @@ void host_driver::irq(unsigned vector) {
 
 void host_driver::mem_written(std::uint64_t addr) {
     if (m_costs.interrupts || m_poll_pending) return;
+    const auto in = [addr](const sw_ring& r) {
+        return r.size && addr >= r.desc && addr - r.desc < std::uint64_t{r.size} * k_desc;
+    };
     bool ours = false;
-    for (unsigned h = 0; h <= m_ports && !ours; ++h) {
-        for (const sw_ring* r : {&m_tx[h], &m_rx[h]})
-            if (r->size && addr >= r->desc && addr < r->desc + std::uint64_t{r->size} * k_desc)
-                ours = true;
-    }
+    for (unsigned h = 0; h <= m_ports && !ours; ++h) ours = in(m_tx[h]) || in(m_rx[h]);
     if (!ours) return;
     // The busy-poll loop notices the write-back at its next iteration.
     m_poll_pending = true;

@@ -24,8 +24,13 @@ std::uint64_t local_memory::alloc(std::size_t len, std::size_t align) {
 }
 
 local_memory::page* local_memory::find(std::uint64_t pfn) {
+    if (pfn == m_last_pfn) return m_last;
     if (pfn - m_base_pfn < m_flat.size()) {
-        if (page* p = m_flat[pfn - m_base_pfn]) return p;
+        if (page* p = m_flat[pfn - m_base_pfn]) {
+            m_last_pfn = pfn;
+            m_last = p;
+            return p;
+        }
     }
     auto it = m_pages.find(pfn);
     return it == m_pages.end() ? nullptr : it->second.get();

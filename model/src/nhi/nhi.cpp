@@ -320,7 +320,7 @@ void nhi::tx_issue(unsigned h) {
         return;
     }
     const std::uint32_t w = odl_le32(d.len_flags);
-    auto f = std::make_shared<frame>();
+    auto f = make_frame();
     f->len = w & ODL_NHI_DESC_LEN_MASK;
     if (f->len == 0) f->len = ODL_NHI_FRAME_MAX_BYTES;
     f->eof = (w >> ODL_NHI_DESC_EOF_SHIFT) & ODL_NHI_DESC_PDF_MASK;

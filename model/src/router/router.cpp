@@ -206,7 +206,7 @@ void router::on_write(odl_usb4_space space, unsigned adapter, unsigned offset) {
 }
 
 void router::answer(std::vector<std::uint32_t> dw, std::uint8_t pdf) {
-    auto f = std::make_shared<frame>();
+    auto f = make_frame();
     f->bytes = ctl::encode(dw);
     f->len = static_cast<std::uint32_t>(f->bytes.size());
     f->control = true;
@@ -260,7 +260,8 @@ void router::handle_ctl(frame_ptr f) {
             return;
         }
         ++m_stats.xdomain_forwarded;
-        auto out = std::make_shared<frame>(*f);
+        auto out = make_frame();
+        *out = *f;
         out->hop = 0;
         out->control = true;
         m_adp[port].link->send(m_adp[port].end, std::move(out));

@@ -125,6 +125,12 @@ private:
     std::deque<in_flight> m_flight[2];  ///< index: receiving end, head excluded
     bool m_head[2] = {false, false};    ///< a chained arrival is scheduled
     std::uint64_t m_chain = 0;          ///< bumped by flush_flight()
+    /// Serialisation time of the last frame length per direction and the
+    /// propagation delay (recomputed when the configuration changes).
+    std::uint32_t m_ser_len[2] = {0, 0};
+    sc_core::sc_time m_ser[2];
+    sc_core::sc_time m_prop;
+    bool m_prop_valid = false;
 };
 
 }  // namespace odl::model

@@ -24,4 +24,9 @@ struct frame {
 };
 using frame_ptr = std::shared_ptr<frame>;
 
+/// A fresh (all-default) frame from a per-thread pool: released frames and
+/// their shared_ptr control blocks are recycled, and `bytes` keeps its
+/// capacity, so the per-frame path allocates nothing in steady state.
+frame_ptr make_frame();
+
 }  // namespace odl::model

@@ -22,7 +22,7 @@ namespace odl::model {
 /// deterministic.
 ///
 /// Cost per action: no heap allocation for callables up to
-/// `inline_bytes` (pooled slots), a 24-byte key in a binary heap, and no
+/// `inline_bytes` (pooled slots), a 16-byte key in a sorted run, and no
 /// SystemC kernel activation of its own while the scheduler may run ahead
 /// (temporal decoupling, see run_until()).
 class scheduler : public sc_core::sc_module {
@@ -74,7 +74,7 @@ public:
 
     /// Number of actions run so far (the benchmark's events).
     std::uint64_t events_run() const { return m_run; }
-    bool idle() const { return m_heap.empty(); }
+    bool idle() const { return empty(); }
 
 private:
     /// A type-erased callable stored in place (or on the heap if large).
@@ -82,6 +82,7 @@ private:
         alignas(std::max_align_t) unsigned char buf[inline_bytes];
         void (*call)(void*) = nullptr;
         void (*destroy)(void*) = nullptr;
+        sc_core::sc_time when;
         template <class F>
         void emplace(F&& fn) {
             using T = std::decay_t<F>;
@@ -105,23 +106,36 @@ private:
             }
         }
     };
-    struct key {
-        sc_core::sc_time t;
-        std::uint64_t seq;  ///< insertion order
-        std::uint32_t slot;
-    };
-    struct later {
-        bool operator()(const key& a, const key& b) const {
-            return a.t != b.t ? a.t > b.t : a.seq > b.seq;
-        }
-    };
+    /// Heap key: time (ps) in the high 64 bits, then the sequence number
+    /// and the slot (low 24 bits), so one unsigned compare orders by
+    /// (time, insertion order).
+    __extension__ typedef unsigned __int128 key;
+    static constexpr unsigned k_slot_bits = 24;
     static constexpr std::uint32_t k_block = 256;
 
     std::uint32_t alloc_slot();
     void push(const sc_core::sc_time& t, std::uint64_t seq, std::uint32_t slot);
+    key pop_min();
+    task& slot_of(key k) {
+        return *m_slot_ptr[static_cast<std::uint32_t>(k) & ((1u << k_slot_bits) - 1)];
+    }
     void run();
 
-    std::vector<key> m_heap;
+    bool empty() const { return m_head == m_q.size() && m_far.empty(); }
+    key min_key() const;
+
+    /// Pending actions. Usually few and mostly scheduled in time order, so
+    /// they are kept as a sorted run m_q[m_head..] (pop: O(1), insert: a
+    /// binary search and a short shift); above k_heap_above pending actions
+    /// m_q becomes a binary min-heap until it shrinks below k_sorted_below.
+    static constexpr std::size_t k_heap_above = 512;
+    static constexpr std::size_t k_sorted_below = 64;
+    /// Actions more than k_far_ps ahead (timeouts) wait in a separate heap.
+    static constexpr std::uint64_t k_far_ps = 1000000000;  // 1 ms
+    std::vector<key> m_q;
+    std::size_t m_head = 0;
+    bool m_heap_mode = false;
+    std::vector<key> m_far;
     std::vector<std::unique_ptr<task[]>> m_blocks;  ///< slots never move
     std::vector<task*> m_slot_ptr;
     std::vector<std::uint32_t> m_free;

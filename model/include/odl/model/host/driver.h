@@ -106,6 +106,7 @@ private:
     void post_rx(unsigned h, sw_ring& r, unsigned slot);
     sc_core::sc_time cpu(sc_core::sc_time cost);
     std::uint32_t mmio_read(std::uint32_t off);
+    void mmio(tlm::tlm_command cmd, std::uint32_t off, std::uint32_t* v);
     void mmio_write(std::uint32_t off, std::uint32_t v);
     void doorbell_at(sc_core::sc_time t, std::uint32_t off, std::uint32_t v);
     void pump_tx(unsigned port);
@@ -136,6 +137,8 @@ private:
     std::uint64_t m_ctl_ids = 0;
     sc_core::sc_time m_cpu_free;
     bool m_poll_pending = false;
+    tlm::tlm_generic_payload m_gp;  ///< reused for BAR0 accesses
+    bool m_gp_busy = false;
     bool m_self_write = false;
     bool m_ready = false;
     std::uint64_t m_generation = 0;  ///< bumped at restart: stale callbacks are ignored

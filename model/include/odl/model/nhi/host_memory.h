@@ -51,6 +51,8 @@ private:
     std::map<std::uint64_t, std::unique_ptr<page>> m_pages;
     /// Direct lookup for pages from the base on (allocations are contiguous).
     std::vector<page*> m_flat;
+    std::uint64_t m_last_pfn = ~std::uint64_t{0};
+    page* m_last = nullptr;
     std::function<void(std::uint64_t, std::size_t)> m_on_write;
 };
 
