@@ -352,6 +352,10 @@ void engine::pump_tx(unsigned budget) {
                 ++m_stats.credit_stalls;
                 continue;
             }
+            if (m_link->tx_busy()) {
+                ++m_stats.link_full_stalls;
+                return;
+            }
             if (!send_data_frame(uint16_t(i), s, s.sends.front())) return;  // link full
             ++sent;
             progress = true;

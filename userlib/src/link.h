@@ -29,6 +29,10 @@ public:
     virtual unsigned char* tx_reserve() = 0;
     /// Queues @bytes written at the last tx_reserve() pointer.
     virtual void tx_commit(size_t bytes) = 0;
+    /// True when enough data frames wait in the transport that queueing
+    /// more would only add latency for other streams (a byte queue limit).
+    /// Control frames ignore it.
+    virtual bool tx_busy() { return false; }
     /// Sends everything committed (end of a burst). Transports that send at
     /// commit time need not override it.
     virtual void tx_flush() {}

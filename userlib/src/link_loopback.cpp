@@ -126,6 +126,7 @@ public:
     void tx_flush() override {
         if (m_region) m_tx.publish();
     }
+    bool tx_busy() override { return m_region && m_tx.backlog_at_least(kLoopbackQueueLimit); }
 
     rx_frame rx_peek() override {
         rx_frame f;

@@ -17,6 +17,10 @@ namespace odl {
 constexpr uint32_t kLoopbackDevices = 64;
 /// Frame slots per direction (a power of two), like an NHI ring's size.
 constexpr uint32_t kLoopbackSlots = 512;
+/// Data frames the sender keeps queued ahead of the receiver: enough to keep
+/// the receiving core busy, few enough that another stream's frame waits
+/// behind at most this many (64 x 4 KiB).
+constexpr uint32_t kLoopbackQueueLimit = 64;
 
 /// Opens loopback device @index: joins a waiting peer, or waits for one.
 /// The link reports `connecting` until the peer arrives. Throws odl::error.

@@ -54,6 +54,14 @@ public:
         if (m_head - m_published >= kBatch) publish();
     }
 
+    /// True while at least @limit committed frames wait for the consumer.
+    /// Reloads the consumer's index only when the cached view says so.
+    bool backlog_at_least(uint64_t limit) {
+        if (m_head - m_cached_tail < limit) return false;
+        m_cached_tail = m_ctrl->tail.load(std::memory_order_acquire);
+        return m_head - m_cached_tail >= limit;
+    }
+
     /// Makes committed slots visible. Publishing once per burst instead of
     /// per frame keeps the index cache line from bouncing between cores.
     void publish() {
