@@ -28,8 +28,11 @@ OBJECT_DECLARE_SIMPLE_TYPE(OdlUsb4NhiState, ODL_USB4_NHI)
 #define ODL_NHI_MSIX_VECTORS 16     /* thunderbolt.ko asks for 6..16 */
 #define ODL_NHI_PCIE_CAP_OFFSET 0xa0
 
-/* How long a vCPU waits for an MMIO read answer before the link drops. */
-#define ODL_LINKD_READ_TIMEOUT_MS 5000
+/*
+ * How long a vCPU waits for an MMIO read answer before the link drops;
+ * longer than odl-linkd's own DMA timeout, which may delay the answer.
+ */
+#define ODL_LINKD_READ_TIMEOUT_MS 10000
 /* Handshake budget at connect time. */
 #define ODL_LINKD_HELLO_TIMEOUT_MS 2000
 /* Messages handled per fd-handler call, so the main loop stays responsive. */

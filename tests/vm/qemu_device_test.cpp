@@ -235,7 +235,7 @@ protected:
         std::uint64_t got = 0;
         std::thread t([&] { got = q.val("readl 0x" + qtest::hex(bar0 + off)); });
         struct odl_linkd_msg m;
-        bool ok = link.recv(m, nullptr, 5000, true);
+        bool ok = link.recv(m, nullptr, 12000, true);
         if (ok && odl_le16(m.hdr.type) == ODL_LINKD_MMIO_READ &&
             odl_le64(m.body.mmio.offset) == off && m.body.mmio.size == 4) {
             struct odl_linkd_msg r;
@@ -342,11 +342,11 @@ TEST_F(QemuDevice, LinkDownThenReconnect) {
 
 TEST_F(QemuDevice, HungServerTimesOutAndLinkDrops) {
     const auto t0 = std::chrono::steady_clock::now();
-    // Nobody answers this read: after the device's 5 s timeout it reads 0.
+    // Nobody answers this read: after the device's 10 s timeout it reads 0.
     EXPECT_EQ(q.val("readl 0x" + qtest::hex(bar0 + reg_caps)), 0u);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_GE(s, 4.0);
-    EXPECT_LT(s, 15.0);
+    EXPECT_GE(s, 9.0);
+    EXPECT_LT(s, 20.0);
     EXPECT_TRUE(qemu_alive());
 }
 

@@ -292,7 +292,7 @@ void server::accept_one() {
     const int fd = ::accept4(m_listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) return;
     // A QEMU that stops reading must not block the whole server forever.
-    struct timeval tv = {2, 0};
+    struct timeval tv = {5, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     m_conns.push_back(std::make_unique<connection>(*this, fd));
 }

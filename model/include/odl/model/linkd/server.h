@@ -20,7 +20,7 @@ struct server_config {
     std::string control_path;             ///< optional: scenario commands
     unsigned max_bad_msgs = 1000;         ///< then the host is dropped
     int handshake_timeout_ms = 2000;      ///< HELLO must arrive by then
-    int dma_timeout_ms = 2000;            ///< per DMA completion
+    int dma_timeout_ms = 5000;            ///< per DMA completion
     int max_poll_ms = 10;                 ///< longest sleep between model steps
     bool verbose = false;
 };
