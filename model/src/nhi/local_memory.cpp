@@ -24,19 +24,18 @@ std::uint64_t local_memory::alloc(std::size_t len, std::size_t align) {
 }
 
 local_memory::page* local_memory::find(std::uint64_t pfn) {
-    if (pfn == m_last_pfn) return m_last;
     if (pfn - m_base_pfn < m_flat.size()) {
-        if (page* p = m_flat[pfn - m_base_pfn]) {
-            m_last_pfn = pfn;
-            m_last = p;
-            return p;
-        }
+        if (page* p = m_flat[pfn - m_base_pfn]) return p;
     }
     auto it = m_pages.find(pfn);
     return it == m_pages.end() ? nullptr : it->second.get();
 }
 
 bool local_memory::dma_read(std::uint64_t addr, void* dst, std::size_t len) {
+    if (page* p = flat(addr, len)) {  // within one page
+        std::memcpy(dst, p->data() + addr % page_bytes, len);
+        return true;
+    }
     auto* out = static_cast<std::uint8_t*>(dst);
     while (len > 0) {
         page* p = find(addr / page_bytes);
@@ -52,6 +51,11 @@ bool local_memory::dma_read(std::uint64_t addr, void* dst, std::size_t len) {
 }
 
 bool local_memory::dma_write(std::uint64_t addr, const void* src, std::size_t len) {
+    if (page* p = flat(addr, len)) {  // within one page
+        std::memcpy(p->data() + addr % page_bytes, src, len);
+        if (m_on_write) m_on_write(addr, len);
+        return true;
+    }
     const std::uint64_t a0 = addr;
     const std::size_t n0 = len;
     const auto* in = static_cast<const std::uint8_t*>(src);

@@ -51,8 +51,11 @@ private:
     std::map<std::uint64_t, std::unique_ptr<page>> m_pages;
     /// Direct lookup for pages from the base on (allocations are contiguous).
     std::vector<page*> m_flat;
-    std::uint64_t m_last_pfn = ~std::uint64_t{0};
-    page* m_last = nullptr;
+    /// The flat-table page holding [addr, addr + len), or null.
+    page* flat(std::uint64_t addr, std::size_t len) const {
+        const std::uint64_t i = addr / page_bytes - m_base_pfn;
+        return i < m_flat.size() && addr % page_bytes + len <= page_bytes ? m_flat[i] : nullptr;
+    }
     std::function<void(std::uint64_t, std::size_t)> m_on_write;
 };
 
