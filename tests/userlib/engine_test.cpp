@@ -351,18 +351,49 @@ TEST_F(EnginePair, CancelWithdrawsUnstartedOperations) {
     EXPECT_TRUE(std::equal(tx.begin(), tx.end(), rx2.begin()));
 }
 
-TEST_F(EnginePair, CancelRefusesAStartedSend) {
+TEST_F(EnginePair, CancelOfAStartedSendFinishesTheMessageFromACopy) {
     auto big = pattern(300 * ODL_FRAME_MAX_PAYLOAD, 1);  // beyond the 64-frame window
-    auto small = pattern(10, 2);
+    const auto expect = big;
+    std::vector<unsigned char> rx(big.size());
     ASSERT_EQ(a->post_send(0, 1, big.data(), big.size(), 1), ODL_OK);
-    ASSERT_EQ(a->post_send(0, 1, small.data(), small.size(), 2), ODL_OK);
-    pump();
-    EXPECT_EQ(a->cancel(0, 1), ODL_ERR_AGAIN);
-    EXPECT_EQ(a->cancel(0, 2), ODL_OK);
+    pump();  // part of it left; the rest waits for credit
+    ASSERT_TRUE(done_a.empty());
+    EXPECT_EQ(a->cancel(0, 1), ODL_OK);
+    std::fill(big.begin(), big.end(), 0);  // the caller may reuse its buffer now
+    EXPECT_EQ(a->cancel(0, 1), ODL_ERR_INVAL) << "canceled twice";
+    ASSERT_EQ(b->post_recv(0, 1, rx.data(), rx.size(), 2), ODL_OK);
     pump();
     ASSERT_EQ(done_a.size(), 1u);
-    EXPECT_EQ(done_a[0].ctx, 2u);
     EXPECT_EQ(done_a[0].status, ODL_ERR_CANCELED);
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(done_b[0].status, ODL_OK);
+    EXPECT_EQ(rx, expect) << "the peer must get the message as it was when canceled";
+}
+
+TEST_F(EnginePair, CancelOfAStartedReceiveDropsTheRest) {
+    auto big = pattern(300 * ODL_FRAME_MAX_PAYLOAD, 2);
+    std::vector<unsigned char> rx(big.size(), 0xee), rx2(100);
+    ASSERT_EQ(b->post_recv(0, 1, rx.data(), rx.size(), 7), ODL_OK);
+    ASSERT_EQ(a->post_send(0, 1, big.data(), big.size(), 1), ODL_OK);
+    for (int i = 0; i < 3; ++i) {  // a few frames in, not all
+        odl_completion c[4];
+        a->poll(c, 4);
+        b->poll(c, 4);
+    }
+    const size_t before = size_t(std::count(rx.begin(), rx.end(), 0xee));
+    ASSERT_LT(before, rx.size()) << "the receive has not started";
+    EXPECT_EQ(b->cancel(0, 7), ODL_OK);
+    pump();
+    EXPECT_EQ(size_t(std::count(rx.begin(), rx.end(), 0xee)), before) << "written after cancel";
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(done_b[0].status, ODL_ERR_CANCELED);
+    // The stream goes on: the next message arrives whole.
+    auto small = pattern(100, 3);
+    ASSERT_EQ(b->post_recv(0, 1, rx2.data(), rx2.size(), 8), ODL_OK);
+    ASSERT_EQ(a->post_send(0, 1, small.data(), small.size(), 2), ODL_OK);
+    pump();
+    EXPECT_EQ(rx2, small);
+    EXPECT_EQ(b->error_status(), ODL_OK);
 }
 
 TEST_F(EnginePair, ReportsLocalIdentity) {

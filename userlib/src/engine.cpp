@@ -98,7 +98,13 @@ int engine::post_recv(uint32_t stream, uint32_t tag, void* buf, uint64_t cap, ui
 int engine::cancel(uint32_t stream, uint64_t ctx) {
     if (stream >= m_s.size()) return ODL_ERR_INVAL;
     stream_state& s = m_s[stream];
-    if (s.cur.active && s.cur.to_user && s.cur.op.ctx == ctx) return ODL_ERR_AGAIN;
+    if (s.cur.active && s.cur.to_user && s.cur.op.ctx == ctx) {
+        // Being received into: drop the rest of this message.
+        complete(ctx, ODL_ERR_CANCELED, ODL_OP_RECV, stream, s.cur.tag, 0);
+        s.cur.to_user = false;
+        s.cur.discard = true;
+        return ODL_OK;
+    }
     for (auto it = s.recvs.begin(); it != s.recvs.end(); ++it) {
         if (it->ctx != ctx) continue;
         complete(ctx, ODL_ERR_CANCELED, ODL_OP_RECV, stream, it->tag, 0);
@@ -106,12 +112,17 @@ int engine::cancel(uint32_t stream, uint64_t ctx) {
         return ODL_OK;
     }
     for (auto it = s.sends.begin(); it != s.sends.end(); ++it) {
-        if (it->ctx != ctx) continue;
-        // A message whose first frame left must be finished: the peer is
-        // already assembling it.
-        if (it->sent > 0) return ODL_ERR_AGAIN;
-        complete(ctx, ODL_ERR_CANCELED, ODL_OP_SEND, stream, it->tag, 0);
-        s.sends.erase(it);
+        if (it->ctx != ctx || it->detached) continue;
+        complete(ctx, ODL_ERR_CANCELED, ODL_OP_SEND, stream, it->tag, it->sent);
+        if (it->sent == 0) {
+            s.sends.erase(it);
+            return ODL_OK;
+        }
+        // The peer is assembling this message: finish it from a copy, so the
+        // stream stays consistent and the caller's buffer is free now.
+        it->owned.assign(it->buf + it->sent, it->buf + it->len);
+        it->owned_from = it->sent;
+        it->detached = true;
         return ODL_OK;
     }
     return ODL_ERR_INVAL;
@@ -318,7 +329,9 @@ void engine::handle_data(const odl_frame_info& fi, const unsigned char* payload)
     assembly& a = s.cur;
     a.next_offset = fi.offset + fi.len;
     a.corrupt = a.corrupt || corrupt;
-    if (a.to_user) {
+    if (a.discard) {
+        consume(s, fi.stream, 1);
+    } else if (a.to_user) {
         if (fi.offset < a.op.cap) {
             const size_t n = std::min<uint64_t>(fi.len, a.op.cap - fi.offset);
             std::memcpy(a.op.buf + fi.offset, payload, n);
@@ -332,7 +345,7 @@ void engine::handle_data(const odl_frame_info& fi, const unsigned char* payload)
     }
     if (fi.flags & ODL_FRAME_F_EOM) {
         if (a.to_user) complete_recv(a.op, fi.stream, a.tag, a.msg_len, a.corrupt);
-        else a.um->complete = true;
+        else if (!a.discard) a.um->complete = true;
         a.active = false;
     }
 }
@@ -363,7 +376,7 @@ void engine::pump_tx(unsigned budget) {
             if (op.sent == op.len) {
                 ++m_stats.tx_msgs;
                 m_stats.tx_bytes += op.len;
-                complete(op.ctx, ODL_OK, ODL_OP_SEND, i, op.tag, op.len);
+                if (!op.detached) complete(op.ctx, ODL_OK, ODL_OP_SEND, i, op.tag, op.len);
                 s.sends.pop_front();
             }
         }
@@ -387,7 +400,8 @@ bool engine::send_data_frame(uint16_t stream, stream_state& s, send_op& op) {
     fi.tag = op.tag;
     fi.msg_len = uint32_t(op.len);
     fi.offset = uint32_t(op.sent);
-    if (chunk) std::memcpy(slot + ODL_FRAME_HDR_BYTES, op.buf + op.sent, chunk);
+    const unsigned char* src = op.detached ? op.owned.data() + (op.sent - op.owned_from) : op.buf + op.sent;
+    if (chunk) std::memcpy(slot + ODL_FRAME_HDR_BYTES, src, chunk);
     if (m_cfg.flags & ODL_OPEN_CHECKSUM) {
         fi.flags |= ODL_FRAME_F_CSUM;
         fi.csum = crc32c(slot + ODL_FRAME_HDR_BYTES, chunk);
@@ -485,7 +499,8 @@ void engine::fail(int status, uint32_t new_state, std::string why) {
     // Every operation still pending completes now, with the reason.
     for (uint32_t i = 0; i < m_s.size(); ++i) {
         stream_state& s = m_s[i];
-        for (const send_op& op : s.sends) complete(op.ctx, status, ODL_OP_SEND, i, op.tag, op.sent);
+        for (const send_op& op : s.sends)
+            if (!op.detached) complete(op.ctx, status, ODL_OP_SEND, i, op.tag, op.sent);
         if (s.cur.active && s.cur.to_user) complete(s.cur.op.ctx, status, ODL_OP_RECV, i, s.cur.tag, s.cur.msg_len);
         for (const recv_op& op : s.recvs) complete(op.ctx, status, ODL_OP_RECV, i, op.tag, 0);
         s.sends.clear();

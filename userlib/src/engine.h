@@ -47,6 +47,11 @@ private:
         uint64_t sent;
         uint32_t tag;
         uint64_t ctx;
+        /// Canceled after it started: the unsent bytes from offset @owned_from
+        /// live here, the caller's buffer is free, and no completion follows.
+        std::vector<unsigned char> owned{};
+        uint64_t owned_from = 0;
+        bool detached = false;
     };
     struct recv_op {
         unsigned char* buf;
@@ -67,7 +72,8 @@ private:
     /// The message being received on a stream.
     struct assembly {
         bool active = false;
-        bool to_user = false;  ///< true: into @op; false: into @um
+        bool to_user = false;  ///< true: into @op; false: into @um (or dropped)
+        bool discard = false;  ///< its receive was canceled: drop the rest
         recv_op op{};
         std::list<unexpected_msg>::iterator um;
         uint32_t tag = 0;

@@ -239,12 +239,14 @@ ODL_EXPORT int odl_post_recv(struct odl_dev *dev, uint32_t stream, uint32_t tag,
 			     size_t cap, struct odl_mr *mr, uint64_t ctx);
 
 /**
- * odl_cancel() - withdraw a posted operation that has not started.
- * Finds the operation posted on @stream with @ctx (the oldest, if several).
- * Return: ODL_OK (its completion follows with ODL_ERR_CANCELED, and the
- * library no longer touches its buffer); ODL_ERR_AGAIN if it has started
- * (frames of it are on the link, or a message is being received into it; it
- * completes normally); ODL_ERR_INVAL if nothing matches.
+ * odl_cancel() - withdraw a posted operation.
+ * Finds the pending operation posted on @stream with @ctx (the oldest, if
+ * several). Its completion follows with ODL_ERR_CANCELED, and once this call
+ * returns the library never touches its buffer again. A receive that is
+ * part-way through a message drops the rest of that message. A send whose
+ * first frames already left is finished from a copy the library takes now,
+ * so the peer still gets the whole message.
+ * Return: ODL_OK, or ODL_ERR_INVAL if nothing pending matches.
  */
 ODL_EXPORT int odl_cancel(struct odl_dev *dev, uint32_t stream, uint64_t ctx);
 
