@@ -367,7 +367,8 @@ void link::post_request(request* r) {
 
 void link::do_close(comm* c) {
     c->closed = true;
-    // Withdraw what has not started; what has started completes normally.
+    // Withdraw everything: once odl_cancel() returns, libodl no longer
+    // touches the buffer (a started send finishes from its own copy).
     for (auto& r : c->reqs) {
         for (int i = 0; i < kMaxRecvs && r.live; ++i)
             if (r.live & (1u << i)) odl_cancel(m_dev, c->stream, reinterpret_cast<uint64_t>(&r) | uint64_t(i));
