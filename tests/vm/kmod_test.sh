@@ -59,10 +59,11 @@ vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 20000' || fail "ioctl table"
 perf_pair() { # perf_pair SERVER CLIENT TEST ARGS...
 	local s=$1 c=$2 t=$3 out
 	shift 3
-	vexec "$s" "(odl perf $t --backend kernel --server -d 0 $* >/tmp/perf-srv.log 2>&1; echo rc=\$? >>/tmp/perf-srv.log) &" ||
+	# TCG guests on a loaded 2-core host: give the rendezvous a minute.
+	vexec "$s" "(odl perf $t --backend kernel --server -d 0 --connect-timeout 60 $* >/tmp/perf-srv.log 2>&1; echo rc=\$? >>/tmp/perf-srv.log) &" ||
 		fail "server $s"
 	sleep 1
-	out=$(ODL_VM_EXEC_TIMEOUT=300 vexec "$c" "odl perf $t --backend kernel --client 0 -q $*") ||
+	out=$(ODL_VM_EXEC_TIMEOUT=300 vexec "$c" "odl perf $t --backend kernel --client 0 --connect-timeout 60 -q $*") ||
 		fail "odl perf $t $c -> $s: $out"
 	echo "$out"
 	wait_in "$s" 30 'grep -q "^rc=0" /tmp/perf-srv.log' || fail "server $s did not finish cleanly: $(vexec "$s" 'cat /tmp/perf-srv.log')"
@@ -84,9 +85,9 @@ done
 perf_pair B A latency -s 64 -n 50 --warmup 5
 
 step "cable unplug mid-transfer"
-vexec B "(odl perf bandwidth --backend kernel --server -d 0 -s 1M --bytes 1G >/tmp/perf-srv.log 2>&1; echo rc=\$? >>/tmp/perf-srv.log) &"
+vexec B "(odl perf bandwidth --backend kernel --server -d 0 --connect-timeout 60 -s 1M --bytes 1G >/tmp/perf-srv.log 2>&1; echo rc=\$? >>/tmp/perf-srv.log) &"
 sleep 1
-vexec A "(odl perf bandwidth --backend kernel --client 0 -q -s 1M --bytes 1G --stall-timeout-ms 5000 >/tmp/perf-cli.log 2>&1; echo rc=\$? >>/tmp/perf-cli.log) &"
+vexec A "(odl perf bandwidth --backend kernel --client 0 --connect-timeout 60 -q -s 1M --bytes 1G --stall-timeout-ms 5000 >/tmp/perf-cli.log 2>&1; echo rc=\$? >>/tmp/perf-cli.log) &"
 sleep 5
 "$tb" cable unplug || fail "unplug"
 wait_in A 60 'grep -q "^rc=[1-9]" /tmp/perf-cli.log' || fail "client A did not fail after unplug: $(vexec A 'cat /tmp/perf-cli.log')"
