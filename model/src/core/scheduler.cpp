@@ -60,6 +60,8 @@ void scheduler::push(const sc_time& t, std::uint64_t seq, std::uint32_t slot) {
     const sc_time cur = now();
     const sc_time when = t < cur ? cur : t;
     m_slot_ptr[slot]->when = when;
+    if (seq >> (64 - k_slot_bits))
+        SC_REPORT_FATAL("odl/model/scheduler", "more than 2^40 actions in one run");
     const key k = (key{when.value()} << 64) | (key{seq} << k_slot_bits) | slot;
     // Outside run(): is it the earliest action (then the kernel is told)?
     const bool first = !m_running && (empty() || k < min_key());

@@ -106,9 +106,9 @@ private:
             }
         }
     };
-    /// Heap key: time (ps) in the high 64 bits, then the sequence number
-    /// and the slot (low 24 bits), so one unsigned compare orders by
-    /// (time, insertion order).
+    /// Queue key: sc_time::value() in the high 64 bits, then the sequence
+    /// number (40 bits, checked) and the slot (low 24 bits), so one unsigned
+    /// compare orders by (time, insertion order).
     __extension__ typedef unsigned __int128 key;
     static constexpr unsigned k_slot_bits = 24;
     static constexpr std::uint32_t k_block = 256;
