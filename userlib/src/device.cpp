@@ -11,17 +11,12 @@
 
 #include <fmt/format.h>
 
+#include "clock.h"
 #include "error.h"
 #include "odl/wire/frame.h"
 
 namespace odl {
 namespace {
-
-uint64_t now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 /// Waiting: spin first (lowest latency), then yield, then short sleeps so an
 /// idle waiter does not burn a core.

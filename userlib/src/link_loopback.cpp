@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "clock.h"
 #include "error.h"
 #include "log.h"
 #include "spsc_ring.h"
@@ -51,12 +52,6 @@ struct intro_msg {
 };
 
 size_t region_bytes(uint32_t slots) { return sizeof(shm_header) + 2ull * slots * sizeof(spsc_slot); }
-
-uint64_t now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 /// Owns one mapping of the shared region.
 class shm_region {
