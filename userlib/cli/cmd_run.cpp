@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "run_vm.h"
 #ifdef ODL_HAVE_MODEL
 #include "odl/model/scenario/runner.h"
 #endif
@@ -24,6 +25,7 @@ struct run_opts {
     bool json = false;
     bool frame_trace = true;
     long long seed = -1;
+    vm_run_opts vm;
 };
 
 [[noreturn]] void die(const std::string& msg, int rc = 2) {
@@ -38,9 +40,19 @@ std::string default_out(const std::string& name) {
 }
 
 int run(const run_opts& o) {
-    if (o.on == "vm")
-        die("--on vm is not available yet (scenario replay in the two-VM testbed comes with "
-            "the QEMU device); use --on model");
+    if (o.on == "vm") {
+#ifndef ODL_HAVE_MODEL
+        die("this odl was built without the SystemC model (ODL_BUILD_MODEL=OFF); --on vm needs odl-linkd");
+#else
+        vm_run_opts v = o.vm;
+        v.file = o.file;
+        v.out = o.out;
+        v.json = o.json;
+        if (o.seed >= 0)
+            std::fprintf(stderr, "odl: run: --seed has no effect on vm (no bit-error generator there)\n");
+        return run_on_vm(v);
+#endif
+    }
     if (o.on != "model")
         die(fmt::format("--on {}: replay on real hosts is not available yet (see `odl hil`); "
                         "use --on model",
@@ -97,11 +109,22 @@ void add_run_command(CLI::App& app) {
     auto o = std::make_shared<run_opts>();
     auto* cmd = app.add_subcommand("run", "replay a scenario (YAML) and report");
     cmd->add_option("scenario", o->file, "scenario file, e.g. scenarios/quickstart.yaml")->required();
-    cmd->add_option("--on", o->on, "where to replay: model (vm and hosts.yaml come later)");
+    cmd->add_option("--on", o->on, "where to replay: model or vm (the two-VM testbed; hosts.yaml comes later)");
     cmd->add_option("--out", o->out, "folder for report.json, report.txt, trace.txt");
     cmd->add_option("--seed", o->seed, "override the scenario's seed");
     cmd->add_flag("--json", o->json, "print the JSON report on stdout");
     cmd->add_flag("!--no-frame-trace", o->frame_trace, "trace only link/ring events, not every frame");
+    cmd->add_option("--vm-kernel", o->vm.kernel, "--on vm: guest kernel series")
+        ->check(CLI::IsMember({"6.12", "6.1"}));
+    cmd->add_option("--vm-driver", o->vm.driver,
+                    "--on vm: odl_tb5 (odl perf --backend kernel) or tbnet (ping/iperf3 over thunderbolt0)")
+        ->check(CLI::IsMember({"odl_tb5", "tbnet"}));
+    cmd->add_option("--vm-time-scale", o->vm.time_scale,
+                    "--on vm: wall seconds per simulated second for event/workload times (default 1000)");
+    cmd->add_option("--vm-ping-cap", o->vm.ping_cap, "--on vm, tbnet: at most this many pings per pingpong")
+        ->check(CLI::Range(1u, 100000u));
+    cmd->add_option("--vm-stream-cap-mib", o->vm.stream_cap_mib, "--on vm: at most this many MiB per stream")
+        ->check(CLI::Range(1u, 65536u));
     cmd->callback([o] { std::exit(run(*o)); });
 }
 

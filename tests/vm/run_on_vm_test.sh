@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# `odl run --on vm`: a scenario that needs more than the testbed is refused
+# without booting anything; tests/vm/scenarios/vm-small.yaml runs in the two
+# VMs (thunderbolt_net: ping, iperf3; unplug/replug; a ber event reported as
+# not applied) and its report must show what was measured, applied and not
+# evaluated; nothing of the testbed may be left running.
+#
+# Usage: run_on_vm_test.sh ODL_BINARY
+# Environment: ODL_LINKD, ODL_VM_DIR (as the other vm tests)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+odl=${1:?usage: run_on_vm_test.sh ODL_BINARY}
+export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-run-$$}
+out="$ODL_VM_DIR.run"
+tb="$repo/qemu-device/testbed.sh"
+trap '"$tb" down >/dev/null 2>&1 || true' EXIT
+
+step() { printf '== %s\n' "$*"; }
+fail() {
+	printf 'FAIL: %s\n' "$*"
+	cat "$out/report.txt" 2>/dev/null || true
+	exit 1
+}
+
+step "four hosts are refused (no VM started)"
+set +e
+msg=$("$odl" run "$repo/scenarios/four-host-ring-allreduce.yaml" --on vm 2>&1)
+rc=$?
+set -e
+[ $rc = 2 ] || fail "four-host scenario: status $rc, want 2: $msg"
+echo "$msg" | grep -q "exactly two VMs" || fail "no reason given: $msg"
+echo "$msg"
+
+step "vm-small on vm (thunderbolt_net)"
+rm -rf "$out"
+set +e
+"$odl" run "$here/scenarios/vm-small.yaml" --on vm --vm-driver tbnet --out "$out"
+rc=$?
+set -e
+[ $rc = 0 ] || fail "odl run --on vm exited with $rc"
+
+step "report"
+python3 - "$out/report.json" <<'PY' || fail "report.json check"
+import json, sys
+r = json.load(open(sys.argv[1]))
+def need(cond, what):
+    if not cond:
+        sys.exit("report.json: " + what)
+need(r["on"] == "vm" and r["passed"] is True, "on/passed")
+st = {a["assertion"].split(" ")[0]: a["status"] for a in r["assertions"]}
+need(st == {"ping.messages_lost": "PASS", "ping.p99_us": "PASS", "bulk.gbps": "PASS",
+            "after.completed": "PASS", "link_down_noticed_us": "NOT EVALUATED"}, f"statuses {st}")
+w = {x["name"]: x for x in r["workloads"]}
+need(w["ping"]["messages_received"] == 5 and w["ping"]["one_way_us"]["p50"] > 0, "ping samples")
+need(w["bulk"]["gbps"] > 0 and w["bulk"]["messages_lost"] is None, "bulk: gbps, loss not measured")
+need(w["after"]["completed"] and w["after"]["messages_lost"] == 0, "ping after replug")
+need(len(r["events_applied"]) == 2, f"events applied {r['events_applied']}")
+need(any(s.startswith("ber cable 0") for s in r["not_applied_on_vm"]), "ber not reported as not applied")
+need(r["kernel_logs_clean"] is True, "guest kernel logs")
+print("report.json ok:", st)
+PY
+step "testbed torn down"
+if "$tb" status >/dev/null 2>&1; then fail "testbed still running after odl run"; fi
+for f in "$ODL_VM_DIR"/*.pid; do [ -e "$f" ] && fail "pid file left: $f"; done
+echo "PASS"
