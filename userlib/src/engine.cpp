@@ -113,13 +113,15 @@ int engine::cancel(uint32_t stream, uint64_t ctx) {
     }
     for (auto it = s.sends.begin(); it != s.sends.end(); ++it) {
         if (it->ctx != ctx || it->detached) continue;
-        complete(ctx, ODL_ERR_CANCELED, ODL_OP_SEND, stream, it->tag, it->sent);
         if (it->sent == 0) {
+            complete(ctx, ODL_ERR_CANCELED, ODL_OP_SEND, stream, it->tag, 0);
             s.sends.erase(it);
             return ODL_OK;
         }
         // The peer is assembling this message: finish it from a copy, so the
-        // stream stays consistent and the caller's buffer is free now.
+        // stream stays consistent and the caller's buffer is free now. The
+        // completion comes when the message has left, so the caller does not
+        // reuse the stream while its tail is still queued.
         it->owned.assign(it->buf + it->sent, it->buf + it->len);
         it->owned_from = it->sent;
         it->detached = true;
@@ -376,7 +378,7 @@ void engine::pump_tx(unsigned budget) {
             if (op.sent == op.len) {
                 ++m_stats.tx_msgs;
                 m_stats.tx_bytes += op.len;
-                if (!op.detached) complete(op.ctx, ODL_OK, ODL_OP_SEND, i, op.tag, op.len);
+                complete(op.ctx, op.detached ? ODL_ERR_CANCELED : ODL_OK, ODL_OP_SEND, i, op.tag, op.len);
                 s.sends.pop_front();
             }
         }
@@ -499,8 +501,7 @@ void engine::fail(int status, uint32_t new_state, std::string why) {
     // Every operation still pending completes now, with the reason.
     for (uint32_t i = 0; i < m_s.size(); ++i) {
         stream_state& s = m_s[i];
-        for (const send_op& op : s.sends)
-            if (!op.detached) complete(op.ctx, status, ODL_OP_SEND, i, op.tag, op.sent);
+        for (const send_op& op : s.sends) complete(op.ctx, status, ODL_OP_SEND, i, op.tag, op.sent);
         if (s.cur.active && s.cur.to_user) complete(s.cur.op.ctx, status, ODL_OP_RECV, i, s.cur.tag, s.cur.msg_len);
         for (const recv_op& op : s.recvs) complete(op.ctx, status, ODL_OP_RECV, i, op.tag, 0);
         s.sends.clear();

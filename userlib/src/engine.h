@@ -48,7 +48,8 @@ private:
         uint32_t tag;
         uint64_t ctx;
         /// Canceled after it started: the unsent bytes from offset @owned_from
-        /// live here, the caller's buffer is free, and no completion follows.
+        /// live here, the caller's buffer is free, and the completion says
+        /// ODL_ERR_CANCELED once the message has left.
         std::vector<unsigned char> owned{};
         uint64_t owned_from = 0;
         bool detached = false;

@@ -241,11 +241,12 @@ ODL_EXPORT int odl_post_recv(struct odl_dev *dev, uint32_t stream, uint32_t tag,
 /**
  * odl_cancel() - withdraw a posted operation.
  * Finds the pending operation posted on @stream with @ctx (the oldest, if
- * several). Its completion follows with ODL_ERR_CANCELED, and once this call
- * returns the library never touches its buffer again. A receive that is
+ * several). Once this call returns the library never touches its buffer
+ * again, and its completion says ODL_ERR_CANCELED. A receive that is
  * part-way through a message drops the rest of that message. A send whose
  * first frames already left is finished from a copy the library takes now,
- * so the peer still gets the whole message.
+ * so the peer still gets the whole message; its completion comes when the
+ * last frame has left (or the link fails).
  * Return: ODL_OK, or ODL_ERR_INVAL if nothing pending matches.
  */
 ODL_EXPORT int odl_cancel(struct odl_dev *dev, uint32_t stream, uint64_t ctx);
