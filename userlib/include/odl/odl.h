@@ -276,7 +276,8 @@ struct odl_completion {
 
 /**
  * odl_poll() - make progress and collect up to @max completions.
- * Never blocks. Return: ODL_OK with *n set (possibly 0); a link failure
+ * Does not block on the loopback backend; on the kernel backend an idle
+ * poll may wait up to 1 ms for the module to wake it. Return: ODL_OK with *n set (possibly 0); a link failure
  * shows as completions with an error status, then as the return value of
  * later posts. odl_poll() itself fails only on bad arguments.
  */
