@@ -36,7 +36,7 @@ enum : uint32_t {
 
 /// A unit of work for a link's progress thread (intrusive queue node).
 struct op {
-    enum kind_t : uint8_t { kSend, kRecv, kConnect, kClose, kCall };
+    enum kind_t : uint8_t { kSend, kRecv, kConnect, kClose, kCall, kDrop };
     op* next = nullptr;
     kind_t kind = kSend;
     void* obj = nullptr;  ///< the request, comm or call_op this node belongs to
@@ -47,6 +47,13 @@ struct op {
 struct call_op : op {
     std::function<void()> fn;
     std::atomic<bool> done{false};
+};
+
+/// Drop what arrives for a connection nobody receives on (heap-allocated;
+/// the progress thread frees it).
+struct drop_op : op {
+    uint32_t stream = 0;
+    uint32_t gen = 0;
 };
 
 /// One isend or (grouped) irecv. Aligned so the low 4 bits of its address
@@ -122,5 +129,6 @@ struct mem_reg {
 /// generation keeps a stale receive from a closed connection on the same
 /// stream from matching a newer connection's messages.
 inline uint32_t tag_for(uint32_t gen, int tag) { return (gen & 0x7fu) << 24 | (uint32_t(tag) & 0xffffffu); }
+constexpr uint32_t kGenTagMask = 0x7fu << 24;  ///< the generation's bits of a libodl tag
 
 }  // namespace odl::plugin

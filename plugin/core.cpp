@@ -201,13 +201,15 @@ bool mr_of(void* mhandle, odl_mr*& mr) {
 
 }  // namespace
 
-void enqueue_connect(const pending_connect& p) {
+bool enqueue_connect(const pending_connect& p) {
     auto& s = g();
     std::lock_guard<std::mutex> lk(s.pending_mu);
-    if (s.listeners.count(p.listen_id))
+    if (s.listeners.count(p.listen_id)) {
         s.pending.push_back(p);
-    else
-        ODL_INFO("%s: CONNECT for a listener that is gone; dropped", p.ln->name().c_str());
+        return true;
+    }
+    ODL_INFO("%s: CONNECT for a listener that is gone; its stream %u is dropped", p.ln->name().c_str(), p.stream);
+    return false;
 }
 
 namespace {
@@ -438,7 +440,8 @@ ncclResult_t core_connect(int dev, void* h, void** send_comm, ncclNetDeviceHandl
         ODL_WARN("connect: %s", why.c_str());
         return ncclSystemError;
     }
-    ODL_INFO("connect: %s stream %u to %s", pick->name().c_str(), c->stream, hd.identity);
+    ODL_INFO("connect: %s stream %u to listener %016llx of %s", pick->name().c_str(), c->stream,
+             static_cast<unsigned long long>(hd.listen_id), hd.identity);
     *send_comm = c;
     return ncclSuccess;
 }
@@ -619,12 +622,22 @@ ncclResult_t core_close_listen(void* lcomm) {
     auto* lc = static_cast<listen_comm*>(lcomm);
     if (!lc || lc->magic != kListenMagic) return ncclInternalError;
     auto& s = g();
+    std::vector<pending_connect> unaccepted;
     {
         std::lock_guard<std::mutex> lk(s.pending_mu);
         s.listeners.erase(lc->id);
-        for (auto it = s.pending.begin(); it != s.pending.end();)
-            it = it->listen_id == lc->id ? s.pending.erase(it) : it + 1;
+        for (auto it = s.pending.begin(); it != s.pending.end();) {
+            if (it->listen_id != lc->id) {
+                ++it;
+                continue;
+            }
+            unaccepted.push_back(*it);
+            it = s.pending.erase(it);
+        }
     }
+    // Nobody will receive on connections never accepted: their senders
+    // must not wait for credit forever.
+    for (const auto& p : unaccepted) p.ln->drop_stream(p.stream, p.gen);
     lc->magic = kDeadMagic;
     delete lc;
     return ncclSuccess;

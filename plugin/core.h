@@ -36,7 +36,8 @@ ncclResult_t core_get_device_mr(void* comm, void* mhandle, void** dptr_mhandle);
 ncclResult_t core_irecv_consumed(void* recv_comm, int n, void* request);
 ncclResult_t core_set_net_attr(void* ctx, ncclNetAttr_v12_t* attr);
 
-/// From a link that received a CONNECT (its lock held).
-void enqueue_connect(const pending_connect& p);
+/// From a link's progress thread that received a CONNECT. False: no such
+/// listener (any more); the connection's data is for nobody.
+bool enqueue_connect(const pending_connect& p);
 
 }  // namespace odl::plugin

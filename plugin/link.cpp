@@ -89,6 +89,9 @@ link::~link() {
     wake();
     if (m_thread.joinable()) m_thread.join();
     // odl_close drops whatever is still posted; zombies go with it.
+    if (!m_zombies.empty())
+        ODL_INFO("%s: %zu closed comm(s) still had operations under way at finalize", m_name.c_str(),
+                 m_zombies.size());
     odl_close(m_dev);
     for (comm* c : m_zombies) delete c;
     m_zombies.clear();
@@ -297,6 +300,7 @@ void link::run() {
     while (l) {
         op* nx = l->next;
         if (l->kind == op::kCall) process(l);
+        if (l->kind == op::kDrop) delete static_cast<drop_op*>(l->obj);
         l = nx;
     }
 }
@@ -321,6 +325,12 @@ void link::process(op* o) {
         break;
     }
     case op::kClose: do_close(static_cast<comm*>(o->obj)); break;
+    case op::kDrop: {
+        auto* d = static_cast<drop_op*>(o->obj);
+        discard_gen(d->stream, d->gen);
+        delete d;
+        break;
+    }
     case op::kCall: {
         auto* c = static_cast<call_op*>(o->obj);
         c->fn();
@@ -373,11 +383,33 @@ void link::do_close(comm* c) {
         for (int i = 0; i < kMaxRecvs && r.live; ++i)
             if (r.live & (1u << i)) odl_cancel(m_dev, c->stream, reinterpret_cast<uint64_t>(&r) | uint64_t(i));
     }
-    if (c->hello_live) odl_cancel(m_dev, kCtrlStream, ctx_of(c, kCtxConnectSend));
-    if (c->posted == 0)
+    // A CONNECT still queued goes out all the same: connect() returned this
+    // comm, so the peer's accept() must complete (the comm's own buffer
+    // holds the message until then).
+    // What the peer's send comm still sends here is for nobody now: drop it
+    // as it arrives, so its sends complete and free their stream.
+    if (!c->is_send) discard_gen(c->stream, c->gen);
+    if (c->posted == 0) {
         free_comm(c);
-    else
+    } else {
         m_zombies.push_back(c);  // freed by finish_op when the last completion arrives
+        stat_store(m_stats->closing_comms, uint32_t(m_zombies.size()));
+    }
+}
+
+void link::discard_gen(uint32_t stream, uint32_t gen) {
+    const int rc = odl_discard(m_dev, stream, tag_for(gen, 0), kGenTagMask, 0);
+    if (rc != ODL_OK && !failed())
+        ODL_WARN("%s: cannot drop stream %u: %s (%s)", m_name.c_str(), stream, odl_strerror(rc), odl_last_error());
+}
+
+void link::drop_stream(uint32_t stream, uint32_t gen) {
+    auto* d = new drop_op;
+    d->kind = op::kDrop;
+    d->obj = d;
+    d->stream = stream;
+    d->gen = gen;
+    push(d);
 }
 
 void link::free_comm(comm* c) {
@@ -393,6 +425,7 @@ void link::finish_op(comm* c) {
     if (--c->posted > 0 || !c->closed) return;
     auto it = std::find(m_zombies.begin(), m_zombies.end(), c);
     if (it != m_zombies.end()) m_zombies.erase(it);
+    stat_store(m_stats->closing_comms, uint32_t(m_zombies.size()));
     free_comm(c);
 }
 
@@ -401,11 +434,18 @@ void link::on_ctrl(const odl_completion& c) {
     if (c.status == ODL_OK) {
         const connect_msg m = m_ctrl_buf;
         if (c.len == sizeof(m) && m.magic == kConnectMagic && m.version == 1 && m.stream > kCtrlStream &&
-            m.stream < kStreams)
-            enqueue_connect(pending_connect{m.listen_id, this, m.stream, m.gen});
-        else
+            m.stream < kStreams) {
+            ODL_TRACE("%s: CONNECT for listener %016llx, stream %u", m_name.c_str(),
+                      static_cast<unsigned long long>(m.listen_id), m.stream);
+            // Every frame of the stream's previous connection came before
+            // this CONNECT (the peer reuses a stream only once its sends
+            // are done): whatever was dropped there, deliver again.
+            odl_discard(m_dev, m.stream, 0, 0, ODL_DISCARD_STOP);
+            if (!enqueue_connect(pending_connect{m.listen_id, this, m.stream, m.gen})) discard_gen(m.stream, m.gen);
+        } else {
             ODL_WARN("%s: dropped a malformed CONNECT message (%llu bytes)", m_name.c_str(),
                      static_cast<unsigned long long>(c.len));
+        }
     }
     post_ctrl_recv();
 }
@@ -420,6 +460,7 @@ void link::route(const odl_completion& c) {
     if (kind == kCtxConnectSend) {
         auto* cm = static_cast<comm*>(p);
         cm->hello_live = false;
+        ODL_TRACE("%s: CONNECT of stream %u sent: %s", m_name.c_str(), cm->stream, odl_strerror(c.status));
         if (c.status != ODL_OK && c.status != ODL_ERR_CANCELED) {
             int ok = ODL_OK;
             cm->status.compare_exchange_strong(ok, c.status);

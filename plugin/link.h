@@ -71,6 +71,9 @@ public:
     void submit(request* r) { push(&r->node); }
     /// Runs @fn on the progress thread and waits for it.
     void call(std::function<void()> fn);
+    /// Has the progress thread drop whatever arrives on @stream for
+    /// generation @gen (a connection that will never be accepted).
+    void drop_stream(uint32_t stream, uint32_t gen);
 
     odl_dev* dev() const { return m_dev; }  ///< for calls run through call()
     int index() const { return m_nccl_dev; }
@@ -84,6 +87,7 @@ private:
     void process(op* o);
     void post_request(request* r);
     void do_close(comm* c);
+    void discard_gen(uint32_t stream, uint32_t gen);
     void post_ctrl_recv();
     void on_ctrl(const odl_completion& c);
     void route(const odl_completion& c);
@@ -115,7 +119,7 @@ private:
     connect_msg m_ctrl_buf{};
     bool m_ctrl_posted = false;
     int m_outstanding = 0;             ///< libodl data operations posted, not completed
-    std::vector<comm*> m_zombies;      ///< closed, operations outstanding
+    std::vector<comm*> m_zombies;      ///< closed, operations outstanding (stats: closing_comms)
     uint32_t m_polls = 0;
     std::thread m_thread;
 };

@@ -23,7 +23,7 @@ struct stats_link {
     char name[32];           ///< e.g. "loopback0"
     char peer[64];           ///< peer process identity, once the link is up
     uint32_t link_state;     ///< enum odl_link_state
-    uint32_t reserved;
+    uint32_t closing_comms;  ///< closed comms whose operations are still finishing
     uint64_t send_comms;     ///< open send comms
     uint64_t recv_comms;     ///< open receive comms
     uint64_t inflight;       ///< requests posted and not yet tested done

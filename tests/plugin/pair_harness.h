@@ -15,7 +15,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,11 +48,25 @@ inline uint64_t mono_ns() {
 }
 
 /// Counts what the plugin logged (its only output path).
+/// For debugging a failing test: ODL_TEST_VERBOSE=1 prints every line,
+/// =warn only warnings, =buffer keeps every line in memory (timing changes
+/// least) and the side that fails prints them.
 struct log_counter {
     static inline std::atomic<int> lines{0};
     static inline std::atomic<int> net_lines{0};
-    static void fn(ncclDebugLogLevel, unsigned long flags, const char*, int, const char* fmt, ...) {
-        if (std::getenv("ODL_TEST_VERBOSE")) {  // for debugging a failing test
+    static inline std::mutex mu;
+    static inline std::vector<std::string> kept;
+    static void fn(ncclDebugLogLevel lvl, unsigned long flags, const char*, int, const char* fmt, ...) {
+        const char* v = std::getenv("ODL_TEST_VERBOSE");
+        if (v && std::strcmp(v, "buffer") == 0) {
+            char buf[512];
+            va_list ap;
+            va_start(ap, fmt);
+            std::vsnprintf(buf, sizeof(buf), fmt, ap);
+            va_end(ap);
+            std::lock_guard<std::mutex> lk(mu);
+            if (kept.size() < 100000) kept.push_back(std::to_string(mono_ns() / 1000) + " " + buf);
+        } else if (v && (std::strcmp(v, "warn") != 0 || lvl == NCCL_LOG_WARN)) {
             va_list ap;
             va_start(ap, fmt);
             std::fprintf(stderr, "[%d] ", int(getpid()));
@@ -60,6 +76,10 @@ struct log_counter {
         }
         ++lines;
         if (flags & NCCL_NET_SUBSYS) ++net_lines;
+    }
+    static void dump() {
+        std::lock_guard<std::mutex> lk(mu);
+        for (const auto& l : kept) std::fprintf(stderr, "[%d] %s\n", int(getpid()), l.c_str());
     }
 };
 
@@ -127,6 +147,7 @@ inline void run_pair(int version, const scenario& body, int timeout_s = 60, cons
             body(s);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "%s (v%d): %s\n", role == 0 ? "server" : "client", version, e.what());
+            log_counter::dump();
             rc = 1;
         }
         std::fflush(nullptr);
@@ -183,6 +204,12 @@ inline std::vector<conn_pair> connect_many(side& s, int n, uint64_t max_call_ns 
     s.ch.recv(peer.data(), peer.size());
     const uint64_t deadline = mono_ns() + 20'000'000'000ull;
     for (bool all = false; !all;) {
+        if (mono_ns() >= deadline) {
+            std::string miss;
+            for (int i = 0; i < n; ++i)
+                miss += std::to_string(i) + (c[size_t(i)].sc ? "" : ":no-send") + (c[size_t(i)].rc ? "" : ":no-recv") + " ";
+            std::fprintf(stderr, "[%d] connect_many timed out: %s\n", int(getpid()), miss.c_str());
+        }
         PCHECK(mono_ns() < deadline);
         all = true;
         for (int i = 0; i < n; ++i) {

@@ -225,6 +225,32 @@ TEST_F(LoopbackPair, CancelThroughTheCApi) {
     EXPECT_GT(std::strlen(info.local_name), 0u);
 }
 
+TEST_F(LoopbackPair, DiscardThroughTheCApi) {
+    EXPECT_EQ(odl_discard(a, 9, 0, 0, 0), ODL_ERR_INVAL);
+    EXPECT_NE(std::string(odl_last_error()).find("stream 9 out of range"), std::string::npos) << odl_last_error();
+    EXPECT_EQ(odl_discard(a, 1, 0, 0, 0x80), ODL_ERR_INVAL);
+    EXPECT_NE(std::string(odl_last_error()).find("flags"), std::string::npos) << odl_last_error();
+    EXPECT_EQ(odl_discard(nullptr, 1, 0, 0, 0), ODL_ERR_INVAL);
+    // A blocked sender: a message larger than the receive window, no receive.
+    std::vector<unsigned char> big(4u << 20, 0x5a);
+    ASSERT_ODL_OK(odl_post_send(b, 1, 7, big.data(), big.size(), nullptr, 1));
+    EXPECT_TRUE(drive(b, 1).empty()) << "held back by credit";
+    ASSERT_ODL_OK(odl_discard(a, 1, 7, 0xffffffffu, 0));
+    auto c = drive(b, 1);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].status, ODL_OK);
+    // Reopened: messages are delivered normally again.
+    ASSERT_ODL_OK(odl_discard(a, 1, 0, 0, ODL_DISCARD_STOP));
+    std::vector<unsigned char> rx(big.size());
+    ASSERT_ODL_OK(odl_post_recv(a, 1, 7, rx.data(), rx.size(), nullptr, 2));
+    ASSERT_ODL_OK(odl_post_send(b, 1, 7, big.data(), big.size(), nullptr, 3));
+    c = drive(a, 1);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].status, ODL_OK);
+    EXPECT_EQ(c[0].len, big.size());
+    EXPECT_EQ(rx, big);
+}
+
 TEST(Api, StatusTextsAreDistinct) {
     std::vector<std::string> seen;
     for (int s = 0; s >= ODL_ERR_CANCELED; --s) {

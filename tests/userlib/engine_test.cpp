@@ -396,6 +396,90 @@ TEST_F(EnginePair, CancelOfAStartedReceiveDropsTheRest) {
     EXPECT_EQ(b->error_status(), ODL_OK);
 }
 
+TEST_F(EnginePair, DiscardFreesABufferedMessageAndItsSenderCompletes) {
+    // A message nobody receives holds its frames' credit: a sender beyond
+    // the window waits forever, until the receiver discards it.
+    auto big = pattern(300 * ODL_FRAME_MAX_PAYLOAD, 4);  // beyond the 64-frame window
+    ASSERT_EQ(a->post_send(1, 0x05000001, big.data(), big.size(), 1), ODL_OK);
+    pump();
+    ASSERT_TRUE(done_a.empty()) << "the send must be held back by credit";
+    odl_stats st{};
+    b->stats(st);
+    EXPECT_EQ(st.rx_unexpected_msgs, 1u);
+    // A selection that does not match (another generation) changes nothing.
+    ASSERT_EQ(b->discard(1, 0x06000000, 0x7f000000, 0), ODL_OK);
+    pump();
+    ASSERT_TRUE(done_a.empty());
+    ASSERT_EQ(b->discard(1, 0x05000000, 0x7f000000, 0), ODL_OK);
+    pump();
+    ASSERT_EQ(done_a.size(), 1u);
+    EXPECT_EQ(done_a[0].ctx, 1u);
+    EXPECT_EQ(done_a[0].status, ODL_OK);
+    EXPECT_TRUE(done_b.empty()) << "a discarded message completes nothing";
+    // A later message of the same selection is dropped as it arrives, even
+    // with a receive posted; another tag on the stream is delivered.
+    std::vector<unsigned char> rx(big.size(), 0xee), rx2(100);
+    ASSERT_EQ(b->post_recv(1, ODL_TAG_ANY, rx.data(), rx.size(), 7), ODL_OK);
+    ASSERT_EQ(a->post_send(1, 0x05000002, big.data(), big.size(), 2), ODL_OK);
+    auto small = pattern(100, 5);
+    ASSERT_EQ(a->post_send(1, 0x06000003, small.data(), small.size(), 3), ODL_OK);
+    pump();
+    ASSERT_EQ(done_a.size(), 3u);
+    EXPECT_EQ(done_a[1].status, ODL_OK);
+    EXPECT_EQ(done_a[2].status, ODL_OK);
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(done_b[0].ctx, 7u);
+    EXPECT_EQ(done_b[0].tag, 0x06000003u);
+    EXPECT_EQ(done_b[0].len, small.size());
+    EXPECT_TRUE(std::equal(small.begin(), small.end(), rx.begin()));
+    EXPECT_EQ(b->error_status(), ODL_OK);
+}
+
+TEST_F(EnginePair, DiscardDropsTheRestOfAMessageStillArriving) {
+    auto big = pattern(300 * ODL_FRAME_MAX_PAYLOAD, 6);
+    ASSERT_EQ(a->post_send(0, 9, big.data(), big.size(), 1), ODL_OK);
+    for (int i = 0; i < 3; ++i) {  // a few frames in, not all
+        odl_completion c[4];
+        a->poll(c, 4);
+        b->poll(c, 4);
+    }
+    ASSERT_TRUE(done_a.empty());
+    ASSERT_EQ(b->discard(0, 0, 0, 0), ODL_OK);  // mask 0: every message
+    pump();
+    ASSERT_EQ(done_a.size(), 1u);
+    EXPECT_EQ(done_a[0].status, ODL_OK);
+    EXPECT_TRUE(done_b.empty());
+    // After ODL_DISCARD_STOP messages are delivered again, whole.
+    ASSERT_EQ(b->discard(0, 0, 0, ODL_DISCARD_STOP), ODL_OK);
+    std::vector<unsigned char> rx(big.size());
+    ASSERT_EQ(a->post_send(0, 9, big.data(), big.size(), 2), ODL_OK);
+    pump();
+    ASSERT_EQ(b->post_recv(0, 9, rx.data(), rx.size(), 8), ODL_OK);  // arrives unexpected, then matched
+    pump();
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(done_b[0].status, ODL_OK);
+    EXPECT_EQ(rx, big);
+    EXPECT_EQ(b->error_status(), ODL_OK);
+}
+
+TEST_F(EnginePair, DiscardLeavesPostedReceivesAndOtherStreamsAlone) {
+    std::vector<unsigned char> rx(100, 0xee), rx1(100);
+    ASSERT_EQ(b->post_recv(2, 1, rx.data(), rx.size(), 5), ODL_OK);
+    auto m = pattern(100, 7);
+    ASSERT_EQ(a->post_send(3, 1, m.data(), m.size(), 1), ODL_OK);  // unexpected on stream 3
+    pump();
+    ASSERT_EQ(b->discard(2, 0, 0, 0), ODL_OK);
+    ASSERT_EQ(b->cancel(2, 5), ODL_OK) << "the receive stays posted";
+    ASSERT_EQ(b->post_recv(3, 1, rx1.data(), rx1.size(), 6), ODL_OK);
+    pump();
+    ASSERT_EQ(done_b.size(), 2u);
+    EXPECT_EQ(done_b[0].status, ODL_ERR_CANCELED);
+    EXPECT_EQ(done_b[1].ctx, 6u);
+    EXPECT_EQ(done_b[1].status, ODL_OK);
+    EXPECT_EQ(rx1, m) << "stream 3 kept its message";
+    EXPECT_EQ(b->discard(4, 0, 0, 0), ODL_ERR_INVAL);
+}
+
 TEST_F(EnginePair, ReportsLocalIdentity) {
     odl_dev_info ia{}, ib{};
     a->query(ia);

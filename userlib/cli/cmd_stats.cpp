@@ -74,6 +74,7 @@ int run_stats(const stats_options& opt) {
                                  {"peer", std::string(l.peer, strnlen(l.peer, sizeof(l.peer)))},
                                  {"link_state", state_name(stat_load(l.link_state))},
                                  {"send_comms", stat_load(l.send_comms)}, {"recv_comms", stat_load(l.recv_comms)},
+                                 {"closing_comms", stat_load(l.closing_comms)},
                                  {"inflight", stat_load(l.inflight)}, {"tx_msgs", stat_load(l.tx_msgs)},
                                  {"tx_bytes", stat_load(l.tx_bytes)}, {"rx_msgs", stat_load(l.rx_msgs)},
                                  {"rx_bytes", stat_load(l.rx_bytes)}, {"errors", stat_load(l.errors)},

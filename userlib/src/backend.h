@@ -36,6 +36,8 @@ public:
     virtual int post_recv(uint32_t stream, uint32_t tag, void* buf, uint64_t cap, uint64_t ctx) = 0;
     /// Withdraws a posted, unstarted operation; see odl_cancel().
     virtual int cancel(uint32_t stream, uint64_t ctx) = 0;
+    /// Drops the stream's incoming messages selected by tag; see odl_discard().
+    virtual int discard(uint32_t stream, uint32_t tag, uint32_t mask, uint32_t flags) = 0;
     /// Makes progress; appends up to @max completions. Never blocks.
     virtual size_t poll(odl_completion* comps, size_t max) = 0;
     virtual void query(odl_dev_info& info) const = 0;

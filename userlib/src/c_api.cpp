@@ -151,6 +151,11 @@ int odl_cancel(struct odl_dev* dev, uint32_t stream, uint64_t ctx) {
     return guarded([&] { return dev->dev->cancel(stream, ctx); });
 }
 
+int odl_discard(struct odl_dev* dev, uint32_t stream, uint32_t tag, uint32_t mask, uint32_t flags) {
+    if (bad_dev(dev)) return set_last_error(ODL_ERR_INVAL, "NULL device");
+    return guarded([&] { return dev->dev->discard(stream, tag, mask, flags); });
+}
+
 int odl_poll(struct odl_dev* dev, struct odl_completion* comps, size_t max, size_t* n) {
     if (bad_dev(dev) || !n || (!comps && max)) return set_last_error(ODL_ERR_INVAL, "NULL argument");
     return guarded([&] {

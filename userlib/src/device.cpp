@@ -145,6 +145,15 @@ int device_impl::cancel(uint32_t stream, uint64_t ctx) {
     }
 }
 
+int device_impl::discard(uint32_t stream, uint32_t tag, uint32_t mask, uint32_t flags) {
+    if (stream >= m_cfg.num_streams)
+        return set_last_error(ODL_ERR_INVAL, fmt::format("stream {} out of range (device has {})", stream, m_cfg.num_streams));
+    if (flags & ~uint32_t(ODL_DISCARD_STOP)) return set_last_error(ODL_ERR_INVAL, fmt::format("unknown flags 0x{:x}", flags));
+    const int rc = m_backend->discard(stream, tag, mask, flags);
+    if (rc != ODL_OK) return set_last_error(rc, fmt::format("stream {} not negotiated with the peer", stream));
+    return ODL_OK;
+}
+
 int device_impl::wait(odl_completion* comps, size_t max, size_t* n, uint64_t timeout_ns) {
     const uint64_t start = now_ns();
     for (;;) {

@@ -130,6 +130,34 @@ int engine::cancel(uint32_t stream, uint64_t ctx) {
     return ODL_ERR_INVAL;
 }
 
+int engine::discard(uint32_t stream, uint32_t tag, uint32_t mask, uint32_t flags) {
+    if (stream >= m_s.size()) return ODL_ERR_INVAL;
+    stream_state& s = m_s[stream];
+    if (flags & ODL_DISCARD_STOP) {
+        s.drop = false;
+        return ODL_OK;
+    }
+    s.drop = true;
+    s.drop_tag = tag & mask;
+    s.drop_mask = mask;
+    // Free what already waits for a receive; its withheld credit goes back,
+    // so a sender held back by it can finish.
+    for (auto it = s.unexpected.begin(); it != s.unexpected.end();) {
+        if ((it->tag & mask) != s.drop_tag) {
+            ++it;
+            continue;
+        }
+        if (!it->complete) {
+            // Still arriving (only the newest can be): drop the rest too.
+            s.cur.discard = true;
+        }
+        const uint32_t held = it->frames_held;
+        it = s.unexpected.erase(it);
+        consume(s, uint16_t(stream), held);
+    }
+    return ODL_OK;
+}
+
 void engine::complete_recv(const recv_op& op, uint32_t stream, uint32_t tag, uint64_t msg_len, bool corrupt) {
     int status = ODL_OK;
     if (corrupt) status = ODL_ERR_PROTO;
@@ -277,6 +305,10 @@ void engine::start_message(stream_state& s, const odl_frame_info& fi) {
     s.cur.active = true;
     s.cur.tag = fi.tag;
     s.cur.msg_len = fi.msg_len;
+    if (s.drop && (fi.tag & s.drop_mask) == s.drop_tag) {
+        s.cur.discard = true;  // odl_discard(): its frames are freed as they come
+        return;
+    }
     for (auto it = s.recvs.begin(); it != s.recvs.end(); ++it) {
         if (it->tag == ODL_TAG_ANY || it->tag == fi.tag) {
             s.cur.to_user = true;
@@ -367,11 +399,18 @@ void engine::pump_tx(unsigned budget) {
                 ++m_stats.credit_stalls;
                 continue;
             }
+            // Link full: this stream goes first next time; otherwise a link
+            // that takes only a few frames per poll keeps serving the streams
+            // early in the round and starves the rest.
             if (m_link->tx_busy()) {
                 ++m_stats.link_full_stalls;
+                m_tx_rr = i;
                 return;
             }
-            if (!send_data_frame(uint16_t(i), s, s.sends.front())) return;  // link full
+            if (!send_data_frame(uint16_t(i), s, s.sends.front())) {
+                m_tx_rr = i;
+                return;
+            }
             ++sent;
             progress = true;
             send_op& op = s.sends.front();

@@ -29,6 +29,7 @@ public:
     int post_send(uint32_t stream, uint32_t tag, const void* buf, uint64_t len, uint64_t ctx) override;
     int post_recv(uint32_t stream, uint32_t tag, void* buf, uint64_t cap, uint64_t ctx) override;
     int cancel(uint32_t stream, uint64_t ctx) override;
+    int discard(uint32_t stream, uint32_t tag, uint32_t mask, uint32_t flags) override;
     size_t poll(odl_completion* comps, size_t max) override;
     void query(odl_dev_info& info) const override;
     void stats(odl_stats& stats) const override;
@@ -95,6 +96,10 @@ private:
         uint32_t consumed = 0;    ///< frames freed (delivered or dropped)
         uint32_t advertised = 0;  ///< last credit value told to the peer
         bool credit_queued = false;
+        /// odl_discard(): arriving messages whose tag matches are dropped.
+        bool drop = false;
+        uint32_t drop_tag = 0;
+        uint32_t drop_mask = 0;
     };
     enum class ctrl { hello, credit, goodbye };
     struct ctrl_item {

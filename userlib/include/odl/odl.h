@@ -29,8 +29,9 @@ extern "C" {
 #endif
 
 /* Bumped when a call or struct field is added: 2 added odl_cancel() and the
- * local_* fields of struct odl_dev_info. Released fields never move. */
-#define ODL_API_VERSION 2
+ * local_* fields of struct odl_dev_info; 3 added odl_discard(). Released
+ * fields never move. */
+#define ODL_API_VERSION 3
 
 /**
  * enum odl_status - result of every call.
@@ -250,6 +251,27 @@ ODL_EXPORT int odl_post_recv(struct odl_dev *dev, uint32_t stream, uint32_t tag,
  * Return: ODL_OK, or ODL_ERR_INVAL if nothing pending matches.
  */
 ODL_EXPORT int odl_cancel(struct odl_dev *dev, uint32_t stream, uint64_t ctx);
+
+#define ODL_DISCARD_STOP (1u << 0) /* odl_discard(): deliver messages again */
+
+/**
+ * odl_discard() - drop a stream's incoming messages, selected by tag.
+ * Selects the messages on @stream whose tag t has (t & @mask) == (@tag & @mask)
+ * (@mask 0 selects every message). Those that arrived before a matching
+ * receive and wait inside the library are freed now (one still arriving
+ * loses its rest too), and later ones are dropped as they arrive, whether a
+ * receive is posted or not, until the next odl_discard() on the stream: a
+ * new selection replaces this one, ODL_DISCARD_STOP (@tag, @mask ignored)
+ * ends it. Dropped frames give their credit back to the sender at once, so
+ * a send held back by them completes. For a receiver that is done with a
+ * stream (or with one tag range of it) while the peer may still be sending:
+ * without this, a message nobody receives holds its sender forever.
+ * Posted receives stay posted (withdraw them with odl_cancel()); a message
+ * already being received into a buffer is not affected.
+ * Return: ODL_OK, or ODL_ERR_INVAL (bad stream or flags).
+ */
+ODL_EXPORT int odl_discard(struct odl_dev *dev, uint32_t stream, uint32_t tag, uint32_t mask,
+			   uint32_t flags);
 
 enum odl_op {
 	ODL_OP_SEND = 1,
