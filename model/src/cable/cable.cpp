@@ -135,8 +135,11 @@ bool cable::damage(int from, const frame_ptr& f) {
 
 void cable::return_credits(int from) {
     const int to = 1 - from;
-    const sc_time prop(static_cast<double>(propagation_ps(m_cfg, m_phys)), SC_PS);
-    m_sched.after(prop, [this, to] {
+    if (!m_prop_valid) {
+        m_prop = sc_time(static_cast<double>(propagation_ps(m_cfg, m_phys)), SC_PS);
+        m_prop_valid = true;
+    }
+    m_sched.after(m_prop, [this, to] {
         if (m_end[to]) m_end[to]->link_credits_returned();
     });
 }

@@ -39,27 +39,63 @@ scheduler::~scheduler() {
     }
 }
 
-std::uint32_t scheduler::alloc_slot() {
-    if (m_free.empty()) {
-        if (m_slot_ptr.size() + k_block > (std::size_t{1} << k_slot_bits))
-            SC_REPORT_FATAL("odl/model/scheduler", "more than 16M pending actions");
-        const auto first = static_cast<std::uint32_t>(m_slot_ptr.size());
-        m_blocks.emplace_back(new task[k_block]);
-        task* b = m_blocks.back().get();
-        for (std::uint32_t i = 0; i < k_block; ++i) {
-            m_slot_ptr.push_back(b + i);
-            m_free.push_back(first + k_block - 1 - i);
-        }
+void scheduler::grow_slots() {
+    if (m_slot_ptr.size() + k_block > (std::size_t{1} << k_slot_bits))
+        SC_REPORT_FATAL("odl/model/scheduler", "more than 16M pending actions");
+    const auto first = static_cast<std::uint32_t>(m_slot_ptr.size());
+    m_blocks.emplace_back(new task[k_block]);
+    task* b = m_blocks.back().get();
+    for (std::uint32_t i = 0; i < k_block; ++i) {
+        m_slot_ptr.push_back(b + i);
+        m_free.push_back(first + k_block - 1 - i);
     }
-    const std::uint32_t s = m_free.back();
-    m_free.pop_back();
-    return s;
 }
 
-void scheduler::push(const sc_time& t, std::uint64_t seq, std::uint32_t slot) {
+void scheduler::push(const sc_time& t, std::uint64_t seq, std::uint32_t slot, task& tk) {
+    // Fast path: from inside an action (now() is s_now), a near time, the
+    // pending actions kept as a sorted run. Same keys and order as push_slow().
+    const std::uint64_t cur = s_now.value();
+    if (!m_running || m_heap_mode || (seq >> (64 - k_slot_bits)) ||
+        (t.value() > cur && t.value() - cur > k_far_ps)) {
+        push_slow(t, seq, slot, tk);
+        return;
+    }
+    std::uint64_t w = t.value();
+    if (w < cur) {
+        w = cur;
+        tk.when = s_now;
+    } else {
+        tk.when = t;
+    }
+    const key k = (key{w} << 64) | (key{seq} << k_slot_bits) | slot;
+    const std::size_t size = m_q.size();
+    if (m_head > 0 && k < m_q[m_head]) {
+        m_q[--m_head] = k;  // earliest of the run: the slot before the head is free
+        return;
+    }
+    // Sorted run (about ten keys in a saturated stream): one step of
+    // insertion sort from the end.
+    m_q.push_back(k);
+    key* q = m_q.data();
+    std::size_t i = size;
+    while (i > m_head && q[i - 1] > k) {
+        q[i] = q[i - 1];
+        --i;
+    }
+    q[i] = k;
+    if (size + 1 - m_head > k_heap_above) {
+        // Many pending actions: a heap bounds the cost per action.
+        m_q.erase(m_q.begin(), m_q.begin() + static_cast<std::ptrdiff_t>(m_head));
+        m_head = 0;
+        std::make_heap(m_q.begin(), m_q.end(), std::greater<key>{});
+        m_heap_mode = true;
+    }
+}
+
+void scheduler::push_slow(const sc_time& t, std::uint64_t seq, std::uint32_t slot, task& tk) {
     const sc_time cur = now();
     const sc_time when = t < cur ? cur : t;
-    m_slot_ptr[slot]->when = when;
+    tk.when = when;
     if (seq >> (64 - k_slot_bits))
         SC_REPORT_FATAL("odl/model/scheduler", "more than 2^40 actions in one run");
     const key k = (key{when.value()} << 64) | (key{seq} << k_slot_bits) | slot;
@@ -69,14 +105,13 @@ void scheduler::push(const sc_time& t, std::uint64_t seq, std::uint32_t slot) {
         // Far ahead (timeouts): kept apart so near inserts stay short.
         m_far.push_back(k);
         std::push_heap(m_far.begin(), m_far.end(), std::greater<key>{});
+        m_far_min = m_far.front();
     } else if (m_heap_mode) {
         m_q.push_back(k);
         std::push_heap(m_q.begin(), m_q.end(), std::greater<key>{});
     } else if (m_head > 0 && k < m_q[m_head]) {
-        m_q[--m_head] = k;  // earliest of the run: the slot before the head is free
+        m_q[--m_head] = k;
     } else {
-        // Sorted run (about ten keys in a saturated stream): one step of
-        // insertion sort from the end.
         std::size_t i = m_q.size();
         m_q.push_back(k);
         while (i > m_head && m_q[i - 1] > k) {
@@ -85,7 +120,6 @@ void scheduler::push(const sc_time& t, std::uint64_t seq, std::uint32_t slot) {
         }
         m_q[i] = k;
         if (m_q.size() - m_head > k_heap_above) {
-            // Many pending actions: a heap bounds the cost per action.
             m_q.erase(m_q.begin(), m_q.begin() + static_cast<std::ptrdiff_t>(m_head));
             m_head = 0;
             std::make_heap(m_q.begin(), m_q.end(), std::greater<key>{});
@@ -108,6 +142,7 @@ scheduler::key scheduler::pop_min() {
         std::pop_heap(m_far.begin(), m_far.end(), std::greater<key>{});
         const key k = m_far.back();
         m_far.pop_back();
+        m_far_min = m_far.empty() ? ~key{0} : m_far.front();
         return k;
     }
     if (!m_heap_mode) {
@@ -146,14 +181,28 @@ void scheduler::run() {
     }
     {
         active_guard g(m_running, s_active);
-        while (!empty() && static_cast<std::uint64_t>(min_key() >> 64) <= limit) {
-            const key k = pop_min();
+        for (;;) {
+            key k;
+            if (!m_heap_mode && m_head != m_q.size() && m_q[m_head] < m_far_min) {
+                // Common case: the head of the sorted run is the earliest.
+                k = m_q[m_head];
+                if (static_cast<std::uint64_t>(k >> 64) > limit) break;
+                if (++m_head == m_q.size()) {
+                    m_q.clear();
+                    m_head = 0;
+                } else if (m_head >= 4096 && m_head * 2 >= m_q.size()) {
+                    m_q.erase(m_q.begin(), m_q.begin() + static_cast<std::ptrdiff_t>(m_head));
+                    m_head = 0;
+                }
+            } else {
+                if (empty() || static_cast<std::uint64_t>(min_key() >> 64) > limit) break;
+                k = pop_min();
+            }
             const auto slot = static_cast<std::uint32_t>(k) & ((1u << k_slot_bits) - 1);
             task& tk = *m_slot_ptr[slot];
             s_now = tk.when;
             ++m_run;
-            tk.call(tk.buf);
-            tk.destroy(tk.buf);
+            tk.run(tk.buf);
             m_free.push_back(slot);
         }
     }

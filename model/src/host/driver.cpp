@@ -38,9 +38,8 @@ host_driver::host_driver(sc_core::sc_module_name name, scheduler& sched, trace_l
     m_link_up.assign(m_ports + 1, false);
     m_tx_seq.assign(m_ports + 1, 0);
     m_nhi.on_irq([this](unsigned v) { irq(v); });
-    m_mem.on_write([this](std::uint64_t addr, std::size_t) {
-        if (!m_self_write) mem_written(addr);
-    });
+    // The driver's own stores use cpu_write(), so this sees only the NHI's DMA.
+    m_mem.on_write([this](std::uint64_t addr, std::size_t) { mem_written(addr); });
 }
 
 sc_time host_driver::cpu(sc_time cost) {
@@ -124,9 +123,7 @@ void host_driver::post_rx(unsigned h, sw_ring& r, unsigned slot) {
     odl_nhi_ring_desc d{};
     d.phys = odl_cpu_le64(r.buf[slot]);
     d.len_flags = odl_cpu_le32(k_posted);
-    m_self_write = true;
-    m_mem.dma_write(r.desc + std::uint64_t{slot} * k_desc, &d, k_desc);
-    m_self_write = false;
+    m_mem.cpu_write(r.desc + std::uint64_t{slot} * k_desc, &d, k_desc);
 }
 
 void host_driver::restart(std::function<void()> ready) {
@@ -256,15 +253,13 @@ void host_driver::ctl_send(ctl_req& q) {
     if ((r.head + 1) % r.size == r.tail) {
         m_log.warn(name(), "control TX ring full");
     } else {
-        m_self_write = true;
-        m_mem.dma_write(r.buf[r.head], bytes.data(), bytes.size());
+        m_mem.cpu_write(r.buf[r.head], bytes.data(), bytes.size());
         odl_nhi_ring_desc d{};
         d.phys = odl_cpu_le64(r.buf[r.head]);
         d.len_flags = odl_cpu_le32(static_cast<std::uint32_t>(bytes.size()) |
                                    (std::uint32_t{q.pdf} << ODL_NHI_DESC_EOF_SHIFT) |
                                    (std::uint32_t{q.pdf} << ODL_NHI_DESC_SOF_SHIFT) | k_posted);
-        m_mem.dma_write(r.desc + std::uint64_t{r.head} * k_desc, &d, k_desc);
-        m_self_write = false;
+        m_mem.cpu_write(r.desc + std::uint64_t{r.head} * k_desc, &d, k_desc);
         r.head = (r.head + 1) % r.size;
         doorbell_at(cpu(m_costs.post) + m_costs.mmio, ODL_NHI_TX_RING_BASE + ODL_NHI_RING_INDEX,
                     r.head << ODL_NHI_RING_PROD_SHIFT);
@@ -302,16 +297,14 @@ void host_driver::ctl_received(std::vector<std::uint8_t> bytes, unsigned pdf) {
         reap_tx(0);
         if ((r.head + 1) % r.size != r.tail) {
             const auto ack = ctl::encode(ctl::plug_ack(ctl::route_of(*dw), port, unplug));
-            m_self_write = true;
-            m_mem.dma_write(r.buf[r.head], ack.data(), ack.size());
+                m_mem.cpu_write(r.buf[r.head], ack.data(), ack.size());
             odl_nhi_ring_desc d{};
             d.phys = odl_cpu_le64(r.buf[r.head]);
             d.len_flags = odl_cpu_le32(static_cast<std::uint32_t>(ack.size()) |
                                        (ODL_USB4_PDF_ERROR << ODL_NHI_DESC_EOF_SHIFT) |
                                        (ODL_USB4_PDF_ERROR << ODL_NHI_DESC_SOF_SHIFT) | k_posted);
-            m_mem.dma_write(r.desc + std::uint64_t{r.head} * k_desc, &d, k_desc);
-            m_self_write = false;
-            r.head = (r.head + 1) % r.size;
+            m_mem.cpu_write(r.desc + std::uint64_t{r.head} * k_desc, &d, k_desc);
+                r.head = (r.head + 1) % r.size;
             doorbell_at(cpu(m_costs.post) + m_costs.mmio,
                         ODL_NHI_TX_RING_BASE + ODL_NHI_RING_INDEX,
                         r.head << ODL_NHI_RING_PROD_SHIFT);
@@ -383,10 +376,8 @@ void host_driver::pump_tx(unsigned port) {
         const std::uint32_t len = it.len == ODL_NHI_FRAME_MAX_BYTES ? 0 : it.len;
         d.len_flags = odl_cpu_le32(len | (k_pdf_frame_end << ODL_NHI_DESC_EOF_SHIFT) |
                                    (k_pdf_frame_start << ODL_NHI_DESC_SOF_SHIFT) | k_posted);
-        m_self_write = true;
-        m_mem.dma_write(r.buf[r.head], &h, sizeof h);
-        m_mem.dma_write(r.desc + std::uint64_t{r.head} * k_desc, &d, k_desc);
-        m_self_write = false;
+        m_mem.cpu_write(r.buf[r.head], &h, sizeof h);
+        m_mem.cpu_write(r.desc + std::uint64_t{r.head} * k_desc, &d, k_desc);
         r.head = (r.head + 1) % r.size;
         ++m_stats.frames_sent;
         doorbell_at(t + m_costs.mmio, ODL_NHI_TX_RING_BASE + port * ODL_NHI_RING_STRIDE +

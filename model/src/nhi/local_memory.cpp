@@ -31,11 +31,7 @@ local_memory::page* local_memory::find(std::uint64_t pfn) {
     return it == m_pages.end() ? nullptr : it->second.get();
 }
 
-bool local_memory::dma_read(std::uint64_t addr, void* dst, std::size_t len) {
-    if (page* p = flat(addr, len)) {  // within one page
-        std::memcpy(dst, p->data() + addr % page_bytes, len);
-        return true;
-    }
+bool local_memory::read_slow(std::uint64_t addr, void* dst, std::size_t len) {
     auto* out = static_cast<std::uint8_t*>(dst);
     while (len > 0) {
         page* p = find(addr / page_bytes);
@@ -50,14 +46,7 @@ bool local_memory::dma_read(std::uint64_t addr, void* dst, std::size_t len) {
     return true;
 }
 
-bool local_memory::dma_write(std::uint64_t addr, const void* src, std::size_t len) {
-    if (page* p = flat(addr, len)) {  // within one page
-        std::memcpy(p->data() + addr % page_bytes, src, len);
-        if (m_on_write) m_on_write(addr, len);
-        return true;
-    }
-    const std::uint64_t a0 = addr;
-    const std::size_t n0 = len;
+bool local_memory::write_slow(std::uint64_t addr, const void* src, std::size_t len) {
     const auto* in = static_cast<const std::uint8_t*>(src);
     while (len > 0) {
         page* p = find(addr / page_bytes);
@@ -69,7 +58,6 @@ bool local_memory::dma_write(std::uint64_t addr, const void* src, std::size_t le
         addr += n;
         len -= n;
     }
-    if (m_on_write) m_on_write(a0, n0);
     return true;
 }
 

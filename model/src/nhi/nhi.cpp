@@ -43,6 +43,7 @@ void nhi::reset() {
     m_enable.assign(ODL_NHI_ENABLE_REGS(hc), 0);
     m_ivr.assign(ODL_NHI_IVR_REGS(hc), 0);
     std::fill(std::begin(m_throttle), std::end(m_throttle), 0u);
+    m_tx_stalled = 0;
     m_dma_misc = 0;
     m_model_err = 0;
 }
@@ -267,6 +268,7 @@ void nhi::start_stop(bool tx, unsigned h, std::uint32_t nf) {
     ++r.epoch;                  // abandon in-flight work, no write-back
     r.hw = r.sw = 0;
     r.issue_pending = r.stalled = false;
+    if (tx) m_tx_stalled &= ~(1u << h);
     if (!tx) {
         m_stats.rx_dropped += r.pending.size();
         r.pending.clear();
@@ -307,6 +309,7 @@ void nhi::tx_issue(unsigned h) {
         const auto c = m_router.reserve_tx(h);
         if (c == router::tx_credit::stall) {
             r.stalled = true;
+            m_tx_stalled |= 1u << h;
             ++m_stats.tx_stalls;
             return;
         }
@@ -380,11 +383,13 @@ void nhi::tx_done(unsigned h, std::uint64_t epoch, std::uint32_t idx, std::uint3
 }
 
 void nhi::router_credits_returned() {
-    for (unsigned h = 1; h < m_tx.size(); ++h) {
-        if (m_tx[h].stalled) {
-            m_tx[h].stalled = false;
-            tx_kick(h);
-        }
+    // Stalled rings in ascending order. Kicking ring h never changes
+    // another ring's stall state, so a snapshot of the mask is enough.
+    for (std::uint32_t todo = m_tx_stalled; todo != 0; todo &= todo - 1) {
+        const auto h = static_cast<unsigned>(__builtin_ctz(todo));
+        m_tx[h].stalled = false;
+        m_tx_stalled &= ~(1u << h);
+        tx_kick(h);
     }
 }
 

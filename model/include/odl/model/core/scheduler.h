@@ -49,8 +49,9 @@ public:
     template <class F>
     void at_seq(const sc_core::sc_time& t, std::uint64_t seq, F&& fn) {
         const std::uint32_t s = alloc_slot();
-        m_slot_ptr[s]->emplace(std::forward<F>(fn));
-        push(t, seq, s);
+        task& tk = *m_slot_ptr[s];
+        tk.emplace(std::forward<F>(fn));
+        push(t, seq, s, tk);
     }
     /// Runs @fn @d after now.
     template <class F>
@@ -78,9 +79,11 @@ public:
 
 private:
     /// A type-erased callable stored in place (or on the heap if large).
+    /// `run` calls and then destroys it (one indirect call per action);
+    /// `destroy` only destroys (actions still pending at teardown).
     struct task {
         alignas(std::max_align_t) unsigned char buf[inline_bytes];
-        void (*call)(void*) = nullptr;
+        void (*run)(void*) = nullptr;
         void (*destroy)(void*) = nullptr;
         sc_core::sc_time when;
         template <class F>
@@ -88,14 +91,19 @@ private:
             using T = std::decay_t<F>;
             if constexpr (sizeof(T) <= inline_bytes && alignof(T) <= alignof(std::max_align_t)) {
                 ::new (static_cast<void*>(buf)) T(std::forward<F>(fn));
-                call = [](void* p) { (*static_cast<T*>(p))(); };
+                run = [](void* p) {
+                    T& x = *static_cast<T*>(p);
+                    x();
+                    x.~T();
+                };
                 destroy = [](void* p) { static_cast<T*>(p)->~T(); };
             } else {
                 T* h = new T(std::forward<F>(fn));
                 std::memcpy(buf, &h, sizeof h);
-                call = [](void* p) {
+                run = [](void* p) {
                     T* x;
                     std::memcpy(&x, p, sizeof x);
+                    std::unique_ptr<T> owner(x);
                     (*x)();
                 };
                 destroy = [](void* p) {
@@ -113,8 +121,17 @@ private:
     static constexpr unsigned k_slot_bits = 24;
     static constexpr std::uint32_t k_block = 256;
 
-    std::uint32_t alloc_slot();
-    void push(const sc_core::sc_time& t, std::uint64_t seq, std::uint32_t slot);
+    std::uint32_t alloc_slot() {
+        if (m_free.empty()) grow_slots();
+        const std::uint32_t s = m_free.back();
+        m_free.pop_back();
+        return s;
+    }
+    void grow_slots();
+    /// Queues @slot (holding @tk). The common case, scheduling from inside
+    /// run() into the sorted run, is the fast path; the rest is push_slow().
+    void push(const sc_core::sc_time& t, std::uint64_t seq, std::uint32_t slot, task& tk);
+    void push_slow(const sc_core::sc_time& t, std::uint64_t seq, std::uint32_t slot, task& tk);
     key pop_min();
     task& slot_of(key k) {
         return *m_slot_ptr[static_cast<std::uint32_t>(k) & ((1u << k_slot_bits) - 1)];
@@ -136,6 +153,7 @@ private:
     std::size_t m_head = 0;
     bool m_heap_mode = false;
     std::vector<key> m_far;
+    key m_far_min = ~key{0};  ///< m_far's least key (all ones when empty)
     std::vector<std::unique_ptr<task[]>> m_blocks;  ///< slots never move
     std::vector<task*> m_slot_ptr;
     std::vector<std::uint32_t> m_free;

@@ -139,7 +139,6 @@ private:
     bool m_poll_pending = false;
     tlm::tlm_generic_payload m_gp;  ///< reused for BAR0 accesses
     bool m_gp_busy = false;
-    bool m_self_write = false;
     bool m_ready = false;
     std::uint64_t m_generation = 0;  ///< bumped at restart: stale callbacks are ignored
     msg_fn m_on_msg;

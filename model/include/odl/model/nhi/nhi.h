@@ -127,6 +127,7 @@ private:
     nhi_config m_cfg;
     irq_fn m_irq;
     std::vector<ring> m_tx, m_rx;
+    std::uint32_t m_tx_stalled = 0;  ///< bit h: m_tx[h].stalled (hop_count <= 21)
     std::vector<std::uint32_t> m_status, m_enable, m_ivr;
     std::uint32_t m_throttle[ODL_NHI_MSIX_VECTORS] = {};
     sc_core::sc_time m_last_fire[ODL_NHI_MSIX_VECTORS];
