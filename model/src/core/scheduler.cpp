@@ -51,45 +51,11 @@ void scheduler::grow_slots() {
     }
 }
 
-void scheduler::push(const sc_time& t, std::uint64_t seq, std::uint32_t slot, task& tk) {
-    // Fast path: from inside an action (now() is s_now), a near time, the
-    // pending actions kept as a sorted run. Same keys and order as push_slow().
-    const std::uint64_t cur = s_now.value();
-    if (!m_running || m_heap_mode || (seq >> (64 - k_slot_bits)) ||
-        (t.value() > cur && t.value() - cur > k_far_ps)) {
-        push_slow(t, seq, slot, tk);
-        return;
-    }
-    std::uint64_t w = t.value();
-    if (w < cur) {
-        w = cur;
-        tk.when = s_now;
-    } else {
-        tk.when = t;
-    }
-    const key k = (key{w} << 64) | (key{seq} << k_slot_bits) | slot;
-    const std::size_t size = m_q.size();
-    if (m_head > 0 && k < m_q[m_head]) {
-        m_q[--m_head] = k;  // earliest of the run: the slot before the head is free
-        return;
-    }
-    // Sorted run (about ten keys in a saturated stream): one step of
-    // insertion sort from the end.
-    m_q.push_back(k);
-    key* q = m_q.data();
-    std::size_t i = size;
-    while (i > m_head && q[i - 1] > k) {
-        q[i] = q[i - 1];
-        --i;
-    }
-    q[i] = k;
-    if (size + 1 - m_head > k_heap_above) {
-        // Many pending actions: a heap bounds the cost per action.
-        m_q.erase(m_q.begin(), m_q.begin() + static_cast<std::ptrdiff_t>(m_head));
-        m_head = 0;
-        std::make_heap(m_q.begin(), m_q.end(), std::greater<key>{});
-        m_heap_mode = true;
-    }
+void scheduler::to_heap() {
+    m_q.erase(m_q.begin(), m_q.begin() + static_cast<std::ptrdiff_t>(m_head));
+    m_head = 0;
+    std::make_heap(m_q.begin(), m_q.end(), std::greater<key>{});
+    m_heap_mode = true;
 }
 
 void scheduler::push_slow(const sc_time& t, std::uint64_t seq, std::uint32_t slot, task& tk) {
@@ -119,12 +85,7 @@ void scheduler::push_slow(const sc_time& t, std::uint64_t seq, std::uint32_t slo
             --i;
         }
         m_q[i] = k;
-        if (m_q.size() - m_head > k_heap_above) {
-            m_q.erase(m_q.begin(), m_q.begin() + static_cast<std::ptrdiff_t>(m_head));
-            m_head = 0;
-            std::make_heap(m_q.begin(), m_q.end(), std::greater<key>{});
-            m_heap_mode = true;
-        }
+        if (m_q.size() - m_head > k_heap_above) to_heap();
     }
     // While run() is active it notifies once when it returns. Otherwise an
     // earlier notification replaces a later pending one (sc_event rules).

@@ -128,6 +128,7 @@ void host_driver::post_rx(unsigned h, sw_ring& r, unsigned slot) {
 
 void host_driver::restart(std::function<void()> ready) {
     ++m_generation;
+    m_dirty = ~std::uint64_t{0};
     for (auto& r : m_tx) r = sw_ring{};
     for (auto& r : m_rx) r = sw_ring{};
     for (auto& q : m_txq) q.clear();
@@ -471,9 +472,11 @@ void host_driver::reap_rx(unsigned h) {
 }
 
 void host_driver::reap_all() {
+    // Only rings the NHI wrote back to since their last poll can hold new
+    // completions; reaping a clean ring would find nothing and do nothing.
     for (unsigned h = 0; h <= m_ports; ++h) {
-        reap_rx(h);
-        reap_tx(h);
+        if (take_dirty(h, false)) reap_rx(h);
+        if (take_dirty(h, true)) reap_tx(h);
     }
 }
 
@@ -494,13 +497,21 @@ void host_driver::irq(unsigned vector) {
 }
 
 void host_driver::mem_written(std::uint64_t addr) {
-    if (m_costs.interrupts || m_poll_pending) return;
+    if (m_costs.interrupts) return;
     const auto in = [addr](const sw_ring& r) {
         return r.size && addr >= r.desc && addr - r.desc < std::uint64_t{r.size} * k_desc;
     };
     bool ours = false;
-    for (unsigned h = 0; h <= m_ports && !ours; ++h) ours = in(m_tx[h]) || in(m_rx[h]);
-    if (!ours) return;
+    for (unsigned h = 0; h <= m_ports && !ours; ++h) {
+        if (in(m_tx[h])) {
+            m_dirty |= ring_bit(h, true);
+            ours = true;
+        } else if (in(m_rx[h])) {
+            m_dirty |= ring_bit(h, false);
+            ours = true;
+        }
+    }
+    if (!ours || m_poll_pending) return;
     // The busy-poll loop notices the write-back at its next iteration.
     m_poll_pending = true;
     sc_time t = scheduler::now();

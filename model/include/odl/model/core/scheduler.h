@@ -129,9 +129,43 @@ private:
     }
     void grow_slots();
     /// Queues @slot (holding @tk). The common case, scheduling from inside
-    /// run() into the sorted run, is the fast path; the rest is push_slow().
-    void push(const sc_core::sc_time& t, std::uint64_t seq, std::uint32_t slot, task& tk);
+    /// run() into the sorted run, is inline; the rest is push_slow(). Both
+    /// give the same key, so the order does not depend on the path taken.
+    void push(const sc_core::sc_time& t, std::uint64_t seq, std::uint32_t slot, task& tk) {
+        const std::uint64_t cur = s_now.value();
+        std::uint64_t w = t.value();
+        if (!m_running || m_heap_mode || (seq >> (64 - k_slot_bits)) || w > cur + k_far_ps) {
+            push_slow(t, seq, slot, tk);
+            return;
+        }
+        if (w < cur) {
+            w = cur;
+            tk.when = s_now;
+        } else {
+            tk.when = t;
+        }
+        const key k = (key{w} << 64) | (key{seq} << k_slot_bits) | slot;
+        const std::size_t size = m_q.size();
+        // One step of insertion sort from whichever end of the run is
+        // nearer; slots before the head are free, so the front half can
+        // move down by one.
+        if (m_head > 0 && (m_head == size || k < m_q[m_head + (size - m_head) / 2])) {
+            key* q = m_q.data();
+            std::size_t i = --m_head;
+            for (; i + 1 < size && q[i + 1] < k; ++i) q[i] = q[i + 1];
+            q[i] = k;
+            return;
+        }
+        m_q.push_back(k);
+        key* q = m_q.data();
+        std::size_t i = size;
+        for (; i > m_head && q[i - 1] > k; --i) q[i] = q[i - 1];
+        q[i] = k;
+        if (size + 1 - m_head > k_heap_above) to_heap();  // bounds the cost per action
+    }
     void push_slow(const sc_core::sc_time& t, std::uint64_t seq, std::uint32_t slot, task& tk);
+    /// Turns the sorted run into a binary heap (many pending actions).
+    void to_heap();
     key pop_min();
     task& slot_of(key k) {
         return *m_slot_ptr[static_cast<std::uint32_t>(k) & ((1u << k_slot_bits) - 1)];
@@ -141,9 +175,9 @@ private:
     bool empty() const { return m_head == m_q.size() && m_far.empty(); }
     key min_key() const;
 
-    /// Pending actions. Usually few and mostly scheduled in time order, so
-    /// they are kept as a sorted run m_q[m_head..] (pop: O(1), insert: a
-    /// binary search and a short shift); above k_heap_above pending actions
+    /// Pending actions. Usually few (about ten), so they are kept as a
+    /// sorted run m_q[m_head..] (pop: O(1), insert: a shift of about two
+    /// keys from the nearer end); above k_heap_above pending actions
     /// m_q becomes a binary min-heap until it shrinks below k_sorted_below.
     static constexpr std::size_t k_heap_above = 512;
     static constexpr std::size_t k_sorted_below = 64;

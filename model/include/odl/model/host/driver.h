@@ -137,6 +137,21 @@ private:
     std::uint64_t m_ctl_ids = 0;
     sc_core::sc_time m_cpu_free;
     bool m_poll_pending = false;
+    /// Rings the NHI wrote a descriptor of since they were last polled
+    /// (bit ring_bit()); all set when unknown, so a poll never misses one.
+    /// Rings 32 and up are not tracked: always polled.
+    std::uint64_t m_dirty = ~std::uint64_t{0};
+    static std::uint64_t ring_bit(unsigned h, bool tx) {
+        return h < 32 ? std::uint64_t{1} << (2 * h + (tx ? 1 : 0)) : 0;
+    }
+    /// May ring @h hold new completions? Marks it clean for the next poll.
+    bool take_dirty(unsigned h, bool tx) {
+        const std::uint64_t b = ring_bit(h, tx);
+        if (h >= 32) return true;
+        if (!(m_dirty & b)) return false;
+        m_dirty &= ~b;
+        return true;
+    }
     tlm::tlm_generic_payload m_gp;  ///< reused for BAR0 accesses
     bool m_gp_busy = false;
     bool m_ready = false;
