@@ -22,6 +22,10 @@
 #include "qapi/error.h"
 #include "hw/pci/pci.h"
 #include "hw/pci/msix.h"
+#include "exec/address-spaces.h"
+#include "exec/memory.h"
+#include "exec/ramblock.h"
+#include "qemu/rcu.h"
 #include <poll.h>
 #include <sys/un.h>
 #include "odl_usb4_nhi.h"
@@ -64,18 +68,35 @@ void odl_linkd_disconnect(OdlUsb4NhiState *s, const char *why)
     odl_linkd_arm_reconnect(s);
 }
 
-static bool odl_linkd_send(OdlUsb4NhiState *s, struct odl_linkd_msg *m,
-                           const void *payload, uint32_t len)
+/* Send one message (+payload), with file descriptor @pass_fd if >= 0. */
+static bool odl_linkd_send_fd(OdlUsb4NhiState *s, struct odl_linkd_msg *m,
+                              const void *payload, uint32_t len, int pass_fd)
 {
     struct iovec iov[2] = {
         { .iov_base = m, .iov_len = sizeof(*m) },
         { .iov_base = (void *)payload, .iov_len = len },
     };
     struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
     ssize_t n;
 
     if (s->link.fd < 0) {
         return false;
+    }
+    if (pass_fd >= 0) {
+        struct cmsghdr *c;
+
+        memset(&ctl, 0, sizeof(ctl));
+        mh.msg_control = ctl.buf;
+        mh.msg_controllen = sizeof(ctl.buf);
+        c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
     }
     m->hdr.payload_len = odl_cpu_le32(len);
     trace_odl_nhi_msg_tx(odl_linkd_type_name(odl_le16(m->hdr.type)),
@@ -89,6 +110,12 @@ static bool odl_linkd_send(OdlUsb4NhiState *s, struct odl_linkd_msg *m,
         return false;
     }
     return true;
+}
+
+static bool odl_linkd_send(OdlUsb4NhiState *s, struct odl_linkd_msg *m,
+                           const void *payload, uint32_t len)
+{
+    return odl_linkd_send_fd(s, m, payload, len, -1);
 }
 
 static void odl_linkd_msg(OdlUsb4NhiState *s, struct odl_linkd_msg *m,
@@ -465,6 +492,8 @@ static bool odl_linkd_handshake(OdlUsb4NhiState *s, Error **errp)
 
     odl_linkd_hello_init(&m, s->link.tx_seq++, odl_linkd_now_ps(),
                          s->host_id, ODL_LINKD_MODE_FREE, getpid());
+    m.body.hello.features =
+        odl_cpu_le32(s->shared_ram ? ODL_LINKD_FEAT_SHARED_RAM : 0);
     if (!odl_linkd_send(s, &m, NULL, 0)) {
         error_setg(errp, "cannot send HELLO to odl-linkd");
         return false;
@@ -472,6 +501,8 @@ static bool odl_linkd_handshake(OdlUsb4NhiState *s, Error **errp)
     if (!odl_linkd_expect(s, ODL_LINKD_HELLO, &m, deadline, errp)) {
         return false;
     }
+    s->link.features = odl_le32(m.body.hello.features) &
+                       (s->shared_ram ? ODL_LINKD_FEAT_SHARED_RAM : 0);
     if (odl_le32(m.body.hello.host_id) != s->host_id) {
         error_setg(errp, "odl-linkd answered for host id %u, asked %u",
                    odl_le32(m.body.hello.host_id), s->host_id);
@@ -489,6 +520,75 @@ static bool odl_linkd_handshake(OdlUsb4NhiState *s, Error **errp)
         return false;
     }
     return true;
+}
+
+/*
+ * MEM_MAP: hand the model each shared, fd-backed RAM range of the system
+ * address space, so that it serves DMA there from its own mapping instead
+ * of a DMA_READ/WRITE round trip per access (the co-simulation's main
+ * cost). Only without an IOMMU (bus address == guest physical address);
+ * the first MiB is left out because chipset shadowing (PAM) may remap it.
+ */
+static bool odl_linkd_map_range(Int128 start, Int128 len,
+                                const MemoryRegion *cmr, hwaddr offset,
+                                void *opaque)
+{
+    OdlUsb4NhiState *s = opaque;
+    MemoryRegion *mr = (MemoryRegion *)cmr;
+    const uint64_t align = ODL_LINKD_MEM_MAP_ALIGN;
+    uint64_t addr = int128_get64(start);
+    uint64_t end = addr + int128_get64(len);
+    struct odl_linkd_msg m;
+    int fd;
+
+    if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+        memory_region_is_rom(mr) || mr->readonly || !mr->ram_block ||
+        !qemu_ram_is_shared(mr->ram_block)) {
+        return false;
+    }
+    fd = memory_region_get_fd(mr);
+    if (fd < 0) {
+        return false;
+    }
+    if (addr < 0x100000) {
+        offset += 0x100000 - addr;
+        addr = 0x100000;
+    }
+    if (end <= addr || (addr | offset) % align) {
+        return false;
+    }
+    end = addr + QEMU_ALIGN_DOWN(end - addr, align);
+    if (end == addr) {
+        return false;
+    }
+    if (s->link.ram_maps >= ODL_LINKD_MAX_MEM_MAPS) {
+        return true;
+    }
+    odl_linkd_msg(s, &m, ODL_LINKD_MEM_MAP, 0);
+    m.body.mem_map.addr = odl_cpu_le64(addr);
+    m.body.mem_map.len = odl_cpu_le64(end - addr);
+    m.body.mem_map.fd_offset = odl_cpu_le64(offset);
+    trace_odl_nhi_mem_map(addr, end - addr, offset);
+    if (!odl_linkd_send_fd(s, &m, NULL, 0, fd)) {
+        return true;
+    }
+    s->link.ram_maps++;
+    return false;
+}
+
+static void odl_linkd_share_ram(OdlUsb4NhiState *s)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+
+    s->link.ram_maps = 0;
+    if (!(s->link.features & ODL_LINKD_FEAT_SHARED_RAM) ||
+        pci_device_iommu_address_space(pdev) != &address_space_memory) {
+        return;
+    }
+    WITH_RCU_READ_LOCK_GUARD() {
+        flatview_for_each_range(address_space_to_flatview(&address_space_memory),
+                                odl_linkd_map_range, s);
+    }
 }
 
 bool odl_linkd_connect(OdlUsb4NhiState *s, Error **errp)
@@ -524,6 +624,7 @@ bool odl_linkd_connect(OdlUsb4NhiState *s, Error **errp)
     s->link.tx_seq = 0;
     s->link.rx_seq = 0;
     s->link.in_dma = false;
+    s->link.features = 0;
     if (!odl_linkd_handshake(s, &local_err)) {
         if (s->link.fd >= 0) {
             close(s->link.fd);
@@ -542,6 +643,7 @@ bool odl_linkd_connect(OdlUsb4NhiState *s, Error **errp)
     qemu_set_fd_handler(fd, odl_linkd_readable, NULL, s);
     trace_odl_nhi_link_up(s->socket_path, s->host_id);
     odl_linkd_send_devctrl(s);
+    odl_linkd_share_ram(s);
     return true;
 }
 

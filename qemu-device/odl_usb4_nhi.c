@@ -157,6 +157,7 @@ static Property odl_nhi_properties[] = {
     DEFINE_PROP_UINT16("device-id", OdlUsb4NhiState, device_id,
                        ODL_NHI_DEVICE_ID),
     DEFINE_PROP_UINT32("reconnect-ms", OdlUsb4NhiState, reconnect_ms, 1000),
+    DEFINE_PROP_BOOL("shared-ram", OdlUsb4NhiState, shared_ram, true),
     DEFINE_PROP_END_OF_LIST(),
 };
 

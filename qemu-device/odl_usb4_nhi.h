@@ -47,6 +47,8 @@ OBJECT_DECLARE_SIMPLE_TYPE(OdlUsb4NhiState, ODL_USB4_NHI)
  * @in_dma: set while we perform a DMA for the model (re-entrancy guard)
  * @reconnect_timer: retries the connection while the link is down
  * @bad_msgs: malformed or unexpected messages received (never trusted)
+ * @features: ODL_LINKD_FEAT_* both sides agreed on at the handshake
+ * @ram_maps: guest RAM ranges handed to the model (MEM_MAP)
  * @buf: receive buffer for one datagram
  */
 typedef struct OdlLinkdClient {
@@ -57,6 +59,8 @@ typedef struct OdlLinkdClient {
     bool in_dma;
     QEMUTimer *reconnect_timer;
     uint64_t bad_msgs;
+    uint32_t features;
+    uint32_t ram_maps;
     uint8_t buf[64 + 4096];
 } OdlLinkdClient;
 
@@ -72,6 +76,7 @@ struct OdlUsb4NhiState {
     uint16_t vendor_id;
     uint16_t device_id;
     uint32_t reconnect_ms;
+    bool shared_ram;
 };
 
 /* odl_linkd_client.c */

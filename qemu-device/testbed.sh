@@ -18,6 +18,8 @@
 #   ODL_VM_DIR     state, sockets and logs (default: ${XDG_RUNTIME_DIR:-/tmp}/odl-vm-$UID)
 #   ODL_LINKD_ARGS extra odl-linkd options (e.g. --record FILE)
 #   ODL_VM_MEM     guest memory, MiB (default 512)
+#   ODL_VM_SHARED_RAM  1 (default): guest RAM shared with odl-linkd for direct
+#                  DMA; 0: private RAM, every DMA a socket round trip
 #   ODL_VM_ACCEL   tcg (default) or kvm (-cpu host; only where KVM is known to work)
 #   ODL_VM_QEMU_ARGS  extra QEMU options for both VMs (e.g. -trace 'odl_nhi_*')
 #   ODL_VM_EXEC_TIMEOUT  seconds per exec (default 60)
@@ -137,13 +139,21 @@ cmd_up() {
 		initrd="$dir/initrd-cmd.gz"
 	fi
 
+	# Guest RAM in a shared memfd: the device hands it to odl-linkd, which
+	# then serves DMA into RAM itself (no socket round trip per access).
+	# ODL_VM_SHARED_RAM=0 keeps private RAM (every DMA a message).
+	local mem=${ODL_VM_MEM:-512} machine=(-M q35 -m "${ODL_VM_MEM:-512}")
+	if [ "${ODL_VM_SHARED_RAM:-1}" != 0 ]; then
+		machine=(-object "memory-backend-memfd,id=odl-ram,size=${mem}M,share=on"
+			-M q35,memory-backend=odl-ram -m "$mem")
+	fi
 	local v idx accel=(-accel tcg -cpu max)
 	[ "${ODL_VM_ACCEL:-tcg}" = kvm ] && accel=(-accel kvm -cpu host)
 	for v in "${vms[@]}"; do
 		idx=$(vm_index "$v")
 		say "starting VM $v ($(cat "$image/KERNEL_VERSION"), ${ODL_VM_ACCEL:-tcg})"
 		setsid "$qemu" -L /usr/share/qemu -L /usr/share/seabios \
-			-name "odl-$v" "${accel[@]}" -M q35 -m "${ODL_VM_MEM:-512}" -smp 1 \
+			-name "odl-$v" "${accel[@]}" "${machine[@]}" -smp 1 \
 			-display none -vga none -monitor none -no-reboot -net none \
 			-kernel "$image/vmlinuz" -initrd "$initrd" \
 			-append "console=ttyS0 panic=-1 odl.host=$v" \

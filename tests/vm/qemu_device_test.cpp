@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -68,6 +69,8 @@ class fake_linkd {
 public:
     int fd = -1;
     std::uint64_t seq = 0;
+    int rx_fd = -1;  ///< descriptor that came with the last message, if any
+    ~fake_linkd() { close(); }
 
     bool send(struct odl_linkd_msg m, const void* payload = nullptr, std::uint32_t len = 0) {
         m.hdr.seq = odl_cpu_le64(seq++);
@@ -88,8 +91,22 @@ public:
             struct pollfd p = {fd, POLLIN, 0};
             if (::poll(&p, 1, ms) != 1) return false;
             std::vector<std::uint8_t> b(ODL_LINKD_MAX_DATAGRAM);
-            const ssize_t n = ::recv(fd, b.data(), b.size(), 0);
+            union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int))];
+            } ctl;
+            struct iovec iov = {b.data(), b.size()};
+            struct msghdr mh {};
+            mh.msg_iov = &iov;
+            mh.msg_iovlen = 1;
+            mh.msg_control = ctl.buf;
+            mh.msg_controllen = sizeof(ctl.buf);
+            const ssize_t n = ::recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
             if (n <= 0) return false;
+            drop_fd();
+            if (struct cmsghdr* c = CMSG_FIRSTHDR(&mh);
+                c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+                std::memcpy(&rx_fd, CMSG_DATA(c), sizeof(int));
             if (odl_linkd_check(b.data(), static_cast<std::size_t>(n), ODL_LINKD_SIDE_DEV, &m) !=
                 ODL_LINKD_OK)
                 return false;
@@ -99,14 +116,21 @@ public:
             return true;
         }
     }
-    /// Answers the device's HELLO like odl-linkd does.
-    bool handshake(unsigned expect_host) {
+    void drop_fd() {
+        if (rx_fd >= 0) ::close(rx_fd);
+        rx_fd = -1;
+    }
+    /// Answers the device's HELLO like odl-linkd does, accepting the
+    /// offered features in @accept.
+    bool handshake(unsigned expect_host, std::uint32_t accept = 0) {
         struct odl_linkd_msg m;
         if (!recv(m) || odl_le16(m.hdr.type) != ODL_LINKD_HELLO) return false;
         if (odl_le32(m.body.hello.host_id) != expect_host) return false;
+        offered = odl_le32(m.body.hello.features);
         seq = 0;
         struct odl_linkd_msg h;
         odl_linkd_hello_init(&h, 0, 0, expect_host, ODL_LINKD_MODE_FREE, 1);
+        h.body.hello.features = odl_cpu_le32(offered & accept);
         struct odl_linkd_msg d;
         odl_linkd_msg_init(&d, ODL_LINKD_DEV_INFO, 0, 0, 0);
         d.body.dev_info.msix_vectors = 16;
@@ -118,9 +142,11 @@ public:
         return send(h) && send(d);
     }
     void close() {
+        drop_fd();
         if (fd >= 0) ::close(fd);
         fd = -1;
     }
+    std::uint32_t offered = 0;  ///< features in the device's HELLO
 };
 
 /// qtest text protocol over a unix stream socket.
@@ -175,6 +201,11 @@ private:
 
 class QemuDevice : public ::testing::Test {
 protected:
+    /// Guest RAM in a shared memfd (as the testbed runs it).
+    bool m_shared_ram = false;
+    /// Features the fake server accepts.
+    std::uint32_t m_accept = 0;
+
     void SetUp() override {
         const std::string qemu = qemu_path();
         ASSERT_FALSE(qemu.empty()) << "no QEMU (qemu-device/build-qemu.sh)";
@@ -189,7 +220,7 @@ protected:
         bool shook = false;
         std::thread t([&] {
             link.fd = accept_within(m_link_lfd, 20000);
-            shook = link.fd >= 0 && link.handshake(0);
+            shook = link.fd >= 0 && link.handshake(0, m_accept);
         });
         m_pid = ::fork();
         if (m_pid == 0) {
@@ -198,8 +229,11 @@ protected:
             const std::string qt = "unix:" + m_dir + "/qtest.sock";
             const std::string log = m_dir + "/qemu.log";
             std::freopen(log.c_str(), "w", stderr);
+            const char* obj = "memory-backend-memfd,id=ram,size=64M,share=on";
+            const char* mach = m_shared_ram ? "q35,memory-backend=ram" : "q35";
+            // With private RAM the -object is still created but not used.
             ::execl(qemu.c_str(), qemu.c_str(), "-L", "/usr/share/seabios", "-L", "/usr/share/qemu",
-                    "-machine", "q35", "-accel", "qtest", "-qtest",
+                    "-object", obj, "-machine", mach, "-accel", "qtest", "-qtest",
                     qt.c_str(), "-display", "none", "-nodefaults", "-m", "64", "-device",
                     dev.c_str(), static_cast<char*>(nullptr));
             _exit(127);
@@ -348,6 +382,67 @@ TEST_F(QemuDevice, HungServerTimesOutAndLinkDrops) {
     EXPECT_GE(s, 9.0);
     EXPECT_LT(s, 20.0);
     EXPECT_TRUE(qemu_alive());
+}
+
+/// The testbed's configuration: RAM in a shared memfd, the server accepts.
+class QemuDeviceSharedRam : public QemuDevice {
+protected:
+    QemuDeviceSharedRam() {
+        m_shared_ram = true;
+        m_accept = ODL_LINKD_FEAT_SHARED_RAM;
+    }
+};
+
+TEST_F(QemuDeviceSharedRam, MapsGuestRamThatMatchesWhatTheGuestSees) {
+    struct range {
+        std::uint64_t addr, len, off;
+        int fd;
+    };
+    std::vector<range> ranges;
+    struct odl_linkd_msg m;
+    while (link.recv(m, nullptr, 1000)) {
+        if (odl_le16(m.hdr.type) != ODL_LINKD_MEM_MAP) continue;
+        ASSERT_GE(link.rx_fd, 0) << "MEM_MAP without a file descriptor";
+        ranges.push_back({odl_le64(m.body.mem_map.addr), odl_le64(m.body.mem_map.len),
+                          odl_le64(m.body.mem_map.fd_offset), ::dup(link.rx_fd)});
+    }
+    ASSERT_FALSE(ranges.empty()) << "no MEM_MAP from the device";
+    std::uint64_t total = 0;
+    const range* low = nullptr;
+    for (const range& r : ranges) {
+        EXPECT_GE(r.addr, 0x100000u) << "the first MiB is never shared";
+        total += r.len;
+        if (r.addr <= 0x200000 && 0x200000 + 8 <= r.addr + r.len) low = &r;
+    }
+    EXPECT_EQ(total, (64u << 20) - 0x100000u);  // all RAM above 1 MiB
+    ASSERT_NE(low, nullptr) << "guest address 0x200000 is not shared";
+    void* p = ::mmap(nullptr, low->len, PROT_READ | PROT_WRITE, MAP_SHARED, low->fd,
+                     static_cast<off_t>(low->off));
+    ASSERT_NE(p, MAP_FAILED);
+    auto* at = static_cast<volatile std::uint32_t*>(p) + (0x200000 - low->addr) / 4;
+    q.cmd("writel 0x200000 0x12345678");      // the guest writes ...
+    EXPECT_EQ(at[0], 0x12345678u);            // ... the server sees it
+    at[1] = 0xfeedbeefu;                      // the server writes ...
+    EXPECT_EQ(q.val("readl 0x200004"), 0xfeedbeefu);  // ... the guest sees it
+    ::munmap(p, low->len);
+    for (const range& r : ranges) ::close(r.fd);
+}
+
+/// Shared RAM offered, but the server does not accept the feature.
+class QemuDeviceSharedRamRefused : public QemuDevice {
+protected:
+    QemuDeviceSharedRamRefused() { m_shared_ram = true; }
+};
+
+TEST_F(QemuDeviceSharedRamRefused, OffersSharedRamButSendsNoMemMap) {
+    EXPECT_EQ(link.offered, ODL_LINKD_FEAT_SHARED_RAM);
+    struct odl_linkd_msg m;
+    int msgs = 0;
+    while (link.recv(m, nullptr, 500)) {
+        msgs++;
+        EXPECT_NE(odl_le16(m.hdr.type), ODL_LINKD_MEM_MAP);
+    }
+    EXPECT_GE(msgs, 1);  // the DEVCTRL of SetUp's config writes did arrive
 }
 
 }  // namespace

@@ -21,7 +21,7 @@
 
 #define ODL_LINKD_MAGIC 0x4b4c444fu /* "ODLK" little-endian, in HELLO */
 #define ODL_LINKD_VERSION_MAJOR 1   /* incompatible changes */
-#define ODL_LINKD_VERSION_MINOR 0   /* compatible additions */
+#define ODL_LINKD_VERSION_MINOR 1   /* compatible additions: 1 = MEM_MAP */
 
 #define ODL_LINKD_MSG_BYTES 64u      /* every message, payload excluded */
 #define ODL_LINKD_MAX_PAYLOAD 4096u  /* DMA bytes per message, at most */
@@ -47,7 +47,8 @@ enum odl_linkd_type {
 	ODL_LINKD_DMA_WRITE_CPL = 0x43, /* body.dma; tag = DMA_WRITE's */
 	ODL_LINKD_DEVCTRL = 0x44,       /* body.devctrl: PCI command/MSI-X state */
 	ODL_LINKD_RESET = 0x45,         /* body.reset: system reset or FLR */
-	ODL_LINKD_DEV_LAST = 0x45,
+	ODL_LINKD_MEM_MAP = 0x46,       /* body.mem_map + one fd (SCM_RIGHTS) */
+	ODL_LINKD_DEV_LAST = 0x46,
 
 	ODL_LINKD_MODEL_FIRST = 0x60,
 	ODL_LINKD_DEV_INFO = 0x60,      /* body.dev_info, right after HELLO */
@@ -63,7 +64,20 @@ enum odl_linkd_type {
 #define ODL_LINKD_MODE_FREE 0u /* free-running, model paced to wall clock */
 #define ODL_LINKD_MODE_DET 1u  /* deterministic, conservative windows (later) */
 
-/* odl_linkd_hello.features: none defined yet; unknown bits are ignored */
+/*
+ * odl_linkd_hello.features: unknown bits are ignored. The device sets the
+ * bits it offers; the model echoes those it accepts, and only accepted
+ * features are used.
+ */
+/*
+ * Shared guest RAM: the device sends MEM_MAP messages that hand the model
+ * the file descriptor of guest RAM, so the model performs DMA into RAM
+ * itself instead of one DMA_READ/WRITE round trip per access. Offered only
+ * when the device has no IOMMU in its path and RAM is a shared fd.
+ */
+#define ODL_LINKD_FEAT_SHARED_RAM (1u << 0)
+#define ODL_LINKD_MAX_MEM_MAPS 32u /* MEM_MAP ranges per connection */
+#define ODL_LINKD_MEM_MAP_ALIGN 4096u
 
 /* odl_linkd_body_status values (MMIO_READ_CPL, DMA_*_CPL) */
 #define ODL_LINKD_ST_OK 0u
@@ -113,7 +127,7 @@ ODL_WIRE_SIZE(struct odl_linkd_hdr, 32);
  * @magic: ODL_LINKD_MAGIC
  * @version_major: ODL_LINKD_VERSION_MAJOR; a different major is refused
  * @version_minor: ODL_LINKD_VERSION_MINOR
- * @features: feature bits the sender supports (none defined)
+ * @features: ODL_LINKD_FEAT_* the sender supports (model: accepts)
  * @host_id: device: which host (NHI) of the model it is, 0 = A, 1 = B, ...;
  *	model: echoes the accepted id
  * @mode: ODL_LINKD_MODE_*; the model answers with the mode it runs in
@@ -230,6 +244,27 @@ struct odl_linkd_devctrl {
 ODL_WIRE_SIZE(struct odl_linkd_devctrl, 32);
 
 /**
+ * struct odl_linkd_mem_map - MEM_MAP body: one range of guest RAM.
+ * Sent by the device after the handshake when the model accepted
+ * ODL_LINKD_FEAT_SHARED_RAM, one message per range, each with exactly one
+ * file descriptor (SCM_RIGHTS) holding that RAM. The model maps
+ * [@fd_offset, @fd_offset + @len) of the fd at bus addresses
+ * [@addr, @addr + @len) and serves DMA inside a range from the mapping
+ * while bus mastering is on; DMA elsewhere still uses DMA_READ/WRITE.
+ * @addr: guest bus address of the range, ODL_LINKD_MEM_MAP_ALIGN aligned
+ * @len: bytes, non-zero, ODL_LINKD_MEM_MAP_ALIGN aligned
+ * @fd_offset: offset of the range in the fd, ODL_LINKD_MEM_MAP_ALIGN aligned
+ * @reserved: zero
+ */
+struct odl_linkd_mem_map {
+	__le64 addr;
+	__le64 len;
+	__le64 fd_offset;
+	__le64 reserved;
+};
+ODL_WIRE_SIZE(struct odl_linkd_mem_map, 32);
+
+/**
  * struct odl_linkd_reset - RESET body.
  * @kind: ODL_LINKD_RESET_*
  * @reserved: zero
@@ -283,6 +318,7 @@ struct odl_linkd_msg {
 		struct odl_linkd_irq irq;
 		struct odl_linkd_devctrl devctrl;
 		struct odl_linkd_reset reset;
+		struct odl_linkd_mem_map mem_map;
 		struct odl_linkd_terminate terminate;
 		struct odl_linkd_link link;
 		__u8 raw[32];

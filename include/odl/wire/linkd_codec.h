@@ -66,6 +66,7 @@ static inline const char *odl_linkd_type_name(unsigned int type)
 	case ODL_LINKD_DMA_WRITE_CPL: return "dma_write_cpl";
 	case ODL_LINKD_DEVCTRL: return "devctrl";
 	case ODL_LINKD_RESET: return "reset";
+	case ODL_LINKD_MEM_MAP: return "mem_map";
 	case ODL_LINKD_DEV_INFO: return "dev_info";
 	case ODL_LINKD_MMIO_READ_CPL: return "mmio_read_cpl";
 	case ODL_LINKD_DMA_READ: return "dma_read";
@@ -262,6 +263,20 @@ static inline enum odl_linkd_err odl_linkd_check(const void *buf, size_t len,
 			return ODL_LINKD_ERR_FIELD;
 		}
 		break;
+	case ODL_LINKD_MEM_MAP: {
+		__u64 addr = odl_le64(m.body.mem_map.addr);
+		__u64 mlen = odl_le64(m.body.mem_map.len);
+		__u64 off = odl_le64(m.body.mem_map.fd_offset);
+
+		if (m.body.mem_map.reserved) {
+			return ODL_LINKD_ERR_RESERVED;
+		}
+		if (mlen == 0 || (addr | mlen | off) % ODL_LINKD_MEM_MAP_ALIGN ||
+		    addr + mlen < addr || off + mlen < off) {
+			return ODL_LINKD_ERR_FIELD;
+		}
+		break;
+	}
 	case ODL_LINKD_DEV_INFO:
 		if (m.body.dev_info.msix_vectors == 0 ||
 		    m.body.dev_info.msix_vectors > 32) {

@@ -54,8 +54,13 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     std::string record;
     app.add_option("--record", record,
                    "write every MMIO, DMA and IRQ at the model seam to this file (for replay tests)");
+    bool no_shared_ram = false;
+    app.add_flag("--no-shared-ram", no_shared_ram,
+                 "refuse guest RAM offered by the devices: every DMA is a message round trip "
+                 "(slower; for comparison)");
     app.add_flag("-v,--verbose", cfg.verbose, "log connection details");
     CLI11_PARSE(app, argc, argv);
+    cfg.shared_ram = !no_shared_ram;
 
     std::unique_ptr<odl::model::linkd::model_backend> model;
     if (backend == "stub") {

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "odl/wire/linkd_codec.h"
+#include "shared_ram.h"
 
 namespace odl::model::linkd {
 
@@ -41,6 +42,7 @@ public:
 
     connection(server& srv, int fd) : m_srv(srv), m_fd(fd), m_born_ns(mono_ns()) {}
     ~connection() override {
+        close_rx_fds();
         if (m_fd >= 0) ::close(m_fd);
     }
     connection(const connection&) = delete;
@@ -51,6 +53,7 @@ public:
     int host() const { return m_host; }
     std::int64_t born_ns() const { return m_born_ns; }
     conn_stats& stats() { return m_stats; }
+    const conn_stats& stats() const { return m_stats; }
     std::deque<std::vector<std::uint8_t>>& stash() { return m_stash; }
     std::uint64_t& rx_seq() { return m_rx_seq; }
     void attach(int host) {
@@ -59,6 +62,22 @@ public:
     }
     void kill() { m_state = state::dead; }
     int& last_peer() { return m_last_peer; }
+    shared_ram& ram() { return m_ram; }
+    void drop_fds() { close_rx_fds(); }
+    void set_command(std::uint16_t command) { m_bus_master = command & 0x4; }
+    std::uint32_t& features() { return m_features; }
+
+    /// The one file descriptor that came with the last datagram, or -1
+    /// (none, or several: those are closed). The caller owns it.
+    int take_fd() {
+        int fd = -1;
+        if (m_rx_fds.size() == 1) {
+            fd = m_rx_fds.front();
+            m_rx_fds.clear();
+        }
+        close_rx_fds();
+        return fd;
+    }
     bool was_attached() const { return m_host >= 0; }
 
     /// Sends one message (+payload). False and marked dead on failure.
@@ -98,10 +117,34 @@ public:
             if (r == 0) return 0;
         }
         buf.resize(ODL_LINKD_MAX_DATAGRAM);
+        // File descriptors come only with MEM_MAP; any left unclaimed from
+        // the previous datagram are closed here, so garbage cannot leak fds.
+        close_rx_fds();
+        union {
+            struct cmsghdr align;
+            char buf[CMSG_SPACE(4 * sizeof(int))];
+        } ctl;
+        struct iovec iov = {buf.data(), buf.size()};
+        struct msghdr mh {};
+        mh.msg_iov = &iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = ctl.buf;
+        mh.msg_controllen = sizeof(ctl.buf);
         ssize_t n;
         do {
-            n = ::recv(m_fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC);
+            n = ::recvmsg(m_fd, &mh, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
         } while (n < 0 && errno == EINTR);
+        for (struct cmsghdr* c = n >= 0 ? CMSG_FIRSTHDR(&mh) : nullptr; c;
+             c = CMSG_NXTHDR(&mh, c)) {
+            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+            const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (std::size_t i = 0; i < count; i++) {
+                int fd;
+                std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                m_rx_fds.push_back(fd);
+            }
+        }
+        if (n >= 0 && (mh.msg_flags & MSG_CTRUNC)) m_stats.bad_msgs++;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
         if (n <= 0) {
             m_srv.drop(*this, n == 0 ? "disconnected" : std::strerror(errno));
@@ -132,6 +175,14 @@ private:
     /// anything else the host sends meanwhile for the main loop.
     bool dma(unsigned type, std::uint64_t addr, void* rbuf, const void* wbuf,
              std::size_t len) {
+        // Shared guest RAM: no round trip. Bus mastering is checked here as
+        // QEMU would; anything outside the shared ranges (MMIO, unmapped)
+        // still goes to QEMU, which refuses or performs it.
+        if (m_state == state::attached && m_bus_master && m_ram.ranges() &&
+            (rbuf ? m_ram.read(addr, rbuf, len) : m_ram.write(addr, wbuf, len))) {
+            m_stats.dma_direct++;
+            return true;
+        }
         if (m_state != state::attached || len == 0 ||
             len > ODL_LINKD_MAX_PAYLOAD)
             return false;
@@ -190,9 +241,37 @@ private:
     std::uint64_t m_rx_seq = 0;
     std::uint64_t m_next_tag = 0;
     conn_stats m_stats;
+    void close_rx_fds() {
+        for (int fd : m_rx_fds) ::close(fd);
+        m_rx_fds.clear();
+    }
+
     std::deque<std::vector<std::uint8_t>> m_stash;
     int m_last_peer = -1;  ///< last LINK_STATE sent: peer host, -1 = down
+    shared_ram m_ram;
+    bool m_bus_master = false;
+    std::uint32_t m_features = 0;  ///< agreed ODL_LINKD_FEAT_*
+    std::vector<int> m_rx_fds;     ///< fds received with the last datagram
 };
+
+conn_stats server::live_stats() const {
+    conn_stats t;
+    for (const auto& c : m_conns) {
+        const conn_stats& s = c->stats();
+        t.rx_msgs += s.rx_msgs;
+        t.tx_msgs += s.tx_msgs;
+        t.bad_msgs += s.bad_msgs;
+        t.seq_gaps += s.seq_gaps;
+        t.mmio_reads += s.mmio_reads;
+        t.mmio_writes += s.mmio_writes;
+        t.dma_reads += s.dma_reads;
+        t.dma_writes += s.dma_writes;
+        t.dma_direct += s.dma_direct;
+        t.mem_maps += s.mem_maps;
+        t.irqs += s.irqs;
+    }
+    return t;
+}
 
 server::server(server_config cfg, model_backend& model)
     : m_cfg(std::move(cfg)), m_model(model), m_start_ns(mono_ns()) {}
@@ -349,6 +428,9 @@ void server::handshake(connection& c, const struct odl_linkd_msg& m) {
     struct odl_linkd_msg h;
     odl_linkd_hello_init(&h, 0, 0, host, ODL_LINKD_MODE_FREE,
                          static_cast<__u32>(::getpid()));
+    c.features() = odl_le32(m.body.hello.features) &
+                   (m_cfg.shared_ram ? ODL_LINKD_FEAT_SHARED_RAM : 0u);
+    h.body.hello.features = odl_cpu_le32(c.features());
     const device_info di = m_model.info(host);
     struct odl_linkd_msg d;
     odl_linkd_msg_init(&d, ODL_LINKD_DEV_INFO, 0, 0, 0);
@@ -400,7 +482,29 @@ void server::handle(connection& c, const struct odl_linkd_msg& m,
         c.send(r);
         break;
     }
+    case ODL_LINKD_MEM_MAP: {
+        const int fd = c.take_fd();
+        std::string err;
+        if (!(c.features() & ODL_LINKD_FEAT_SHARED_RAM))
+            err = "MEM_MAP without the shared-RAM feature";
+        else if (fd < 0)
+            err = "MEM_MAP without exactly one file descriptor";
+        else if (!c.ram().add(fd, odl_le64(m.body.mem_map.addr), odl_le64(m.body.mem_map.len),
+                              odl_le64(m.body.mem_map.fd_offset), err))
+            err = "MEM_MAP refused: " + err;
+        if (fd >= 0) ::close(fd);
+        if (!err.empty()) {
+            note_bad(c, err.c_str());
+            break;
+        }
+        c.stats().mem_maps++;
+        if (m_cfg.verbose)
+            fmt::print(stderr, "odl-linkd: host {}: guest RAM 0x{:x}+0x{:x} shared\n", c.host(),
+                       odl_le64(m.body.mem_map.addr), odl_le64(m.body.mem_map.len));
+        break;
+    }
     case ODL_LINKD_DEVCTRL:
+        c.set_command(odl_le16(m.body.devctrl.command));
         nhi.devctrl(odl_le16(m.body.devctrl.command),
                     odl_le16(m.body.devctrl.flags) & ODL_LINKD_DEVCTRL_MSIX_ENABLED);
         break;
@@ -424,6 +528,8 @@ void server::serve(connection& c) {
     for (int i = 0; i < batch && c.st() != connection::state::dead; i++) {
         ssize_t n;
         if (!c.stash().empty()) {
+            // A stashed datagram's fds were closed while it waited.
+            c.drop_fds();
             buf = std::move(c.stash().front());
             c.stash().pop_front();
             n = static_cast<ssize_t>(buf.size());
@@ -464,7 +570,12 @@ void server::reap() {
         if ((*it)->was_attached()) {
             // The model unplugs this host; its peers see the link go down.
             m_model.attach(static_cast<unsigned>((*it)->host()), nullptr);
-            fmt::print(stderr, "odl-linkd: host {} detached\n", (*it)->host());
+            const conn_stats& st = (*it)->stats();
+            fmt::print(stderr,
+                       "odl-linkd: host {} detached (DMA: {} from shared RAM in {} MiB, "
+                       "{} reads and {} writes by message; {} MMIO reads, {} irqs)\n",
+                       (*it)->host(), st.dma_direct, (*it)->ram().bytes() >> 20,
+                       st.dma_reads, st.dma_writes, st.mmio_reads, st.irqs);
         }
         it = m_conns.erase(it);
     }

@@ -105,6 +105,36 @@ TEST(LinkdCodec, RejectsMmioSizes) {
             << sz;
 }
 
+struct odl_linkd_msg mem_map(std::uint64_t addr, std::uint64_t len, std::uint64_t off) {
+    struct odl_linkd_msg m;
+    odl_linkd_msg_init(&m, ODL_LINKD_MEM_MAP, 1, 0, 0);
+    m.body.mem_map.addr = odl_cpu_le64(addr);
+    m.body.mem_map.len = odl_cpu_le64(len);
+    m.body.mem_map.fd_offset = odl_cpu_le64(off);
+    return m;
+}
+
+TEST(LinkdCodec, MemMapRangesAreChecked) {
+    EXPECT_EQ(check(bytes(mem_map(0x100000, 0x1000000, 0x100000)), ODL_LINKD_SIDE_DEV),
+              ODL_LINKD_OK);
+    EXPECT_EQ(check(bytes(mem_map(0x100000, 0x1000, 0)), ODL_LINKD_SIDE_MODEL),
+              ODL_LINKD_ERR_TYPE);  // only the device shares RAM
+    EXPECT_EQ(check(bytes(mem_map(0x100000, 0, 0)), ODL_LINKD_SIDE_DEV), ODL_LINKD_ERR_FIELD);
+    EXPECT_EQ(check(bytes(mem_map(0x100800, 0x1000, 0)), ODL_LINKD_SIDE_DEV), ODL_LINKD_ERR_FIELD);
+    EXPECT_EQ(check(bytes(mem_map(0x100000, 0x1800, 0)), ODL_LINKD_SIDE_DEV), ODL_LINKD_ERR_FIELD);
+    EXPECT_EQ(check(bytes(mem_map(0x100000, 0x1000, 0x10)), ODL_LINKD_SIDE_DEV), ODL_LINKD_ERR_FIELD);
+    EXPECT_EQ(check(bytes(mem_map(0xfffffffffffff000ull, 0x2000, 0)), ODL_LINKD_SIDE_DEV),
+              ODL_LINKD_ERR_FIELD);  // wraps
+    EXPECT_EQ(check(bytes(mem_map(0, 0x2000, 0xfffffffffffff000ull)), ODL_LINKD_SIDE_DEV),
+              ODL_LINKD_ERR_FIELD);
+    auto m = mem_map(0x100000, 0x1000, 0);
+    m.body.mem_map.reserved = odl_cpu_le64(1);
+    EXPECT_EQ(check(bytes(m), ODL_LINKD_SIDE_DEV), ODL_LINKD_ERR_RESERVED);
+    EXPECT_EQ(check(bytes(mem_map(0x100000, 0x1000, 0), 16), ODL_LINKD_SIDE_DEV),
+              ODL_LINKD_ERR_LEN);  // carries no payload
+    EXPECT_STREQ(odl_linkd_type_name(ODL_LINKD_MEM_MAP), "mem_map");
+}
+
 TEST(LinkdCodec, DmaPayloadMustMatchLength) {
     struct odl_linkd_msg m;
     odl_linkd_msg_init(&m, ODL_LINKD_DMA_WRITE, 0, 0, 1);

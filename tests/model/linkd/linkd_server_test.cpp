@@ -5,7 +5,9 @@
 #include "odl/model/linkd/server.h"
 
 #include <gtest/gtest.h>
+#include <dirent.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -25,6 +27,7 @@ namespace {
 constexpr std::uint64_t reg_value = 0x100;   // read: returns 0x5a5a0000 | offset
 constexpr std::uint64_t reg_dma = 0x200;     // write: DMA-read 16 bytes at value
 constexpr std::uint64_t reg_irq = 0x204;     // write: raise MSI-X vector value
+constexpr std::uint64_t reg_dma_wr = 0x208;  // write: DMA-write 16 bytes (0xc0 + i) at value
 
 /// Test double of the model: a few magic registers that exercise host_bus.
 class fake_model final : public model_backend {
@@ -44,6 +47,13 @@ public:
                 std::lock_guard<std::mutex> g(m_m.mu);
                 m_m.dma_ok = ok;
                 m_m.dma_data.assign(buf, buf + sizeof(buf));
+            } else if (off == reg_dma_wr) {
+                std::uint8_t buf[16];
+                for (int i = 0; i < 16; i++) buf[i] = static_cast<std::uint8_t>(0xc0 + i);
+                const bool ok = bus->dma_write(v, buf, sizeof(buf));
+                std::lock_guard<std::mutex> g(m_m.mu);
+                m_m.dma_ok = ok;
+                m_m.dma_writes_done++;
             } else if (off == reg_irq) {
                 bus->raise_irq(static_cast<unsigned>(v));
             }
@@ -72,6 +82,7 @@ public:
     std::atomic<int> attaches{0}, detaches{0}, resets{0};
     std::mutex mu;
     bool dma_ok = false;
+    int dma_writes_done = 0;
     std::vector<std::uint8_t> dma_data;
 };
 
@@ -116,12 +127,33 @@ public:
         if (payload) payload->assign(b.begin() + 64, b.begin() + n);
         return true;
     }
-    bool hello(unsigned host) {
+    /// Sends @m with the file descriptors @fds attached (SCM_RIGHTS).
+    bool send_fds(struct odl_linkd_msg m, const std::vector<int>& fds) {
+        m.hdr.seq = odl_cpu_le64(m_seq++);
+        struct iovec iov = {&m, sizeof(m)};
+        std::vector<char> ctl(CMSG_SPACE(sizeof(int) * fds.size()));
+        struct msghdr mh {};
+        mh.msg_iov = &iov;
+        mh.msg_iovlen = 1;
+        if (!fds.empty()) {
+            mh.msg_control = ctl.data();
+            mh.msg_controllen = ctl.size();
+            struct cmsghdr* c = CMSG_FIRSTHDR(&mh);
+            c->cmsg_level = SOL_SOCKET;
+            c->cmsg_type = SCM_RIGHTS;
+            c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+            std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+        }
+        return ::sendmsg(m_fd, &mh, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(m));
+    }
+    bool hello(unsigned host, std::uint32_t features = 0, std::uint32_t* agreed = nullptr) {
         struct odl_linkd_msg m;
         odl_linkd_hello_init(&m, 0, 0, host, ODL_LINKD_MODE_FREE, 1);
+        m.body.hello.features = odl_cpu_le32(features);
         if (!send(m)) return false;
         struct odl_linkd_msg r;
         if (!recv(r) || odl_le16(r.hdr.type) != ODL_LINKD_HELLO) return false;
+        if (agreed) *agreed = odl_le32(r.body.hello.features);
         if (!recv(r) || odl_le16(r.hdr.type) != ODL_LINKD_DEV_INFO) return false;
         return odl_le32(r.body.dev_info.bar0_bytes) == 0x40000;
     }
@@ -132,6 +164,20 @@ public:
         m.body.mmio.offset = odl_cpu_le64(off);
         m.body.mmio.data = odl_cpu_le64(v);
         return send(m);
+    }
+    bool devctrl(std::uint16_t command) {
+        struct odl_linkd_msg m;
+        odl_linkd_msg_init(&m, ODL_LINKD_DEVCTRL, 0, 0, 0);
+        m.body.devctrl.command = odl_cpu_le16(command);
+        return send(m);
+    }
+    bool mem_map(std::uint64_t addr, std::uint64_t len, std::uint64_t off, std::vector<int> fds) {
+        struct odl_linkd_msg m;
+        odl_linkd_msg_init(&m, ODL_LINKD_MEM_MAP, 0, 0, 0);
+        m.body.mem_map.addr = odl_cpu_le64(addr);
+        m.body.mem_map.len = odl_cpu_le64(len);
+        m.body.mem_map.fd_offset = odl_cpu_le64(off);
+        return send_fds(m, fds);
     }
     /// MMIO read; returns the completion status or -1 on no answer.
     long mmio_read(std::uint64_t off, std::uint64_t& v, unsigned size = 4) {
@@ -345,6 +391,158 @@ TEST_F(LinkdServer, ResetReachesTheNhi) {
     m.body.reset.kind = odl_cpu_le32(ODL_LINKD_RESET_SYSTEM);
     ASSERT_TRUE(d.send(m));
     EXPECT_TRUE(eventually([&] { return m_model.resets.load() == 1; }));
+}
+
+/// Guest RAM as QEMU shares it: a memfd, mapped here to check what the
+/// server reads and writes through its own mapping.
+struct guest_ram {
+    explicit guest_ram(std::size_t bytes) : len(bytes) {
+        fd = ::memfd_create("odl-test-ram", MFD_CLOEXEC);
+        if (fd >= 0 && ::ftruncate(fd, static_cast<off_t>(bytes)) == 0)
+            p = static_cast<std::uint8_t*>(
+                ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    }
+    ~guest_ram() {
+        if (p && p != MAP_FAILED) ::munmap(p, len);
+        if (fd >= 0) ::close(fd);
+    }
+    bool ok() const { return fd >= 0 && p && p != MAP_FAILED; }
+    int fd = -1;
+    std::size_t len;
+    std::uint8_t* p = nullptr;
+};
+
+int open_fds() {
+    int n = 0;
+    if (DIR* d = ::opendir("/proc/self/fd")) {
+        while (::readdir(d)) n++;
+        ::closedir(d);
+    }
+    return n;
+}
+
+constexpr std::uint64_t ram_base = 0x100000;  // bus address of the shared range
+constexpr std::uint16_t cmd_master = 0x6;     // memory space + bus master
+
+TEST_F(LinkdServer, SharedRamServesDmaWithoutRoundTrips) {
+    guest_ram ram(1 << 20);
+    ASSERT_TRUE(ram.ok());
+    for (int i = 0; i < 16; i++) ram.p[0x3000 + i] = static_cast<std::uint8_t>(i * 7);
+    device d(m_path);
+    std::uint32_t agreed = 0;
+    ASSERT_TRUE(d.hello(0, ODL_LINKD_FEAT_SHARED_RAM | 0x80000000u, &agreed));
+    EXPECT_EQ(agreed, ODL_LINKD_FEAT_SHARED_RAM);  // unknown bits not echoed
+    ASSERT_TRUE(d.devctrl(cmd_master));
+    ASSERT_TRUE(d.mem_map(ram_base, ram.len, 0, {ram.fd}));
+    ASSERT_TRUE(eventually([&] { return m_srv->live_stats().mem_maps == 1; }));
+
+    ASSERT_TRUE(d.mmio_write(reg_dma, ram_base + 0x3000));
+    ASSERT_TRUE(d.mmio_write(reg_dma_wr, ram_base + ram.len - 16));  // last 16 bytes
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard<std::mutex> g(m_model.mu);
+        return m_model.dma_writes_done == 1;
+    }));
+    struct odl_linkd_msg r;
+    EXPECT_FALSE(d.recv(r, nullptr, 200)) << "a DMA went through the socket";
+    {
+        std::lock_guard<std::mutex> g(m_model.mu);
+        EXPECT_TRUE(m_model.dma_ok);
+        ASSERT_EQ(m_model.dma_data.size(), 16u);
+        EXPECT_EQ(m_model.dma_data[5], 35);
+    }
+    EXPECT_EQ(ram.p[ram.len - 16], 0xc0);
+    EXPECT_EQ(ram.p[ram.len - 1], 0xcf);
+    const conn_stats st = m_srv->live_stats();
+    EXPECT_EQ(st.dma_direct, 2u);
+    EXPECT_EQ(st.dma_reads + st.dma_writes, 0u);
+}
+
+TEST_F(LinkdServer, SharedRamFallsBackToMessagesOutsideRangesOrWithoutBusMaster) {
+    guest_ram ram(1 << 16);
+    ASSERT_TRUE(ram.ok());
+    device d(m_path);
+    ASSERT_TRUE(d.hello(0, ODL_LINKD_FEAT_SHARED_RAM));
+    ASSERT_TRUE(d.devctrl(cmd_master));
+    ASSERT_TRUE(d.mem_map(ram_base, ram.len, 0, {ram.fd}));
+    auto expect_message_dma = [&](std::uint64_t addr) {
+        ASSERT_TRUE(d.mmio_write(reg_dma, addr));
+        struct odl_linkd_msg req;
+        ASSERT_TRUE(d.recv(req));
+        ASSERT_EQ(odl_le16(req.hdr.type), ODL_LINKD_DMA_READ);
+        EXPECT_EQ(odl_le64(req.body.dma.addr), addr);
+        struct odl_linkd_msg cpl;
+        odl_linkd_msg_init(&cpl, ODL_LINKD_DMA_READ_CPL, 0, 0, odl_le64(req.hdr.tag));
+        cpl.body.dma = req.body.dma;
+        cpl.body.dma.status = odl_cpu_le32(ODL_LINKD_ST_ERROR);
+        ASSERT_TRUE(d.send(cpl));
+    };
+    expect_message_dma(ram_base - 16);             // below the range
+    expect_message_dma(ram_base + ram.len - 8);    // straddles its end
+    ASSERT_TRUE(d.devctrl(0x2));                   // bus mastering off
+    expect_message_dma(ram_base + 0x100);          // QEMU must refuse it
+    ASSERT_TRUE(eventually([&] { return m_srv->live_stats().dma_reads == 3; }));
+    EXPECT_EQ(m_srv->live_stats().dma_direct, 0u);
+}
+
+TEST_F(LinkdServer, BadMemMapsAreRefusedAndLeakNoDescriptors) {
+    guest_ram ram(1 << 16);
+    ASSERT_TRUE(ram.ok());
+    const int fds_before = open_fds();
+    {
+        device d(m_path);
+        ASSERT_TRUE(d.hello(0, ODL_LINKD_FEAT_SHARED_RAM));
+        ASSERT_TRUE(d.devctrl(cmd_master));
+        EXPECT_TRUE(d.mem_map(ram_base, ram.len, 0, {}));                // no fd
+        EXPECT_TRUE(d.mem_map(ram_base, ram.len, 0, {ram.fd, ram.fd}));  // two
+        EXPECT_TRUE(d.mem_map(ram_base, ram.len * 2, 0, {ram.fd}));      // beyond the file
+        EXPECT_TRUE(d.mem_map(ram_base, ram.len, 4096, {ram.fd}));       // offset + len beyond
+        EXPECT_TRUE(d.mem_map(ram_base + 1, 4096, 0, {ram.fd}));         // unaligned (codec)
+        EXPECT_TRUE(d.mem_map(ram_base, 4096, 0, {ram.fd}));             // good
+        EXPECT_TRUE(d.mem_map(ram_base, 8192, 0, {ram.fd}));             // overlaps it
+        ASSERT_TRUE(eventually([&] { return m_srv->total_bad_msgs() == 6; }));
+        EXPECT_EQ(m_srv->live_stats().mem_maps, 1u);
+        std::uint64_t v = 0;
+        EXPECT_EQ(d.mmio_read(reg_value, v), ODL_LINKD_ST_OK);  // still served
+    }
+    ASSERT_TRUE(eventually([&] { return m_model.detaches.load() == 1; }));
+    EXPECT_TRUE(eventually([&] { return open_fds() == fds_before; }))
+        << "descriptors leaked: " << open_fds() << " open, " << fds_before << " before";
+}
+
+TEST_F(LinkdServer, MemMapWithoutTheFeatureIsRefused) {
+    guest_ram ram(1 << 16);
+    ASSERT_TRUE(ram.ok());
+    device d(m_path);
+    std::uint32_t agreed = 1;
+    ASSERT_TRUE(d.hello(0, 0, &agreed));
+    EXPECT_EQ(agreed, 0u);
+    ASSERT_TRUE(d.devctrl(cmd_master));
+    ASSERT_TRUE(d.mem_map(ram_base, ram.len, 0, {ram.fd}));
+    ASSERT_TRUE(eventually([&] { return m_srv->total_bad_msgs() == 1; }));
+    ASSERT_TRUE(d.mmio_write(reg_dma, ram_base));
+    struct odl_linkd_msg req;
+    ASSERT_TRUE(d.recv(req));
+    EXPECT_EQ(odl_le16(req.hdr.type), ODL_LINKD_DMA_READ);
+}
+
+TEST(LinkdServerConfig, SharedRamCanBeTurnedOff) {
+    const std::string path = "/tmp/odl-linkd-test-off-" + std::to_string(::getpid()) + ".sock";
+    fake_model model;
+    server_config cfg;
+    cfg.socket_path = path;
+    cfg.shared_ram = false;
+    server srv(cfg, model);
+    std::string err;
+    ASSERT_TRUE(srv.listen(err)) << err;
+    std::thread t([&] { srv.run(); });
+    {
+        device d(path);
+        std::uint32_t agreed = 1;
+        EXPECT_TRUE(d.hello(0, ODL_LINKD_FEAT_SHARED_RAM, &agreed));
+        EXPECT_EQ(agreed, 0u);
+    }
+    srv.stop();
+    t.join();
 }
 
 }  // namespace

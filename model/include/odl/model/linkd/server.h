@@ -22,6 +22,7 @@ struct server_config {
     int handshake_timeout_ms = 2000;      ///< HELLO must arrive by then
     int dma_timeout_ms = 5000;            ///< per DMA completion
     int max_poll_ms = 10;                 ///< longest sleep between model steps
+    bool shared_ram = true;               ///< accept guest RAM (MEM_MAP) for direct DMA
     bool verbose = false;
 };
 
@@ -35,6 +36,8 @@ struct conn_stats {
     std::uint64_t mmio_writes = 0;
     std::uint64_t dma_reads = 0;
     std::uint64_t dma_writes = 0;
+    std::uint64_t dma_direct = 0;  ///< DMAs served from shared guest RAM
+    std::uint64_t mem_maps = 0;    ///< guest RAM ranges mapped
     std::uint64_t irqs = 0;
 };
 
@@ -58,6 +61,8 @@ public:
     /// Number of hosts attached right now.
     unsigned attached_hosts() const;
     std::uint64_t total_bad_msgs() const { return m_total_bad; }
+    /// Counters summed over the connections alive now (tests, logs).
+    conn_stats live_stats() const;
 
 private:
     friend class connection;

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# odl_tb5 (odl perf over the kernel backend) against thunderbolt_net
+# (ping and iperf3 over thunderbolt0) on the identical emulated link: one
+# testbed session, both drivers loaded, measured alternately for ROUNDS
+# rounds so both see the same machine load. Prints each sample and the
+# medians. Not a ctest test (timings); docs/benchmarks.md "Kernel module".
+#
+# Usage: vm_kmod_vs_tbnet.sh [--kernel 6.12|6.1] [--rounds N]
+# Environment: as tests/vm/kmod_test.sh (ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR,
+#   ODL_VM_SHARED_RAM, ...)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+kernel=6.12 rounds=3
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kernel) kernel=$2; shift 2 ;;
+	--rounds) rounds=$2; shift 2 ;;
+	*) echo "usage: $0 [--kernel 6.12|6.1] [--rounds N]" >&2; exit 2 ;;
+	esac
+done
+case "$rounds" in '' | *[!0-9]* | 0) echo "--rounds: a positive number" >&2; exit 2 ;; esac
+tb="$repo/qemu-device/testbed.sh"
+export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-bench-$kernel}
+extra="$ODL_VM_DIR.extra"
+
+say() { printf '== %s\n' "$*" >&2; }
+fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
+vexec() { "$tb" exec "$@"; }
+wait_in() {
+	local v=$1 secs=$2 i
+	shift 2
+	for i in $(seq "$secs"); do
+		vexec "$v" "$*" >/dev/null 2>&1 && return 0
+		sleep 1
+	done
+	return 1
+}
+trap '"$tb" down >/dev/null 2>&1 || true' EXIT
+
+say "build odl_tb5.ko ($kernel) and guest extras"
+"$repo/kmod/guest-extra.sh" "$kernel" "$extra" >/dev/null || fail "guest extras"
+ODL_GUEST_EXTRA="$extra" "$tb" up --kernel "$kernel" >&2 || fail "testbed up"
+"$tb" cable unplug >&2 || fail unplug
+wait_in A 30 '! test -e /sys/bus/thunderbolt/devices/0-1' || fail "peer still present"
+vexec A 'insmod /lib/modules/odl_tb5.ko' && vexec B 'insmod /lib/modules/odl_tb5.ko' || fail insmod
+"$tb" cable plug >&2 || fail plug
+for v in A B; do
+	wait_in "$v" 60 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' || fail "$v: no login"
+done
+wait_in A 60 'ping -c 1 -W 2 10.99.0.2' || fail "no ping over thunderbolt0"
+
+# odl perf TEST on the kernel backend, server on B, client on A; prints JSON.
+odl_perf() {
+	local t=$1
+	shift
+	vexec B "(odl perf $t --backend kernel --server -d 0 --connect-timeout 60 $* >/tmp/srv.log 2>&1; echo rc=\$? >>/tmp/srv.log) &" >/dev/null
+	ODL_VM_EXEC_TIMEOUT=300 vexec A "odl perf $t --backend kernel --client 0 --connect-timeout 60 -q --json $*"
+	wait_in B 30 'grep -q "^rc=0" /tmp/srv.log' || fail "odl perf server: $(vexec B 'cat /tmp/srv.log')"
+}
+
+results=$(mktemp)
+for r in $(seq "$rounds"); do
+	say "round $r/$rounds"
+	lat=$(odl_perf latency -s 64 -n 200 --warmup 20) || fail "odl perf latency"
+	p50=$(printf '%s' "$lat" | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["p50_us"])')
+	bw=$(odl_perf bandwidth -s 1M --bytes 16M) || fail "odl perf bandwidth"
+	gbps=$(printf '%s' "$bw" | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["gbps"])')
+	ping=$(vexec A 'ping -c 20 -i 0.2 -W 3 10.99.0.2' | sed -n 's/.*= \([0-9.]*\)\/\([0-9.]*\)\/.*/\1 \2/p')
+	vexec B 'iperf3 -s -D -1 >/dev/null 2>&1' || fail "iperf3 -s"
+	sleep 1
+	ip=$(ODL_VM_EXEC_TIMEOUT=60 vexec A 'iperf3 -c 10.99.0.2 -t 5 -f m' |
+		sed -n 's/.* \([0-9.]*\) Mbits\/sec.*receiver.*/\1/p')
+	[ -n "$ping" ] && [ -n "$ip" ] || fail "ping/iperf3 gave no figure"
+	printf 'round %s: odl p50 %s us, odl 1M %s Gb/s, ping rtt min/avg %s ms, iperf3 %s Mbit/s\n' \
+		"$r" "$p50" "$gbps" "$ping" "$ip"
+	printf '%s %s %s %s\n' "$p50" "$gbps" "$ping" "$ip" >>"$results"
+done
+python3 - "$results" <<'PY'
+import statistics, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+p50, gbps, pmin, pavg, ip = (statistics.median(c) for c in zip(*rows))
+print(f"medians of {len(rows)} rounds:")
+print(f"  64 B one-way latency: odl_tb5 p50 {p50/1000:.2f} ms; thunderbolt_net ping RTT/2 avg {pavg/2:.2f} ms (min {pmin/2:.2f}); ratio {p50/1000/(pavg/2):.2f}")
+print(f"  bandwidth A -> B:     odl_tb5 {gbps*1000:.1f} Mbit/s; thunderbolt_net iperf3 {ip:.1f} Mbit/s; ratio {gbps*1000/ip:.2f}")
+PY
+rm -f "$results"
