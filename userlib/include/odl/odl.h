@@ -55,7 +55,7 @@ enum odl_status {
 	ODL_ERR_PROTO = -11,        /* peer sent a malformed or corrupt frame */
 	ODL_ERR_TOO_BIG = -12,      /* message larger than the peer accepts */
 	ODL_ERR_NOT_SUPPORTED = -13, /* backend lacks this operation */
-	ODL_ERR_CANCELED = -14,     /* operation dropped by odl_close() */
+	ODL_ERR_CANCELED = -14,     /* operation withdrawn by odl_cancel() */
 };
 
 /** odl_strerror() - short fixed text for a status. Never NULL. */

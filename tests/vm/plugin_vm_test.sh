@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The NCCL net plugin across the two-VM testbed, over libodl's kernel backend
+# (odl_tb5.ko): each guest runs tests/plugin/plugin_vm_peer, which dlopen()s
+# libnccl-net-odl.so as NCCL does and plays one rank. The host carries the
+# 128-byte handles between the guests (hex files through testbed exec); then
+# both connect/accept without blocking and exchange 0 B ... 4 MiB both ways,
+# 8 requests in flight tested out of order, every byte checked, close and
+# finalize. Every wait is bounded; the testbed is always torn down.
+#
+# Usage: plugin_vm_test.sh [--kernel 6.12|6.1] [--version 8-12]
+# Environment: ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR (bin/odl, lib/libodl.so.0,
+#   lib/libnccl-net-odl.so, tests/plugin/plugin_vm_peer), ODL_NCCL_PLUGIN and
+#   ODL_PLUGIN_VM_PEER (override those two paths)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+kernel=6.12
+version=12
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kernel) kernel=$2; shift 2 ;;
+	--version) version=$2; shift 2 ;;
+	*) echo "usage: plugin_vm_test.sh [--kernel 6.12|6.1] [--version 8-12]" >&2; exit 2 ;;
+	esac
+done
+build=${ODL_BUILD_DIR:-$repo/build}
+tb="$repo/qemu-device/testbed.sh"
+export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-plugin-$kernel}
+extra="$ODL_VM_DIR.extra"
+plugin=${ODL_NCCL_PLUGIN:-$build/lib/libnccl-net-odl.so}
+peer=${ODL_PLUGIN_VM_PEER:-$build/tests/plugin/plugin_vm_peer}
+
+step() { printf '== %s\n' "$*"; }
+fail() { printf 'FAIL: %s\n' "$*"; exit 1; }
+vexec() { "$tb" exec "$@"; }
+# wait_in VM SECONDS CMD: until CMD succeeds in VM.
+wait_in() {
+	local v=$1 secs=$2 i
+	shift 2
+	for i in $(seq "$secs"); do
+		vexec "$v" "$*" >/dev/null 2>&1 && return 0
+		sleep 1
+	done
+	return 1
+}
+trap '"$tb" down >/dev/null 2>&1 || true' EXIT
+
+[ -f "$plugin" ] || fail "no $plugin (build the plugin first)"
+[ -x "$peer" ] || fail "no $peer (build target plugin_vm_peer)"
+
+step "guest extras: odl_tb5.ko ($kernel), odl, libodl (kmod/guest-extra.sh), plus the plugin and plugin_vm_peer"
+"$repo/kmod/guest-extra.sh" "$kernel" "$extra" "$build" >/dev/null || fail "guest extras"
+install -m 0644 "$plugin" "$extra/usr/lib/libnccl-net-odl.so"
+install -m 0755 "$peer" "$extra/usr/bin/plugin_vm_peer"
+# The libraries both need (libstdc++ and friends), at their host paths.
+for f in "$plugin" "$peer"; do
+	ldd "$f" | awk '/=>/ { print $3 } /^\t\/lib64/ { print $1 }' |
+		while read -r lib; do
+			case "$lib" in "$build"/*) continue ;; esac
+			[ -f "$lib" ] || continue
+			mkdir -p "$extra$(dirname "$lib")"
+			cp -L "$lib" "$extra$lib"
+		done
+done
+
+step "testbed up ($kernel)"
+ODL_GUEST_EXTRA="$extra" "$tb" up --kernel "$kernel" || fail "testbed up"
+step "odl_tb5 on both hosts (cable out), plug, login"
+# Modules first, cable second, as kmod_test.sh does (docs/kmod.md: the
+# late-load announcement race).
+"$tb" cable unplug || fail "unplug before load"
+wait_in A 30 '! test -e /sys/bus/thunderbolt/devices/0-1' || fail "A still sees the peer after unplug"
+for v in A B; do vexec "$v" 'insmod /lib/modules/odl_tb5.ko' || fail "insmod $v"; done
+"$tb" cable plug || fail "plug after load"
+for v in A B; do
+	wait_in "$v" 90 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' ||
+		fail "VM $v: no logged-in /dev/odl_tb5_0 within 90 s"
+done
+
+step "plugin_vm_peer in both guests (ncclNetPlugin_v$version, ODL_NCCL_DEVICES=kernel:0)"
+for v in A B; do
+	vexec "$v" "rm -rf /tmp/pv && mkdir -p /tmp/pv && (ODL_NCCL_DEVICES=kernel:0 plugin_vm_peer --plugin /usr/lib/libnccl-net-odl.so --dir /tmp/pv --role $v --version $version --timeout 180 >/tmp/pv/log 2>&1; echo rc=\$? >>/tmp/pv/log) &" ||
+		fail "start plugin_vm_peer in $v"
+done
+for v in A B; do
+	wait_in "$v" 60 'test -s /tmp/pv/handle.hex' ||
+		fail "VM $v: no handle within 60 s: $(vexec "$v" 'cat /tmp/pv/log' 2>&1)"
+done
+ha=$(vexec A 'cat /tmp/pv/handle.hex' | tr -d '\r\n')
+hb=$(vexec B 'cat /tmp/pv/handle.hex' | tr -d '\r\n')
+[[ "$ha" =~ ^[0-9a-f]{256}$ ]] || fail "A's handle is not 128 bytes of hex: '$ha'"
+[[ "$hb" =~ ^[0-9a-f]{256}$ ]] || fail "B's handle is not 128 bytes of hex: '$hb'"
+vexec A "echo $hb >/tmp/pv/peer.tmp && mv /tmp/pv/peer.tmp /tmp/pv/peer.hex" || fail "handle to A"
+vexec B "echo $ha >/tmp/pv/peer.tmp && mv /tmp/pv/peer.tmp /tmp/pv/peer.hex" || fail "handle to B"
+
+for v in A B; do
+	wait_in "$v" 200 'grep -q "^rc=" /tmp/pv/log' || fail "VM $v: plugin_vm_peer did not finish: $(vexec "$v" 'cat /tmp/pv/log' 2>&1)"
+done
+ok=1
+for v in A B; do
+	log=$(vexec "$v" 'cat /tmp/pv/log')
+	printf '%s\n' "$log" | sed "s/^/$v: /"
+	printf '%s\n' "$log" | grep -q '^rc=0$' || ok=0
+	printf '%s\n' "$log" | grep -q "plugin_vm_peer $v: OK" || ok=0
+done
+[ "$ok" = 1 ] || fail "plugin_vm_peer failed"
+for v in A B; do
+	if vexec "$v" 'dmesg | grep -v "module verification failed" | grep -E "WARNING:|BUG:|Oops"'; then
+		fail "VM $v: kernel log has warnings"
+	fi
+done
+step "PASS"
