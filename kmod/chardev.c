@@ -74,8 +74,10 @@ static int odl_release(struct inode *inode, struct file *file)
 	connected = odl->connected && !odl->gone;
 	spin_unlock_irqrestore(&odl->state_lock, flags);
 	down_read(&odl->io_rwsem);
-	if (odl->svc)
+	if (odl->svc) {
+		odl_rx_harvest(odl); /* closed now: drops what the ring holds */
 		odl_rx_flush(odl);
+	}
 	up_read(&odl->io_rwsem);
 	if (connected)
 		queue_work(system_long_wq, &odl->port_work);
@@ -113,6 +115,7 @@ static ssize_t odl_read(struct file *file, char __user *ubuf, size_t count,
 			up_read(&odl->io_rwsem);
 			return -ENODEV;
 		}
+		odl_rx_harvest(odl);
 		while (done + ODL_FRAME_MAX_BYTES <= count) {
 			unsigned int size;
 
@@ -137,6 +140,7 @@ static ssize_t odl_read(struct file *file, char __user *ubuf, size_t count,
 		if (file->f_flags & O_NONBLOCK)
 			return -EAGAIN;
 		ret = wait_event_interruptible(odl->rq, odl_rx_pending(odl) ||
+					       odl_rx_poll_pending(odl) ||
 					       odl_io_error(odl));
 		if (ret)
 			return ret;
@@ -221,6 +225,10 @@ static __poll_t odl_poll(struct file *file, poll_table *wait)
 	poll_wait(file, &odl->rq, wait);
 	poll_wait(file, &odl->wq, wait);
 	st = odl_state(odl);
+	down_read(&odl->io_rwsem);
+	if (odl->svc)
+		odl_rx_harvest(odl);
+	up_read(&odl->io_rwsem);
 	if (odl_rx_pending(odl))
 		mask |= EPOLLIN | EPOLLRDNORM;
 	if (st == ODL_TB5_STATE_SESSION && odl_tx_available(odl))

@@ -6,6 +6,7 @@
  */
 #include <linux/uaccess.h>
 
+#include "odl/wire/nhi_regs.h"
 #include "odl_tb5.h"
 
 static bool odl_all_zero(const void *p, size_t n)
@@ -64,6 +65,13 @@ static int odl_ioctl_info(struct odl_tb5 *odl, void __user *uarg)
 	info.connect_count = odl->connect_count;
 	info.session = odl->session;
 	spin_unlock_irqrestore(&odl->state_lock, flags);
+	info.rx_poll = odl_poll_mode;
+	/* Racy against connect/disconnect, like the rest: a snapshot. */
+	if (READ_ONCE(odl->throttle_set))
+		info.irq_throttle_ns =
+			DIV_ROUND_UP(odl_irq_throttle_us * NSEC_PER_USEC,
+				     ODL_NHI_THROTTLE_UNIT_NS) *
+			ODL_NHI_THROTTLE_UNIT_NS;
 
 	if (copy_to_user(uarg, &info, sizeof(info)))
 		return -EFAULT;

@@ -141,6 +141,7 @@ static int odl_login_request(struct odl_tb5 *odl)
 void odl_login_work(struct work_struct *work)
 {
 	struct odl_tb5 *odl = container_of(work, struct odl_tb5, login_work.work);
+	bool reannounce = false;
 	bool received;
 	int ret;
 
@@ -168,6 +169,16 @@ void odl_login_work(struct work_struct *work)
 	} else {
 		odl_stat_inc(odl, login_failures, 1);
 		dev_dbg(&odl->svc->dev, "login attempt failed: %d\n", ret);
+		/*
+		 * No answer and no LOGIN from the peer: it may hold our
+		 * properties from before the module loaded (docs/kmod.md).
+		 * Re-announce once; the peer re-reads them and binds.
+		 */
+		if (ret == -ETIMEDOUT && !odl->reannounced &&
+		    !READ_ONCE(odl->login_received)) {
+			odl->reannounced = true;
+			reannounce = true;
+		}
 		if (--odl->login_retries > 0)
 			queue_delayed_work(system_long_wq, &odl->login_work,
 					   msecs_to_jiffies(ODL_LOGIN_RETRY_MS));
@@ -175,6 +186,14 @@ void odl_login_work(struct work_struct *work)
 			dev_warn(&odl->svc->dev, "no login answer from the peer, waiting for its login\n");
 	}
 	mutex_unlock(&odl->lock);
+
+	if (reannounce) {
+		/* Outside @lock: it takes the Thunderbolt core's locks. */
+		ret = odl_reannounce();
+		odl_stat_inc(odl, reannounces, 1);
+		dev_info(&odl->svc->dev, "no answer to login, service re-announced: %d\n",
+			 ret);
+	}
 }
 
 void odl_connect_work(struct work_struct *work)
@@ -199,8 +218,11 @@ void odl_connect_work(struct work_struct *work)
 	}
 	odl->rx_hopid_alloc = true;
 
+	/* A poll left pending by the last connection refers to nothing. */
+	clear_bit(ODL_RX_POLL_PENDING, &odl->rx_poll);
 	tb_ring_start(odl->tx_ring);
 	tb_ring_start(odl->rx_ring);
+	odl_irq_throttle_set(odl);
 	odl_rx_flush(odl);
 	odl_rx_post_idle(odl);
 
@@ -212,6 +234,7 @@ void odl_connect_work(struct work_struct *work)
 		dev_err(&odl->svc->dev, "cannot enable DMA paths: %d\n", ret);
 		tb_ring_stop(odl->rx_ring);
 		tb_ring_stop(odl->tx_ring);
+		odl_irq_throttle_restore(odl);
 		tb_xdomain_release_in_hopid(odl->xd, odl->remote_path);
 		odl->rx_hopid_alloc = false;
 		goto out_unlock;
@@ -262,6 +285,9 @@ void odl_disconnect(struct odl_tb5 *odl)
 					 odl->rx_ring->hop);
 		tb_ring_stop(odl->rx_ring);
 		tb_ring_stop(odl->tx_ring);
+		/* The stop cancelled what the ring held: nothing to poll. */
+		clear_bit(ODL_RX_POLL_PENDING, &odl->rx_poll);
+		odl_irq_throttle_restore(odl);
 		dev_dbg(&odl->svc->dev, "disconnected\n");
 	}
 	if (odl->rx_hopid_alloc) {

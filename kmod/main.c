@@ -17,7 +17,25 @@ module_param_named(ring_size, odl_ring_size, uint, 0444);
 MODULE_PARM_DESC(ring_size,
 		 "descriptors per NHI ring, power of two 64..16384 (default: 1024)");
 
+bool odl_poll_mode;
+module_param_named(poll, odl_poll_mode, bool, 0444);
+MODULE_PARM_DESC(poll,
+		 "Rx polling mode: the ring interrupt wakes the reader, which takes frames off the ring itself (default: 0, interrupt mode)");
+
+unsigned int odl_irq_throttle_us = 8;
+module_param_named(irq_throttle_us, odl_irq_throttle_us, uint, 0444);
+MODULE_PARM_DESC(irq_throttle_us,
+		 "minimum interval between two interrupts of a ring, microseconds, 0..1000, instead of thunderbolt.ko's 128 (default: 8)");
+
+bool odl_announce = true;
+module_param_named(announce, odl_announce, bool, 0444);
+MODULE_PARM_DESC(announce,
+		 "advertise the service at load (default: 1); 0 leaves it to the first unanswered login, which reproduces a late announcement (tests)");
+
 static struct tb_property_dir *odl_dir;
+static DEFINE_MUTEX(odl_dir_lock);	/* guards the two flags below */
+static bool odl_dir_registered;
+static bool odl_exiting;
 
 static bool odl_ring_size_valid(unsigned int n)
 {
@@ -25,6 +43,43 @@ static bool odl_ring_size_valid(unsigned int n)
 	       is_power_of_2(n);
 }
 
+/**
+ * odl_reannounce() - advertise the property directory again.
+ *
+ * Registering the directory makes Linux tell the XDomains it has already
+ * added that our properties changed. A peer that read our properties just
+ * before the module loaded, while our side had not yet added it, is never
+ * told and never binds our service. Removing and adding the directory
+ * again (a new generation) makes Linux notify every known peer, which then
+ * re-reads the properties and binds. Not after module exit began.
+ *
+ * Return: 0 or -errno of tb_register_property_dir().
+ */
+int odl_reannounce(void)
+{
+	int ret = 0;
+
+	mutex_lock(&odl_dir_lock);
+	if (!odl_exiting) {
+		if (odl_dir_registered)
+			tb_unregister_property_dir(ODL_XD_SERVICE_KEY, odl_dir);
+		ret = tb_register_property_dir(ODL_XD_SERVICE_KEY, odl_dir);
+		odl_dir_registered = !ret;
+	}
+	mutex_unlock(&odl_dir_lock);
+	return ret;
+}
+
+/* Withdraw the directory for good: no login still running may add it back. */
+static void odl_announce_stop(void)
+{
+	mutex_lock(&odl_dir_lock);
+	odl_exiting = true;
+	if (odl_dir_registered)
+		tb_unregister_property_dir(ODL_XD_SERVICE_KEY, odl_dir);
+	odl_dir_registered = false;
+	mutex_unlock(&odl_dir_lock);
+}
 
 static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 {
@@ -55,6 +110,7 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	INIT_WORK(&odl->connect_work, odl_connect_work);
 	INIT_WORK(&odl->reset_work, odl_reset_work);
 	INIT_WORK(&odl->port_work, odl_port_work);
+	INIT_WORK(&odl->rx_poll_work, odl_rx_poll_work);
 	odl->login_retries = ODL_LOGIN_RETRIES;
 	odl->stats.flags = 0;
 
@@ -111,6 +167,8 @@ static void odl_remove(struct tb_service *svc)
 	mutex_lock(&odl->lock);
 	odl_disconnect(odl);
 	mutex_unlock(&odl->lock);
+	/* The rings are stopped: no interrupt queues it again. */
+	cancel_work_sync(&odl->rx_poll_work);
 
 	/* Wait for readers and writers inside the data path, then free. */
 	down_write(&odl->io_rwsem);
@@ -147,6 +205,11 @@ static int __init odl_init(void)
 		       odl_ring_size, ODL_RING_SIZE_MIN, ODL_RING_SIZE_MAX);
 		return -EINVAL;
 	}
+	if (odl_irq_throttle_us > ODL_IRQ_THROTTLE_MAX_US) {
+		pr_err("odl_tb5: irq_throttle_us %u is above %u\n",
+		       odl_irq_throttle_us, ODL_IRQ_THROTTLE_MAX_US);
+		return -EINVAL;
+	}
 
 	odl_dir = tb_property_create_dir(&odl_svc_uuid);
 	if (!odl_dir)
@@ -164,12 +227,16 @@ static int __init odl_init(void)
 	if (ret)
 		goto err_chardev_exit;
 
-	ret = tb_register_property_dir(ODL_XD_SERVICE_KEY, odl_dir);
-	if (ret)
-		goto err_unregister;
+	if (odl_announce) {
+		ret = tb_register_property_dir(ODL_XD_SERVICE_KEY, odl_dir);
+		if (ret)
+			goto err_unregister;
+		odl_dir_registered = true;
+	}
 	return 0;
 
 err_unregister:
+	odl_announce_stop();
 	tb_unregister_service_driver(&odl_driver);
 err_chardev_exit:
 	odl_chardev_exit();
@@ -181,7 +248,7 @@ module_init(odl_init);
 
 static void __exit odl_exit(void)
 {
-	tb_unregister_property_dir(ODL_XD_SERVICE_KEY, odl_dir);
+	odl_announce_stop();
 	tb_unregister_service_driver(&odl_driver);
 	odl_chardev_exit();
 	tb_property_free_dir(odl_dir);

@@ -30,8 +30,13 @@
 #define ODL_MIN_HOPID 8 /* first DMA path HopID (TB_PATH_MIN_HOPID, private to thunderbolt.ko) */
 #define ODL_RING_SIZE_MIN 64
 #define ODL_RING_SIZE_MAX 16384
+#define ODL_IRQ_THROTTLE_MAX_US 1000
+#define ODL_RX_POLL_PENDING 0 /* bit in odl_tb5.rx_poll */
 
 extern unsigned int odl_ring_size;
+extern bool odl_announce;
+extern bool odl_poll_mode;
+extern unsigned int odl_irq_throttle_us;
 extern const uuid_t odl_svc_uuid;
 
 /**
@@ -69,6 +74,8 @@ struct odl_buf {
  * @reset_work: disconnects after LOGOUT or a fresh LOGIN from the peer
  * @port_work: tells the peer that the device was opened or closed
  * @login_retries: attempts left (@lock)
+ * @reannounced: the property directory was re-announced for this peer
+ *	(@lock; at most once per bound service)
  * @login_sent: our LOGIN was accepted (@lock)
  * @login_received: the peer's LOGIN was accepted (@lock, set by the handler
  *	under @state_lock)
@@ -100,6 +107,14 @@ struct odl_buf {
  *	ring start
  * @rx_queue: received frames waiting for the reader
  * @rx_idle: Rx buffers owned by nobody (ring stopped)
+ * @rx_poll: poll mode: bit ODL_RX_POLL_PENDING is set by the ring interrupt
+ *	(which leaves it masked) and taken by whoever harvests the ring; the
+ *	taker re-arms the interrupt once the ring is empty
+ * @rx_poll_work: poll mode: harvests (and drops) while nobody has the
+ *	device open
+ * @throttle_saved: interrupt throttle values found on the Tx and Rx ring
+ *	vectors, restored on disconnect (@lock)
+ * @throttle_set: @throttle_saved holds values to restore (@lock)
  * @rq: readers wait here (frames, state changes)
  * @wq: writers wait here (free Tx buffers, state changes)
  * @stats: counters (@stats_lock)
@@ -121,6 +136,7 @@ struct odl_tb5 {
 	struct work_struct reset_work;
 	struct work_struct port_work;
 	int login_retries;
+	bool reannounced;
 	bool login_sent;
 	bool login_received;
 
@@ -152,6 +168,10 @@ struct odl_tb5 {
 	spinlock_t rx_lock;
 	struct list_head rx_queue;
 	struct list_head rx_idle;
+	unsigned long rx_poll;
+	struct work_struct rx_poll_work;
+	u32 throttle_saved[2];
+	bool throttle_set;
 	wait_queue_head_t rq;
 	wait_queue_head_t wq;
 
@@ -166,6 +186,9 @@ struct odl_tb5 {
 		(odl)->stats.field += (n);                           \
 		spin_unlock_irqrestore(&(odl)->stats_lock, __f);     \
 	} while (0)
+
+/* main.c */
+int odl_reannounce(void);
 
 /* login.c */
 int odl_handle_packet(const void *buf, size_t size, void *data);
@@ -189,6 +212,11 @@ bool odl_rx_pending(struct odl_tb5 *odl);
 struct odl_buf *odl_tx_get(struct odl_tb5 *odl);
 void odl_tx_put(struct odl_tb5 *odl, struct odl_buf *b);
 bool odl_tx_available(struct odl_tb5 *odl);
+void odl_rx_harvest(struct odl_tb5 *odl);
+void odl_rx_poll_work(struct work_struct *work);
+bool odl_rx_poll_pending(struct odl_tb5 *odl);
+void odl_irq_throttle_set(struct odl_tb5 *odl);
+void odl_irq_throttle_restore(struct odl_tb5 *odl);
 int odl_tx_submit(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes);
 static inline void *odl_buf_va(struct odl_buf *b)
 {

@@ -6,8 +6,10 @@
  * before a reader sees them.
  */
 #include <linux/dma-mapping.h>
+#include <linux/io.h>
 #include <linux/slab.h>
 
+#include "odl/wire/nhi_regs.h"
 #include "odl_tb5.h"
 
 static void odl_tx_callback(struct tb_ring *ring, struct ring_frame *frame,
@@ -69,6 +71,118 @@ static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 
 repost:
 	odl_rx_repost(odl, b);
+}
+
+/*
+ * Poll mode: the Rx ring's interrupt handler (hard IRQ, the ring's
+ * interrupt now masked) calls this instead of scheduling the ring's work
+ * item. The reader takes the frames itself in read() or poll(), one wakeup
+ * instead of two; with nobody open, a work item drops them.
+ */
+static void odl_rx_start_poll(void *data)
+{
+	struct odl_tb5 *odl = data;
+
+	set_bit(ODL_RX_POLL_PENDING, &odl->rx_poll);
+	odl_stat_inc(odl, rx_poll_starts, 1);
+	if (READ_ONCE(odl->local_open))
+		wake_up_interruptible(&odl->rq);
+	else
+		queue_work(system_highpri_wq, &odl->rx_poll_work);
+}
+
+/* Frames wait on the ring for a harvester (only while connected). */
+bool odl_rx_poll_pending(struct odl_tb5 *odl)
+{
+	return READ_ONCE(odl->connected) &&
+	       test_bit(ODL_RX_POLL_PENDING, &odl->rx_poll);
+}
+
+/**
+ * odl_rx_harvest() - poll mode: move completed Rx frames off the ring.
+ * @odl: device; the caller holds io_rwsem for read and has checked ->svc
+ *
+ * Taking the pending bit makes the caller the only harvester (the
+ * interrupt stays masked until the ring is empty, so it cannot set the bit
+ * again meanwhile). Each frame goes through the same checks as in
+ * interrupt mode. At most one ring's worth per call; if more is left, the
+ * bit is set again and the interrupt stays masked.
+ */
+void odl_rx_harvest(struct odl_tb5 *odl)
+{
+	struct ring_frame *f;
+	unsigned int n;
+
+	/* Stopped rings stay masked; connect clears the bit. */
+	if (!READ_ONCE(odl->connected) ||
+	    !test_and_clear_bit(ODL_RX_POLL_PENDING, &odl->rx_poll))
+		return;
+	for (n = 0; n < odl->ring_size; n++) {
+		f = tb_ring_poll(odl->rx_ring);
+		if (!f) {
+			/* Re-armed with work pending, the NHI fires again. */
+			tb_ring_poll_complete(odl->rx_ring);
+			return;
+		}
+		odl_rx_callback(odl->rx_ring, f, false);
+	}
+	set_bit(ODL_RX_POLL_PENDING, &odl->rx_poll);
+}
+
+void odl_rx_poll_work(struct work_struct *work)
+{
+	struct odl_tb5 *odl = container_of(work, struct odl_tb5, rx_poll_work);
+
+	down_read(&odl->io_rwsem);
+	if (odl->svc)
+		odl_rx_harvest(odl);
+	up_read(&odl->io_rwsem);
+	/* Opened meanwhile: the reader may be waiting for these. */
+	if (READ_ONCE(odl->local_open))
+		wake_up_interruptible(&odl->rq);
+}
+
+/*
+ * thunderbolt.ko programs every MSI-X vector with a 128 us minimum interval
+ * (nhi.c: nhi_enable_int_throttling()), a latency floor for small
+ * messages. Program our two rings' vectors with irq_throttle_us while
+ * connected and put the old values back after. Without MSI-X (shared
+ * interrupt) there is no per-ring vector to program.
+ */
+static void __iomem *odl_throttle_reg(struct tb_ring *ring)
+{
+	return ring->nhi->iobase + ODL_NHI_REG_THROTTLE_BASE + ring->vector * 4;
+}
+
+void odl_irq_throttle_set(struct odl_tb5 *odl)
+{
+	u32 val = DIV_ROUND_UP(odl_irq_throttle_us * NSEC_PER_USEC,
+			       ODL_NHI_THROTTLE_UNIT_NS);
+	struct tb_ring *rings[2] = { odl->tx_ring, odl->rx_ring };
+	int i;
+
+	if (odl->throttle_set)
+		return;
+	for (i = 0; i < 2; i++)
+		if (rings[i]->irq <= 0 || rings[i]->vector >= ODL_NHI_MSIX_VECTORS)
+			return;
+	for (i = 0; i < 2; i++) {
+		odl->throttle_saved[i] = ioread32(odl_throttle_reg(rings[i]));
+		iowrite32(val & ODL_NHI_THROTTLE_MASK, odl_throttle_reg(rings[i]));
+	}
+	odl->throttle_set = true;
+}
+
+void odl_irq_throttle_restore(struct odl_tb5 *odl)
+{
+	struct tb_ring *rings[2] = { odl->tx_ring, odl->rx_ring };
+	int i;
+
+	if (!odl->throttle_set)
+		return;
+	for (i = 0; i < 2; i++)
+		iowrite32(odl->throttle_saved[i], odl_throttle_reg(rings[i]));
+	odl->throttle_set = false;
 }
 
 /**
@@ -274,7 +388,9 @@ int odl_rings_alloc(struct odl_tb5 *odl)
 		return -ENOMEM;
 	odl->rx_ring = tb_ring_alloc_rx(nhi, -1, odl->ring_size, RING_FLAG_FRAME,
 					odl->tx_ring->hop, BIT(ODL_XD_PDF_SOF),
-					BIT(ODL_XD_PDF_EOF), NULL, NULL);
+					BIT(ODL_XD_PDF_EOF),
+					odl_poll_mode ? odl_rx_start_poll : NULL,
+					odl_poll_mode ? odl : NULL);
 	if (!odl->rx_ring) {
 		ret = -ENOMEM;
 		goto err_free_tx_ring;

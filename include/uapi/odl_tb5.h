@@ -81,6 +81,11 @@ enum odl_tb5_state {
  * @peer_uuid: the peer host's domain UUID
  * @peer_name: the peer's device name from its XDomain properties,
  *	NUL-terminated
+ * @rx_poll: 1 when the Rx ring runs in polling mode (module parameter poll)
+ * @irq_throttle_ns: minimum interval between two interrupts of this
+ *	device's rings as programmed while connected (module parameter
+ *	irq_throttle_us, in the NHI's 256 ns units); 0 when not programmed
+ *	(not connected, or no per-ring MSI-X vector)
  * @reserved: zero
  */
 struct odl_tb5_info {
@@ -109,7 +114,9 @@ struct odl_tb5_info {
 	__u8 local_uuid[16];
 	__u8 peer_uuid[16];
 	char peer_name[64];
-	__u32 reserved[8];
+	__u32 rx_poll;
+	__u32 irq_throttle_ns;
+	__u32 reserved[6];
 };
 ODL_TB5_UAPI_SIZE(struct odl_tb5_info, 216);
 
@@ -137,6 +144,9 @@ ODL_TB5_UAPI_SIZE(struct odl_tb5_info, 216);
  * @logouts: logouts received from the peer
  * @login_failures: login requests that failed or timed out
  * @xd_bad: XDomain packets for this service that failed validation
+ * @reannounces: times the service was re-announced because a login got
+ *	no answer (at most once per bound service)
+ * @rx_poll_starts: polling mode: Rx ring interrupts that started a poll
  * @reserved: zero
  */
 struct odl_tb5_stats {
@@ -155,7 +165,9 @@ struct odl_tb5_stats {
 	__u64 logouts;
 	__u64 login_failures;
 	__u64 xd_bad;
-	__u64 reserved[8];
+	__u64 reannounces;
+	__u64 rx_poll_starts;
+	__u64 reserved[6];
 };
 ODL_TB5_UAPI_SIZE(struct odl_tb5_stats, 296);
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
 # odl_tb5.ko across the two-VM testbed: bad module parameter, login on both
-# hosts, coexistence with thunderbolt_net, the bad-ioctl table and a bounded
-# randomized ioctl stress, odl perf latency/bandwidth with checksums both
-# ways, peer module reload, cable unplug mid-transfer and replug, and clean
-# kernel logs. Every wait is bounded; the testbed is always torn down.
+# hosts, the bad-ioctl table and a bounded randomized ioctl stress, every
+# odl perf test with checksums (latency, bandwidth each way and both at once,
+# jitter, latency-load, mimo), coexistence with thunderbolt_net (iperf3 and
+# ping over thunderbolt0 while odl perf runs), peer module reload, a late
+# announcement (re-announce on an unanswered login), a load/unload loop,
+# polling mode, cable unplug mid-transfer and replug, and clean kernel logs. Every wait is
+# bounded; the testbed is always torn down.
 #
 # Usage: kmod_test.sh [--kernel 6.12|6.1]
 # Environment: ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR (odl binary, libodl)
@@ -42,11 +45,13 @@ step "module parameter validation"
 if vexec A 'insmod /lib/modules/odl_tb5.ko ring_size=100'; then
 	fail "ring_size=100 was accepted"
 fi
+if vexec A 'insmod /lib/modules/odl_tb5.ko irq_throttle_us=5000'; then
+	fail "irq_throttle_us=5000 was accepted"
+fi
 step "load on both hosts (cable out), plug, login"
-# Modules first, cable second, as on a host that loads odl_tb5 at boot. A
-# module loaded in the moment between the peer discovering us and us
-# discovering the peer is never announced to that peer (a known race,
-# docs/kmod.md); the reload step below covers loading after discovery.
+# Modules first, cable second, as on a host that loads odl_tb5 at boot; the
+# reload step below covers loading after discovery, and the late
+# announcement step the race in between (docs/kmod.md, re-announce).
 "$tb" cable unplug || fail "unplug before load"
 wait_in A 30 '! test -e /sys/bus/thunderbolt/devices/0-1' || fail "A still sees the peer after unplug"
 vexec A 'insmod /lib/modules/odl_tb5.ko' || fail "insmod A"
@@ -57,6 +62,9 @@ for v in A B; do
 		fail "VM $v: no logged-in /dev/odl_tb5_0 within 60 s"
 done
 vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "INFO state"'
+# Interrupt mode, default irq_throttle_us=8: 32 units of 256 ns.
+vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "rx_poll 0 irq_throttle_ns 8192"' ||
+	fail "A: default mode/throttle not as expected: $(vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "INFO state"')"
 step "coexistence: thunderbolt_net still bound"
 wait_in A 60 'ip link show thunderbolt0 >/dev/null' || fail "thunderbolt0 missing with odl_tb5 loaded"
 
@@ -80,6 +88,37 @@ perf_pair B A latency -s 64 -n 300 --warmup 30 --checksum
 step "odl perf bandwidth with checksums, A -> B and B -> A"
 perf_pair B A bandwidth -s 4K,256K --bytes 8M --checksum
 perf_pair A B bandwidth -s 256K --bytes 8M --checksum
+step "odl perf bandwidth both directions at once, jitter, latency under load, mimo"
+perf_pair B A bandwidth --bidir -s 64K --bytes 4M --checksum
+perf_pair A B jitter -s 64 -n 100 --warmup 10 --interval-us 2000 --checksum
+perf_pair B A latency-load -s 64 -n 50 --warmup 5 --load-size 256K --bytes 4M --checksum
+perf_pair B A mimo --streams 4 -s 256K --bytes 4M --checksum
+
+step "coexistence: thunderbolt_net traffic on thunderbolt0 while odl perf runs"
+vexec A 'ip addr add 10.99.0.1/24 dev thunderbolt0 && ip link set thunderbolt0 up' ||
+	fail "VM A: cannot configure thunderbolt0"
+vexec B 'ip addr add 10.99.0.2/24 dev thunderbolt0 && ip link set thunderbolt0 up' ||
+	fail "VM B: cannot configure thunderbolt0"
+# The first packets wait for thunderbolt_net's login; allow for it.
+wait_in A 60 'ping -c 1 -W 2 10.99.0.2' || fail "no ping reply over thunderbolt0 within 60 s"
+vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' ||
+	fail "odl_tb5 lost its login when thunderbolt_net came up"
+vexec B 'iperf3 -s -D -1 >/dev/null 2>&1' || fail "VM B: iperf3 -s failed"
+sleep 1
+vexec A '(iperf3 -c 10.99.0.2 -t 8 -f m >/tmp/iperf.log 2>&1; echo rc=$? >>/tmp/iperf.log) &' ||
+	fail "VM A: iperf3 -c failed to start"
+vexec B '(ping -c 20 -i 0.3 -W 3 10.99.0.1 >/tmp/ping.log 2>&1; echo rc=$? >>/tmp/ping.log) &' ||
+	fail "VM B: ping failed to start"
+perf_pair B A bandwidth -s 64K --bytes 4M --checksum
+perf_pair A B latency -s 64 -n 50 --warmup 5 --checksum
+wait_in A 60 'grep -q "^rc=" /tmp/iperf.log' || fail "iperf3 over thunderbolt0 did not finish"
+vexec A 'grep -q "^rc=0" /tmp/iperf.log' || fail "iperf3 over thunderbolt0 failed: $(vexec A 'cat /tmp/iperf.log')"
+mbps=$(vexec A 'awk "/receiver/ { print \$(NF-2) }" /tmp/iperf.log')
+awk -v m="$mbps" 'BEGIN { exit !(m > 0) }' || fail "iperf3 over thunderbolt0: '$mbps' Mbit/s"
+echo "iperf3 A -> B over thunderbolt0 during odl perf: $mbps Mbit/s"
+wait_in B 60 'grep -q "^rc=" /tmp/ping.log' || fail "ping over thunderbolt0 did not finish"
+vexec B 'grep -q " 0% packet loss" /tmp/ping.log' || fail "ping over thunderbolt0 lost packets: $(vexec B 'cat /tmp/ping.log')"
+vexec B 'grep round-trip /tmp/ping.log'
 
 step "peer module reload (B)"
 vexec B 'rmmod odl_tb5' || fail "rmmod B"
@@ -91,7 +130,65 @@ for v in A B; do
 done
 perf_pair B A latency -s 64 -n 50 --warmup 5
 
-step "cable unplug mid-transfer"
+step "late announcement: the peer holds our properties from before the load"
+# B withdraws its service (A re-reads B's properties without it), then
+# loads with announce=0: A is not told, the state the discovery race leaves
+# (docs/kmod.md). B's first login gets no answer; B must re-announce once,
+# A re-reads, binds and logs in.
+vexec B 'rmmod odl_tb5' || fail "rmmod B"
+wait_in A 30 '! test -e /dev/odl_tb5_0' || fail "A kept /dev/odl_tb5_0 after B unloaded"
+vexec B 'insmod /lib/modules/odl_tb5.ko announce=0' || fail "insmod B announce=0"
+for v in A B; do
+	wait_in "$v" 60 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' ||
+		fail "VM $v: no login after a late announcement"
+done
+out=$(vexec B 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "STATS logins"')
+echo "B: $out"
+echo "$out" | grep -q "reannounces 1 " || fail "B: expected exactly one re-announcement: $out"
+vexec B 'dmesg | grep -q "service re-announced: 0"' || fail "B: no re-announcement notice in dmesg"
+perf_pair B A latency -s 64 -n 50 --warmup 5 --checksum
+
+step "load/unload loop: 5 cycles, login each time (the last in polling mode)"
+for cycle in 1 2 3 4 5; do
+	args=
+	[ "$cycle" = 5 ] && args='poll=1 irq_throttle_us=2'
+	vexec A 'rmmod odl_tb5' || fail "cycle $cycle: rmmod A"
+	vexec B 'rmmod odl_tb5' || fail "cycle $cycle: rmmod B"
+	for v in A B; do
+		vexec "$v" '! test -e /dev/odl_tb5_0 && ! grep -q "^odl_tb5 " /proc/modules' ||
+			fail "cycle $cycle: VM $v still has odl_tb5 after rmmod"
+	done
+	vexec A "insmod /lib/modules/odl_tb5.ko $args" || fail "cycle $cycle: insmod A $args"
+	vexec B "insmod /lib/modules/odl_tb5.ko $args" || fail "cycle $cycle: insmod B $args"
+	for v in A B; do
+		wait_in "$v" 60 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' ||
+			fail "cycle $cycle: VM $v: no login within 60 s"
+	done
+	echo "cycle $cycle: logged in on both"
+done
+for v in A B; do
+	if vexec "$v" 'dmesg | grep -v "module verification failed" | grep -E "WARNING:|BUG:|Oops|refcount|leak"'; then
+		fail "VM $v: kernel log has warnings after the load/unload loop"
+	fi
+done
+
+step "polling mode (poll=1, irq_throttle_us=2): odl perf with checksums"
+for v in A B; do
+	# 2 us: 8 units of 256 ns.
+	vexec "$v" 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "rx_poll 1 irq_throttle_ns 2048"' ||
+		fail "VM $v: polling mode not in effect: $(vexec "$v" 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "INFO state"')"
+done
+perf_pair B A latency -s 64 -n 100 --warmup 10 --checksum
+perf_pair B A bandwidth -s 4K,256K --bytes 4M --checksum
+perf_pair A B mimo --streams 4 -s 64K --bytes 2M --checksum
+for v in A B; do
+	out=$(vexec "$v" 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "STATS logins"')
+	echo "$v: $out"
+	starts=$(echo "$out" | sed -n 's/.*rx_poll_starts \([0-9]*\).*/\1/p')
+	[ "${starts:-0}" -gt 0 ] || fail "VM $v: no polls started in polling mode: $out"
+done
+
+step "cable unplug mid-transfer (polling mode)"
 vexec B "(odl perf bandwidth --backend kernel --server -d 0 --connect-timeout 60 -s 1M --bytes 1G >/tmp/perf-srv.log 2>&1; echo rc=\$? >>/tmp/perf-srv.log) &"
 sleep 1
 vexec A "(odl perf bandwidth --backend kernel --client 0 --connect-timeout 60 -q -s 1M --bytes 1G --stall-timeout-ms 5000 >/tmp/perf-cli.log 2>&1; echo rc=\$? >>/tmp/perf-cli.log) &"

@@ -63,21 +63,29 @@ int main(int argc, char **argv)
 		       info.abi_version, info.ring_size, info.frame_bytes);
 		failures++;
 	} else {
-		printf("ok   INFO state %u ring %u tx HopID %u rx HopID %u peer %s\n",
+		printf("ok   INFO state %u ring %u tx HopID %u rx HopID %u peer %s rx_poll %u irq_throttle_ns %u\n",
 		       info.state, info.ring_size, info.tx_hopid, info.rx_hopid,
-		       info.peer_name);
+		       info.peer_name, info.rx_poll, info.irq_throttle_ns);
 	}
 	memset(&info, 0, sizeof(info));
 	info.flags = 1;
 	expect("INFO flags != 0", ioctl(fd, ODL_TB5_IOC_INFO, &info), EINVAL);
 	memset(&info, 0, sizeof(info));
-	info.reserved[7] = 1;
+	info.reserved[5] = 1;
 	expect("INFO reserved != 0", ioctl(fd, ODL_TB5_IOC_INFO, &info), EINVAL);
 	expect("INFO NULL", ioctl(fd, ODL_TB5_IOC_INFO, NULL), EFAULT);
 	expect("INFO bad pointer", ioctl(fd, ODL_TB5_IOC_INFO, (void *)16), EFAULT);
 
 	memset(&st, 0, sizeof(st));
 	expect("STATS valid", ioctl(fd, ODL_TB5_IOC_STATS, &st), 0);
+	printf("ok   STATS logins %llu logouts %llu login_failures %llu reannounces %llu xd_bad %llu rx_frames %llu rx_poll_starts %llu\n",
+	       (unsigned long long)st.logins, (unsigned long long)st.logouts,
+	       (unsigned long long)st.login_failures,
+	       (unsigned long long)st.reannounces,
+	       (unsigned long long)st.xd_bad,
+	       (unsigned long long)st.rx_frames,
+	       (unsigned long long)st.rx_poll_starts);
+	memset(&st, 0, sizeof(st));
 	st.flags = 1u << 5;
 	expect("STATS unknown flag", ioctl(fd, ODL_TB5_IOC_STATS, &st), EINVAL);
 	memset(&st, 0, sizeof(st));
