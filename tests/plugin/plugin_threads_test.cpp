@@ -240,6 +240,48 @@ TEST_F(PluginThreads, CanceledReceiveIsNeverWritten) {
     });
 }
 
+TEST_F(PluginThreads, SendsToAConnectionNeverAcceptedComplete) {
+    // Data for a connection whose listener closed (before its CONNECT came,
+    // or with it still pending) is for nobody: the receiver drops it, so
+    // the sender's requests complete instead of waiting for credit forever.
+    run_pair(12, [](side& s) {
+        PCHECK_OK(s.api.init(&log_counter::fn));
+        char h[2][NCCL_NET_HANDLE_MAXSIZE] = {}, peer[2][NCCL_NET_HANDLE_MAXSIZE] = {};
+        void* lc[2] = {};
+        if (s.server) {
+            for (int i = 0; i < 2; ++i) PCHECK_OK(s.api.listen(0, h[i], &lc[i]));
+            s.ch.send(h, sizeof(h));
+            PCHECK_OK(s.api.close_listen(lc[0]));  // before the client connects
+            s.ch.barrier();                        // the client connected both
+            usleep(200'000);                       // its CONNECTs are here: pending
+            PCHECK_OK(s.api.close_listen(lc[1]));
+            s.ch.barrier();
+            s.ch.barrier();  // the client's sends completed
+        } else {
+            s.ch.recv(peer, sizeof(peer));
+            void* sc[2] = {};
+            const uint64_t deadline = mono_ns() + 20'000'000'000ull;
+            while (!sc[0] || !sc[1]) {
+                PCHECK(mono_ns() < deadline);
+                for (int i = 0; i < 2; ++i)
+                    if (!sc[i]) PCHECK_OK(s.api.connect(0, peer[i], &sc[i]));
+            }
+            s.ch.barrier();
+            s.ch.barrier();  // both listeners closed
+            std::vector<unsigned char> big(4u << 20, 0x5a);
+            void* r[2] = {};
+            for (int i = 0; i < 2; ++i) {
+                PCHECK_OK(s.api.isend(sc[i], big.data(), big.size(), 1, nullptr, &r[i]));
+                PCHECK(r[i]);
+            }
+            for (int i = 0; i < 2; ++i) wait_done(s.api, r[i], nullptr);
+            s.ch.barrier();
+            for (int i = 0; i < 2; ++i) PCHECK_OK(s.api.close_send(sc[i]));
+        }
+        PCHECK_OK(s.api.finalize());
+    });
+}
+
 TEST(PluginThreadsConfig, ParsesLaneRanges) {
     loaded_plugin lp(plugin_path(), 11);
     for (const char* bad : {"loopback:3-1", "loopback:0-", "loopback:0-99", "loopback:0-x"}) {
