@@ -387,12 +387,6 @@ void host_driver::pump_tx(unsigned port) {
     }
 }
 
-bool host_driver::completed(const sw_ring& r, unsigned slot, std::uint32_t* w) {
-    std::uint32_t v = 0;
-    m_mem.dma_read(r.desc + std::uint64_t{slot} * k_desc + 8, &v, 4);
-    *w = odl_le32(v);
-    return ((*w >> ODL_NHI_DESC_FLAGS_SHIFT) & ODL_NHI_DESC_F_COMPLETED) != 0;
-}
 
 void host_driver::reap_tx(unsigned h) {
     sw_ring& r = m_tx[h];

@@ -279,11 +279,6 @@ void nhi::start_stop(bool tx, unsigned h, std::uint32_t nf) {
 
 // ---------------------------------------------------------------- DMA
 
-sc_time nhi::dma_time(std::uint32_t bytes) const {
-    if (m_cfg.timing.pcie_gbps <= 0.0) return SC_ZERO_TIME;
-    return sc_time(8000.0 * bytes / m_cfg.timing.pcie_gbps, SC_PS);
-}
-
 void nhi::tx_kick(unsigned h) {
     ring& r = m_tx[h];
     if (!r.enabled() || r.issue_pending || r.stalled || r.hw == r.sw) return;

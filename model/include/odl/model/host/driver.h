@@ -119,7 +119,13 @@ private:
     void reap_rx(unsigned h);
     void irq(unsigned vector);
     void mem_written(std::uint64_t addr);
-    bool completed(const sw_ring& r, unsigned slot, std::uint32_t* w);
+    /// Reads descriptor @slot's length/flags word into @w; true if COMPLETED.
+    bool completed(const sw_ring& r, unsigned slot, std::uint32_t* w) {
+        std::uint32_t v = 0;
+        m_mem.dma_read(r.desc + std::uint64_t{slot} * sizeof(odl_nhi_ring_desc) + 8, &v, 4);
+        *w = odl_le32(v);
+        return ((*w >> ODL_NHI_DESC_FLAGS_SHIFT) & ODL_NHI_DESC_F_COMPLETED) != 0;
+    }
 
     scheduler& m_sched;
     trace_log& m_log;

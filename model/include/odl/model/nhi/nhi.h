@@ -110,7 +110,10 @@ private:
                  frame_ptr f);
     void rx_drain(unsigned h);
     void rx_complete(unsigned h, std::uint64_t epoch, std::uint32_t idx, frame_ptr f);
-    sc_core::sc_time dma_time(std::uint32_t bytes) const;
+    sc_core::sc_time dma_time(std::uint32_t bytes) const {
+        if (m_cfg.timing.pcie_gbps <= 0.0) return sc_core::SC_ZERO_TIME;
+        return sc_core::sc_time(8000.0 * bytes / m_cfg.timing.pcie_gbps, sc_core::SC_PS);
+    }
     void raise(unsigned index);
     void evaluate(unsigned index);
     void schedule_fire(unsigned vector);
