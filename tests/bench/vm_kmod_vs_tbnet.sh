@@ -6,19 +6,20 @@
 # rounds so both see the same machine load. Prints each sample and the
 # medians. Not a ctest test (timings); docs/benchmarks.md "Kernel module".
 #
-# Usage: vm_kmod_vs_tbnet.sh [--kernel 6.12|6.1] [--rounds N]
+# Usage: vm_kmod_vs_tbnet.sh [--kernel 6.12|6.1] [--rounds N] [--module-args "poll=1 ..."]
 # Environment: as tests/vm/kmod_test.sh (ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR,
 #   ODL_VM_SHARED_RAM, ...)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-kernel=6.12 rounds=3
+kernel=6.12 rounds=3 margs=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kernel=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
-	*) echo "usage: $0 [--kernel 6.12|6.1] [--rounds N]" >&2; exit 2 ;;
+	--module-args) margs=$2; shift 2 ;;
+	*) echo "usage: $0 [--kernel 6.12|6.1] [--rounds N] [--module-args ARGS]" >&2; exit 2 ;;
 	esac
 done
 case "$rounds" in '' | *[!0-9]* | 0) echo "--rounds: a positive number" >&2; exit 2 ;; esac
@@ -45,11 +46,18 @@ say "build odl_tb5.ko ($kernel) and guest extras"
 ODL_GUEST_EXTRA="$extra" "$tb" up --kernel "$kernel" >&2 || fail "testbed up"
 "$tb" cable unplug >&2 || fail unplug
 wait_in A 30 '! test -e /sys/bus/thunderbolt/devices/0-1' || fail "peer still present"
-vexec A 'insmod /lib/modules/odl_tb5.ko' && vexec B 'insmod /lib/modules/odl_tb5.ko' || fail insmod
+case "$margs" in *[!a-z0-9_=\ ]*) fail "--module-args: only name=value words" ;; esac
+vexec A "insmod /lib/modules/odl_tb5.ko $margs" && vexec B "insmod /lib/modules/odl_tb5.ko $margs" ||
+	fail "insmod $margs"
 "$tb" cable plug >&2 || fail plug
 for v in A B; do
 	wait_in "$v" 60 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' || fail "$v: no login"
 done
+for v in A B; do
+	wait_in "$v" 60 'ip link show thunderbolt0' || fail "$v: no thunderbolt0"
+done
+vexec A 'ip addr add 10.99.0.1/24 dev thunderbolt0 && ip link set thunderbolt0 up' || fail "A: thunderbolt0 address"
+vexec B 'ip addr add 10.99.0.2/24 dev thunderbolt0 && ip link set thunderbolt0 up' || fail "B: thunderbolt0 address"
 wait_in A 60 'ping -c 1 -W 2 10.99.0.2' || fail "no ping over thunderbolt0"
 
 # odl perf TEST on the kernel backend, server on B, client on A; prints JSON.
@@ -63,7 +71,7 @@ odl_perf() {
 
 results=$(mktemp)
 for r in $(seq "$rounds"); do
-	say "round $r/$rounds"
+	say "round $r/$rounds${margs:+ (odl_tb5 $margs)}"
 	lat=$(odl_perf latency -s 64 -n 200 --warmup 20) || fail "odl perf latency"
 	p50=$(printf '%s' "$lat" | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["p50_us"])')
 	bw=$(odl_perf bandwidth -s 1M --bytes 16M) || fail "odl perf bandwidth"
