@@ -103,6 +103,7 @@ static ssize_t odl_read(struct file *file, char __user *ubuf, size_t count,
 			loff_t *ppos)
 {
 	struct odl_tb5 *odl = file->private_data;
+	bool drained = false;
 	struct odl_buf *b;
 	size_t done = 0;
 	int ret;
@@ -135,6 +136,15 @@ static ssize_t odl_read(struct file *file, char __user *ubuf, size_t count,
 		if (done)
 			return done;
 		ret = odl_io_error(odl);
+		if (ret && odl_poll_mode && !drained) {
+			/*
+			 * The peer's close notice may overtake the interrupt
+			 * of its last frames: take what the ring holds first.
+			 */
+			drained = true;
+			set_bit(ODL_RX_POLL_PENDING, &odl->rx_poll);
+			continue;
+		}
 		if (ret)
 			return ret;
 		if (file->f_flags & O_NONBLOCK)
