@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+// Scheduler order: actions run by (time, scheduling order) whichever queue
+// path holds them (inline sorted-run insert from either end, far-timeout
+// heap, heap mode above 512 pending, times in the past clamped to now),
+// with the kernel stepped per time (sc_start) or run ahead (run_until).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "odl/model/core/scheduler.h"
+#include "odl/model/core/session.h"
+
+namespace odl::model {
+namespace {
+
+using sc_core::sc_time;
+using sc_core::SC_PS;
+
+/// Every scheduled action, in scheduling order, with the time it was due.
+struct expected_run {
+    std::uint64_t due_ps;
+    std::uint64_t id;
+};
+
+/// A randomised workload: each action, when it runs, records itself and
+/// schedules about one more at delays spanning ties, the past (clamped),
+/// near times and far timeouts; bursts push the queue over 512 pending.
+class workload {
+public:
+    workload(scheduler& s, std::uint64_t seed, std::uint64_t budget)
+        : m_s(s), m_rng(seed), m_budget(budget) {}
+
+    void seed_actions(unsigned n) {
+        for (unsigned i = 0; i < n; ++i) schedule(pick_delay());
+    }
+    const std::vector<expected_run>& scheduled() const { return m_sched; }
+    const std::vector<std::uint64_t>& ran() const { return m_ran; }
+    const std::vector<std::uint64_t>& ran_at() const { return m_ran_at; }
+
+private:
+    std::uint64_t pick_delay() {
+        switch (m_rng() % 8) {
+        case 0: return 0;                                  // tie with now
+        case 1: return m_rng() % 1000;                     // sub-ns
+        case 2: return 1000000000ull + m_rng() % 5000000;  // beyond 1 ms: far heap
+        case 3: return m_rng() % 20000000;                 // up to 20 us
+        default: return (m_rng() % 64) * 100000;           // 100 ns grid: many ties
+        }
+    }
+    void schedule(std::uint64_t delay_ps) {
+        if (m_next_id >= m_budget) return;
+        const std::uint64_t id = m_next_id++;
+        const std::uint64_t now = scheduler::now().value();
+        // Now and then ask for a time in the past: it must run at now.
+        const bool past = delay_ps == 0 && now > 0 && (m_rng() % 4 == 0);
+        const std::uint64_t at = past ? now - 1 : now + delay_ps;
+        m_sched.push_back({past ? now : at, id});
+        m_s.at(sc_time(static_cast<double>(at), SC_PS), [this, id] { run(id); });
+    }
+    void run(std::uint64_t id) {
+        m_ran.push_back(id);
+        m_ran_at.push_back(scheduler::now().value());
+        // About one child each, so activity lasts long enough (hundreds of
+        // ms) for far timeouts to come due among near actions.
+        const unsigned r = static_cast<unsigned>(m_rng() % 20);
+        const unsigned children = r == 0 ? 0 : r == 1 ? 2 : 1;
+        for (unsigned i = 0; i < children; ++i) schedule(pick_delay());
+        if (m_rng() % 2000 == 0) {
+            for (unsigned i = 0; i < 700; ++i) schedule(pick_delay());  // heap mode
+        }
+    }
+
+    scheduler& m_s;
+    std::mt19937_64 m_rng;
+    std::uint64_t m_budget;
+    std::uint64_t m_next_id = 0;
+    std::vector<expected_run> m_sched;
+    std::vector<std::uint64_t> m_ran;
+    std::vector<std::uint64_t> m_ran_at;
+};
+
+/// The order a reference queue gives: time, then scheduling order (id).
+std::vector<std::uint64_t> reference_order(std::vector<expected_run> v) {
+    std::stable_sort(v.begin(), v.end(), [](const expected_run& a, const expected_run& b) {
+        return a.due_ps < b.due_ps;
+    });
+    std::vector<std::uint64_t> ids;
+    for (const auto& e : v) ids.push_back(e.id);
+    return ids;
+}
+
+void check(bool run_ahead, std::uint64_t seed) {
+    sim_session session;
+    auto s = std::make_unique<scheduler>("sched");
+    workload w(*s, seed, 60000);
+    w.seed_actions(40);
+    if (run_ahead)
+        s->run_until(sc_time(10, sc_core::SC_SEC));
+    else
+        sc_core::sc_start(sc_time(10, sc_core::SC_SEC));
+    ASSERT_EQ(w.ran().size(), w.scheduled().size()) << "every action runs exactly once";
+    ASSERT_GT(w.scheduled().size(), 10000u);
+    // Ids are handed out in scheduling order, so sorting by (time, id)
+    // gives the only correct run order.
+    EXPECT_EQ(w.ran(), reference_order(w.scheduled()));
+    std::vector<std::uint64_t> due(w.scheduled().size());
+    for (const auto& e : w.scheduled()) due[e.id] = e.due_ps;
+    for (std::size_t i = 0; i < w.ran().size(); ++i)
+        ASSERT_EQ(w.ran_at()[i], due[w.ran()[i]]) << "action " << w.ran()[i] << " ran at the wrong time";
+    EXPECT_EQ(s->events_run(), w.scheduled().size());
+    EXPECT_TRUE(s->idle());
+}
+
+TEST(Scheduler, RunAheadOrderMatchesReference) {
+    for (std::uint64_t seed : {1u, 2u, 3u}) check(true, seed);
+}
+
+TEST(Scheduler, KernelSteppedOrderMatchesReference) {
+    for (std::uint64_t seed : {4u, 5u}) check(false, seed);
+}
+
+}  // namespace
+}  // namespace odl::model
