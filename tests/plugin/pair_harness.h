@@ -2,6 +2,9 @@
 // Two-process harness for plugin tests: forks a peer, gives both sides the
 // plugin loaded fresh, a byte channel to swap handles, and checks that throw
 // so one scenario body serves both processes.
+// Define ODL_PAIR_HARNESS_NO_GTEST before including it to use the channel,
+// connect and check helpers without gtest and fork (plugin_vm_peer does,
+// across two VMs, with a channel over a plugin connection).
 #pragma once
 
 #include <dirent.h>
@@ -22,7 +25,9 @@
 #include <string>
 #include <vector>
 
+#ifndef ODL_PAIR_HARNESS_NO_GTEST
 #include <gtest/gtest.h>
+#endif
 
 #include "net_api.h"
 
@@ -83,14 +88,21 @@ struct log_counter {
     }
 };
 
-/// A socketpair end: whole messages of a fixed size.
+/// A socketpair end: whole messages of a fixed size. Or any other transport
+/// given as two functions with the same contract (each call moves one
+/// message of exactly n bytes, in order, and throws on failure).
 class channel {
 public:
+    using send_fn = std::function<void(const void*, size_t)>;
+    using recv_fn = std::function<void(void*, size_t)>;
     explicit channel(int fd) : m_fd(fd) {}
+    channel(send_fn s, recv_fn r) : m_fd(-1), m_send(std::move(s)), m_recv(std::move(r)) {}
     void send(const void* p, size_t n) {
+        if (m_send) return m_send(p, n);
         PCHECK(::send(m_fd, p, n, MSG_NOSIGNAL) == ssize_t(n));
     }
     void recv(void* p, size_t n) {
+        if (m_recv) return m_recv(p, n);
         size_t got = 0;
         while (got < n) {
             const ssize_t r = ::recv(m_fd, static_cast<char*>(p) + got, n - got, 0);
@@ -107,6 +119,8 @@ public:
 
 private:
     int m_fd;
+    send_fn m_send;
+    recv_fn m_recv;
 };
 
 /// One side's view: the plugin, its channel to the other side, its role.
@@ -118,6 +132,7 @@ struct side {
 
 using scenario = std::function<void(side&)>;
 
+#ifndef ODL_PAIR_HARNESS_NO_GTEST
 inline std::string plugin_path() { return ODL_PLUGIN_PATH; }
 
 /// Runs @body in two forked processes, each loading the plugin of @version
@@ -162,6 +177,8 @@ inline void run_pair(int version, const scenario& body, int timeout_s = 60, cons
             << (role == 0 ? "server" : "client") << " process failed (status " << status << ")";
     }
 }
+
+#endif  // ODL_PAIR_HARNESS_NO_GTEST
 
 /// A connection each way: both sides listen, swap handles, then call
 /// connect and accept alternately in one thread until both exist, checking

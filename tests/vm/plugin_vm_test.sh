@@ -5,10 +5,15 @@
 # libnccl-net-odl.so as NCCL does and plays one rank. The host carries the
 # 128-byte handles between the guests (hex files through testbed exec); then
 # both connect/accept without blocking and exchange 0 B ... 4 MiB both ways,
-# 8 requests in flight tested out of order, every byte checked, close and
-# finalize. Every wait is bounded; the testbed is always torn down.
+# 8 requests in flight tested out of order, every byte checked. That
+# connection then carries the loopback harness's channel (pair_harness.h):
+# each table v8 ... v12 connects and exchanges (sizes, 8 in flight, grouped
+# receive, bad arguments), then the request limits and close with requests
+# pending + reconnect on the --version table; close and finalize. Every wait
+# is bounded; the testbed is always torn down.
 #
 # Usage: plugin_vm_test.sh [--kernel 6.12|6.1] [--version 8-12]
+#   --version: the table of the first connection and the limit/close checks
 # Environment: ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR (bin/odl, lib/libodl.so.0,
 #   lib/libnccl-net-odl.so, tests/plugin/plugin_vm_peer), ODL_NCCL_PLUGIN and
 #   ODL_PLUGIN_VM_PEER (override those two paths)
@@ -81,7 +86,7 @@ done
 
 step "plugin_vm_peer in both guests (ncclNetPlugin_v$version, ODL_NCCL_DEVICES=kernel:0)"
 for v in A B; do
-	vexec "$v" "rm -rf /tmp/pv && mkdir -p /tmp/pv && (ODL_NCCL_DEVICES=kernel:0 plugin_vm_peer --plugin /usr/lib/libnccl-net-odl.so --dir /tmp/pv --role $v --version $version --timeout 180 >/tmp/pv/log 2>&1; echo rc=\$? >>/tmp/pv/log) &" ||
+	vexec "$v" "rm -rf /tmp/pv && mkdir -p /tmp/pv && (ODL_NCCL_DEVICES=kernel:0 plugin_vm_peer --plugin /usr/lib/libnccl-net-odl.so --dir /tmp/pv --role $v --version $version --timeout 240 >/tmp/pv/log 2>&1; echo rc=\$? >>/tmp/pv/log) &" ||
 		fail "start plugin_vm_peer in $v"
 done
 for v in A B; do
@@ -96,7 +101,7 @@ vexec A "echo $hb >/tmp/pv/peer.tmp && mv /tmp/pv/peer.tmp /tmp/pv/peer.hex" || 
 vexec B "echo $ha >/tmp/pv/peer.tmp && mv /tmp/pv/peer.tmp /tmp/pv/peer.hex" || fail "handle to B"
 
 for v in A B; do
-	wait_in "$v" 200 'grep -q "^rc=" /tmp/pv/log' || fail "VM $v: plugin_vm_peer did not finish: $(vexec "$v" 'cat /tmp/pv/log' 2>&1)"
+	wait_in "$v" 300 'grep -q "^rc=" /tmp/pv/log' || fail "VM $v: plugin_vm_peer did not finish: $(vexec "$v" 'cat /tmp/pv/log' 2>&1)"
 done
 ok=1
 for v in A B; do
