@@ -298,14 +298,14 @@ void host_driver::ctl_received(std::vector<std::uint8_t> bytes, unsigned pdf) {
         reap_tx(0);
         if ((r.head + 1) % r.size != r.tail) {
             const auto ack = ctl::encode(ctl::plug_ack(ctl::route_of(*dw), port, unplug));
-                m_mem.cpu_write(r.buf[r.head], ack.data(), ack.size());
+            m_mem.cpu_write(r.buf[r.head], ack.data(), ack.size());
             odl_nhi_ring_desc d{};
             d.phys = odl_cpu_le64(r.buf[r.head]);
             d.len_flags = odl_cpu_le32(static_cast<std::uint32_t>(ack.size()) |
                                        (ODL_USB4_PDF_ERROR << ODL_NHI_DESC_EOF_SHIFT) |
                                        (ODL_USB4_PDF_ERROR << ODL_NHI_DESC_SOF_SHIFT) | k_posted);
             m_mem.cpu_write(r.desc + std::uint64_t{r.head} * k_desc, &d, k_desc);
-                r.head = (r.head + 1) % r.size;
+            r.head = (r.head + 1) % r.size;
             doorbell_at(cpu(m_costs.post) + m_costs.mmio,
                         ODL_NHI_TX_RING_BASE + ODL_NHI_RING_INDEX,
                         r.head << ODL_NHI_RING_PROD_SHIFT);
@@ -386,7 +386,6 @@ void host_driver::pump_tx(unsigned port) {
                     r.head << ODL_NHI_RING_PROD_SHIFT);
     }
 }
-
 
 void host_driver::reap_tx(unsigned h) {
     sw_ring& r = m_tx[h];

@@ -144,7 +144,8 @@ private:
     sc_core::sc_time m_cpu_free;
     bool m_poll_pending = false;
     /// Rings the NHI wrote a descriptor of since they were last polled
-    /// (bit ring_bit()); all set when unknown, so a poll never misses one.
+    /// (one bit per ring and direction); all set when unknown (start,
+    /// restart), so a poll never misses one.
     /// Rings 32 and up are not tracked: always polled.
     std::uint64_t m_dirty = ~std::uint64_t{0};
     static std::uint64_t ring_bit(unsigned h, bool tx) {
@@ -152,8 +153,8 @@ private:
     }
     /// May ring @h hold new completions? Marks it clean for the next poll.
     bool take_dirty(unsigned h, bool tx) {
-        const std::uint64_t b = ring_bit(h, tx);
         if (h >= 32) return true;
+        const std::uint64_t b = ring_bit(h, tx);
         if (!(m_dirty & b)) return false;
         m_dirty &= ~b;
         return true;
