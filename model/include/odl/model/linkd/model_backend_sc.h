@@ -40,8 +40,8 @@ public:
 
     /// Scenario events: the cable itself (independent of host presence).
     bool set_cable(bool plugged) override;
-    int link_peer(unsigned host) const override {
-        return m_cable.up() ? static_cast<int>(1 - host) : -1;
+    int link_peer(unsigned h) const override {
+        return m_cable.up() ? static_cast<int>(1 - h) : -1;
     }
     const trace_log& log() const { return m_log; }
 
