@@ -5,7 +5,8 @@
 # odl perf test with checksums (latency, bandwidth each way and both at once,
 # jitter, latency-load, mimo), coexistence with thunderbolt_net (iperf3 and
 # ping over thunderbolt0 while odl perf runs), peer module reload, a late
-# announcement (re-announce on an unanswered login), a load/unload loop,
+# announcement (re-announce on an unanswered login) and the discovery race
+# behind it, a load/unload loop,
 # polling mode, cable unplug mid-transfer and replug, and clean kernel logs. Every wait is
 # bounded; the testbed is always torn down.
 #
@@ -147,6 +148,34 @@ echo "B: $out"
 echo "$out" | grep -q "reannounces 1 " || fail "B: expected exactly one re-announcement: $out"
 vexec B 'dmesg | grep -q "service re-announced: 0"' || fail "B: no re-announcement notice in dmesg"
 perf_pair B A latency -s 64 -n 50 --warmup 5 --checksum
+
+step "discovery race: B loads the moment A reads B's properties after a replug"
+# The real race behind the late announcement: A reads B's properties before
+# B has added A, and B loads in between. Dynamic debug of xdomain.c on B shows
+# A's properties request; B loads right after it. When B had not yet added A
+# ("window hit"), only the re-announce gets B's service to A.
+vexec B 'rmmod odl_tb5' || fail "rmmod B"
+"$tb" cable unplug || fail "unplug"
+for v in A B; do
+	wait_in "$v" 30 '! test -e /sys/bus/thunderbolt/devices/0-1' || fail "VM $v still sees the peer after unplug"
+done
+ddc=/sys/kernel/debug/dynamic_debug/control
+vexec B "test -w $ddc || mount -t debugfs none /sys/kernel/debug; echo 'file xdomain.c +p' >$ddc" ||
+	fail "B: no dynamic debug for xdomain.c"
+# One line: the testbed's exec channel is line based.
+race='n=$(dmesg | grep -c "properties request"); for k in $(seq 3000); do [ "$(dmesg | grep -c "properties request")" -gt "$n" ] && break; done;'
+race="$race"' if test -e /sys/bus/thunderbolt/devices/0-1; then echo "window missed"; else echo "window hit"; fi;'
+race="$race"' insmod /lib/modules/odl_tb5.ko; echo "insmod rc=$?"'
+vexec B "rm -f /tmp/race.log; ($race) >/tmp/race.log 2>&1 &" || fail "B: race loader"
+"$tb" cable plug || fail "plug"
+for v in A B; do
+	wait_in "$v" 90 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' ||
+		fail "VM $v: no login after loading in the discovery window: $(vexec B 'cat /tmp/race.log')"
+done
+vexec B "echo 'file xdomain.c -p' >$ddc" || true
+out=$(vexec B 'tr "\n" " " </tmp/race.log; odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "STATS logins"')
+echo "B: $out"
+echo "$out" | grep -q "insmod rc=0" || fail "B: insmod in the discovery window failed: $out"
 
 step "load/unload loop: 5 cycles, login each time (the last in polling mode)"
 for cycle in 1 2 3 4 5; do
