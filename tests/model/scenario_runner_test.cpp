@@ -58,5 +58,39 @@ TEST(ScenarioRunner, FailingAssertionIsReported) {
     EXPECT_NE(r.to_text().find("[FAIL]"), std::string::npos);
 }
 
+TEST(ScenarioRunner, HostResetDropsFramesToThatHostAndItsDriverRestarts) {
+    // Reset host b in the middle of the 64 MiB stream (12 ms .. ~26 ms).
+    scenario s = load_scenario(scenario_path("quickstart"));
+    s.duration = sc_core::sc_time(60, sc_core::SC_MS);
+    run_options o;
+    o.trace_frames = false;
+    const run_result clean = run_scenario(s, o);
+    scenario_event e;
+    e.at = sc_core::sc_time(16, sc_core::SC_MS);
+    e.kind = event_kind::host_reset;
+    e.host = 1;
+    e.down = sc_core::sc_time(2, sc_core::SC_MS);
+    s.events.push_back(e);
+    const run_result r = run_scenario(s, o);
+    const run_result again = run_scenario(s, o);
+    EXPECT_TRUE(r.trace == again.trace) << "host reset must be deterministic";
+    EXPECT_NE(r.trace.find("host reset"), std::string::npos) << "no host reset in the trace";
+    const auto bulk = [](const run_result& x) {
+        for (const auto& w : x.workloads)
+            if (w.name == "bulk") return w;
+        return workload_result{};
+    };
+    ASSERT_EQ(bulk(clean).messages_lost, 0u);
+    ASSERT_EQ(bulk(clean).messages_received, 64u);
+    // Frames in flight to b and sent while its NHI is down are lost ...
+    EXPECT_GT(bulk(r).messages_lost, 0u) << r.to_text();
+    // ... and b receives again once its driver restarted.
+    EXPECT_GT(bulk(r).messages_received, 0u) << r.to_text();
+    EXPECT_EQ(bulk(r).messages_received + bulk(r).messages_lost, 64u) << r.to_text();
+    // The ping-pong that ended before the reset is untouched.
+    EXPECT_EQ(r.workloads[0].messages_lost, 0u);
+    EXPECT_EQ(r.workloads[0].p99_us, clean.workloads[0].p99_us);
+}
+
 }  // namespace
 }  // namespace odl::model
