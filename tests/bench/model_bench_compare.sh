@@ -5,7 +5,7 @@
 #
 #   tests/bench/model_bench_compare.sh [REF] [ROUNDS] [BUILD]
 #
-# REF (default e4224f9, the model before the speed work) is exported with
+# REF (default 2ed4e3d, the model before the second speed pass) is exported with
 # git archive to /tmp/odl-bench-ref and built there (model_bench only);
 # BUILD (default build) is this tree's Release build dir. Each round runs
 # each binary with --benchmark_repetitions=3; the medians over all
@@ -14,7 +14,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-ref=${1:-e4224f9}
+ref=${1:-2ed4e3d}
 rounds=${2:-5}
 build=${3:-$root/build}
 refdir=/tmp/odl-bench-ref-$ref
