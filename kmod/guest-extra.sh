@@ -5,8 +5,10 @@
 # kmod test helper. The result is a directory for ODL_GUEST_EXTRA
 # (qemu-device/guest/build-guest.sh copies it into the initramfs root).
 #
-# Usage: guest-extra.sh 6.12|6.1 OUTDIR [BUILD_DIR]
+# Usage: guest-extra.sh 6.12|6.1 OUTDIR [BUILD_DIR [FILE:GUEST_PATH ...]]
 #   BUILD_DIR: the CMake build with bin/odl and lib/libodl.so (default build/)
+#   FILE:GUEST_PATH: more programs or libraries to install at GUEST_PATH,
+#   with the host libraries they need (e.g. the NCCL plugin for its vm test)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,16 +23,28 @@ mkdir -p "$out/lib/modules" "$out/usr/bin" "$out/usr/lib"
 install -m 0644 "$ko" "$out/lib/modules/odl_tb5.ko"
 install -m 0755 "$build/bin/odl" "$out/usr/bin/odl"
 cp -L "$build/lib/libodl.so.0" "$out/usr/lib/libodl.so.0"
-for bin in "$build/bin/odl" "$build/bin/odl_tb5_probe"; do
-	[ -x "$bin" ] || continue
-	install -m 0755 "$bin" "$out/usr/bin/$(basename "$bin")"
-	ldd "$bin" | awk '/=>/ { print $3 } /^\t\/lib64/ { print $1 }' |
+# copy_libs FILE: the host libraries FILE needs, at their host paths.
+copy_libs() {
+	ldd "$1" | awk '/=>/ { print $3 } /^\t\/lib64/ { print $1 }' |
 		while read -r lib; do
 			case "$lib" in "$build"/*) continue ;; esac
 			[ -f "$lib" ] || continue
 			mkdir -p "$out$(dirname "$lib")"
 			cp -L "$lib" "$out$lib"
 		done
+}
+for bin in "$build/bin/odl" "$build/bin/odl_tb5_probe"; do
+	[ -x "$bin" ] || continue
+	install -m 0755 "$bin" "$out/usr/bin/$(basename "$bin")"
+	copy_libs "$bin"
+done
+shift $(($# < 3 ? $# : 3))
+for spec in "$@"; do
+	src=${spec%%:*} dst=${spec#*:}
+	[ -f "$src" ] && [ "$dst" != "$spec" ] || { echo "guest-extra.sh: bad FILE:GUEST_PATH '$spec'" >&2; exit 2; }
+	mkdir -p "$out$(dirname "$dst")"
+	install -m 0755 "$src" "$out$dst"
+	copy_libs "$src"
 done
 # The guest-side ABI checker (tests/vm/odl_tb5_ioctl.c), static.
 gcc -O2 -Wall -Wextra -Werror -static -I"$repo/include" \

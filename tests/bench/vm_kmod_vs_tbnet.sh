@@ -28,37 +28,18 @@ export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-bench-$kernel}
 extra="$ODL_VM_DIR.extra"
 
 say() { printf '== %s\n' "$*" >&2; }
-fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
-vexec() { "$tb" exec "$@"; }
-wait_in() {
-	local v=$1 secs=$2 i
-	shift 2
-	for i in $(seq "$secs"); do
-		vexec "$v" "$*" >/dev/null 2>&1 && return 0
-		sleep 1
-	done
-	return 1
-}
-trap '"$tb" down >/dev/null 2>&1 || true' EXIT
+. "$repo/tests/vm/vm_lib.sh"
 
 say "build odl_tb5.ko ($kernel) and guest extras"
 "$repo/kmod/guest-extra.sh" "$kernel" "$extra" >/dev/null || fail "guest extras"
 ODL_GUEST_EXTRA="$extra" "$tb" up --kernel "$kernel" >&2 || fail "testbed up"
-"$tb" cable unplug >&2 || fail unplug
-wait_in A 30 '! test -e /sys/bus/thunderbolt/devices/0-1' || fail "peer still present"
 case "$margs" in *[!a-z0-9_=\ ]*) fail "--module-args: only name=value words" ;; esac
-vexec A "insmod /lib/modules/odl_tb5.ko $margs" && vexec B "insmod /lib/modules/odl_tb5.ko $margs" ||
-	fail "insmod $margs"
-"$tb" cable plug >&2 || fail plug
-for v in A B; do
-	wait_in "$v" 60 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' || fail "$v: no login"
-done
+load_cable_out $margs >&2
+wait_login 60 "first load"
 for v in A B; do
 	wait_in "$v" 60 'ip link show thunderbolt0' || fail "$v: no thunderbolt0"
 done
-vexec A 'ip addr add 10.99.0.1/24 dev thunderbolt0 && ip link set thunderbolt0 up' || fail "A: thunderbolt0 address"
-vexec B 'ip addr add 10.99.0.2/24 dev thunderbolt0 && ip link set thunderbolt0 up' || fail "B: thunderbolt0 address"
-wait_in A 60 'ping -c 1 -W 2 10.99.0.2' || fail "no ping over thunderbolt0"
+tbnet_up >&2
 
 # odl perf TEST on the kernel backend, server on B, client on A; prints JSON.
 odl_perf() {

@@ -46,6 +46,24 @@ struct check_failed : std::runtime_error {
     } while (0)
 #define PCHECK_OK(expr) PCHECK((expr) == ncclSuccess)
 
+/// Null or foreign comms, requests and handles are refused with
+/// ncclInternalError (no connection needed).
+inline void refuses_foreign_objects(net_api& a) {
+    alignas(16) unsigned char junk[256] = {};
+    void* req = nullptr;
+    char data[16] = {};
+    PCHECK(a.isend(nullptr, data, 16, 0, nullptr, &req) == ncclInternalError);
+    PCHECK(a.isend(junk, data, 16, 0, nullptr, &req) == ncclInternalError);
+    PCHECK(a.test(nullptr, nullptr, nullptr) == ncclInternalError);
+    int done = 0;
+    PCHECK(a.test(junk, &done, nullptr) == ncclInternalError);
+    PCHECK(a.close_send(nullptr) == ncclInternalError);
+    PCHECK(a.close_recv(junk) == ncclInternalError);
+    PCHECK(a.close_listen(junk) == ncclInternalError);
+    void* mh = nullptr;
+    PCHECK(a.reg_mr(junk, data, 16, NCCL_PTR_HOST, &mh) == ncclInternalError);
+}
+
 inline uint64_t mono_ns() {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);

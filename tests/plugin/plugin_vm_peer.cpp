@@ -438,19 +438,7 @@ private:
         PCHECK(a.listen(7, h, &lc) != ncclSuccess);
         void* sc = nullptr;
         PCHECK(a.connect(0, h, &sc) == ncclInternalError && sc == nullptr);  // all zero: not our handle
-        alignas(16) unsigned char junk[256] = {};
-        void* req = nullptr;
-        char data[16] = {};
-        PCHECK(a.isend(nullptr, data, 16, 0, nullptr, &req) == ncclInternalError);
-        PCHECK(a.isend(junk, data, 16, 0, nullptr, &req) == ncclInternalError);
-        PCHECK(a.test(nullptr, nullptr, nullptr) == ncclInternalError);
-        int done = 0;
-        PCHECK(a.test(junk, &done, nullptr) == ncclInternalError);
-        PCHECK(a.close_send(nullptr) == ncclInternalError);
-        PCHECK(a.close_recv(junk) == ncclInternalError);
-        PCHECK(a.close_listen(junk) == ncclInternalError);
-        void* mh = nullptr;
-        PCHECK(a.reg_mr(junk, data, 16, NCCL_PTR_HOST, &mh) == ncclInternalError);
+        refuses_foreign_objects(a);
     }
 
     /// Misuse of real comms is refused; a request is dead once test()

@@ -23,19 +23,7 @@ export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-kmod-$kernel}
 extra="$ODL_VM_DIR.extra"
 
 step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
-fail() { printf 'FAIL: %s\n' "$*"; exit 1; }
-vexec() { "$tb" exec "$@"; }
-# wait_in VM SECONDS CMD: until CMD succeeds in VM.
-wait_in() {
-	local v=$1 secs=$2 i
-	shift 2
-	for i in $(seq "$secs"); do
-		vexec "$v" "$*" >/dev/null 2>&1 && return 0
-		sleep 1
-	done
-	return 1
-}
-trap '"$tb" down >/dev/null 2>&1 || true' EXIT
+. "$here/vm_lib.sh"
 
 step "build odl_tb5.ko ($kernel) and guest extras"
 "$repo/kmod/guest-extra.sh" "$kernel" "$extra" >/dev/null || fail "guest extras"
@@ -53,15 +41,8 @@ step "load on both hosts (cable out), plug, login"
 # Modules first, cable second, as on a host that loads odl_tb5 at boot; the
 # reload step below covers loading after discovery, and the late
 # announcement step the race in between (docs/kmod.md, re-announce).
-"$tb" cable unplug || fail "unplug before load"
-wait_in A 30 '! test -e /sys/bus/thunderbolt/devices/0-1' || fail "A still sees the peer after unplug"
-vexec A 'insmod /lib/modules/odl_tb5.ko' || fail "insmod A"
-vexec B 'insmod /lib/modules/odl_tb5.ko' || fail "insmod B"
-"$tb" cable plug || fail "plug after load"
-for v in A B; do
-	wait_in "$v" 60 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' ||
-		fail "VM $v: no logged-in /dev/odl_tb5_0 within 60 s"
-done
+load_cable_out
+wait_login 60 "first load"
 vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "INFO state"'
 # Interrupt mode, default irq_throttle_us=8: 32 units of 256 ns.
 vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "rx_poll 0 irq_throttle_ns 8192"' ||
@@ -96,12 +77,7 @@ perf_pair B A latency-load -s 64 -n 50 --warmup 5 --load-size 256K --bytes 4M --
 perf_pair B A mimo --streams 4 -s 256K --bytes 4M --checksum
 
 step "coexistence: thunderbolt_net traffic on thunderbolt0 while odl perf runs"
-vexec A 'ip addr add 10.99.0.1/24 dev thunderbolt0 && ip link set thunderbolt0 up' ||
-	fail "VM A: cannot configure thunderbolt0"
-vexec B 'ip addr add 10.99.0.2/24 dev thunderbolt0 && ip link set thunderbolt0 up' ||
-	fail "VM B: cannot configure thunderbolt0"
-# The first packets wait for thunderbolt_net's login; allow for it.
-wait_in A 60 'ping -c 1 -W 2 10.99.0.2' || fail "no ping reply over thunderbolt0 within 60 s"
+tbnet_up
 vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' ||
 	fail "odl_tb5 lost its login when thunderbolt_net came up"
 vexec B 'iperf3 -s -D -1 >/dev/null 2>&1' || fail "VM B: iperf3 -s failed"
@@ -125,10 +101,7 @@ step "peer module reload (B)"
 vexec B 'rmmod odl_tb5' || fail "rmmod B"
 wait_in A 30 '! test -e /dev/odl_tb5_0' || fail "A kept /dev/odl_tb5_0 after B unloaded"
 vexec B 'insmod /lib/modules/odl_tb5.ko' || fail "insmod B again"
-for v in A B; do
-	wait_in "$v" 60 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' ||
-		fail "VM $v: no login after reload"
-done
+wait_login 60 "after reload"
 perf_pair B A latency -s 64 -n 50 --warmup 5
 
 step "late announcement: the peer holds our properties from before the load"
@@ -139,10 +112,7 @@ step "late announcement: the peer holds our properties from before the load"
 vexec B 'rmmod odl_tb5' || fail "rmmod B"
 wait_in A 30 '! test -e /dev/odl_tb5_0' || fail "A kept /dev/odl_tb5_0 after B unloaded"
 vexec B 'insmod /lib/modules/odl_tb5.ko announce=0' || fail "insmod B announce=0"
-for v in A B; do
-	wait_in "$v" 60 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' ||
-		fail "VM $v: no login after a late announcement"
-done
+wait_login 60 "after a late announcement"
 out=$(vexec B 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "STATS logins"')
 echo "B: $out"
 echo "$out" | grep -q "reannounces 1 " || fail "B: expected exactly one re-announcement: $out"
@@ -228,10 +198,7 @@ wait_in B 60 'grep -q "^rc=[1-9]" /tmp/perf-srv.log' || fail "server B did not f
 vexec A 'tail -n 2 /tmp/perf-cli.log'
 wait_in A 30 '! test -e /dev/odl_tb5_0' || fail "A kept /dev/odl_tb5_0 after unplug"
 "$tb" cable plug || fail "plug"
-for v in A B; do
-	wait_in "$v" 90 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' ||
-		fail "VM $v: no login after replug"
-done
+wait_login 90 "after replug"
 perf_pair B A latency -s 64 -n 50 --warmup 5
 
 step "unload both, kernel logs clean"

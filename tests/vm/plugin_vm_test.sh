@@ -38,51 +38,23 @@ plugin=${ODL_NCCL_PLUGIN:-$build/lib/libnccl-net-odl.so}
 peer=${ODL_PLUGIN_VM_PEER:-$build/tests/plugin/plugin_vm_peer}
 
 step() { printf '== %s\n' "$*"; }
-fail() { printf 'FAIL: %s\n' "$*"; exit 1; }
-vexec() { "$tb" exec "$@"; }
-# wait_in VM SECONDS CMD: until CMD succeeds in VM.
-wait_in() {
-	local v=$1 secs=$2 i
-	shift 2
-	for i in $(seq "$secs"); do
-		vexec "$v" "$*" >/dev/null 2>&1 && return 0
-		sleep 1
-	done
-	return 1
-}
-trap '"$tb" down >/dev/null 2>&1 || true' EXIT
+. "$here/vm_lib.sh"
 
 [ -f "$plugin" ] || fail "no $plugin (build the plugin first)"
 [ -x "$peer" ] || fail "no $peer (build target plugin_vm_peer)"
 
 step "guest extras: odl_tb5.ko ($kernel), odl, libodl (kmod/guest-extra.sh), plus the plugin and plugin_vm_peer"
-"$repo/kmod/guest-extra.sh" "$kernel" "$extra" "$build" >/dev/null || fail "guest extras"
-install -m 0644 "$plugin" "$extra/usr/lib/libnccl-net-odl.so"
-install -m 0755 "$peer" "$extra/usr/bin/plugin_vm_peer"
-# The libraries both need (libstdc++ and friends), at their host paths.
-for f in "$plugin" "$peer"; do
-	ldd "$f" | awk '/=>/ { print $3 } /^\t\/lib64/ { print $1 }' |
-		while read -r lib; do
-			case "$lib" in "$build"/*) continue ;; esac
-			[ -f "$lib" ] || continue
-			mkdir -p "$extra$(dirname "$lib")"
-			cp -L "$lib" "$extra$lib"
-		done
-done
+"$repo/kmod/guest-extra.sh" "$kernel" "$extra" "$build" \
+	"$plugin:/usr/lib/libnccl-net-odl.so" "$peer:/usr/bin/plugin_vm_peer" >/dev/null ||
+	fail "guest extras"
 
 step "testbed up ($kernel)"
 ODL_GUEST_EXTRA="$extra" "$tb" up --kernel "$kernel" || fail "testbed up"
 step "odl_tb5 on both hosts (cable out), plug, login"
 # Modules first, cable second, as kmod_test.sh does (docs/kmod.md: the
 # late-load announcement race).
-"$tb" cable unplug || fail "unplug before load"
-wait_in A 30 '! test -e /sys/bus/thunderbolt/devices/0-1' || fail "A still sees the peer after unplug"
-for v in A B; do vexec "$v" 'insmod /lib/modules/odl_tb5.ko' || fail "insmod $v"; done
-"$tb" cable plug || fail "plug after load"
-for v in A B; do
-	wait_in "$v" 90 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' ||
-		fail "VM $v: no logged-in /dev/odl_tb5_0 within 90 s"
-done
+load_cable_out
+wait_login 90 "first load"
 
 step "plugin_vm_peer in both guests (ncclNetPlugin_v$version, ODL_NCCL_DEVICES=kernel:0)"
 for v in A B; do

@@ -1,0 +1,49 @@
+# SPDX-License-Identifier: MIT
+# Shell helpers for scripts that drive the two-VM testbed with odl_tb5
+# (tests/vm/kmod_test.sh, tests/vm/plugin_vm_test.sh,
+# tests/bench/vm_kmod_vs_tbnet.sh). Source it after setting $tb to
+# qemu-device/testbed.sh; it installs the EXIT trap that tears the testbed
+# down, so every exit path stops the VMs and odl-linkd.
+
+fail() { printf 'FAIL: %s\n' "$*"; exit 1; }
+vexec() { "$tb" exec "$@"; }
+# wait_in VM SECONDS CMD: until CMD succeeds in VM (bounded).
+wait_in() {
+	local v=$1 secs=$2 i
+	shift 2
+	for i in $(seq "$secs"); do
+		vexec "$v" "$*" >/dev/null 2>&1 && return 0
+		sleep 1
+	done
+	return 1
+}
+trap '"$tb" down >/dev/null 2>&1 || true' EXIT
+
+# wait_login SECONDS WHEN: both VMs have a logged-in /dev/odl_tb5_0.
+wait_login() {
+	local secs=$1 when=$2 v
+	for v in A B; do
+		wait_in "$v" "$secs" 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' ||
+			fail "VM $v: no logged-in /dev/odl_tb5_0 within $secs s ($when)"
+	done
+}
+
+# load_cable_out [MODULE_ARGS...]: odl_tb5 on both hosts with the cable
+# out, then plug, as a host that loads the module at boot (docs/kmod.md).
+load_cable_out() {
+	"$tb" cable unplug || fail "unplug before load"
+	wait_in A 30 '! test -e /sys/bus/thunderbolt/devices/0-1' || fail "A still sees the peer after unplug"
+	vexec A "insmod /lib/modules/odl_tb5.ko $*" || fail "insmod A $*"
+	vexec B "insmod /lib/modules/odl_tb5.ko $*" || fail "insmod B $*"
+	"$tb" cable plug || fail "plug after load"
+}
+
+# tbnet_up: thunderbolt_net addresses 10.99.0.1 (A) and .2 (B), first ping.
+tbnet_up() {
+	vexec A 'ip addr add 10.99.0.1/24 dev thunderbolt0 && ip link set thunderbolt0 up' ||
+		fail "VM A: cannot configure thunderbolt0"
+	vexec B 'ip addr add 10.99.0.2/24 dev thunderbolt0 && ip link set thunderbolt0 up' ||
+		fail "VM B: cannot configure thunderbolt0"
+	# The first packets wait for thunderbolt_net's login; allow for it.
+	wait_in A 60 'ping -c 1 -W 2 10.99.0.2' || fail "no ping reply over thunderbolt0 within 60 s"
+}
