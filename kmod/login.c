@@ -283,6 +283,7 @@ void odl_disconnect(struct odl_tb5 *odl)
 		tb_xdomain_disable_paths(odl->xd, odl->tx_hopid,
 					 odl->tx_ring->hop, odl->remote_path,
 					 odl->rx_ring->hop);
+		odl_rx_poll_quiesce(odl);
 		tb_ring_stop(odl->rx_ring);
 		tb_ring_stop(odl->tx_ring);
 		/* The stop cancelled what the ring held: nothing to poll. */

@@ -215,6 +215,7 @@ bool odl_tx_available(struct odl_tb5 *odl);
 void odl_rx_harvest(struct odl_tb5 *odl);
 void odl_rx_poll_work(struct work_struct *work);
 bool odl_rx_poll_pending(struct odl_tb5 *odl);
+void odl_rx_poll_quiesce(struct odl_tb5 *odl);
 void odl_irq_throttle_set(struct odl_tb5 *odl);
 void odl_irq_throttle_restore(struct odl_tb5 *odl);
 int odl_tx_submit(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes);

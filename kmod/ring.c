@@ -129,6 +129,37 @@ void odl_rx_harvest(struct odl_tb5 *odl)
 	set_bit(ODL_RX_POLL_PENDING, &odl->rx_poll);
 }
 
+/**
+ * odl_rx_poll_quiesce() - poll mode: unmask the Rx interrupt before a stop.
+ * @odl: device; caller holds @odl->lock, the paths are disabled and
+ *	->connected is false (so no harvester starts again)
+ *
+ * A pending poll leaves the ring's interrupt masked, and stopping a ring
+ * whose interrupt is already off warns (ring_interrupt_active() on 6.1).
+ * Wait for a running harvester, return what the ring still holds to the
+ * idle list (as the stop would) and re-arm, as thunderbolt_net completes
+ * its NAPI poll before tb_ring_stop().
+ */
+void odl_rx_poll_quiesce(struct odl_tb5 *odl)
+{
+	struct ring_frame *f;
+	unsigned int n;
+
+	if (!odl_poll_mode)
+		return;
+	down_write(&odl->io_rwsem);
+	if (test_and_clear_bit(ODL_RX_POLL_PENDING, &odl->rx_poll)) {
+		for (n = 0; n < odl->ring_size; n++) {
+			f = tb_ring_poll(odl->rx_ring);
+			if (!f)
+				break;
+			odl_rx_callback(odl->rx_ring, f, true);
+		}
+		tb_ring_poll_complete(odl->rx_ring);
+	}
+	up_write(&odl->io_rwsem);
+}
+
 void odl_rx_poll_work(struct work_struct *work)
 {
 	struct odl_tb5 *odl = container_of(work, struct odl_tb5, rx_poll_work);
