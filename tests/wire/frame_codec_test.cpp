@@ -124,6 +124,28 @@ TEST(FrameCodec, ControlFramesHaveFixedShapes) {
     EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_LEN);
 }
 
+TEST(FrameCodec, LinkCreditIsAStreamZeroControlFrame) {
+    odl_frame_info fi{};
+    fi.type = ODL_FRAME_LINK_CREDIT;
+    fi.flags = ODL_FRAME_F_CREDIT;
+    fi.credit = 0xfffffff0u;
+    odl_frame_info out{};
+    auto buf = encode(fi);
+    ASSERT_EQ(odl_frame_decode(buf.data(), buf.size(), 4, &out), ODL_FRAME_OK);
+    EXPECT_EQ(out.credit, 0xfffffff0u);
+    EXPECT_EQ(out.type, ODL_FRAME_LINK_CREDIT);
+    fi.flags = 0;
+    EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_FLAGS);  // without F_CREDIT
+    fi.flags = ODL_FRAME_F_CREDIT | ODL_FRAME_F_SOM;
+    EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_FLAGS);
+    fi.flags = ODL_FRAME_F_CREDIT;
+    fi.stream = 1;  // link-wide: stream 0 only, even when stream 1 exists
+    EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_FLAGS);
+    fi.stream = 0;
+    fi.len = 4;
+    EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_FLAGS);
+}
+
 odl_hello good_hello() {
     odl_hello h{};
     h.magic = odl_cpu_le32(ODL_FRAME_MAGIC);
@@ -151,6 +173,20 @@ TEST(FrameCodec, HelloCheckRefusesForeignPeers) {
     h = good_hello();
     h.reserved1 = 1;
     EXPECT_EQ(odl_hello_check(&h), ODL_FRAME_ERR_HELLO);
+}
+
+TEST(FrameCodec, HelloLinkWindowNeedsTheFeatureAndALimit) {
+    odl_hello h = good_hello();
+    h.link_window = odl_cpu_le32(1023);
+    EXPECT_EQ(odl_hello_check(&h), ODL_FRAME_ERR_HELLO);  // as a 1.0 peer sees it
+    h.features = odl_cpu_le32(ODL_FEAT_LINK_CREDIT);
+    EXPECT_EQ(odl_hello_check(&h), ODL_FRAME_OK);
+    h.link_window = odl_cpu_le32(ODL_MAX_LINK_WINDOW_FRAMES);
+    EXPECT_EQ(odl_hello_check(&h), ODL_FRAME_OK);
+    h.link_window = odl_cpu_le32(ODL_MAX_LINK_WINDOW_FRAMES + 1);
+    EXPECT_EQ(odl_hello_check(&h), ODL_FRAME_ERR_HELLO);
+    h.link_window = 0;  // the feature without a limit: fine
+    EXPECT_EQ(odl_hello_check(&h), ODL_FRAME_OK);
 }
 
 TEST(FrameCodec, MessageFrameCount) {

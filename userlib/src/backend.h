@@ -20,6 +20,11 @@ struct open_config {
     uint32_t flags = 0;
     uint32_t num_streams = 1;
     uint32_t window_frames = 512;
+    /// Data frames, all streams together, the transport can take in before
+    /// it runs out of receive buffers; advertised in HELLO so the peer keeps
+    /// fewer in flight (per-stream windows may then add up to more). 0: no
+    /// link-wide limit.
+    uint32_t link_window_frames = 0;
     uint64_t max_msg_bytes = 64ull << 20;
     uint32_t max_posted = 1024;
     uint64_t connect_timeout_ns = 10'000'000'000ull;

@@ -36,6 +36,12 @@ engine::engine(std::unique_ptr<link> l, open_config cfg)
     : m_link(std::move(l)),
       m_cfg(std::move(cfg)),
       m_streams(m_cfg.num_streams),
+      // Return link credit in quarters of the window: the sender keeps at
+      // least three quarters usable, and as batch <= window the return can
+      // never wait forever (a sender stopped at the limit has a full window
+      // unreported here once its frames arrive, and every frame is taken
+      // off the transport whether or not a receive is posted).
+      m_link_batch(std::max<uint32_t>(1, m_cfg.link_window_frames / 4)),
       m_s(m_cfg.num_streams),
       m_credit_batch(std::max<uint32_t>(1, m_cfg.window_frames / 4)) {
     m_stats.struct_size = sizeof(m_stats);
@@ -187,6 +193,8 @@ size_t engine::poll(odl_completion* comps, size_t max) {
             flush_ctrl();
             process_rx_budget(kRxBudget, processed);
             m_link->rx_flush();
+            // Only now are the frames' buffers the transport's again.
+            return_link_credit();
             if (m_state == ODL_LINK_UP) {
                 pump_tx(kTxBudget);
                 flush_ctrl();
@@ -235,6 +243,9 @@ void engine::handle_frame(const unsigned char* data, size_t len) {
     case ODL_FRAME_CREDIT:
         handle_credit(m_s[fi.stream], fi.credit);
         break;
+    case ODL_FRAME_LINK_CREDIT:
+        handle_link_credit(fi.credit);
+        break;
     case ODL_FRAME_GOODBYE:
         fail(ODL_ERR_PEER_CLOSED, ODL_LINK_PEER_CLOSED, m_link->name() + ": peer closed the link");
         break;
@@ -268,9 +279,12 @@ void engine::handle_hello(const odl_frame_info&, const unsigned char* payload) {
     m_peer_pid = odl_le32(h.pid);
     m_peer_host_id = odl_le64(h.host_id);
     m_peer_name.assign(h.name, strnlen(h.name, sizeof(h.name)));
+    // odl_hello_check() refused a link_window without the feature bit.
+    m_peer_link_window = odl_le32(h.link_window);
+    m_link_rx_limit = m_cfg.link_window_frames != 0 && (m_peer_features & ODL_FEAT_LINK_CREDIT);
     m_state = ODL_LINK_UP;
-    log::write(ODL_LOG_DEBUG, "{}: link up with '{}' (pid {}), {} streams, window {}", m_link->name(), m_peer_name,
-               m_peer_pid, m_streams, m_peer_window);
+    log::write(ODL_LOG_DEBUG, "{}: link up with '{}' (pid {}), {} streams, window {}, link window {}", m_link->name(),
+               m_peer_name, m_peer_pid, m_streams, m_peer_window, m_peer_link_window);
 
     // Operations posted before the handshake may no longer fit its terms.
     for (uint32_t i = 0; i < m_cfg.num_streams; ++i) {
@@ -298,6 +312,37 @@ void engine::handle_credit(stream_state& s, uint32_t credit) {
         return;
     }
     s.peer_consumed = credit;
+}
+
+void engine::handle_link_credit(uint32_t credit) {
+    if (m_peer_link_window == 0) {
+        protocol_error(ODL_FRAME_ERR_TYPE, "LINK_CREDIT from a peer that set no link window");
+        return;
+    }
+    if (credit - m_link_peer_returned > m_link_tx - m_link_peer_returned) {
+        protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("link credit {} beyond data frames sent {}", credit, m_link_tx));
+        return;
+    }
+    m_link_peer_returned = credit;
+}
+
+void engine::return_link_credit() {
+    if (!m_link_rx_limit) return;
+    m_link_returned = m_link_rx;
+    if (!m_link_credit_queued && m_link_returned - m_link_advertised >= m_link_batch) {
+        m_link_credit_queued = true;
+        queue_ctrl(ctrl::link_credit, 0);
+    }
+}
+
+engine::link_credit_info engine::link_credit() const {
+    link_credit_info i;
+    i.peer_window = m_peer_link_window;
+    i.outstanding = m_link_tx - m_link_peer_returned;
+    i.max_outstanding = m_link_max_outstanding;
+    i.stalls = m_link_stalls;
+    i.returns_sent = m_link_returns_sent;
+    return i;
 }
 
 void engine::start_message(stream_state& s, const odl_frame_info& fi) {
@@ -336,6 +381,12 @@ void engine::handle_data(const odl_frame_info& fi, const unsigned char* payload)
         protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("stream {}: peer sent beyond its credit", fi.stream));
         return;
     }
+    // The peer knows at most what we advertised, so an obedient peer never
+    // has more than link_window past it.
+    if (m_link_rx_limit && m_link_rx - m_link_advertised >= m_cfg.link_window_frames) {
+        protocol_error(ODL_FRAME_ERR_RANGE, "peer sent beyond its link credit");
+        return;
+    }
     if (fi.flags & ODL_FRAME_F_SOM) {
         if (s.cur.active) {
             protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("stream {}: new message before the last ended", fi.stream));
@@ -352,6 +403,7 @@ void engine::handle_data(const odl_frame_info& fi, const unsigned char* payload)
         return;
     }
     ++s.rx_seq;
+    ++m_link_rx;  // taken off the transport right after this returns
     ++m_stats.rx_frames;
 
     bool corrupt = false;
@@ -398,6 +450,13 @@ void engine::pump_tx(unsigned budget) {
             if (s.tx_seq - s.peer_consumed >= m_peer_window) {
                 ++m_stats.credit_stalls;
                 continue;
+            }
+            // The peer's transport is full: no stream may send a data frame.
+            if (m_peer_link_window && m_link_tx - m_link_peer_returned >= m_peer_link_window) {
+                ++m_stats.credit_stalls;
+                ++m_link_stalls;
+                m_tx_rr = i;
+                return;
             }
             // Link full: this stream goes first next time; otherwise a link
             // that takes only a few frames per poll keeps serving the streams
@@ -457,6 +516,8 @@ bool engine::send_data_frame(uint16_t stream, stream_state& s, send_op& op) {
     m_link->tx_commit(ODL_FRAME_HDR_BYTES + chunk);
     op.sent += chunk;
     ++s.tx_seq;
+    ++m_link_tx;
+    m_link_max_outstanding = std::max(m_link_max_outstanding, m_link_tx - m_link_peer_returned);
     ++m_stats.tx_frames;
     return true;
 }
@@ -479,9 +540,11 @@ bool engine::try_send_ctrl(const ctrl_item& item) {
         s.credit_queued = false;
         if (s.consumed == s.advertised) return true;  // a data frame carried it already
     }
+    if (item.kind == ctrl::link_credit) m_link_credit_queued = false;
     unsigned char* slot = m_link->tx_reserve();
     if (!slot) {
         if (item.kind == ctrl::credit) m_s[item.stream].credit_queued = true;
+        if (item.kind == ctrl::link_credit) m_link_credit_queued = true;
         return false;
     }
     odl_frame_info fi{};
@@ -494,10 +557,11 @@ bool engine::try_send_ctrl(const ctrl_item& item) {
         h.magic = odl_cpu_le32(ODL_FRAME_MAGIC);
         h.version_major = odl_cpu_le16(ODL_PROTO_VERSION_MAJOR);
         h.version_minor = odl_cpu_le16(ODL_PROTO_VERSION_MINOR);
-        h.features = odl_cpu_le32(ODL_FEAT_CSUM);
+        h.features = odl_cpu_le32(ODL_FEAT_CSUM | ODL_FEAT_LINK_CREDIT);
         h.max_payload = odl_cpu_le16(ODL_FRAME_MAX_PAYLOAD);
         h.streams = odl_cpu_le16(uint16_t(m_cfg.num_streams));
         h.window = odl_cpu_le32(m_cfg.window_frames);
+        h.link_window = odl_cpu_le32(m_cfg.link_window_frames);
         h.max_msg_bytes = odl_cpu_le64(m_cfg.max_msg_bytes);
         h.host_id = odl_cpu_le64(host_id());
         h.pid = odl_cpu_le32(uint32_t(getpid()));
@@ -517,6 +581,14 @@ bool engine::try_send_ctrl(const ctrl_item& item) {
     case ctrl::goodbye:
         fi.type = ODL_FRAME_GOODBYE;
         m_goodbye_sent = true;
+        break;
+    case ctrl::link_credit:
+        // The latest count, not the one when this was queued.
+        fi.type = ODL_FRAME_LINK_CREDIT;
+        fi.flags = ODL_FRAME_F_CREDIT;
+        fi.credit = m_link_returned;
+        m_link_advertised = m_link_returned;
+        ++m_link_returns_sent;
         break;
     }
     odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(slot), &fi);

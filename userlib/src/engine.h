@@ -41,6 +41,17 @@ public:
     /// Per-reason counts of refused frames (enum odl_frame_err), for tests.
     const std::array<uint64_t, ODL_FRAME_ERR_COUNT>& bad_frames() const { return m_bad; }
 
+    /// Link-wide credit as this end sees it (not in odl_stats: the public
+    /// struct stays as it is), for tests and debugging.
+    struct link_credit_info {
+        uint32_t peer_window = 0;      ///< peer's link_window in force; 0: none
+        uint32_t outstanding = 0;      ///< data frames sent, not yet returned
+        uint32_t max_outstanding = 0;  ///< highest @outstanding seen
+        uint64_t stalls = 0;           ///< times sending waited for link credit
+        uint64_t returns_sent = 0;     ///< LINK_CREDIT frames sent
+    };
+    link_credit_info link_credit() const;
+
 private:
     struct send_op {
         const unsigned char* buf;
@@ -101,7 +112,7 @@ private:
         uint32_t drop_tag = 0;
         uint32_t drop_mask = 0;
     };
-    enum class ctrl { hello, credit, goodbye };
+    enum class ctrl { hello, credit, goodbye, link_credit };
     struct ctrl_item {
         ctrl kind;
         uint16_t stream;
@@ -111,6 +122,8 @@ private:
     void handle_frame(const unsigned char* data, size_t len);
     void handle_hello(const odl_frame_info& fi, const unsigned char* payload);
     void handle_credit(stream_state& s, uint32_t credit);
+    void handle_link_credit(uint32_t credit);
+    void return_link_credit();
     void handle_data(const odl_frame_info& fi, const unsigned char* payload);
     void start_message(stream_state& s, const odl_frame_info& fi);
     void complete_recv(const recv_op& op, uint32_t stream, uint32_t tag, uint64_t msg_len, bool corrupt);
@@ -142,6 +155,23 @@ private:
     uint32_t m_peer_pid = 0;
     uint64_t m_peer_host_id = 0;
     std::string m_peer_name;
+
+    // Link-wide credit (ODL_FEAT_LINK_CREDIT). Transmit: data frames sent,
+    // and the peer's latest count of those it gave back to its transport.
+    uint32_t m_peer_link_window = 0;  ///< 0: peer set no link limit
+    uint32_t m_link_tx = 0;
+    uint32_t m_link_peer_returned = 0;
+    uint32_t m_link_max_outstanding = 0;
+    uint64_t m_link_stalls = 0;
+    uint64_t m_link_returns_sent = 0;
+    // Receive: data frames taken off the transport, those handed back to it
+    // (after rx_flush), and the count last told to the peer.
+    bool m_link_rx_limit = false;  ///< we set a link window and the peer obeys it
+    uint32_t m_link_rx = 0;
+    uint32_t m_link_returned = 0;
+    uint32_t m_link_advertised = 0;
+    bool m_link_credit_queued = false;
+    uint32_t m_link_batch;
 
     std::vector<stream_state> m_s;
     uint32_t m_credit_batch;

@@ -15,13 +15,15 @@
 
 #define ODL_FRAME_MAGIC 0x314c444fu /* "ODL1" little-endian, in HELLO */
 #define ODL_PROTO_VERSION_MAJOR 1   /* incompatible changes */
-#define ODL_PROTO_VERSION_MINOR 0   /* compatible additions */
+#define ODL_PROTO_VERSION_MINOR 1   /* compatible additions */
 
 #define ODL_FRAME_MAX_BYTES 4096u /* whole frame: header + payload */
 #define ODL_FRAME_HDR_BYTES 32u
 #define ODL_FRAME_MAX_PAYLOAD (ODL_FRAME_MAX_BYTES - ODL_FRAME_HDR_BYTES)
 #define ODL_MAX_STREAMS 64u        /* stream ids 0..63 */
 #define ODL_MAX_WINDOW_FRAMES 65536u /* per-stream receive credit limit */
+/* HELLO.link_window limit: every stream's window at once */
+#define ODL_MAX_LINK_WINDOW_FRAMES (ODL_MAX_STREAMS * ODL_MAX_WINDOW_FRAMES)
 
 /**
  * enum odl_frame_type - what a frame carries.
@@ -32,6 +34,7 @@ enum odl_frame_type {
 	ODL_FRAME_HELLO = 0x01,   /* first frame each way: struct odl_hello */
 	ODL_FRAME_CREDIT = 0x02,  /* credit return only, no payload */
 	ODL_FRAME_GOODBYE = 0x03, /* orderly close; no frames follow */
+	ODL_FRAME_LINK_CREDIT = 0x04, /* link-wide credit return (1.1) */
 	ODL_FRAME_DATA = 0x40,    /* a piece of a tagged message */
 };
 
@@ -56,7 +59,10 @@ enum odl_frame_type {
  * @offset: DATA: byte offset of this payload within the message
  * @credit: with F_CREDIT: cumulative frames the sender of this frame has
  *	consumed from the peer on @stream (the peer may send up to
- *	@credit + window frames in total); wraps at 2^32
+ *	@credit + window frames in total); wraps at 2^32. In LINK_CREDIT
+ *	(stream 0): cumulative data frames, all streams together, that the
+ *	sender of this frame has taken off its transport and given back to
+ *	it (the peer may have up to @credit + link_window in flight)
  * @csum: with F_CSUM: CRC32C (Castagnoli) of the payload bytes
  */
 struct odl_frame_hdr {
@@ -76,11 +82,14 @@ ODL_WIRE_SIZE(struct odl_frame_hdr, ODL_FRAME_HDR_BYTES);
 
 /* odl_hello.features */
 #define ODL_FEAT_CSUM (1u << 0) /* sender may set ODL_FRAME_F_CSUM */
+/* 1.1: sender obeys the peer's link_window and understands LINK_CREDIT */
+#define ODL_FEAT_LINK_CREDIT (1u << 1)
 
 /**
  * struct odl_hello - payload of the HELLO frame, the first frame each way.
  * Each side states what it accepts; the effective values are the minimum of
- * both sides' (streams), or the receiver's own (window, max_msg_bytes).
+ * both sides' (streams), or the receiver's own (window, link_window,
+ * max_msg_bytes).
  * @magic: ODL_FRAME_MAGIC
  * @version_major: ODL_PROTO_VERSION_MAJOR; a different major is refused
  * @version_minor: ODL_PROTO_VERSION_MINOR
@@ -88,7 +97,11 @@ ODL_WIRE_SIZE(struct odl_frame_hdr, ODL_FRAME_HDR_BYTES);
  * @max_payload: largest DATA payload the sender accepts, bytes
  * @streams: number of streams the sender offers, 1..ODL_MAX_STREAMS
  * @window: frames the sender will buffer per stream (initial credit)
- * @reserved0: zero
+ * @link_window: data frames (all streams together) the sender can take in
+ *	before its transport runs out of receive buffers; the peer keeps
+ *	fewer in flight, counting LINK_CREDIT returns. 0: no link limit (and
+ *	always 0 without ODL_FEAT_LINK_CREDIT; was reserved0 in 1.0, so a 1.0
+ *	peer refuses a HELLO where it is not 0)
  * @max_msg_bytes: largest message the sender will receive, bytes
  * @host_id: sender's host identifier (opaque; shown in peer info)
  * @pid: sender's process id, 0 if not meaningful
@@ -103,7 +116,7 @@ struct odl_hello {
 	__le16 max_payload;
 	__le16 streams;
 	__le32 window;
-	__le32 reserved0;
+	__le32 link_window;
 	__le64 max_msg_bytes;
 	__le64 host_id;
 	__le32 pid;

@@ -144,6 +144,11 @@ odl_frame_decode(const void *buf, size_t buf_len, unsigned int streams,
 		if (info->stream >= streams)
 			return ODL_FRAME_ERR_STREAM;
 		return ODL_FRAME_OK;
+	case ODL_FRAME_LINK_CREDIT:
+		if (info->flags != ODL_FRAME_F_CREDIT || info->stream ||
+		    info->len)
+			return ODL_FRAME_ERR_FLAGS;
+		return ODL_FRAME_OK;
 	case ODL_FRAME_DATA:
 		if (info->stream >= streams)
 			return ODL_FRAME_ERR_STREAM;
@@ -167,12 +172,14 @@ odl_frame_decode(const void *buf, size_t buf_len, unsigned int streams,
 /**
  * odl_hello_check() - validate a HELLO payload of sizeof(struct odl_hello).
  * Return: ODL_FRAME_OK, or ODL_FRAME_ERR_HELLO for a bad magic, a foreign
- * major version, out-of-range limits or non-zero reserved fields.
+ * major version, out-of-range limits (a link_window without
+ * ODL_FEAT_LINK_CREDIT among them) or non-zero reserved fields.
  */
 static inline enum odl_frame_err odl_hello_check(const struct odl_hello *h)
 {
 	__u16 streams = odl_le16(h->streams);
 	__u32 window = odl_le32(h->window);
+	__u32 link_window = odl_le32(h->link_window);
 
 	if (odl_le32(h->magic) != ODL_FRAME_MAGIC ||
 	    odl_le16(h->version_major) != ODL_PROTO_VERSION_MAJOR)
@@ -183,7 +190,10 @@ static inline enum odl_frame_err odl_hello_check(const struct odl_hello *h)
 		return ODL_FRAME_ERR_HELLO;
 	if (odl_le16(h->max_payload) != ODL_FRAME_MAX_PAYLOAD)
 		return ODL_FRAME_ERR_HELLO;
-	if (h->reserved0 || h->reserved1)
+	if (link_window > ODL_MAX_LINK_WINDOW_FRAMES ||
+	    (link_window && !(odl_le32(h->features) & ODL_FEAT_LINK_CREDIT)))
+		return ODL_FRAME_ERR_HELLO;
+	if (h->reserved1)
 		return ODL_FRAME_ERR_HELLO;
 	return ODL_FRAME_OK;
 }
