@@ -61,6 +61,17 @@ public:
                   odl_mr* mr = nullptr) noexcept {
         return odl_post_recv(m_dev.get(), stream, tag, buf, cap, mr, ctx);
     }
+    /// Withdraws the operation posted on @stream with @ctx (odl_cancel());
+    /// ODL_ERR_INVAL when nothing pending matches.
+    int cancel(uint32_t stream, uint64_t ctx) noexcept { return odl_cancel(m_dev.get(), stream, ctx); }
+    /// Drops @stream's incoming messages whose tag matches @tag under @mask
+    /// until the next call (odl_discard()); stop_discard() delivers again.
+    int discard(uint32_t stream, uint32_t tag, uint32_t mask) noexcept {
+        return odl_discard(m_dev.get(), stream, tag, mask, 0);
+    }
+    int stop_discard(uint32_t stream) noexcept {
+        return odl_discard(m_dev.get(), stream, 0, 0, ODL_DISCARD_STOP);
+    }
     /// Collects up to @max completions without blocking.
     std::vector<odl_completion> poll(size_t max = 64) {
         std::vector<odl_completion> out(max);
