@@ -73,6 +73,8 @@ static int odl_release(struct inode *inode, struct file *file)
 	odl->broken = false;
 	connected = odl->connected && !odl->gone;
 	spin_unlock_irqrestore(&odl->state_lock, flags);
+	/* No mapping is left (each holds the file): buffers come back. */
+	odl_map_release(odl);
 	down_read(&odl->io_rwsem);
 	if (odl->svc) {
 		odl_rx_harvest(odl); /* closed now: drops what the ring holds */
@@ -108,6 +110,8 @@ static ssize_t odl_read(struct file *file, char __user *ubuf, size_t count,
 	size_t done = 0;
 	int ret;
 
+	if (READ_ONCE(odl->map))
+		return -EOPNOTSUPP;
 	if (count < ODL_FRAME_MAX_BYTES)
 		return -EINVAL;
 	for (;;) {
@@ -115,6 +119,10 @@ static ssize_t odl_read(struct file *file, char __user *ubuf, size_t count,
 		if (!odl->svc) {
 			up_read(&odl->io_rwsem);
 			return -ENODEV;
+		}
+		if (odl->map) {
+			up_read(&odl->io_rwsem);
+			return -EOPNOTSUPP;
 		}
 		odl_rx_harvest(odl);
 		while (done + ODL_FRAME_MAX_BYTES <= count) {
@@ -168,6 +176,8 @@ static ssize_t odl_write(struct file *file, const char __user *ubuf,
 	size_t done = 0, bytes;
 	int ret;
 
+	if (READ_ONCE(odl->map))
+		return -EOPNOTSUPP;
 	if (count < ODL_FRAME_HDR_BYTES)
 		return -EINVAL;
 	while (done + ODL_FRAME_HDR_BYTES <= count) {
@@ -187,6 +197,10 @@ static ssize_t odl_write(struct file *file, const char __user *ubuf,
 			return done ? done : ret;
 		}
 		down_read(&odl->io_rwsem);
+		if (odl->map) {
+			up_read(&odl->io_rwsem);
+			return done ? done : -EOPNOTSUPP;
+		}
 		b = odl->svc ? odl_tx_get(odl) : NULL;
 		if (!b) {
 			up_read(&odl->io_rwsem);
@@ -236,8 +250,23 @@ static __poll_t odl_poll(struct file *file, poll_table *wait)
 	poll_wait(file, &odl->wq, wait);
 	st = odl_state(odl);
 	down_read(&odl->io_rwsem);
-	if (odl->svc)
+	if (odl->svc) {
+		/*
+		 * mmap mode has no read() to drain the ring once more after
+		 * the session ended (the peer's close notice may overtake
+		 * the interrupt of its last frames): poll() does it.
+		 */
+		if (odl->map && odl_poll_mode && st == ODL_TB5_STATE_BROKEN)
+			set_bit(ODL_RX_POLL_PENDING, &odl->rx_poll);
 		odl_rx_harvest(odl);
+	}
+	if (odl->map) {
+		mask = odl_map_poll(odl, st);
+		up_read(&odl->io_rwsem);
+		if (st == ODL_TB5_STATE_BROKEN || st == ODL_TB5_STATE_GONE)
+			mask |= EPOLLHUP | EPOLLERR;
+		return mask;
+	}
 	up_read(&odl->io_rwsem);
 	if (odl_rx_pending(odl))
 		mask |= EPOLLIN | EPOLLRDNORM;
@@ -255,6 +284,7 @@ static const struct file_operations odl_fops = {
 	.read = odl_read,
 	.write = odl_write,
 	.poll = odl_poll,
+	.mmap = odl_mmap,
 	.unlocked_ioctl = odl_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 };

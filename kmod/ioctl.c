@@ -112,6 +112,12 @@ long odl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return odl_ioctl_info(odl, uarg);
 	case ODL_TB5_IOC_STATS:
 		return odl_ioctl_stats(odl, uarg);
+	case ODL_TB5_IOC_MAP_INFO:
+		return odl_ioctl_map_info(odl, uarg);
+	case ODL_TB5_IOC_POST_SEND:
+		return odl_ioctl_post_send(odl, uarg);
+	case ODL_TB5_IOC_POST_RECV:
+		return odl_ioctl_post_recv(odl, uarg);
 	default:
 		return -ENOTTY;
 	}

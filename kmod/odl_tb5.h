@@ -46,6 +46,8 @@ extern const uuid_t odl_svc_uuid;
  * @dma: DMA address of @page (streaming mapping, IOMMU safe)
  * @odl: owner
  * @list: on odl_tb5.tx_free, rx_queue or rx_idle (guarded by the list's lock)
+ * @user: mmap mode: the user owns it (handed out through a completion
+ *	queue, not yet posted back; tx_lock or rx_lock)
  */
 struct odl_buf {
 	struct ring_frame frame;
@@ -53,6 +55,37 @@ struct odl_buf {
 	dma_addr_t dma;
 	struct odl_tb5 *odl;
 	struct list_head list;
+	bool user;
+};
+
+/**
+ * struct odl_map - mmap mode of the open file (mmap.c), from MAP_INFO until
+ *	the file is released (mappings hold the file, so none outlives it).
+ * @ctrl: control area (vmalloc_user): the two completion queue heads,
+ *	then the entries; user-writable, so the kernel keeps its own producer
+ *	indices and never trusts what it reads there
+ * @rx_cqe: Rx queue entries in @ctrl
+ * @tx_cqe: Tx queue entries in @ctrl
+ * @mask: entries per queue - 1
+ * @rx_prod: Rx queue producer index (rx_lock)
+ * @tx_prod: Tx queue producer index (tx_lock)
+ * @n: buffers per direction
+ * @tx_pages: the Tx buffers' pages, each with a reference of its own, so
+ *	mmap() can map them even after remove freed the buffers
+ * @rx_pages: the same for Rx
+ * @info: the layout MAP_INFO returns
+ */
+struct odl_map {
+	struct odl_tb5_ctrl *ctrl;
+	struct odl_tb5_cqe *rx_cqe;
+	struct odl_tb5_cqe *tx_cqe;
+	u32 mask;
+	u32 rx_prod;
+	u32 tx_prod;
+	unsigned int n;
+	struct page **tx_pages;
+	struct page **rx_pages;
+	struct odl_tb5_map_info info;
 };
 
 /**
@@ -101,6 +134,10 @@ struct odl_buf {
  * @ring_size: descriptors per ring
  * @tx_bufs: ring_size - 1 Tx buffers
  * @rx_bufs: ring_size - 1 Rx buffers
+ * @map: mmap mode of the open file, or NULL (set under @io_rwsem for
+ *	write, published with release semantics for mmap(); cleared on release)
+ * @tx_map: @map as the Tx completion path sees it (@tx_lock)
+ * @rx_map: @map as the Rx completion path sees it (@rx_lock)
  * @tx_lock: guards @tx_free
  * @tx_free: Tx buffers not in flight
  * @rx_lock: guards @rx_queue and @rx_idle, and orders Rx reposts with
@@ -163,6 +200,9 @@ struct odl_tb5 {
 	unsigned int ring_size;
 	struct odl_buf *tx_bufs;
 	struct odl_buf *rx_bufs;
+	struct odl_map *map;
+	struct odl_map *tx_map;
+	struct odl_map *rx_map;
 	spinlock_t tx_lock;
 	struct list_head tx_free;
 	spinlock_t rx_lock;
@@ -219,6 +259,7 @@ void odl_rx_poll_quiesce(struct odl_tb5 *odl);
 void odl_irq_throttle_set(struct odl_tb5 *odl);
 void odl_irq_throttle_restore(struct odl_tb5 *odl);
 int odl_tx_submit(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes);
+int odl_tx_queue(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes);
 static inline void *odl_buf_va(struct odl_buf *b)
 {
 	return page_address(b->page);
@@ -234,6 +275,16 @@ int odl_chardev_init(void);
 void odl_chardev_exit(void);
 int odl_chardev_add(struct odl_tb5 *odl);
 void odl_chardev_del(struct odl_tb5 *odl);
+
+/* mmap.c */
+int odl_ioctl_map_info(struct odl_tb5 *odl, void __user *uarg);
+int odl_ioctl_post_send(struct odl_tb5 *odl, void __user *uarg);
+int odl_ioctl_post_recv(struct odl_tb5 *odl, void __user *uarg);
+int odl_mmap(struct file *file, struct vm_area_struct *vma);
+void odl_map_tx_done(struct odl_tb5 *odl, struct odl_buf *b);
+void odl_map_rx_done(struct odl_tb5 *odl, struct odl_buf *b, unsigned int size);
+__poll_t odl_map_poll(struct odl_tb5 *odl, u32 state);
+void odl_map_release(struct odl_tb5 *odl);
 
 /* ioctl.c */
 long odl_ioctl(struct file *file, unsigned int cmd, unsigned long arg);

@@ -17,7 +17,8 @@ static void odl_tx_callback(struct tb_ring *ring, struct ring_frame *frame,
 {
 	struct odl_buf *b = container_of(frame, struct odl_buf, frame);
 
-	odl_tx_put(b->odl, b);
+	/* Free list, or the user's Tx completion queue in mmap mode. */
+	odl_map_tx_done(b->odl, b);
 }
 
 static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
@@ -59,9 +60,8 @@ static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 		goto repost;
 	}
 	b->frame.size = size & 0xfff;
-	spin_lock_irqsave(&odl->rx_lock, flags);
-	list_add_tail(&b->list, &odl->rx_queue);
-	spin_unlock_irqrestore(&odl->rx_lock, flags);
+	/* For read(), or the Rx completion queue in mmap mode. */
+	odl_map_rx_done(odl, b, size);
 	spin_lock_irqsave(&odl->stats_lock, flags);
 	odl->stats.rx_frames++;
 	odl->stats.rx_bytes += size;
@@ -321,33 +321,39 @@ bool odl_tx_available(struct odl_tb5 *odl)
 }
 
 /**
- * odl_tx_submit() - send a checked frame.
+ * odl_tx_queue() - put a checked frame on the Tx ring.
  * @odl: device
  * @b: Tx buffer holding the frame, owned by the caller
  * @bytes: frame size, header included
  *
- * Return: 0, or -EPIPE when the ring is stopped (@b is given back).
+ * Return: 0, or -EPIPE when the ring is stopped (@b stays the caller's).
  */
-int odl_tx_submit(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes)
+int odl_tx_queue(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes)
 {
 	unsigned long flags;
-	int ret;
 
 	dma_sync_single_for_device(tb_ring_dma_device(odl->tx_ring), b->dma,
 				   bytes, DMA_TO_DEVICE);
 	b->frame.size = bytes & 0xfff; /* 0 means 4096 */
 	b->frame.sof = ODL_XD_PDF_SOF;
 	b->frame.eof = ODL_XD_PDF_EOF;
-	ret = tb_ring_tx(odl->tx_ring, &b->frame);
-	if (ret) {
-		odl_tx_put(odl, b);
+	if (tb_ring_tx(odl->tx_ring, &b->frame))
 		return -EPIPE;
-	}
 	spin_lock_irqsave(&odl->stats_lock, flags);
 	odl->stats.tx_frames++;
 	odl->stats.tx_bytes += bytes;
 	spin_unlock_irqrestore(&odl->stats_lock, flags);
 	return 0;
+}
+
+/* odl_tx_queue(), and @b back to the free list when the ring is stopped. */
+int odl_tx_submit(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes)
+{
+	int ret = odl_tx_queue(odl, b, bytes);
+
+	if (ret)
+		odl_tx_put(odl, b);
+	return ret;
 }
 
 static void odl_bufs_free(struct device *dma_dev, struct odl_buf *bufs,

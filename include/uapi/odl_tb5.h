@@ -4,7 +4,7 @@
  * The one definition, used by the kernel module (kmod/) and by libodl's
  * kernel backend (userlib/src/backend_kernel.cpp). docs/kmod.md explains it.
  *
- * Data path (ABI version 1): each open file carries OdinLink frames
+ * Data path (since ABI version 1): each open file carries OdinLink frames
  * (include/odl/wire/frame.h) between the two hosts.
  *  - write() takes whole frames back to back, each ODL_FRAME_HDR_BYTES plus
  *    its header's len payload bytes; every header is checked with
@@ -19,6 +19,39 @@
  *    EPOLLERR once the session ended or the device is gone.
  * One opener at a time (-EBUSY). A session is up while both hosts have
  * their device open over a logged-in link (state ODL_TB5_STATE_SESSION).
+ *
+ * Zero-copy data path (ABI version 2): ODL_TB5_IOC_MAP_INFO switches the
+ * open file to mmap mode (until it is closed) and returns the layout of
+ * three areas the file can then mmap, each whole and at its own offset:
+ *  - the control area (read/write): the Rx and Tx completion queues;
+ *  - the Tx buffers (read/write): tx_count buffers, buf_size bytes apart;
+ *  - the Rx buffers (read-only): rx_count buffers, buf_size bytes apart.
+ * Any other offset or length, a private mapping, or mmap before MAP_INFO
+ * is refused with -EINVAL; a writable Rx mapping or an executable one with
+ * -EPERM. Mapping an area twice gives two views of the same
+ * pages. Mappings are not inherited by fork() and cannot grow.
+ * Each buffer is owned by either the user or the kernel:
+ *  - the Rx completion queue hands the user a received frame: the buffer
+ *    index and the frame length (header included), already checked with
+ *    odl_frame_decode(); the frame is read in place. ODL_TB5_IOC_POST_RECV
+ *    gives buffers back to the NHI.
+ *  - the Tx completion queue hands the user a free Tx buffer (at MAP_INFO
+ *    every free one, later each one the NHI has sent). The user writes one
+ *    whole frame into it and posts it with ODL_TB5_IOC_POST_SEND; the
+ *    kernel checks its header with odl_frame_decode() and queues it.
+ * Both queues are single producer (kernel) / single consumer (user) rings
+ * of cq_entries entries (a power of two, more than the buffers, so they
+ * never overflow): the kernel writes entries, then prod with release
+ * semantics; the user reads prod with acquire semantics, the entries at
+ * cons & (cq_entries - 1), then advances cons (release). Indices are free
+ * running u32. A post naming a buffer the user does not own, an index out
+ * of range or a bad length or header is refused (-EINVAL; the entries
+ * before it were taken, the return value counts them). In mmap mode
+ * read() and write() fail with -EOPNOTSUPP; poll() reports EPOLLIN while
+ * the Rx queue has entries and EPOLLOUT while the Tx queue has entries (in
+ * a session). In interrupt mode the kernel fills the Rx queue as frames
+ * arrive (no syscall needed to see them); in polling mode (INFO rx_poll)
+ * poll() and POST_RECV take completed frames off the ring.
  */
 #ifndef _UAPI_ODL_TB5_H
 #define _UAPI_ODL_TB5_H
@@ -35,7 +68,7 @@
 #define ODL_TB5_UAPI_SIZE(type, size) _Static_assert(sizeof(type) == (size), #type)
 #endif
 
-#define ODL_TB5_ABI_VERSION 1
+#define ODL_TB5_ABI_VERSION 2
 #define ODL_TB5_DEV_PREFIX "odl_tb5_" /* /dev/odl_tb5_N */
 
 /**
@@ -171,8 +204,107 @@ struct odl_tb5_stats {
 };
 ODL_TB5_UAPI_SIZE(struct odl_tb5_stats, 296);
 
+/**
+ * struct odl_tb5_cq - head of a completion queue in the control area.
+ * @prod: entries produced (kernel writes, release)
+ * @pad0: keeps @prod and @cons on separate cache lines
+ * @cons: entries consumed (user writes, release); the kernel never trusts it
+ *	for anything but poll()'s answer
+ * @pad1: zero
+ */
+struct odl_tb5_cq {
+	__u32 prod;
+	__u32 pad0[15];
+	__u32 cons;
+	__u32 pad1[15];
+};
+ODL_TB5_UAPI_SIZE(struct odl_tb5_cq, 128);
+
+/**
+ * struct odl_tb5_cqe - one completion queue entry.
+ * @index: buffer index (Rx: < rx_count; Tx: < tx_count)
+ * @len: Rx: frame bytes, header included; Tx: 0
+ */
+struct odl_tb5_cqe {
+	__u32 index;
+	__u32 len;
+};
+ODL_TB5_UAPI_SIZE(struct odl_tb5_cqe, 8);
+
+/*
+ * The control area: the two queue heads, then the Rx queue's cq_entries
+ * entries, then the Tx queue's (offsets also in struct odl_tb5_map_info).
+ */
+struct odl_tb5_ctrl {
+	struct odl_tb5_cq rx_cq;
+	struct odl_tb5_cq tx_cq;
+};
+ODL_TB5_UAPI_SIZE(struct odl_tb5_ctrl, 256);
+
+#define ODL_TB5_POST_MAX 1024 /* entries per POST_SEND / POST_RECV call */
+
+/**
+ * struct odl_tb5_map_info - ODL_TB5_IOC_MAP_INFO: switch to mmap mode and
+ *	get the layout (the same answer on every call of one open).
+ * @flags: in: must be 0
+ * @tx_count: Tx buffers (indices 0..tx_count-1)
+ * @rx_count: Rx buffers
+ * @buf_size: bytes between two buffers (>= ODL_FRAME_MAX_BYTES)
+ * @cq_entries: entries per completion queue (a power of two)
+ * @post_max: most entries in one POST_SEND / POST_RECV (ODL_TB5_POST_MAX)
+ * @ctrl_offset: mmap offset of the control area
+ * @ctrl_size: its length
+ * @tx_offset: mmap offset of the Tx buffers
+ * @tx_size: their length
+ * @rx_offset: mmap offset of the Rx buffers
+ * @rx_size: their length
+ * @rx_cqe_offset: offset of the Rx queue's entries in the control area
+ * @tx_cqe_offset: offset of the Tx queue's entries in the control area
+ * @reserved: in: zero; out: zero
+ */
+struct odl_tb5_map_info {
+	__u32 flags;
+	__u32 tx_count;
+	__u32 rx_count;
+	__u32 buf_size;
+	__u32 cq_entries;
+	__u32 post_max;
+	__u64 ctrl_offset;
+	__u64 ctrl_size;
+	__u64 tx_offset;
+	__u64 tx_size;
+	__u64 rx_offset;
+	__u64 rx_size;
+	__u32 rx_cqe_offset;
+	__u32 tx_cqe_offset;
+	__u32 reserved[8];
+};
+ODL_TB5_UAPI_SIZE(struct odl_tb5_map_info, 112);
+
+/**
+ * struct odl_tb5_post - ODL_TB5_IOC_POST_SEND / ODL_TB5_IOC_POST_RECV.
+ * @count: entries at @entries, 1..ODL_TB5_POST_MAX
+ * @flags: must be 0
+ * @entries: user pointer: POST_SEND an array of struct odl_tb5_cqe (index
+ *	and frame length, header included); POST_RECV an array of __u32
+ *	buffer indices
+ * Return (of the ioctl): entries taken (> 0), or -errno when none was:
+ * -EINVAL (not in mmap mode, bad count/flags/index/length/header, a buffer
+ * the user does not own), -EFAULT, POST_SEND also -ENOTCONN (no session
+ * yet), -EPIPE (session ended), -ENODEV (peer service gone; POST_RECV too).
+ */
+struct odl_tb5_post {
+	__u32 count;
+	__u32 flags;
+	__u64 entries;
+};
+ODL_TB5_UAPI_SIZE(struct odl_tb5_post, 16);
+
 #define ODL_TB5_IOC_MAGIC 0xB5
 #define ODL_TB5_IOC_INFO _IOWR(ODL_TB5_IOC_MAGIC, 0x01, struct odl_tb5_info)
 #define ODL_TB5_IOC_STATS _IOWR(ODL_TB5_IOC_MAGIC, 0x02, struct odl_tb5_stats)
+#define ODL_TB5_IOC_MAP_INFO _IOWR(ODL_TB5_IOC_MAGIC, 0x03, struct odl_tb5_map_info)
+#define ODL_TB5_IOC_POST_SEND _IOW(ODL_TB5_IOC_MAGIC, 0x04, struct odl_tb5_post)
+#define ODL_TB5_IOC_POST_RECV _IOW(ODL_TB5_IOC_MAGIC, 0x05, struct odl_tb5_post)
 
 #endif /* _UAPI_ODL_TB5_H */
