@@ -7,22 +7,27 @@
 # medians. Not a ctest test (timings); docs/benchmarks.md "Kernel module".
 #
 # Usage: vm_kmod_vs_tbnet.sh [--kernel 6.12|6.1] [--rounds N] [--module-args "poll=1 ..."]
+#                            [--io mmap|rw|both]
+#   --io: the kernel backend's data path (ODL_KERNEL_IO, docs/kmod.md); both
+#   measures the two side by side in every round (default mmap)
 # Environment: as tests/vm/kmod_test.sh (ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR,
 #   ODL_VM_SHARED_RAM, ...)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-kernel=6.12 rounds=3 margs=""
+kernel=6.12 rounds=3 margs="" io=mmap
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kernel=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
 	--module-args) margs=$2; shift 2 ;;
-	*) echo "usage: $0 [--kernel 6.12|6.1] [--rounds N] [--module-args ARGS]" >&2; exit 2 ;;
+	--io) io=$2; shift 2 ;;
+	*) echo "usage: $0 [--kernel 6.12|6.1] [--rounds N] [--module-args ARGS] [--io mmap|rw|both]" >&2; exit 2 ;;
 	esac
 done
 case "$rounds" in '' | *[!0-9]* | 0) echo "--rounds: a positive number" >&2; exit 2 ;; esac
+case "$io" in mmap | rw) ios=$io ;; both) ios="mmap rw" ;; *) echo "--io: mmap, rw or both" >&2; exit 2 ;; esac
 tb="$repo/qemu-device/testbed.sh"
 export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-bench-$kernel}
 extra="$ODL_VM_DIR.extra"
@@ -41,38 +46,46 @@ for v in A B; do
 done
 tbnet_up >&2
 
-# odl perf TEST on the kernel backend, server on B, client on A; prints JSON.
+# odl perf TEST on the kernel backend over data path IO, server on B, client
+# on A; prints JSON.
 odl_perf() {
-	local t=$1
-	shift
-	vexec B "(odl perf $t --backend kernel --server -d 0 --connect-timeout 60 $* >/tmp/srv.log 2>&1; echo rc=\$? >>/tmp/srv.log) &" >/dev/null
-	ODL_VM_EXEC_TIMEOUT=300 vexec A "odl perf $t --backend kernel --client 0 --connect-timeout 60 -q --json $*"
+	local io=$1 t=$2
+	shift 2
+	vexec B "(ODL_KERNEL_IO=$io odl perf $t --backend kernel --server -d 0 --connect-timeout 60 $* >/tmp/srv.log 2>&1; echo rc=\$? >>/tmp/srv.log) &" >/dev/null
+	ODL_VM_EXEC_TIMEOUT=300 vexec A "ODL_KERNEL_IO=$io odl perf $t --backend kernel --client 0 --connect-timeout 60 -q --json $*"
 	wait_in B 30 'grep -q "^rc=0" /tmp/srv.log' || fail "odl perf server: $(vexec B 'cat /tmp/srv.log')"
 }
 
 results=$(mktemp)
 for r in $(seq "$rounds"); do
 	say "round $r/$rounds${margs:+ (odl_tb5 $margs)}"
-	lat=$(odl_perf latency -s 64 -n 200 --warmup 20) || fail "odl perf latency"
-	p50=$(printf '%s' "$lat" | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["p50_us"])')
-	bw=$(odl_perf bandwidth -s 1M --bytes 16M) || fail "odl perf bandwidth"
-	gbps=$(printf '%s' "$bw" | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["gbps"])')
+	odl=
+	for p in $ios; do
+		lat=$(odl_perf "$p" latency -s 64 -n 200 --warmup 20) || fail "odl perf latency ($p)"
+		p50=$(printf '%s' "$lat" | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["p50_us"])')
+		bw=$(odl_perf "$p" bandwidth -s 1M --bytes 16M) || fail "odl perf bandwidth ($p)"
+		gbps=$(printf '%s' "$bw" | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["gbps"])')
+		printf 'round %s: odl (%s) p50 %s us, 1M %s Gb/s\n' "$r" "$p" "$p50" "$gbps"
+		odl="$odl $p50 $gbps"
+	done
 	ping=$(vexec A 'ping -c 20 -i 0.2 -W 3 10.99.0.2' | sed -n 's/.*= \([0-9.]*\)\/\([0-9.]*\)\/.*/\1 \2/p')
 	vexec B 'iperf3 -s -D -1 >/dev/null 2>&1' || fail "iperf3 -s"
 	sleep 1
 	ip=$(ODL_VM_EXEC_TIMEOUT=60 vexec A 'iperf3 -c 10.99.0.2 -t 5 -f m' |
 		sed -n 's/.* \([0-9.]*\) Mbits\/sec.*receiver.*/\1/p')
 	[ -n "$ping" ] && [ -n "$ip" ] || fail "ping/iperf3 gave no figure"
-	printf 'round %s: odl p50 %s us, odl 1M %s Gb/s, ping rtt min/avg %s ms, iperf3 %s Mbit/s\n' \
-		"$r" "$p50" "$gbps" "$ping" "$ip"
-	printf '%s %s %s %s\n' "$p50" "$gbps" "$ping" "$ip" >>"$results"
+	printf 'round %s: ping rtt min/avg %s ms, iperf3 %s Mbit/s\n' "$r" "$ping" "$ip"
+	printf '%s %s %s\n' "$ping" "$ip" "$odl" >>"$results"
 done
-python3 - "$results" <<'PY'
+python3 - "$results" $ios <<'PY'
 import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
-p50, gbps, pmin, pavg, ip = (statistics.median(c) for c in zip(*rows))
+cols = [statistics.median(c) for c in zip(*rows)]
+pmin, pavg, ip = cols[:3]
 print(f"medians of {len(rows)} rounds:")
-print(f"  64 B one-way latency: odl_tb5 p50 {p50/1000:.2f} ms; thunderbolt_net ping RTT/2 avg {pavg/2:.2f} ms (min {pmin/2:.2f}); ratio {p50/1000/(pavg/2):.2f}")
-print(f"  bandwidth A -> B:     odl_tb5 {gbps*1000:.1f} Mbit/s; thunderbolt_net iperf3 {ip:.1f} Mbit/s; ratio {gbps*1000/ip:.2f}")
+for k, io in enumerate(sys.argv[2:]):
+    p50, gbps = cols[3 + 2 * k], cols[4 + 2 * k]
+    print(f"  [{io}] 64 B one-way latency: odl_tb5 p50 {p50/1000:.2f} ms; thunderbolt_net ping RTT/2 avg {pavg/2:.2f} ms (min {pmin/2:.2f}); ratio {p50/1000/(pavg/2):.2f}")
+    print(f"  [{io}] bandwidth A -> B:     odl_tb5 {gbps*1000:.1f} Mbit/s; thunderbolt_net iperf3 {ip:.1f} Mbit/s; ratio {gbps*1000/ip:.2f}")
 PY
 rm -f "$results"

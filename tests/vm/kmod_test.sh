@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
 # odl_tb5.ko across the two-VM testbed: bad module parameter, login on both
-# hosts, the bad-ioctl table and a bounded randomized ioctl stress, every
-# odl perf test with checksums (latency, bandwidth each way and both at once,
-# jitter, latency-load, mimo), coexistence with thunderbolt_net (iperf3 and
+# hosts, the bad ioctl/mmap/post table and a bounded randomized ioctl, mmap
+# and post stress, frames both ways through the mmap path (ioctl checker on
+# both hosts), every odl perf test with checksums over the default mmap path
+# (latency, bandwidth each way and both at once, jitter, latency-load, mimo)
+# and latency and bandwidth over the read/write path (ODL_KERNEL_IO=rw),
+# coexistence with thunderbolt_net (iperf3 and
 # ping over thunderbolt0 while odl perf runs), peer module reload, a late
 # announcement (re-announce on an unanswered login) and the discovery race
 # behind it, a load/unload loop,
@@ -52,16 +55,34 @@ wait_in A 60 'ip link show thunderbolt0 >/dev/null' || fail "thunderbolt0 missin
 
 step "bad ioctl table and randomized stress (A)"
 vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 20000' || fail "ioctl table"
+step "mmap path: frames both ways between the ioctl checkers (A and B at once)"
+vexec B '(odl_tb5_ioctl /dev/odl_tb5_0 0 session >/tmp/sess.log 2>&1; echo rc=$? >>/tmp/sess.log) &' ||
+	fail "B: session checker did not start"
+ODL_VM_EXEC_TIMEOUT=120 vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 session' || fail "A: mmap session check"
+wait_in B 60 'grep -q "^rc=" /tmp/sess.log' || fail "B: session checker did not finish"
+vexec B 'grep -q "^rc=0" /tmp/sess.log' || fail "B: mmap session check: $(vexec B 'cat /tmp/sess.log')"
 
+# PERF_IO: the kernel backend's data path for perf_pair, mmap (default) or rw.
+PERF_IO=mmap
 perf_pair() { # perf_pair SERVER CLIENT TEST ARGS...
-	local s=$1 c=$2 t=$3 out
+	local s=$1 c=$2 t=$3 out maps
 	shift 3
 	# TCG guests on a loaded 2-core host: give the rendezvous a minute.
-	vexec "$s" "(odl perf $t --backend kernel --server -d 0 --connect-timeout 60 $* >/tmp/perf-srv.log 2>&1; echo rc=\$? >>/tmp/perf-srv.log) &" ||
+	vexec "$s" "(ODL_KERNEL_IO=$PERF_IO odl perf $t --backend kernel --server -d 0 --connect-timeout 60 $* >/tmp/perf-srv.log 2>&1; echo rc=\$? >>/tmp/perf-srv.log) &" ||
 		fail "server $s"
+	# The path in use shows in the server's mappings of the device: the
+	# mmap path maps 3 areas right after open, the rw path none.
+	wait_in "$s" 30 'ls -l /proc/[0-9]*/fd 2>/dev/null | grep -q odl_tb5_0' ||
+		fail "server $s did not open the device: $(vexec "$s" 'cat /tmp/perf-srv.log')"
 	sleep 1
-	out=$(ODL_VM_EXEC_TIMEOUT=300 vexec "$c" "odl perf $t --backend kernel --client 0 --connect-timeout 60 -q $*") ||
-		fail "odl perf $t $c -> $s: $out"
+	maps=$(vexec "$s" 'cat /proc/[0-9]*/maps 2>/dev/null | grep -c odl_tb5_0' || true)
+	if [ "$PERF_IO" = mmap ] && [ "${maps:-0}" -ne 3 ]; then
+		fail "server $s: ${maps:-0} mappings of /dev/odl_tb5_0 on the mmap path, want 3"
+	elif [ "$PERF_IO" = rw ] && [ "${maps:-0}" -ne 0 ]; then
+		fail "server $s: $maps mappings of /dev/odl_tb5_0 with ODL_KERNEL_IO=rw, want 0"
+	fi
+	out=$(ODL_VM_EXEC_TIMEOUT=300 vexec "$c" "ODL_KERNEL_IO=$PERF_IO odl perf $t --backend kernel --client 0 --connect-timeout 60 -q $*") ||
+		fail "odl perf $t $c -> $s ($PERF_IO): $out"
 	echo "$out"
 	wait_in "$s" 30 'grep -q "^rc=0" /tmp/perf-srv.log' || fail "server $s did not finish cleanly: $(vexec "$s" 'cat /tmp/perf-srv.log')"
 }
@@ -75,6 +96,14 @@ perf_pair B A bandwidth --bidir -s 64K --bytes 4M --checksum
 perf_pair A B jitter -s 64 -n 50 --warmup 5 --interval-us 2000 --checksum
 perf_pair B A latency-load -s 64 -n 50 --warmup 5 --load-size 256K --bytes 4M --checksum
 perf_pair B A mimo --streams 4 -s 256K --bytes 4M --checksum
+step "read/write path (ODL_KERNEL_IO=rw): latency, bandwidth both ways"
+PERF_IO=rw
+perf_pair B A latency -s 64 -n 100 --warmup 10 --checksum
+perf_pair A B bandwidth -s 4K,256K --bytes 4M --checksum
+PERF_IO=mmap
+out=$(vexec A 'ODL_KERNEL_IO=bogus odl perf latency --backend kernel --client 0 --connect-timeout 5 -q 2>&1') &&
+	fail "ODL_KERNEL_IO=bogus was accepted: $out"
+echo "$out" | grep -q "want mmap or rw" || fail "ODL_KERNEL_IO=bogus: unclear error: $out"
 
 step "coexistence: thunderbolt_net traffic on thunderbolt0 while odl perf runs"
 tbnet_up
@@ -187,7 +216,7 @@ for v in A B; do
 	[ "${starts:-0}" -gt 0 ] || fail "VM $v: no polls started in polling mode: $out"
 done
 
-step "cable unplug mid-transfer (polling mode)"
+step "cable unplug mid-transfer (polling mode, mmap path)"
 vexec B "(odl perf bandwidth --backend kernel --server -d 0 --connect-timeout 60 -s 1M --bytes 1G >/tmp/perf-srv.log 2>&1; echo rc=\$? >>/tmp/perf-srv.log) &"
 sleep 1
 vexec A "(odl perf bandwidth --backend kernel --client 0 --connect-timeout 60 -q -s 1M --bytes 1G --stall-timeout-ms 5000 >/tmp/perf-cli.log 2>&1; echo rc=\$? >>/tmp/perf-cli.log) &"

@@ -1,11 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
  * Guest-side checks of /dev/odl_tb5_N's user ABI (include/uapi/odl_tb5.h):
- * a table of bad ioctl, read and write arguments, each with the errno it
- * must give, then a bounded randomized ioctl stress. Prints one line per
- * case; exit 0 only if every case matched.
+ * a table of bad ioctl, read, write, MAP_INFO, POST_SEND, POST_RECV and
+ * mmap arguments, each with the errno it must give, then a bounded
+ * randomized ioctl/mmap/post stress, then a leak check (a fresh open gets
+ * every Tx buffer back). Prints one line per case; exit 0 only if every case
+ * matched. Run it with no session (the peer's device closed).
  *
- * Usage: odl_tb5_ioctl [/dev/odl_tb5_0] [stress-iterations]
+ * With "session" as third argument it runs on both hosts at once instead:
+ * each waits for the session, maps the device, sends 64 frames through
+ * POST_SEND, receives the peer's 64 in place (checking every byte), posts
+ * them back, and checks that a buffer posted twice is refused.
+ *
+ * Usage: odl_tb5_ioctl [/dev/odl_tb5_0] [stress-iterations] [session]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "odl/wire/frame_codec.h"
@@ -34,6 +44,425 @@ static void expect(const char *what, long rc, int want_errno)
 	}
 }
 
+/* One mmapped device: the layout and the three areas. */
+struct dev_map {
+	struct odl_tb5_map_info mi;
+	unsigned char *ctrl, *tx, *rx;
+};
+
+static struct odl_tb5_ctrl *ctl(struct dev_map *m)
+{
+	return (struct odl_tb5_ctrl *)m->ctrl;
+}
+
+static struct odl_tb5_cqe *cqe(struct dev_map *m, int tx, uint32_t i)
+{
+	uint32_t off = tx ? m->mi.tx_cqe_offset : m->mi.rx_cqe_offset;
+
+	return (struct odl_tb5_cqe *)(m->ctrl + off) + (i & (m->mi.cq_entries - 1));
+}
+
+static int map_all(int fd, struct dev_map *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (ioctl(fd, ODL_TB5_IOC_MAP_INFO, &m->mi))
+		return -1;
+	m->ctrl = mmap(NULL, m->mi.ctrl_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       fd, m->mi.ctrl_offset);
+	m->tx = mmap(NULL, m->mi.tx_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		     fd, m->mi.tx_offset);
+	m->rx = mmap(NULL, m->mi.rx_size, PROT_READ, MAP_SHARED, fd,
+		     m->mi.rx_offset);
+	if (m->ctrl == MAP_FAILED || m->tx == MAP_FAILED || m->rx == MAP_FAILED)
+		return -1;
+	return 0;
+}
+
+static void unmap_all(struct dev_map *m)
+{
+	munmap(m->ctrl, m->mi.ctrl_size);
+	munmap(m->tx, m->mi.tx_size);
+	munmap(m->rx, m->mi.rx_size);
+}
+
+static long post(int fd, unsigned long cmd, uint32_t count, const void *ents)
+{
+	struct odl_tb5_post p = { .count = count, .entries = (uintptr_t)ents };
+
+	return ioctl(fd, cmd, &p);
+}
+
+/* A valid DATA frame of @len payload bytes, each byte @fill. */
+static uint32_t make_frame(unsigned char *buf, uint16_t len, unsigned char fill,
+			   uint8_t type)
+{
+	struct odl_frame_info fi = { .type = type,
+				     .flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM,
+				     .len = len, .msg_len = len };
+
+	odl_frame_encode((struct odl_frame_hdr *)buf, &fi);
+	memset(buf + ODL_FRAME_HDR_BYTES, fill, len);
+	return ODL_FRAME_HDR_BYTES + len;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Both hosts at once: frames each way through the mmap path. */
+static int session_check(const char *path)
+{
+	const unsigned int nframes = 64;
+	struct odl_tb5_info info;
+	struct odl_tb5_cqe ent, two[2];
+	struct dev_map m;
+	uint32_t free_idx[64], nfree = 0, got = 0, cons, prod, tx_seen = 0;
+	uint32_t idx, held = UINT32_MAX;
+	double t0;
+	unsigned int sent = 0, i;
+	long rc;
+	int fd;
+
+	fd = open(path, O_RDWR | O_NONBLOCK);
+	if (fd < 0) {
+		printf("FAIL open %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	for (t0 = now_s();; usleep(20000)) {
+		memset(&info, 0, sizeof(info));
+		if (ioctl(fd, ODL_TB5_IOC_INFO, &info) == 0 &&
+		    info.state == ODL_TB5_STATE_SESSION)
+			break;
+		if (now_s() - t0 > 60) {
+			printf("FAIL no session within 60 s (state %u)\n", info.state);
+			return 1;
+		}
+	}
+	expect("session: map", map_all(fd, &m), 0);
+	if (failures)
+		return 1;
+	/* Free Tx buffers from the Tx queue. */
+	cons = ctl(&m)->tx_cq.cons;
+	prod = __atomic_load_n(&ctl(&m)->tx_cq.prod, __ATOMIC_ACQUIRE);
+	for (; cons != prod && nfree < 64; cons++)
+		free_idx[nfree++] = cqe(&m, 1, cons)->index;
+	__atomic_store_n(&ctl(&m)->tx_cq.cons, cons, __ATOMIC_RELEASE);
+	if (nfree < 64) {
+		printf("FAIL session: only %u free Tx buffers at map\n", nfree);
+		return 1;
+	}
+	for (sent = 0; sent < nframes; sent++) {
+		idx = free_idx[sent];
+		ent.index = idx;
+		ent.len = make_frame(m.tx + (size_t)idx * m.mi.buf_size,
+				     100 + sent, (unsigned char)sent, ODL_FRAME_DATA);
+		rc = post(fd, ODL_TB5_IOC_POST_SEND, 1, &ent);
+		if (rc != 1) {
+			expect("session: POST_SEND", rc, 0);
+			return 1;
+		}
+	}
+	printf("ok   session: %u frames posted\n", sent);
+	/* Receive in place; keep the first one to post it twice later. */
+	cons = ctl(&m)->rx_cq.cons;
+	for (t0 = now_s(); got < nframes && now_s() - t0 < 30;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		const unsigned char *f;
+		struct odl_tb5_cqe e;
+		unsigned int k;
+
+		prod = __atomic_load_n(&ctl(&m)->rx_cq.prod, __ATOMIC_ACQUIRE);
+		if (prod == cons) {
+			poll(&pfd, 1, 100);
+			continue;
+		}
+		e = *cqe(&m, 0, cons);
+		__atomic_store_n(&ctl(&m)->rx_cq.cons, ++cons, __ATOMIC_RELEASE);
+		f = m.rx + (size_t)e.index * m.mi.buf_size;
+		if (e.index >= m.mi.rx_count ||
+		    e.len != ODL_FRAME_HDR_BYTES + 100 + got) {
+			printf("FAIL session: frame %u: index %u len %u\n", got,
+			       e.index, e.len);
+			return 1;
+		}
+		for (k = ODL_FRAME_HDR_BYTES; k < e.len; k++)
+			if (f[k] != (unsigned char)got) {
+				printf("FAIL session: frame %u byte %u is %u\n",
+				       got, k, f[k]);
+				return 1;
+			}
+		if (held == UINT32_MAX) {
+			held = e.index;
+		} else if (post(fd, ODL_TB5_IOC_POST_RECV, 1, &e.index) != 1) {
+			expect("session: POST_RECV", -1, 0);
+			return 1;
+		}
+		got++;
+	}
+	if (got < nframes) {
+		printf("FAIL session: %u of %u frames in 30 s\n", got, nframes);
+		return 1;
+	}
+	printf("ok   session: %u frames received in place, contents checked\n", got);
+	expect("session: POST_RECV held buffer", post(fd, ODL_TB5_IOC_POST_RECV, 1, &held), 0);
+	expect("session: POST_RECV it again (double post)",
+	       post(fd, ODL_TB5_IOC_POST_RECV, 1, &held), EINVAL);
+	/* Every sent buffer comes back through the Tx queue. */
+	for (t0 = now_s(); now_s() - t0 < 30; usleep(10000)) {
+		prod = __atomic_load_n(&ctl(&m)->tx_cq.prod, __ATOMIC_ACQUIRE);
+		tx_seen = prod - ctl(&m)->tx_cq.cons;
+		if (tx_seen >= nframes)
+			break;
+	}
+	if (tx_seen < nframes) {
+		printf("FAIL session: %u of %u Tx completions\n", tx_seen, nframes);
+		failures++;
+	} else {
+		printf("ok   session: %u Tx completions\n", tx_seen);
+	}
+	/* The same buffer twice in one call: the first is taken, the second
+	 * only if the NHI sent the first meanwhile (then it is ours again). */
+	idx = free_idx[nframes - 1];
+	for (i = 0; i < 2; i++) {
+		two[i].index = idx;
+		two[i].len = make_frame(m.tx + (size_t)idx * m.mi.buf_size, 8,
+					0x5a, ODL_FRAME_DATA);
+	}
+	rc = post(fd, ODL_TB5_IOC_POST_SEND, 2, two);
+	if (rc == 1 || rc == 2) {
+		printf("ok   session: same Tx buffer twice in one post took %ld\n", rc);
+	} else {
+		printf("FAIL session: same Tx buffer twice: %ld errno %d\n", rc, errno);
+		failures++;
+	}
+	/* Let the peer take the last frames before this side closes. */
+	sleep(1);
+	unmap_all(&m);
+	close(fd);
+	printf("%s: session, %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+	return failures ? 1 : 0;
+}
+
+/* The mmap/post table; @fd has no session. Leaves the file mapped in @m. */
+static void mmap_table(int fd, struct dev_map *m)
+{
+	struct odl_tb5_map_info mi, mi2;
+	struct odl_tb5_cqe ent;
+	struct odl_tb5_post p;
+	unsigned char buf[ODL_FRAME_MAX_BYTES];
+	uint32_t idx, prod;
+	void *v;
+
+	memset(m, 0, sizeof(*m));
+	ent.index = 0;
+	ent.len = 64;
+	idx = 0;
+	expect("POST_SEND before MAP_INFO", post(fd, ODL_TB5_IOC_POST_SEND, 1, &ent), EINVAL);
+	expect("POST_RECV before MAP_INFO", post(fd, ODL_TB5_IOC_POST_RECV, 1, &idx), EINVAL);
+	v = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	expect("mmap before MAP_INFO", v == MAP_FAILED ? -1 : 0, EINVAL);
+	if (v != MAP_FAILED)
+		munmap(v, 4096);
+	memset(&mi, 0, sizeof(mi));
+	mi.flags = 1;
+	expect("MAP_INFO flags != 0", ioctl(fd, ODL_TB5_IOC_MAP_INFO, &mi), EINVAL);
+	memset(&mi, 0, sizeof(mi));
+	mi.reserved[7] = 1;
+	expect("MAP_INFO reserved != 0", ioctl(fd, ODL_TB5_IOC_MAP_INFO, &mi), EINVAL);
+	expect("MAP_INFO NULL", ioctl(fd, ODL_TB5_IOC_MAP_INFO, NULL), EFAULT);
+	expect("read still works before MAP_INFO", read(fd, buf, sizeof(buf)), EAGAIN);
+
+	memset(&mi, 0, sizeof(mi));
+	expect("MAP_INFO valid", ioctl(fd, ODL_TB5_IOC_MAP_INFO, &mi), 0);
+	if (!mi.cq_entries || (mi.cq_entries & (mi.cq_entries - 1)) ||
+	    mi.cq_entries <= mi.tx_count || mi.cq_entries <= mi.rx_count ||
+	    mi.buf_size < ODL_FRAME_MAX_BYTES || mi.post_max != ODL_TB5_POST_MAX ||
+	    mi.tx_size != (uint64_t)mi.tx_count * mi.buf_size ||
+	    mi.rx_size != (uint64_t)mi.rx_count * mi.buf_size ||
+	    mi.tx_cqe_offset + (uint64_t)mi.cq_entries * 8 > mi.ctrl_size) {
+		printf("FAIL MAP_INFO layout: cq %u tx %u rx %u buf %u ctrl %llu\n",
+		       mi.cq_entries, mi.tx_count, mi.rx_count, mi.buf_size,
+		       (unsigned long long)mi.ctrl_size);
+		failures++;
+	} else {
+		printf("ok   MAP_INFO tx %u rx %u buf %u cq %u ctrl %llu tx@%llu rx@%llu\n",
+		       mi.tx_count, mi.rx_count, mi.buf_size, mi.cq_entries,
+		       (unsigned long long)mi.ctrl_size,
+		       (unsigned long long)mi.tx_offset,
+		       (unsigned long long)mi.rx_offset);
+	}
+	memset(&mi2, 0, sizeof(mi2));
+	expect("MAP_INFO again", ioctl(fd, ODL_TB5_IOC_MAP_INFO, &mi2), 0);
+	if (memcmp(&mi, &mi2, sizeof(mi))) {
+		printf("FAIL MAP_INFO again: different layout\n");
+		failures++;
+	}
+	m->mi = mi;
+	expect("read in mmap mode", read(fd, buf, sizeof(buf)), EOPNOTSUPP);
+	make_frame(buf, 100, 1, ODL_FRAME_DATA);
+	expect("write in mmap mode", write(fd, buf, 132), EOPNOTSUPP);
+
+#define MMAP_EXPECT(what, len, prot, flags, off, err)                      \
+	do {                                                               \
+		v = mmap(NULL, (len), (prot), (flags), fd, (off));         \
+		expect(what, v == MAP_FAILED ? -1 : 0, (err));             \
+		if (v != MAP_FAILED)                                       \
+			munmap(v, (len));                                  \
+	} while (0)
+	MMAP_EXPECT("mmap ctrl too long", mi.ctrl_size + 4096, PROT_READ, MAP_SHARED, 0, EINVAL);
+	/* 0 bytes when the area is one page: refused by mmap() itself. */
+	MMAP_EXPECT("mmap ctrl too short", mi.ctrl_size - 4096, PROT_READ, MAP_SHARED, 0, EINVAL);
+	MMAP_EXPECT("mmap Tx at +1 page", mi.tx_size - 4096, PROT_READ, MAP_SHARED,
+		    mi.tx_offset + 4096, EINVAL);
+	MMAP_EXPECT("mmap Tx and Rx as one", mi.tx_size + mi.rx_size, PROT_READ,
+		    MAP_SHARED, mi.tx_offset, EINVAL);
+	MMAP_EXPECT("mmap beyond Rx", 4096, PROT_READ, MAP_SHARED,
+		    mi.rx_offset + mi.rx_size, EINVAL);
+	MMAP_EXPECT("mmap huge offset", 4096, PROT_READ, MAP_SHARED,
+		    (off_t)1 << 46, EINVAL);
+	MMAP_EXPECT("mmap Rx writable", mi.rx_size, PROT_READ | PROT_WRITE,
+		    MAP_SHARED, mi.rx_offset, EPERM);
+	MMAP_EXPECT("mmap ctrl executable", mi.ctrl_size, PROT_READ | PROT_EXEC,
+		    MAP_SHARED, 0, EPERM);
+	MMAP_EXPECT("mmap ctrl private", mi.ctrl_size, PROT_READ, MAP_PRIVATE, 0, EINVAL);
+
+	expect("map all three areas", map_all(fd, m), 0);
+	if (m->ctrl == MAP_FAILED || m->tx == MAP_FAILED || m->rx == MAP_FAILED) {
+		printf("FAIL cannot map: skipping the post table\n");
+		failures++;
+		exit(1);
+	}
+	expect("mprotect Rx writable",
+	       mprotect(m->rx, mi.rx_size, PROT_READ | PROT_WRITE), EACCES);
+	/* A second view of the control area sees the same queue. */
+	v = mmap(NULL, mi.ctrl_size, PROT_READ, MAP_SHARED, fd, mi.ctrl_offset);
+	expect("mmap ctrl twice", v == MAP_FAILED ? -1 : 0, 0);
+	prod = __atomic_load_n(&ctl(m)->tx_cq.prod, __ATOMIC_ACQUIRE);
+	if (v != MAP_FAILED) {
+		if (((struct odl_tb5_ctrl *)v)->tx_cq.prod != prod) {
+			printf("FAIL second ctrl view differs\n");
+			failures++;
+		}
+		munmap(v, mi.ctrl_size);
+	}
+	/* No session: every Tx buffer is free, hence the user's. */
+	if (prod != mi.tx_count) {
+		printf("FAIL Tx queue holds %u entries after MAP_INFO, want %u\n",
+		       prod, mi.tx_count);
+		failures++;
+	} else {
+		printf("ok   Tx queue holds all %u Tx buffers\n", prod);
+	}
+	idx = cqe(m, 1, 0)->index;
+
+	p = (struct odl_tb5_post){ .count = 0, .entries = (uintptr_t)&ent };
+	expect("POST_SEND count 0", ioctl(fd, ODL_TB5_IOC_POST_SEND, &p), EINVAL);
+	p.count = ODL_TB5_POST_MAX + 1;
+	expect("POST_SEND count > max", ioctl(fd, ODL_TB5_IOC_POST_SEND, &p), EINVAL);
+	p.count = 1;
+	p.flags = 2;
+	expect("POST_SEND flags != 0", ioctl(fd, ODL_TB5_IOC_POST_SEND, &p), EINVAL);
+	expect("POST_SEND NULL", ioctl(fd, ODL_TB5_IOC_POST_SEND, NULL), EFAULT);
+	expect("POST_SEND entries NULL", post(fd, ODL_TB5_IOC_POST_SEND, 1, NULL), EFAULT);
+	expect("POST_SEND entries bad", post(fd, ODL_TB5_IOC_POST_SEND, 4, (void *)16), EFAULT);
+	ent.index = mi.tx_count;
+	ent.len = make_frame(m->tx + (size_t)idx * mi.buf_size, 100, 7, ODL_FRAME_DATA);
+	expect("POST_SEND index out of range", post(fd, ODL_TB5_IOC_POST_SEND, 1, &ent), EINVAL);
+	ent.index = UINT32_MAX;
+	expect("POST_SEND index ~0", post(fd, ODL_TB5_IOC_POST_SEND, 1, &ent), EINVAL);
+	ent.index = idx;
+	ent.len = 8;
+	expect("POST_SEND len < header", post(fd, ODL_TB5_IOC_POST_SEND, 1, &ent), EINVAL);
+	ent.len = ODL_FRAME_MAX_BYTES + 1;
+	expect("POST_SEND len > frame", post(fd, ODL_TB5_IOC_POST_SEND, 1, &ent), EINVAL);
+	ent.len = ODL_FRAME_HDR_BYTES + 99;
+	expect("POST_SEND len != header len", post(fd, ODL_TB5_IOC_POST_SEND, 1, &ent), EINVAL);
+	ent.len = make_frame(m->tx + (size_t)idx * mi.buf_size, 100, 7, 0x77);
+	expect("POST_SEND bad header type", post(fd, ODL_TB5_IOC_POST_SEND, 1, &ent), EINVAL);
+	ent.len = make_frame(m->tx + (size_t)idx * mi.buf_size, 100, 7, ODL_FRAME_DATA);
+	expect("POST_SEND valid, no session", post(fd, ODL_TB5_IOC_POST_SEND, 1, &ent), ENOTCONN);
+
+	p = (struct odl_tb5_post){ .count = 0, .entries = (uintptr_t)&idx };
+	expect("POST_RECV count 0", ioctl(fd, ODL_TB5_IOC_POST_RECV, &p), EINVAL);
+	p.count = ODL_TB5_POST_MAX + 1;
+	expect("POST_RECV count > max", ioctl(fd, ODL_TB5_IOC_POST_RECV, &p), EINVAL);
+	expect("POST_RECV NULL", ioctl(fd, ODL_TB5_IOC_POST_RECV, NULL), EFAULT);
+	expect("POST_RECV entries bad", post(fd, ODL_TB5_IOC_POST_RECV, 2, (void *)16), EFAULT);
+	idx = mi.rx_count;
+	expect("POST_RECV index out of range", post(fd, ODL_TB5_IOC_POST_RECV, 1, &idx), EINVAL);
+	idx = 0;
+	expect("POST_RECV buffer the ring owns", post(fd, ODL_TB5_IOC_POST_RECV, 1, &idx), EINVAL);
+	{
+		struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLOUT };
+
+		expect("poll, no session", poll(&pfd, 1, 0), 0);
+		if (pfd.revents & (POLLIN | POLLOUT)) {
+			printf("FAIL poll revents %#x with no session\n", pfd.revents);
+			failures++;
+		}
+	}
+}
+
+/* Random posts and mappings; none may crash, leak or WARN. */
+static void mmap_stress(int fd, struct dev_map *m, unsigned long iters)
+{
+	const uint64_t offs[] = { m->mi.ctrl_offset, m->mi.tx_offset, m->mi.rx_offset };
+	const uint64_t lens[] = { m->mi.ctrl_size, m->mi.tx_size, m->mi.rx_size };
+	struct odl_tb5_cqe ents[8];
+	uint32_t idx[8];
+	unsigned long i;
+	unsigned int k, n;
+
+	for (i = 0; i < iters; i++) {
+		n = 1 + rand() % 8;
+		for (k = 0; k < n; k++) {
+			ents[k].index = rand() % 3 ? rand() % (m->mi.tx_count + 2) : (uint32_t)rand();
+			ents[k].len = rand() % 3 ? rand() % (ODL_FRAME_MAX_BYTES + 2) : (uint32_t)rand();
+			idx[k] = rand() % 3 ? rand() % (m->mi.rx_count + 2) : (uint32_t)rand();
+			if (rand() % 4 == 0 && ents[k].index < m->mi.tx_count)
+				make_frame(m->tx + (size_t)ents[k].index * m->mi.buf_size,
+					   rand() % 200, 0, rand() % 2 ? ODL_FRAME_DATA : rand());
+		}
+		switch (rand() % 5) {
+		case 0:
+			post(fd, ODL_TB5_IOC_POST_SEND, rand() % 4 ? n : (uint32_t)rand(),
+			     rand() % 8 ? (void *)ents : (void *)(uintptr_t)rand());
+			break;
+		case 1:
+			post(fd, ODL_TB5_IOC_POST_RECV, rand() % 4 ? n : (uint32_t)rand(),
+			     rand() % 8 ? (void *)idx : (void *)(uintptr_t)rand());
+			break;
+		case 2: {
+			int a = rand() % 3;
+			uint64_t off = rand() % 4 ? offs[a] : offs[a] + 4096 * (uint64_t)(rand() % 3);
+			uint64_t len = rand() % 4 ? lens[a] : 4096 * (uint64_t)(1 + rand() % 4);
+			void *v = mmap(NULL, len, rand() % 2 ? PROT_READ : PROT_READ | PROT_WRITE,
+				       MAP_SHARED, fd, off);
+
+			if (v != MAP_FAILED) {
+				/* Touch it: the pages must be there. */
+				(void)*(volatile unsigned char *)v;
+				munmap(v, len);
+			}
+			break;
+		}
+		case 3:
+			ioctl(fd, ODL_TB5_IOC_MAP_INFO, rand() % 2 ? (void *)&m->mi : (void *)(uintptr_t)rand());
+			break;
+		default: {
+			struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLOUT };
+
+			poll(&pfd, 1, 0);
+			break;
+		}
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *path = argc > 1 ? argv[1] : "/dev/odl_tb5_0";
@@ -43,8 +472,12 @@ int main(int argc, char **argv)
 	unsigned char buf[2 * ODL_FRAME_MAX_BYTES];
 	struct odl_frame_info fi;
 	unsigned long i;
+	struct dev_map m;
+	uint32_t prod;
 	int fd, fd2;
 
+	if (argc > 3 && !strcmp(argv[3], "session"))
+		return session_check(path);
 	fd = open(path, O_RDWR | O_NONBLOCK);
 	if (fd < 0) {
 		printf("FAIL open %s: %s\n", path, strerror(errno));
@@ -145,6 +578,31 @@ int main(int argc, char **argv)
 	}
 	memset(&info, 0, sizeof(info));
 	expect("INFO after stress", ioctl(fd, ODL_TB5_IOC_INFO, &info), 0);
+	if (iters) {
+		mmap_table(fd, &m);
+		/* Each mapping of a buffer area inserts every page: fewer. */
+		mmap_stress(fd, &m, iters < 5000 ? iters : 5000);
+		expect("INFO after mmap stress", ioctl(fd, ODL_TB5_IOC_INFO, &info), 0);
+		/* Closing while mapped: the file lives until the mappings go. */
+		close(fd);
+		unmap_all(&m);
+		/* A fresh open starts clean: every Tx buffer is the user's. */
+		fd = open(path, O_RDWR | O_NONBLOCK);
+		expect("reopen after mmap", fd, 0);
+		if (fd >= 0 && map_all(fd, &m) == 0) {
+			prod = __atomic_load_n(&ctl(&m)->tx_cq.prod, __ATOMIC_ACQUIRE);
+			if (prod != m.mi.tx_count) {
+				printf("FAIL after reopen the Tx queue holds %u, want %u (leak)\n",
+				       prod, m.mi.tx_count);
+				failures++;
+			} else {
+				printf("ok   after reopen all %u Tx buffers are back\n", prod);
+			}
+			unmap_all(&m);
+		} else {
+			expect("map after reopen", -1, 0);
+		}
+	}
 	close(fd);
 	printf("%s: %d failure(s), %lu stress iterations\n",
 	       failures ? "FAIL" : "PASS", failures, iters);

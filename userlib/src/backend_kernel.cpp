@@ -8,13 +8,16 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -66,13 +69,81 @@ const char* state_name(uint32_t st) {
     }
 }
 
-class kernel_link final : public link {
+/// What both kernel links share: the device file, its state (INFO ioctl)
+/// and how a failure is reported.
+class kernel_link_base : public link {
 public:
-    kernel_link(int fd, uint32_t index, const odl_tb5_info& info)
-        : m_fd(fd), m_index(index), m_info(info), m_tx(kBatchBytes), m_rx(kBatchBytes) {}
-    ~kernel_link() override { ::close(m_fd); }
-    kernel_link(const kernel_link&) = delete;
-    kernel_link& operator=(const kernel_link&) = delete;
+    kernel_link_base(int fd, uint32_t index, const odl_tb5_info& info) : m_fd(fd), m_index(index), m_info(info) {}
+    ~kernel_link_base() override { ::close(m_fd); }
+    kernel_link_base(const kernel_link_base&) = delete;
+    kernel_link_base& operator=(const kernel_link_base&) = delete;
+
+    link_state progress() override {
+        flush_all();
+        if (m_lost) return link_state::lost;
+        odl_tb5_info info{};
+        if (::ioctl(m_fd, ODL_TB5_IOC_INFO, &info) != 0) {
+            lose(fmt::format("odl_tb5_{}: info ioctl failed: {}", m_index, std::strerror(errno)));
+            return link_state::lost;
+        }
+        m_info = info;
+        switch (info.state) {
+        case ODL_TB5_STATE_SESSION:
+            m_up = true;
+            return link_state::up;
+        case ODL_TB5_STATE_BROKEN:
+        case ODL_TB5_STATE_GONE:
+            // The peer's last frames may still wait: deliver them first.
+            if (m_up && frames_left()) return link_state::up;
+            lose(fmt::format("odl_tb5_{}: {}", m_index, state_name(info.state)));
+            return link_state::lost;
+        default:
+            if (m_up) {
+                lose(fmt::format("odl_tb5_{}: link reset ({})", m_index, state_name(info.state)));
+                return link_state::lost;
+            }
+            return link_state::connecting;
+        }
+    }
+
+    std::string failure() const override { return m_failure; }
+    std::string name() const override { return fmt::format("odl_tb5_{}", m_index); }
+    uint32_t rate_mbps() const override {
+        return m_info.link_speed_gbps * std::max<uint32_t>(1, m_info.link_width) * 1000;
+    }
+
+protected:
+    /// Sends and returns whatever is staged (before a state check).
+    virtual void flush_all() = 0;
+    /// After the session ended: true while received frames still wait.
+    virtual bool frames_left() { return false; }
+
+    void lose(std::string why) {
+        if (!m_lost) m_failure = std::move(why);
+        m_lost = true;
+    }
+
+    /// An errno from the data path that ends the link, in words.
+    void lose_errno(const char* op, int e) {
+        if (e == EPIPE) lose(fmt::format("odl_tb5_{}: peer closed or link reset", m_index));
+        else if (e == ENODEV) lose(fmt::format("odl_tb5_{}: peer service gone", m_index));
+        else lose(fmt::format("odl_tb5_{}: {}: {}", m_index, op, std::strerror(e)));
+    }
+
+    int m_fd;
+    uint32_t m_index;
+    odl_tb5_info m_info;
+    unsigned m_idle = 0;
+    bool m_up = false;
+    bool m_lost = false;
+    std::string m_failure;
+};
+
+/// ODL_KERNEL_IO=rw: frames copied through read(2) and write(2), batched.
+class kernel_rw_link final : public kernel_link_base {
+public:
+    kernel_rw_link(int fd, uint32_t index, const odl_tb5_info& info)
+        : kernel_link_base(fd, index, info), m_tx(kBatchBytes), m_rx(kBatchBytes) {}
 
     unsigned char* tx_reserve() override {
         if (m_lost) return nullptr;
@@ -117,43 +188,8 @@ public:
 
     void rx_release() override { m_rx_off += m_cur; }
 
-    link_state progress() override {
-        flush_tx();
-        if (m_lost) return link_state::lost;
-        odl_tb5_info info{};
-        if (::ioctl(m_fd, ODL_TB5_IOC_INFO, &info) != 0) {
-            lose(fmt::format("odl_tb5_{}: info ioctl failed: {}", m_index, std::strerror(errno)));
-            return link_state::lost;
-        }
-        m_info = info;
-        switch (info.state) {
-        case ODL_TB5_STATE_SESSION:
-            m_up = true;
-            return link_state::up;
-        case ODL_TB5_STATE_BROKEN:
-        case ODL_TB5_STATE_GONE:
-            lose(fmt::format("odl_tb5_{}: {}", m_index, state_name(info.state)));
-            return link_state::lost;
-        default:
-            if (m_up) {
-                lose(fmt::format("odl_tb5_{}: link reset ({})", m_index, state_name(info.state)));
-                return link_state::lost;
-            }
-            return link_state::connecting;
-        }
-    }
-
-    std::string failure() const override { return m_failure; }
-    std::string name() const override { return fmt::format("odl_tb5_{}", m_index); }
-    uint32_t rate_mbps() const override {
-        return m_info.link_speed_gbps * std::max<uint32_t>(1, m_info.link_width) * 1000;
-    }
-
 private:
-    void lose(std::string why) {
-        if (!m_lost) m_failure = std::move(why);
-        m_lost = true;
-    }
+    void flush_all() override { flush_tx(); }
 
     void flush_tx() {
         while (m_tx_len && !m_lost) {
@@ -167,7 +203,8 @@ private:
             }
             if (n < 0 && errno == EINTR) continue;
             if (n < 0 && (errno == EAGAIN || errno == ENOTCONN)) return;
-            lose(fmt::format("odl_tb5_{}: write: {}", m_index, n < 0 ? std::strerror(errno) : "short"));
+            if (n < 0) lose_errno("write", errno);
+            else lose(fmt::format("odl_tb5_{}: write: short", m_index));
         }
     }
 
@@ -182,28 +219,229 @@ private:
             }
             if (n < 0 && errno == EINTR) continue;
             if (n < 0 && errno == EAGAIN) return;
-            if (n < 0 && (errno == EPIPE || errno == ENODEV)) {
-                lose(fmt::format("odl_tb5_{}: {}", m_index, errno == EPIPE ? "peer closed or link reset" : "peer service gone"));
-                return;
-            }
-            lose(fmt::format("odl_tb5_{}: read: {}", m_index, n < 0 ? std::strerror(errno) : "end of file"));
+            if (n < 0) lose_errno("read", errno);
+            else lose(fmt::format("odl_tb5_{}: read: end of file", m_index));
             return;
         }
     }
 
-    int m_fd;
-    uint32_t m_index;
-    odl_tb5_info m_info;
     std::vector<unsigned char> m_tx;
     size_t m_tx_len = 0;
     std::vector<unsigned char> m_rx;
     size_t m_rx_len = 0;
     size_t m_rx_off = 0;
     size_t m_cur = 0;
-    unsigned m_idle = 0;
-    bool m_up = false;
-    bool m_lost = false;
-    std::string m_failure;
+};
+
+/// One mmap(2)ed area of the device; unmapped on destruction.
+class mapping {
+public:
+    mapping() = default;
+    mapping(int fd, uint64_t offset, uint64_t size, int prot, const std::string& what) : m_len(size) {
+        void* p = ::mmap(nullptr, m_len, prot, MAP_SHARED, fd, off_t(offset));
+        if (p == MAP_FAILED)
+            throw error(ODL_ERR_IO, fmt::format("mmap of the {} ({} bytes at {}): {}", what, size, offset, std::strerror(errno)));
+        m_p = static_cast<unsigned char*>(p);
+    }
+    ~mapping() {
+        if (m_p) ::munmap(m_p, m_len);
+    }
+    mapping(mapping&& o) noexcept : m_p(std::exchange(o.m_p, nullptr)), m_len(o.m_len) {}
+    mapping& operator=(mapping&& o) noexcept {
+        std::swap(m_p, o.m_p);
+        std::swap(m_len, o.m_len);
+        return *this;
+    }
+    mapping(const mapping&) = delete;
+    mapping& operator=(const mapping&) = delete;
+    unsigned char* data() const { return m_p; }
+
+private:
+    unsigned char* m_p = nullptr;
+    size_t m_len = 0;
+};
+
+/// Free-running u32 queue index shared with the kernel.
+uint32_t load_acquire(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+void store_release(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+
+/// The default: frames written and read in place in the module's mmapped
+/// buffers, posted with one ioctl per batch; completions come through
+/// shared queues, so a busy sender or receiver needs no syscall to see them.
+class kernel_mmap_link final : public kernel_link_base {
+public:
+    kernel_mmap_link(int fd, uint32_t index, const odl_tb5_info& info) : kernel_link_base(fd, index, info) {
+        odl_tb5_map_info mi{};
+        if (::ioctl(m_fd, ODL_TB5_IOC_MAP_INFO, &mi) != 0)
+            throw error(ODL_ERR_IO, fmt::format("odl_tb5_{}: MAP_INFO: {}", m_index, std::strerror(errno)));
+        // The module is trusted, but a layout we cannot use is an error, not
+        // a crash.
+        const bool pow2 = mi.cq_entries && !(mi.cq_entries & (mi.cq_entries - 1));
+        if (!pow2 || mi.buf_size < ODL_FRAME_MAX_BYTES || !mi.tx_count || !mi.rx_count || !mi.post_max ||
+            uint64_t(mi.tx_cqe_offset) + uint64_t(mi.cq_entries) * sizeof(odl_tb5_cqe) > mi.ctrl_size ||
+            uint64_t(mi.rx_cqe_offset) + uint64_t(mi.cq_entries) * sizeof(odl_tb5_cqe) > mi.ctrl_size ||
+            uint64_t(mi.tx_count) * mi.buf_size > mi.tx_size || uint64_t(mi.rx_count) * mi.buf_size > mi.rx_size)
+            throw error(ODL_ERR_NOT_SUPPORTED, fmt::format("odl_tb5_{}: unusable mmap layout", m_index));
+        m_mi = mi;
+        m_ctrl_map = mapping(m_fd, mi.ctrl_offset, mi.ctrl_size, PROT_READ | PROT_WRITE, "control area");
+        m_tx_map = mapping(m_fd, mi.tx_offset, mi.tx_size, PROT_READ | PROT_WRITE, "Tx buffers");
+        m_rx_map = mapping(m_fd, mi.rx_offset, mi.rx_size, PROT_READ, "Rx buffers");
+        m_ctrl = reinterpret_cast<odl_tb5_ctrl*>(m_ctrl_map.data());
+        m_rx_cqe = reinterpret_cast<const odl_tb5_cqe*>(m_ctrl_map.data() + mi.rx_cqe_offset);
+        m_tx_cqe = reinterpret_cast<const odl_tb5_cqe*>(m_ctrl_map.data() + mi.tx_cqe_offset);
+        m_mask = mi.cq_entries - 1;
+        m_free.reserve(mi.tx_count);
+        m_send.reserve(mi.tx_count);
+        m_recv.reserve(mi.rx_count);
+        m_rx_cons = load_acquire(&m_ctrl->rx_cq.cons);
+        m_tx_cons = load_acquire(&m_ctrl->tx_cq.cons);
+    }
+    ~kernel_mmap_link() override = default;  // unmaps before the base closes
+
+    unsigned char* tx_reserve() override {
+        if (m_lost) return nullptr;
+        if (m_res < 0) {
+            if (m_free.empty()) take_tx();
+            if (m_free.empty() && !m_send.empty()) {
+                flush_tx();
+                take_tx();
+            }
+            if (m_free.empty()) return nullptr;
+            m_res = m_free.back();
+            m_free.pop_back();
+        }
+        return m_tx_map.data() + size_t(m_res) * m_mi.buf_size;
+    }
+
+    void tx_commit(size_t bytes) override {
+        if (m_res < 0) return;
+        m_idle = 0;
+        m_send.push_back({uint32_t(m_res), uint32_t(bytes)});
+        m_res = -1;
+        if (m_send.size() >= kBatchFrames) flush_tx();
+    }
+
+    void tx_flush() override { flush_tx(); }
+
+    rx_frame rx_peek() override {
+        flush_tx();
+        if (!m_have && !next_rx() && m_up && !m_lost && ++m_idle >= kIdleBeforeWait) {
+            flush_rx();
+            const bool want_tx = m_free.empty() || !m_send.empty();
+            pollfd p{m_fd, short(POLLIN | (want_tx ? POLLOUT : 0)), 0};
+            ::poll(&p, 1, kIdleWaitMs);
+            flush_tx();
+            next_rx();
+        }
+        if (!m_have) return {};
+        m_idle = 0;
+        return {m_rx_map.data() + size_t(m_cur.index) * m_mi.buf_size, m_cur.len};
+    }
+
+    void rx_release() override {
+        if (!m_have) return;
+        m_have = false;
+        m_recv.push_back(m_cur.index);
+        if (m_recv.size() >= kBatchFrames) flush_rx();
+    }
+
+    void rx_flush() override { flush_rx(); }
+
+private:
+    void flush_all() override {
+        flush_tx();
+        flush_rx();
+    }
+
+    // read() drains the ring before it reports the end; here poll(2) does
+    // (polling mode), then the Rx queue tells.
+    bool frames_left() override {
+        if (m_have) return true;
+        pollfd p{m_fd, POLLIN, 0};
+        ::poll(&p, 1, 0);
+        return load_acquire(&m_ctrl->rx_cq.prod) != m_rx_cons;
+    }
+
+    /// Free Tx buffers from the Tx completion queue.
+    void take_tx() {
+        const uint32_t prod = load_acquire(&m_ctrl->tx_cq.prod);
+        if (prod - m_tx_cons > m_mi.cq_entries) {
+            lose(fmt::format("odl_tb5_{}: Tx completion queue corrupt", m_index));
+            return;
+        }
+        for (; m_tx_cons != prod; ++m_tx_cons) {
+            const uint32_t idx = m_tx_cqe[m_tx_cons & m_mask].index;
+            if (idx < m_mi.tx_count) m_free.push_back(idx);
+        }
+        store_release(&m_ctrl->tx_cq.cons, m_tx_cons);
+    }
+
+    /// The next received frame into m_cur; false when none waits.
+    bool next_rx() {
+        if (m_lost) return false;
+        const uint32_t prod = load_acquire(&m_ctrl->rx_cq.prod);
+        if (prod == m_rx_cons) return false;
+        if (prod - m_rx_cons > m_mi.cq_entries) {
+            lose(fmt::format("odl_tb5_{}: Rx completion queue corrupt", m_index));
+            return false;
+        }
+        const odl_tb5_cqe e = m_rx_cqe[m_rx_cons & m_mask];
+        store_release(&m_ctrl->rx_cq.cons, ++m_rx_cons);
+        if (e.index >= m_mi.rx_count) {
+            lose(fmt::format("odl_tb5_{}: Rx completion for buffer {} of {}", m_index, e.index, m_mi.rx_count));
+            return false;
+        }
+        m_cur = e;
+        // A length the buffer cannot hold goes to the engine as 0 (refused).
+        if (m_cur.len > m_mi.buf_size || m_cur.len > ODL_FRAME_MAX_BYTES) m_cur.len = 0;
+        m_have = true;
+        return true;
+    }
+
+    /// Posts m_send (or m_recv) in order, at most post_max per ioctl.
+    template <typename T>
+    void post(unsigned long cmd, std::vector<T>& v, const char* what, bool tx) {
+        size_t off = 0;
+        while (off < v.size() && !m_lost) {
+            odl_tb5_post p{};
+            p.count = uint32_t(std::min<size_t>(v.size() - off, m_mi.post_max));
+            p.entries = reinterpret_cast<uintptr_t>(v.data() + off);
+            const int n = ::ioctl(m_fd, cmd, &p);
+            if (n > 0) {
+                off += size_t(n);
+                m_idle = 0;
+                continue;
+            }
+            if (n < 0 && errno == EINTR) continue;
+            // No session yet: keep the frames for later.
+            if (tx && n < 0 && (errno == EAGAIN || errno == ENOTCONN)) break;
+            if (n < 0) lose_errno(what, errno);
+            else lose(fmt::format("odl_tb5_{}: {}: nothing taken", m_index, what));
+        }
+        v.erase(v.begin(), v.begin() + std::ptrdiff_t(off));
+    }
+
+    void flush_tx() {
+        if (!m_send.empty()) post(ODL_TB5_IOC_POST_SEND, m_send, "post send", true);
+    }
+    void flush_rx() {
+        if (!m_recv.empty()) post(ODL_TB5_IOC_POST_RECV, m_recv, "post recv", false);
+    }
+
+    odl_tb5_map_info m_mi{};
+    mapping m_ctrl_map, m_tx_map, m_rx_map;
+    odl_tb5_ctrl* m_ctrl = nullptr;
+    const odl_tb5_cqe* m_rx_cqe = nullptr;
+    const odl_tb5_cqe* m_tx_cqe = nullptr;
+    uint32_t m_mask = 0;
+    uint32_t m_rx_cons = 0;
+    uint32_t m_tx_cons = 0;
+    std::vector<uint32_t> m_free;       ///< Tx buffers we own, unwritten
+    int64_t m_res = -1;                 ///< Tx buffer handed out by tx_reserve()
+    std::vector<odl_tb5_cqe> m_send;    ///< written frames not yet posted
+    std::vector<uint32_t> m_recv;       ///< read Rx buffers not yet posted back
+    odl_tb5_cqe m_cur{};                ///< the frame rx_peek() returns
+    bool m_have = false;
 };
 
 }  // namespace
@@ -217,6 +455,11 @@ std::unique_ptr<backend> open_kernel_backend(const open_config& cfg) {
         throw error(ODL_ERR_NO_DEVICE,
                     fmt::format("no kernel device {} (have: {})", cfg.index, fmt::join(have, ", ")));
     }
+    // ODL_KERNEL_IO: mmap (default, zero-copy) or rw (read/write copies).
+    const char* io_env = std::getenv("ODL_KERNEL_IO");
+    const std::string io = io_env && *io_env ? io_env : "mmap";
+    if (io != "mmap" && io != "rw")
+        throw error(ODL_ERR_INVAL, fmt::format("ODL_KERNEL_IO={}: want mmap or rw", io));
     const std::string path = fmt::format("/dev/" ODL_TB5_DEV_PREFIX "{}", cfg.index);
     const int fd = ::open(path.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
@@ -240,7 +483,14 @@ std::unique_ptr<backend> open_kernel_backend(const open_config& cfg) {
                               ? info.rx_capacity - kCtrlReserve - 2 * c.num_streams
                               : c.num_streams;
     c.window_frames = std::max<uint32_t>(1, std::min<uint32_t>(c.window_frames, room / c.num_streams));
-    return std::make_unique<engine>(std::make_unique<kernel_link>(fd, cfg.index, info), c);
+    std::unique_ptr<link> l;
+    if (io == "rw") {
+        l = std::make_unique<kernel_rw_link>(fd, cfg.index, info);
+    } else {
+        // Throws with fd closed (the base class owns it once constructed).
+        l = std::make_unique<kernel_mmap_link>(fd, cfg.index, info);
+    }
+    return std::make_unique<engine>(std::move(l), c);
 }
 
 }  // namespace odl
