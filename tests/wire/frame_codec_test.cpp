@@ -146,6 +146,44 @@ TEST(FrameCodec, LinkCreditIsAStreamZeroControlFrame) {
     EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_FLAGS);
 }
 
+TEST(FrameCodec, RndvIsOneWholeMessageFrame) {
+    odl_frame_info fi{};
+    fi.type = ODL_FRAME_RNDV;
+    fi.flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM;
+    fi.stream = 3;
+    fi.msg_len = 1u << 20;  // the message, not the frame
+    fi.len = sizeof(odl_rndv);
+    EXPECT_EQ(decode(encode(fi)), ODL_FRAME_OK);
+    fi.flags |= ODL_FRAME_F_CREDIT;  // piggybacked stream credit is fine
+    EXPECT_EQ(decode(encode(fi)), ODL_FRAME_OK);
+    fi.flags = ODL_FRAME_F_SOM;  // must be whole
+    EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_FLAGS);
+    fi.flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM | ODL_FRAME_F_CSUM;  // never checksummed
+    EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_FLAGS);
+    fi.flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM;
+    fi.len = sizeof(odl_rndv) - 1;
+    EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_LEN);
+    fi.len = sizeof(odl_rndv);
+    fi.offset = 4064;
+    EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_RANGE);
+    fi.offset = 0;
+    EXPECT_EQ(decode(encode(fi), 3), ODL_FRAME_ERR_STREAM);
+}
+
+TEST(FrameCodec, RndvDoneCarriesItsPayloadOnAStream) {
+    odl_frame_info fi{};
+    fi.type = ODL_FRAME_RNDV_DONE;
+    fi.stream = 2;
+    fi.len = sizeof(odl_rndv_done);
+    EXPECT_EQ(decode(encode(fi)), ODL_FRAME_OK);
+    EXPECT_EQ(decode(encode(fi), 2), ODL_FRAME_ERR_STREAM);
+    fi.flags = ODL_FRAME_F_CREDIT;
+    EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_FLAGS);
+    fi.flags = 0;
+    fi.len = 0;
+    EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_LEN);
+}
+
 odl_hello good_hello() {
     odl_hello h{};
     h.magic = odl_cpu_le32(ODL_FRAME_MAGIC);

@@ -8,6 +8,7 @@
 
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -224,12 +225,48 @@ void BM_MemcpyToShm(benchmark::State& state) {
     munmap(mem, ring);
 }
 
+/// Ceiling of the loopback rendezvous path: process_vm_readv(2) of each
+/// message from another process's buffers (what an RNDV receiver does), no
+/// libodl around it. Compare with BM_MemcpyToShm and BM_OdlBandwidth.
+void BM_CmaReadBandwidth(benchmark::State& state) {
+    const auto size = uint64_t(state.range(0));
+    // Anonymous shared memory mapped before the fork: the child's copy of
+    // the buffers sits at the same address in its own address space.
+    const size_t bytes = kDepth * size;
+    void* src = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (src == MAP_FAILED) {
+        state.SkipWithError("mmap failed");
+        return;
+    }
+    std::memset(src, 'y', bytes);
+    child_proc child;
+    child.pid = fork();
+    if (child.pid == 0) {
+        for (;;) pause();  // holds the buffers; killed by child_proc
+    }
+    std::vector<std::vector<char>> dst(kDepth, std::vector<char>(size, 0));
+    uint64_t i = 0;
+    for (auto _ : state) {
+        iovec local{dst[i % kDepth].data(), size};
+        iovec remote{static_cast<char*>(src) + (i % kDepth) * size, size};
+        if (process_vm_readv(child.pid, &local, 1, &remote, 1, 0) != ssize_t(size)) {
+            state.SkipWithError("process_vm_readv failed (Yama ptrace_scope?)");
+            break;
+        }
+        benchmark::ClobberMemory();
+        ++i;
+    }
+    state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(size));
+    munmap(src, bytes);
+}
+
 }  // namespace
 
 BENCHMARK(BM_OdlPingPong)->Arg(8)->Arg(64)->Arg(4096)->Arg(65536)->UseRealTime();
 BENCHMARK(BM_ShmPingPong)->Arg(8)->Arg(64)->Arg(4096)->Arg(65536)->UseRealTime();
 BENCHMARK(BM_OdlBandwidth)->Arg(4096)->Arg(65536)->Arg(1 << 20)->Arg(4 << 20)->UseRealTime();
 BENCHMARK(BM_MemcpyToShm)->Arg(4096)->Arg(65536)->Arg(1 << 20)->Arg(4 << 20)->UseRealTime();
+BENCHMARK(BM_CmaReadBandwidth)->Arg(65536)->Arg(1 << 20)->Arg(4 << 20)->UseRealTime();
 
 int main(int argc, char** argv) {
     // A private rendezvous namespace per run.

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -25,6 +26,13 @@ struct open_config {
     /// fewer in flight (per-stream windows may then add up to more). 0: no
     /// link-wide limit.
     uint32_t link_window_frames = 0;
+    /// Single-copy rendezvous (ODL_FEAT_RNDV): messages of at least this many
+    /// bytes are read by the receiver straight from the sender's memory.
+    /// 0: never. Only for transports whose two ends share one kernel.
+    uint64_t rndv_min_bytes = 0;
+    /// The peer's pid as this process's kernel knows it (0: unknown, no
+    /// rendezvous); asked once the link is up. Set with rndv_min_bytes.
+    std::function<uint32_t()> rndv_peer_pid;
     uint64_t max_msg_bytes = 64ull << 20;
     uint32_t max_posted = 1024;
     uint64_t connect_timeout_ns = 10'000'000'000ull;

@@ -4,14 +4,19 @@
 // the shared codec before use; any violation ends the link with ODL_ERR_PROTO.
 #include "engine.h"
 
+#include <sys/prctl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "clock.h"
 #include "crc32c.h"
 #include "log.h"
 
@@ -42,9 +47,20 @@ engine::engine(std::unique_ptr<link> l, open_config cfg)
       // unreported here once its frames arrive, and every frame is taken
       // off the transport whether or not a receive is posted).
       m_link_batch(std::max<uint32_t>(1, m_cfg.link_window_frames / 4)),
+      // Cookies only need to differ from what stale or foreign memory holds.
+      m_rndv_next_cookie((now_ns() << 16) ^ (uint64_t(getpid()) << 40) ^ reinterpret_cast<uintptr_t>(this)),
       m_s(m_cfg.num_streams),
       m_credit_batch(std::max<uint32_t>(1, m_cfg.window_frames / 4)) {
     m_stats.struct_size = sizeof(m_stats);
+}
+
+uint32_t engine::rndv_pid() {
+    // Asked once the link is up (the loopback link learns it on connect).
+    if (!m_rndv_pid_known) {
+        m_rndv_pid_known = true;
+        m_rndv_pid = m_cfg.rndv_min_bytes && m_cfg.rndv_peer_pid ? m_cfg.rndv_peer_pid() : 0;
+    }
+    return m_rndv_pid;
 }
 
 engine::~engine() = default;
@@ -81,6 +97,13 @@ int engine::post_recv(uint32_t stream, uint32_t tag, void* buf, uint64_t cap, ui
     // receives match messages in arrival order.
     for (auto it = s.unexpected.begin(); it != s.unexpected.end(); ++it) {
         if (tag != ODL_TAG_ANY && tag != it->tag) continue;
+        if (it->rndv) {
+            const unexpected_msg um = *it;
+            s.unexpected.erase(it);
+            consume(s, uint16_t(stream), um.frames_held);
+            rndv_pull(s, uint16_t(stream), op, um.tag, um.msg_len, um.ref);
+            return ODL_OK;
+        }
         const size_t n = std::min<size_t>(it->data.size(), cap);
         if (n) std::memcpy(op.buf, it->data.data(), n);
         const uint32_t held = it->frames_held;
@@ -111,6 +134,12 @@ int engine::cancel(uint32_t stream, uint64_t ctx) {
         s.cur.discard = true;
         return ODL_OK;
     }
+    if (s.resend_pending && !s.resend_discard && s.resend_op.ctx == ctx) {
+        // Its message is still to be resent: drop it when it comes.
+        complete(ctx, ODL_ERR_CANCELED, ODL_OP_RECV, stream, s.resend_tag, 0);
+        s.resend_discard = true;
+        return ODL_OK;
+    }
     for (auto it = s.recvs.begin(); it != s.recvs.end(); ++it) {
         if (it->ctx != ctx) continue;
         complete(ctx, ODL_ERR_CANCELED, ODL_OP_RECV, stream, it->tag, 0);
@@ -119,7 +148,8 @@ int engine::cancel(uint32_t stream, uint64_t ctx) {
     }
     for (auto it = s.sends.begin(); it != s.sends.end(); ++it) {
         if (it->ctx != ctx || it->detached) continue;
-        if (it->sent == 0) {
+        // After an RNDV the peer expects this message next, even as frames.
+        if (it->sent == 0 && it->rndv == send_op::rndv_phase::none) {
             complete(ctx, ODL_ERR_CANCELED, ODL_OP_SEND, stream, it->tag, 0);
             s.sends.erase(it);
             return ODL_OK;
@@ -131,6 +161,15 @@ int engine::cancel(uint32_t stream, uint64_t ctx) {
         it->owned.assign(it->buf + it->sent, it->buf + it->len);
         it->owned_from = it->sent;
         it->detached = true;
+        if (it->rndv == send_op::rndv_phase::waiting) {
+            // The peer may be reading the buffer now. Revoke the cookie
+            // before the caller can touch the buffer: a peer that finds it
+            // changed after copying throws the copy away and asks for frames
+            // (sent from the copy just taken). The fence keeps the caller's
+            // later writes behind the revocation.
+            it->cookie_word->store(0, std::memory_order_seq_cst);
+            std::atomic_thread_fence(std::memory_order_seq_cst);
+        }
         return ODL_OK;
     }
     return ODL_ERR_INVAL;
@@ -157,6 +196,8 @@ int engine::discard(uint32_t stream, uint32_t tag, uint32_t mask, uint32_t flags
             // Still arriving (only the newest can be): drop the rest too.
             s.cur.discard = true;
         }
+        // Dropped unread: the sender is done with it.
+        if (it->rndv) m_ctrl.push_back(ctrl_item{ctrl::rndv_done, uint16_t(stream), it->ref.cookie, ODL_RNDV_COPIED});
         const uint32_t held = it->frames_held;
         it = s.unexpected.erase(it);
         consume(s, uint16_t(stream), held);
@@ -231,7 +272,7 @@ void engine::handle_frame(const unsigned char* data, size_t len) {
         return;
     }
     const unsigned char* payload = data + ODL_FRAME_HDR_BYTES;
-    if (fi.type != ODL_FRAME_DATA) ++m_stats.rx_ctrl_frames;
+    if (fi.type < ODL_FRAME_DATA) ++m_stats.rx_ctrl_frames;
     if (!m_hello_received && fi.type != ODL_FRAME_HELLO) {
         protocol_error(ODL_FRAME_ERR_TYPE, fmt::format("frame type 0x{:02x} before HELLO", fi.type));
         return;
@@ -250,7 +291,11 @@ void engine::handle_frame(const unsigned char* data, size_t len) {
         fail(ODL_ERR_PEER_CLOSED, ODL_LINK_PEER_CLOSED, m_link->name() + ": peer closed the link");
         break;
     case ODL_FRAME_DATA:
+    case ODL_FRAME_RNDV:
         handle_data(fi, payload);
+        break;
+    case ODL_FRAME_RNDV_DONE:
+        handle_rndv_done(fi, payload);
         break;
     default:
         break;  // odl_frame_decode() refuses unknown types
@@ -282,6 +327,16 @@ void engine::handle_hello(const odl_frame_info&, const unsigned char* payload) {
     // odl_hello_check() refused a link_window without the feature bit.
     m_peer_link_window = odl_le32(h.link_window);
     m_link_rx_limit = m_cfg.link_window_frames != 0 && (m_peer_features & ODL_FEAT_LINK_CREDIT);
+    if (rndv_pid() && (m_peer_features & ODL_FEAT_RNDV)) {
+        m_rndv.rx = true;
+        // Checksummed sends keep the frame path: every byte gets a CRC.
+        m_rndv.tx = !(m_cfg.flags & ODL_OPEN_CHECKSUM);
+        // Yama (ptrace_scope 1) lets a process read only its descendants'
+        // memory unless the target names the reader. One ptracer per
+        // process: with several peers only the last is named, and reads by
+        // the others fail with EPERM and fall back to frames.
+        if (m_rndv.tx && m_rndv_pid != uint32_t(getpid())) prctl(PR_SET_PTRACER, static_cast<unsigned long>(m_rndv_pid), 0, 0, 0);
+    }
     m_state = ODL_LINK_UP;
     log::write(ODL_LOG_DEBUG, "{}: link up with '{}' (pid {}), {} streams, window {}, link window {}", m_link->name(),
                m_peer_name, m_peer_pid, m_streams, m_peer_window, m_peer_link_window);
@@ -350,6 +405,14 @@ void engine::start_message(stream_state& s, const odl_frame_info& fi) {
     s.cur.active = true;
     s.cur.tag = fi.tag;
     s.cur.msg_len = fi.msg_len;
+    if (s.resend_pending) {
+        // Already matched when its RNDV came (handle_data checked it is).
+        s.resend_pending = false;
+        s.cur.op = s.resend_op;
+        s.cur.to_user = !s.resend_discard;
+        s.cur.discard = s.resend_discard;
+        return;
+    }
     if (s.drop && (fi.tag & s.drop_mask) == s.drop_tag) {
         s.cur.discard = true;  // odl_discard(): its frames are freed as they come
         return;
@@ -369,6 +432,10 @@ void engine::start_message(stream_state& s, const odl_frame_info& fi) {
 
 void engine::handle_data(const odl_frame_info& fi, const unsigned char* payload) {
     stream_state& s = m_s[fi.stream];
+    if (fi.type == ODL_FRAME_RNDV && !m_rndv.rx) {
+        protocol_error(ODL_FRAME_ERR_TYPE, fmt::format("stream {}: RNDV without rendezvous negotiated", fi.stream));
+        return;
+    }
     if (fi.flags & ODL_FRAME_F_CREDIT) {
         handle_credit(s, fi.credit);
         if (m_state != ODL_LINK_UP) return;
@@ -395,6 +462,17 @@ void engine::handle_data(const odl_frame_info& fi, const unsigned char* payload)
         if (fi.msg_len > m_cfg.max_msg_bytes) {
             protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("stream {}: {}-byte message exceeds our limit {}", fi.stream,
                                                             fi.msg_len, m_cfg.max_msg_bytes));
+            return;
+        }
+        if (s.resend_pending && (fi.type == ODL_FRAME_RNDV || fi.tag != s.resend_tag || fi.msg_len != s.resend_len)) {
+            protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("stream {}: message is not the resend we asked for", fi.stream));
+            return;
+        }
+        if (fi.type == ODL_FRAME_RNDV) {
+            ++s.rx_seq;
+            ++m_link_rx;
+            ++m_stats.rx_frames;
+            handle_rndv(s, fi, payload);
             return;
         }
         start_message(s, fi);
@@ -436,6 +514,104 @@ void engine::handle_data(const odl_frame_info& fi, const unsigned char* payload)
     }
 }
 
+void engine::handle_rndv(stream_state& s, const odl_frame_info& fi, const unsigned char* payload) {
+    odl_rndv r;
+    std::memcpy(&r, payload, sizeof(r));
+    const rndv_ref ref{odl_le64(r.addr), odl_le64(r.cookie_addr), odl_le64(r.cookie)};
+    const auto stream = uint16_t(fi.stream);
+    if (s.drop && (fi.tag & s.drop_mask) == s.drop_tag) {
+        consume(s, stream, 1);
+        m_ctrl.push_back(ctrl_item{ctrl::rndv_done, stream, ref.cookie, ODL_RNDV_COPIED});
+        return;
+    }
+    for (auto it = s.recvs.begin(); it != s.recvs.end(); ++it) {
+        if (it->tag == ODL_TAG_ANY || it->tag == fi.tag) {
+            const recv_op op = *it;
+            s.recvs.erase(it);
+            consume(s, stream, 1);
+            rndv_pull(s, stream, op, fi.tag, fi.msg_len, ref);
+            return;
+        }
+    }
+    // Held like any early message: its one frame's credit is withheld.
+    ++m_stats.rx_unexpected_msgs;
+    unexpected_msg um{fi.tag, fi.msg_len, {}, 1, true, false};
+    um.rndv = true;
+    um.ref = ref;
+    s.unexpected.push_back(std::move(um));
+}
+
+void engine::rndv_pull(stream_state& s, uint16_t stream, const recv_op& op, uint32_t tag, uint32_t msg_len,
+                       const rndv_ref& ref) {
+    const auto pid = pid_t(m_rndv_pid);
+    const uint64_t n = std::min<uint64_t>(op.cap, msg_len);
+    int err = 0;
+    // Bounded: every round copies at least one byte or stops.
+    for (uint64_t done = 0; done < n;) {
+        iovec local{op.buf + done, size_t(n - done)};
+        iovec remote{reinterpret_cast<void*>(uintptr_t(ref.addr + done)), size_t(n - done)};
+        const ssize_t k = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (k <= 0) {
+            err = k < 0 ? errno : EFAULT;
+            break;
+        }
+        done += uint64_t(k);
+    }
+    if (err == 0) {
+        // The copy counts only if the cookie still stands after it: the
+        // sender revokes it on cancel before its caller may reuse the buffer.
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        uint64_t word = 0;
+        iovec local{&word, sizeof(word)};
+        iovec remote{reinterpret_cast<void*>(uintptr_t(ref.cookie_addr)), sizeof(word)};
+        const ssize_t k = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (k != ssize_t(sizeof(word))) err = k < 0 ? errno : EFAULT;
+        else if (word != ref.cookie) err = ECANCELED;
+    }
+    if (err == 0) {
+        ++m_rndv.copied;
+        complete_recv(op, stream, tag, msg_len, false);
+        m_ctrl.push_back(ctrl_item{ctrl::rndv_done, stream, ref.cookie, ODL_RNDV_COPIED});
+        return;
+    }
+    // Never lose the message: the peer sends it as frames, into this buffer.
+    // Not allowed to read the peer at all: stop asking.
+    ++m_rndv.resends;
+    const bool off = err == EPERM || err == ENOSYS;
+    log::write(ODL_LOG_DEBUG, "{}: stream {}: rendezvous copy of {} bytes failed ({}), asking for frames{}", m_link->name(),
+               stream, msg_len, strerror(err), off ? "; no more rendezvous" : "");
+    s.resend_pending = true;
+    s.resend_discard = false;
+    s.resend_op = op;
+    s.resend_tag = tag;
+    s.resend_len = msg_len;
+    m_ctrl.push_back(ctrl_item{ctrl::rndv_done, stream, ref.cookie, uint32_t(off ? ODL_RNDV_RESEND_OFF : ODL_RNDV_RESEND)});
+}
+
+void engine::handle_rndv_done(const odl_frame_info& fi, const unsigned char* payload) {
+    odl_rndv_done d;
+    std::memcpy(&d, payload, sizeof(d));
+    stream_state& s = m_s[fi.stream];
+    const uint64_t cookie = odl_le64(d.cookie);
+    const uint32_t status = odl_le32(d.status);
+    if (s.sends.empty() || s.sends.front().rndv != send_op::rndv_phase::waiting || s.sends.front().cookie != cookie ||
+        d.reserved || status > ODL_RNDV_RESEND_OFF) {
+        protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("stream {}: RNDV_DONE (status {}) for no rendezvous of ours", fi.stream, status));
+        return;
+    }
+    send_op& op = s.sends.front();
+    op.cookie_word.reset();  // the peer reads it no more
+    if (status == ODL_RNDV_COPIED) {
+        ++m_stats.tx_msgs;
+        m_stats.tx_bytes += op.len;
+        complete(op.ctx, op.detached ? ODL_ERR_CANCELED : ODL_OK, ODL_OP_SEND, fi.stream, op.tag, op.len);
+        s.sends.pop_front();
+        return;
+    }
+    if (status == ODL_RNDV_RESEND_OFF) m_rndv.tx = false;
+    op.rndv = send_op::rndv_phase::frames;
+}
+
 void engine::pump_tx(unsigned budget) {
     const uint32_t n = m_streams;
     unsigned sent = 0;
@@ -447,6 +623,8 @@ void engine::pump_tx(unsigned budget) {
             const uint32_t i = (m_tx_rr + k) % n;
             stream_state& s = m_s[i];
             if (s.sends.empty()) continue;
+            // An RNDV awaits its answer: nothing else may pass it.
+            if (s.sends.front().rndv == send_op::rndv_phase::waiting) continue;
             if (s.tx_seq - s.peer_consumed >= m_peer_window) {
                 ++m_stats.credit_stalls;
                 continue;
@@ -466,14 +644,17 @@ void engine::pump_tx(unsigned budget) {
                 m_tx_rr = i;
                 return;
             }
-            if (!send_data_frame(uint16_t(i), s, s.sends.front())) {
+            send_op& front = s.sends.front();
+            const bool by_ref = m_rndv.tx && front.rndv == send_op::rndv_phase::none && !front.detached &&
+                                front.len >= m_cfg.rndv_min_bytes;
+            if (!(by_ref ? send_rndv_frame(uint16_t(i), s, front) : send_data_frame(uint16_t(i), s, front))) {
                 m_tx_rr = i;
                 return;
             }
             ++sent;
             progress = true;
             send_op& op = s.sends.front();
-            if (op.sent == op.len) {
+            if (op.rndv != send_op::rndv_phase::waiting && op.sent == op.len) {
                 ++m_stats.tx_msgs;
                 m_stats.tx_bytes += op.len;
                 complete(op.ctx, op.detached ? ODL_ERR_CANCELED : ODL_OK, ODL_OP_SEND, i, op.tag, op.len);
@@ -522,6 +703,45 @@ bool engine::send_data_frame(uint16_t stream, stream_state& s, send_op& op) {
     return true;
 }
 
+bool engine::send_rndv_frame(uint16_t stream, stream_state& s, send_op& op) {
+    unsigned char* slot = m_link->tx_reserve();
+    if (!slot) {
+        ++m_stats.link_full_stalls;
+        return false;
+    }
+    if (++m_rndv_next_cookie == 0) ++m_rndv_next_cookie;  // 0 means revoked
+    op.cookie = m_rndv_next_cookie;
+    op.cookie_word = std::make_unique<std::atomic<uint64_t>>(op.cookie);
+    odl_rndv r{};
+    r.addr = odl_cpu_le64(uint64_t(reinterpret_cast<uintptr_t>(op.buf)));
+    r.cookie_addr = odl_cpu_le64(uint64_t(reinterpret_cast<uintptr_t>(op.cookie_word.get())));
+    r.cookie = odl_cpu_le64(op.cookie);
+    odl_frame_info fi{};
+    fi.type = ODL_FRAME_RNDV;
+    fi.flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM;
+    fi.stream = stream;
+    fi.len = sizeof(r);
+    fi.seq = s.tx_seq;
+    fi.tag = op.tag;
+    fi.msg_len = uint32_t(op.len);
+    if (s.consumed != s.advertised) {
+        fi.flags |= ODL_FRAME_F_CREDIT;
+        fi.credit = s.consumed;
+        s.advertised = s.consumed;
+    }
+    std::memcpy(slot + ODL_FRAME_HDR_BYTES, &r, sizeof(r));
+    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(slot), &fi);
+    m_link->tx_commit(ODL_FRAME_HDR_BYTES + sizeof(r));
+    op.rndv = send_op::rndv_phase::waiting;
+    // One DATA-class frame for stream and link credit alike.
+    ++s.tx_seq;
+    ++m_link_tx;
+    m_link_max_outstanding = std::max(m_link_max_outstanding, m_link_tx - m_link_peer_returned);
+    ++m_stats.tx_frames;
+    ++m_rndv.sent;
+    return true;
+}
+
 void engine::queue_ctrl(ctrl kind, uint16_t stream) { m_ctrl.push_back(ctrl_item{kind, stream}); }
 
 void engine::flush_ctrl() {
@@ -557,7 +777,7 @@ bool engine::try_send_ctrl(const ctrl_item& item) {
         h.magic = odl_cpu_le32(ODL_FRAME_MAGIC);
         h.version_major = odl_cpu_le16(ODL_PROTO_VERSION_MAJOR);
         h.version_minor = odl_cpu_le16(ODL_PROTO_VERSION_MINOR);
-        h.features = odl_cpu_le32(ODL_FEAT_CSUM | ODL_FEAT_LINK_CREDIT);
+        h.features = odl_cpu_le32(ODL_FEAT_CSUM | ODL_FEAT_LINK_CREDIT | (rndv_pid() ? ODL_FEAT_RNDV : 0));
         h.max_payload = odl_cpu_le16(ODL_FRAME_MAX_PAYLOAD);
         h.streams = odl_cpu_le16(uint16_t(m_cfg.num_streams));
         h.window = odl_cpu_le32(m_cfg.window_frames);
@@ -582,6 +802,15 @@ bool engine::try_send_ctrl(const ctrl_item& item) {
         fi.type = ODL_FRAME_GOODBYE;
         m_goodbye_sent = true;
         break;
+    case ctrl::rndv_done: {
+        fi.type = ODL_FRAME_RNDV_DONE;
+        fi.len = sizeof(odl_rndv_done);
+        odl_rndv_done d{};
+        d.cookie = odl_cpu_le64(item.cookie);
+        d.status = odl_cpu_le32(item.status);
+        std::memcpy(slot + ODL_FRAME_HDR_BYTES, &d, sizeof(d));
+        break;
+    }
     case ctrl::link_credit:
         // The latest count, not the one when this was queued.
         fi.type = ODL_FRAME_LINK_CREDIT;
@@ -615,6 +844,8 @@ void engine::fail(int status, uint32_t new_state, std::string why) {
         for (const send_op& op : s.sends) complete(op.ctx, status, ODL_OP_SEND, i, op.tag, op.sent);
         if (s.cur.active && s.cur.to_user) complete(s.cur.op.ctx, status, ODL_OP_RECV, i, s.cur.tag, s.cur.msg_len);
         for (const recv_op& op : s.recvs) complete(op.ctx, status, ODL_OP_RECV, i, op.tag, 0);
+        if (s.resend_pending && !s.resend_discard) complete(s.resend_op.ctx, status, ODL_OP_RECV, i, s.resend_tag, s.resend_len);
+        s.resend_pending = false;
         s.sends.clear();
         s.recvs.clear();
         s.unexpected.clear();

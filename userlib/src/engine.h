@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 // The frame engine: OdinLink's message layer over any frame link. Cuts
 // messages into frames, reassembles them in order, matches tags, and keeps
-// the receiver safe with per-stream credits, so nothing is dropped when the
+// the receiver safe with per-stream credits (and, where the transport says
+// how much it holds, a link-wide credit), so nothing is dropped when the
 // receiver is slow and a hostile peer cannot make it buffer without bound.
+// Where both ends share a kernel, large messages may go by single-copy
+// rendezvous (RNDV) instead of frames.
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <list>
@@ -52,6 +56,16 @@ public:
     };
     link_credit_info link_credit() const;
 
+    /// Single-copy rendezvous counters, for tests.
+    struct rndv_info {
+        bool tx = false;         ///< this end sends large messages by RNDV
+        bool rx = false;         ///< this end accepts RNDV
+        uint64_t sent = 0;       ///< RNDV frames sent
+        uint64_t copied = 0;     ///< messages this end copied from the peer
+        uint64_t resends = 0;    ///< RNDV answered RESEND (copy failed or revoked)
+    };
+    rndv_info rndv() const { return m_rndv; }
+
 private:
     struct send_op {
         const unsigned char* buf;
@@ -65,12 +79,25 @@ private:
         std::vector<unsigned char> owned{};
         uint64_t owned_from = 0;
         bool detached = false;
+        /// Rendezvous: none (frames), waiting (RNDV sent, RNDV_DONE due;
+        /// the stream sends nothing else meanwhile), frames (the peer asked
+        /// for DATA frames after all).
+        enum class rndv_phase : uint8_t { none, waiting, frames } rndv = rndv_phase::none;
+        uint64_t cookie = 0;
+        /// Holds @cookie while the peer may read the buffer; 0 once canceled.
+        std::unique_ptr<std::atomic<uint64_t>> cookie_word{};
     };
     struct recv_op {
         unsigned char* buf;
         uint64_t cap;
         uint32_t tag;
         uint64_t ctx;
+    };
+    /// An RNDV frame's reference to a message in the peer's memory.
+    struct rndv_ref {
+        uint64_t addr = 0;
+        uint64_t cookie_addr = 0;
+        uint64_t cookie = 0;
     };
     /// A message that arrived before a matching receive was posted. Its
     /// frames' credits are withheld until it is matched.
@@ -81,6 +108,8 @@ private:
         uint32_t frames_held = 0;
         bool complete = false;
         bool corrupt = false;
+        bool rndv = false;  ///< an RNDV: @data empty, the bytes are at @ref
+        rndv_ref ref{};
     };
     /// The message being received on a stream.
     struct assembly {
@@ -111,11 +140,20 @@ private:
         bool drop = false;
         uint32_t drop_tag = 0;
         uint32_t drop_mask = 0;
+        /// A matched RNDV we could not copy: the peer resends it as DATA
+        /// frames, the next message on this stream, into @resend_op.
+        bool resend_pending = false;
+        bool resend_discard = false;  ///< its receive was canceled meanwhile
+        recv_op resend_op{};
+        uint32_t resend_tag = 0;
+        uint32_t resend_len = 0;
     };
-    enum class ctrl { hello, credit, goodbye, link_credit };
+    enum class ctrl { hello, credit, goodbye, link_credit, rndv_done };
     struct ctrl_item {
         ctrl kind;
         uint16_t stream;
+        uint64_t cookie = 0;  ///< rndv_done
+        uint32_t status = 0;  ///< rndv_done: enum odl_rndv_status
     };
 
     void process_rx_budget(unsigned budget, unsigned& processed);
@@ -125,6 +163,11 @@ private:
     void handle_link_credit(uint32_t credit);
     void return_link_credit();
     void handle_data(const odl_frame_info& fi, const unsigned char* payload);
+    void handle_rndv(stream_state& s, const odl_frame_info& fi, const unsigned char* payload);
+    void handle_rndv_done(const odl_frame_info& fi, const unsigned char* payload);
+    void rndv_pull(stream_state& s, uint16_t stream, const recv_op& op, uint32_t tag, uint32_t msg_len, const rndv_ref& ref);
+    bool send_rndv_frame(uint16_t stream, stream_state& s, send_op& op);
+    uint32_t rndv_pid();
     void start_message(stream_state& s, const odl_frame_info& fi);
     void complete_recv(const recv_op& op, uint32_t stream, uint32_t tag, uint64_t msg_len, bool corrupt);
     void consume(stream_state& s, uint16_t stream, uint32_t frames);
@@ -172,6 +215,12 @@ private:
     uint32_t m_link_advertised = 0;
     bool m_link_credit_queued = false;
     uint32_t m_link_batch;
+
+    // Single-copy rendezvous (ODL_FEAT_RNDV).
+    bool m_rndv_pid_known = false;
+    uint32_t m_rndv_pid = 0;  ///< peer's pid for process_vm_readv; 0: no rendezvous
+    uint64_t m_rndv_next_cookie;
+    rndv_info m_rndv;
 
     std::vector<stream_state> m_s;
     uint32_t m_credit_batch;

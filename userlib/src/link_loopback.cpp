@@ -105,6 +105,7 @@ public:
     loopback_link(std::shared_ptr<shm_region> region, int side, uint32_t index)
         : m_index(index) {
         attach(std::move(region), side);
+        m_peer_pid = uint32_t(getpid());
     }
 
     /// Two-process endpoint: starts the rendezvous on @index.
@@ -145,6 +146,9 @@ public:
 
     std::string failure() const override { return m_failure; }
     std::string name() const override { return fmt::format("loopback{}", m_index); }
+
+    /// The peer process as our kernel knows it (0 until connected).
+    uint32_t peer_pid() const { return m_peer_pid; }
 
 private:
     void attach(std::shared_ptr<shm_region> region, int side) {
@@ -213,6 +217,7 @@ private:
             return;
         }
         attach(std::move(region), 0);
+        learn_peer_pid();
     }
 
     void try_receive_region() {
@@ -251,6 +256,7 @@ private:
                 return;
             }
             attach(std::move(region), 1);
+            learn_peer_pid();
         } catch (const error& e) {
             close(memfd);
             fail(e.what());
@@ -276,6 +282,14 @@ private:
             fail(fmt::format("peer connection failed: {}", strerror(errno)));
     }
 
+    /// SO_PEERCRED: the pid in our own pid namespace (the one in HELLO is
+    /// the peer's view, which differs across namespaces).
+    void learn_peer_pid() {
+        ucred cred{};
+        socklen_t len = sizeof(cred);
+        if (getsockopt(m_conn_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0) m_peer_pid = uint32_t(cred.pid);
+    }
+
     void fail(std::string why) {
         if (m_state == link_state::lost) return;
         m_failure = name() + ": " + std::move(why);
@@ -294,6 +308,7 @@ private:
     spsc_ring m_rx;
     uint64_t m_idle_calls = 0;
     uint64_t m_last_check_ns = 0;
+    uint32_t m_peer_pid = 0;
 };
 
 }  // namespace
@@ -310,6 +325,24 @@ std::unique_ptr<link> open_loopback_link(uint32_t index) {
         throw error(ODL_ERR_NO_DEVICE,
                     fmt::format("no loopback device {} (have: 0-{})", index, kLoopbackDevices - 1));
     return std::make_unique<loopback_link>(index);
+}
+
+uint32_t loopback_peer_pid(const link& l) {
+    const auto* lb = dynamic_cast<const loopback_link*>(&l);
+    return lb ? lb->peer_pid() : 0;
+}
+
+uint64_t loopback_rndv_min_bytes() {
+    const char* on = std::getenv("ODL_LOOPBACK_RNDV");
+    if (on && std::strcmp(on, "0") == 0) return 0;
+    const char* min = std::getenv("ODL_LOOPBACK_RNDV_MIN");
+    if (min && *min) {
+        char* end = nullptr;
+        const unsigned long long v = std::strtoull(min, &end, 0);
+        if (end && *end == '\0' && v > 0) return v;
+        log::write(ODL_LOG_WARN, "ODL_LOOPBACK_RNDV_MIN='{}' is not a positive byte count; using {}", min, kLoopbackRndvMinBytes);
+    }
+    return kLoopbackRndvMinBytes;
 }
 
 std::pair<std::unique_ptr<link>, std::unique_ptr<link>> open_loopback_pair() {

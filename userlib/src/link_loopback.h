@@ -22,6 +22,22 @@ constexpr uint32_t kLoopbackSlots = 512;
 /// behind at most this many (64 x 4 KiB).
 constexpr uint32_t kLoopbackQueueLimit = 64;
 
+/// Messages of at least this many bytes go by single-copy rendezvous (the
+/// receiver reads them from the sender with process_vm_readv) instead of
+/// being copied into the ring and out again. Not lower: each one costs a
+/// round trip, holds its stream until answered, and process_vm_readv pins
+/// every page (on the 2-core EPYC dev VM it copied 1 MiB at 5.5 GB/s where
+/// memcpy did 14.8; see docs/userlib.md).
+constexpr uint64_t kLoopbackRndvMinBytes = 256 * 1024;
+
+/// The rendezvous threshold in force: 0 (off) with ODL_LOOPBACK_RNDV=0,
+/// ODL_LOOPBACK_RNDV_MIN bytes when set, else kLoopbackRndvMinBytes.
+uint64_t loopback_rndv_min_bytes();
+
+/// Pid of a loopback link's peer in this process's pid namespace (our own
+/// for an in-process pair); 0 if @l is not a connected loopback link.
+uint32_t loopback_peer_pid(const link& l);
+
 /// Opens loopback device @index: joins a waiting peer, or waits for one.
 /// The link reports `connecting` until the peer arrives. Throws odl::error.
 std::unique_ptr<link> open_loopback_link(uint32_t index);

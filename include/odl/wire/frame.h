@@ -35,7 +35,9 @@ enum odl_frame_type {
 	ODL_FRAME_CREDIT = 0x02,  /* credit return only, no payload */
 	ODL_FRAME_GOODBYE = 0x03, /* orderly close; no frames follow */
 	ODL_FRAME_LINK_CREDIT = 0x04, /* link-wide credit return (1.1) */
+	ODL_FRAME_RNDV_DONE = 0x05, /* rendezvous finished: odl_rndv_done (1.1) */
 	ODL_FRAME_DATA = 0x40,    /* a piece of a tagged message */
+	ODL_FRAME_RNDV = 0x41,    /* a whole message by reference: odl_rndv (1.1) */
 };
 
 /* odl_frame_hdr.flags */
@@ -84,6 +86,12 @@ ODL_WIRE_SIZE(struct odl_frame_hdr, ODL_FRAME_HDR_BYTES);
 #define ODL_FEAT_CSUM (1u << 0) /* sender may set ODL_FRAME_F_CSUM */
 /* 1.1: sender obeys the peer's link_window and understands LINK_CREDIT */
 #define ODL_FEAT_LINK_CREDIT (1u << 1)
+/*
+ * 1.1: sender can take part in single-copy rendezvous (RNDV/RNDV_DONE): the
+ * two ends share one kernel and each may read the other's memory (the
+ * loopback backend only). Used when both HELLOs carry it.
+ */
+#define ODL_FEAT_RNDV (1u << 2)
 
 /**
  * struct odl_hello - payload of the HELLO frame, the first frame each way.
@@ -124,5 +132,46 @@ struct odl_hello {
 	char name[64];
 };
 ODL_WIRE_SIZE(struct odl_hello, 112);
+
+/**
+ * struct odl_rndv - payload of RNDV: a whole message left in the sender's
+ * memory for the receiver to copy (process_vm_readv(2)). The header is a
+ * DATA header of one frame (SOM|EOM, offset 0, @msg_len the message's size,
+ * seq and credits counted as one DATA frame).
+ * @addr: the message's address in the sender's address space
+ * @cookie_addr: address of a 64-bit word in the sender that holds @cookie
+ *	while the message may be read; the sender changes it when the send is
+ *	canceled, and a receiver that sees another value after copying must
+ *	not use the copy
+ * @cookie: names this rendezvous; RNDV_DONE repeats it
+ */
+struct odl_rndv {
+	__le64 addr;
+	__le64 cookie_addr;
+	__le64 cookie;
+};
+ODL_WIRE_SIZE(struct odl_rndv, 24);
+
+/* odl_rndv_done.status */
+enum odl_rndv_status {
+	ODL_RNDV_COPIED = 0,     /* copied, or dropped by the receiver: done */
+	ODL_RNDV_RESEND = 1,     /* not copied: send it as DATA frames next */
+	ODL_RNDV_RESEND_OFF = 2, /* as RESEND, and send no more RNDV */
+};
+
+/**
+ * struct odl_rndv_done - payload of RNDV_DONE, the receiver's answer to an
+ * RNDV on the same stream (the sender sends nothing more on that stream
+ * until it comes).
+ * @cookie: the RNDV's cookie
+ * @status: enum odl_rndv_status
+ * @reserved: zero
+ */
+struct odl_rndv_done {
+	__le64 cookie;
+	__le32 status;
+	__le32 reserved;
+};
+ODL_WIRE_SIZE(struct odl_rndv_done, 16);
 
 #endif /* ODL_WIRE_FRAME_H */

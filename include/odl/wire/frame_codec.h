@@ -149,6 +149,26 @@ odl_frame_decode(const void *buf, size_t buf_len, unsigned int streams,
 		    info->len)
 			return ODL_FRAME_ERR_FLAGS;
 		return ODL_FRAME_OK;
+	case ODL_FRAME_RNDV_DONE:
+		if (info->flags)
+			return ODL_FRAME_ERR_FLAGS;
+		if (info->len != sizeof(struct odl_rndv_done))
+			return ODL_FRAME_ERR_LEN;
+		if (info->stream >= streams)
+			return ODL_FRAME_ERR_STREAM;
+		return ODL_FRAME_OK;
+	case ODL_FRAME_RNDV:
+		/* One frame standing for the whole message; never checksummed. */
+		if ((info->flags & ~ODL_FRAME_F_CREDIT) !=
+		    (ODL_FRAME_F_SOM | ODL_FRAME_F_EOM))
+			return ODL_FRAME_ERR_FLAGS;
+		if (info->len != sizeof(struct odl_rndv))
+			return ODL_FRAME_ERR_LEN;
+		if (info->stream >= streams)
+			return ODL_FRAME_ERR_STREAM;
+		if (info->offset)
+			return ODL_FRAME_ERR_RANGE;
+		return ODL_FRAME_OK;
 	case ODL_FRAME_DATA:
 		if (info->stream >= streams)
 			return ODL_FRAME_ERR_STREAM;

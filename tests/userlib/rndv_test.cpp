@@ -1,0 +1,614 @@
+// SPDX-License-Identifier: MIT
+// Tests for the loopback backend's single-copy rendezvous (RNDV): large
+// messages are read by the receiver straight from the sender's memory with
+// process_vm_readv. Integrity, the frame path when disabled or when the copy
+// fails, truncation, cancel and discard, and a peer that dies before the copy.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "engine.h"
+#include "link_loopback.h"
+#include "mem_link.h"
+#include "odl/odl.h"
+#include "odl/wire/frame_codec.h"
+
+namespace {
+
+using odl::engine;
+using odl::open_config;
+
+constexpr uint64_t kMin = odl::kLoopbackRndvMinBytes;
+
+open_config config() {
+    open_config c;
+    c.backend = "loopback";
+    c.num_streams = 4;
+    c.window_frames = 64;
+    c.max_msg_bytes = 16ull << 20;
+    c.node_name = "node";
+    return c;
+}
+
+std::vector<unsigned char> pattern(size_t n, unsigned seed) {
+    std::vector<unsigned char> v;
+    v.reserve(n);
+    for (size_t i = 0; i < n; ++i) v.push_back(static_cast<unsigned char>(i * 31 + seed * 7 + (i >> 11)));
+    return v;
+}
+
+/// Sets or clears an environment variable for one scope.
+class scoped_env {
+public:
+    scoped_env(const char* name, const char* value) : m_name(name) {
+        if (const char* old = std::getenv(name)) m_old = old, m_had = true;
+        if (value) setenv(name, value, 1);
+        else unsetenv(name);
+    }
+    ~scoped_env() {
+        if (m_had) setenv(m_name, m_old.c_str(), 1);
+        else unsetenv(m_name);
+    }
+    scoped_env(const scoped_env&) = delete;
+    scoped_env& operator=(const scoped_env&) = delete;
+
+private:
+    const char* m_name;
+    std::string m_old;
+    bool m_had = false;
+};
+
+/// Whether this process may read @pid's memory (seccomp or Yama may forbid
+/// it; the library then falls back to frames, which other tests cover).
+bool cma_works(pid_t pid, const void* addr) {
+    char b = 0;
+    iovec local{&b, 1};
+    iovec remote{const_cast<void*>(addr), 1};
+    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == 1;
+}
+
+#define SKIP_WITHOUT_CMA(pid, addr)                                                          \
+    do {                                                                                     \
+        if (!cma_works(pid, addr)) GTEST_SKIP() << "process_vm_readv not permitted here: " \
+                                                 << strerror(errno);                         \
+    } while (0)
+
+class Rndv : public ::testing::Test {
+protected:
+    void SetUp() override {
+        static const char probe = 'p';
+        SKIP_WITHOUT_CMA(getpid(), &probe);
+    }
+
+    void make(const open_config& c = config()) {
+        auto [x, y] = odl::open_loopback_backend_pair(c);
+        pa = std::move(x);
+        pb = std::move(y);
+        a = dynamic_cast<engine*>(pa.get());
+        b = dynamic_cast<engine*>(pb.get());
+        ASSERT_NE(a, nullptr);
+        ASSERT_NE(b, nullptr);
+        pump();
+        ASSERT_EQ(a->link_state(), uint32_t(ODL_LINK_UP));
+        ASSERT_EQ(b->link_state(), uint32_t(ODL_LINK_UP));
+    }
+
+    /// Polls both ends until both have @want completions or nothing moves.
+    void pump(size_t want_a = 0, size_t want_b = 0, int rounds = 200000) {
+        for (int i = 0; i < rounds; ++i) {
+            odl_completion c[16];
+            const size_t na = pa->poll(c, 16);
+            done_a.insert(done_a.end(), c, c + na);
+            const size_t nb = pb->poll(c, 16);
+            done_b.insert(done_b.end(), c, c + nb);
+            if (done_a.size() >= want_a && done_b.size() >= want_b && i > 50 && na == 0 && nb == 0) return;
+        }
+    }
+
+    std::unique_ptr<odl::backend> pa, pb;
+    engine* a = nullptr;
+    engine* b = nullptr;
+    std::vector<odl_completion> done_a, done_b;
+};
+
+TEST_F(Rndv, LargeMessagesGoByReferenceIntact) {
+    scoped_env on("ODL_LOOPBACK_RNDV", nullptr), min("ODL_LOOPBACK_RNDV_MIN", nullptr);
+    make();
+    ASSERT_TRUE(a->rndv().tx);
+    ASSERT_TRUE(b->rndv().rx);
+    const std::vector<size_t> sizes = {kMin - 1, kMin, (1 << 20) + 13, 3 << 20};
+    std::vector<std::vector<unsigned char>> tx, rx;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        tx.push_back(pattern(sizes[i], unsigned(i)));
+        rx.emplace_back(sizes[i] + 64, 0xee);
+        ASSERT_EQ(pb->post_recv(1, 4, rx[i].data(), rx[i].size(), i), ODL_OK);
+        ASSERT_EQ(pa->post_send(1, 4, tx[i].data(), tx[i].size(), i), ODL_OK);
+    }
+    pump(sizes.size(), sizes.size());
+    ASSERT_EQ(done_a.size(), sizes.size());
+    ASSERT_EQ(done_b.size(), sizes.size());
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        EXPECT_EQ(done_a[i].status, ODL_OK);
+        EXPECT_EQ(done_b[i].status, ODL_OK);
+        EXPECT_EQ(done_b[i].ctx, i) << "order";
+        EXPECT_EQ(done_b[i].len, sizes[i]);
+        EXPECT_TRUE(std::equal(tx[i].begin(), tx[i].end(), rx[i].begin())) << "size " << sizes[i];
+        EXPECT_EQ(rx[i][sizes[i]], 0xee) << "wrote past the message";
+    }
+    EXPECT_EQ(a->rndv().sent, 3u);
+    EXPECT_EQ(b->rndv().copied, 3u);
+    EXPECT_EQ(b->rndv().resends, 0u);
+    odl_stats st{};
+    pa->stats(st);
+    // The one below the threshold in frames, each of the others in one RNDV.
+    EXPECT_EQ(st.tx_frames, odl_msg_frames(kMin - 1) + 3);
+    EXPECT_EQ(st.tx_msgs, sizes.size());
+    pb->stats(st);
+    EXPECT_EQ(st.rx_msgs, sizes.size());
+}
+
+TEST_F(Rndv, DisabledByEnvironmentUsesFrames) {
+    scoped_env off("ODL_LOOPBACK_RNDV", "0");
+    make();
+    EXPECT_FALSE(a->rndv().tx);
+    EXPECT_FALSE(b->rndv().rx);
+    auto tx = pattern(1 << 20, 1);
+    std::vector<unsigned char> rx(tx.size());
+    ASSERT_EQ(pb->post_recv(0, 1, rx.data(), rx.size(), 1), ODL_OK);
+    ASSERT_EQ(pa->post_send(0, 1, tx.data(), tx.size(), 1), ODL_OK);
+    pump(1, 1);
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(rx, tx);
+    odl_stats st{};
+    pa->stats(st);
+    EXPECT_EQ(st.tx_frames, odl_msg_frames(tx.size()));
+    EXPECT_EQ(a->rndv().sent, 0u);
+}
+
+TEST_F(Rndv, ThresholdFromTheEnvironment) {
+    scoped_env on("ODL_LOOPBACK_RNDV", nullptr), min("ODL_LOOPBACK_RNDV_MIN", "1000000");
+    make();
+    auto small = pattern(999999, 1), big = pattern(1000000, 2);
+    std::vector<unsigned char> r1(small.size()), r2(big.size());
+    ASSERT_EQ(pb->post_recv(0, 1, r1.data(), r1.size(), 1), ODL_OK);
+    ASSERT_EQ(pb->post_recv(0, 1, r2.data(), r2.size(), 2), ODL_OK);
+    ASSERT_EQ(pa->post_send(0, 1, small.data(), small.size(), 1), ODL_OK);
+    ASSERT_EQ(pa->post_send(0, 1, big.data(), big.size(), 2), ODL_OK);
+    pump(2, 2);
+    EXPECT_EQ(r1, small);
+    EXPECT_EQ(r2, big);
+    EXPECT_EQ(a->rndv().sent, 1u);
+}
+
+TEST_F(Rndv, ChecksummedSendsKeepTheFramePath) {
+    open_config c = config();
+    c.flags = ODL_OPEN_CHECKSUM;
+    make(c);
+    EXPECT_FALSE(a->rndv().tx);
+    EXPECT_TRUE(a->rndv().rx);
+    auto tx = pattern(1 << 20, 3);
+    std::vector<unsigned char> rx(tx.size());
+    ASSERT_EQ(pb->post_recv(0, 1, rx.data(), rx.size(), 1), ODL_OK);
+    ASSERT_EQ(pa->post_send(0, 1, tx.data(), tx.size(), 1), ODL_OK);
+    pump(1, 1);
+    EXPECT_EQ(rx, tx);
+    EXPECT_EQ(a->rndv().sent, 0u);
+}
+
+TEST_F(Rndv, ShortBufferTruncatesLikeTheFramePath) {
+    make();
+    auto tx = pattern(1 << 20, 4);
+    std::vector<unsigned char> rx(300000 + 16, 0xee);
+    ASSERT_EQ(pb->post_recv(0, 1, rx.data(), 300000, 1), ODL_OK);
+    ASSERT_EQ(pa->post_send(0, 1, tx.data(), tx.size(), 1), ODL_OK);
+    pump(1, 1);
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(done_b[0].status, ODL_ERR_TRUNCATED);
+    EXPECT_EQ(done_b[0].len, tx.size());
+    EXPECT_TRUE(std::equal(tx.begin(), tx.begin() + 300000, rx.begin()));
+    EXPECT_EQ(rx[300000], 0xee) << "wrote past the buffer";
+    ASSERT_EQ(done_a.size(), 1u);
+    EXPECT_EQ(done_a[0].status, ODL_OK);
+    EXPECT_EQ(a->rndv().sent, 1u);
+}
+
+TEST_F(Rndv, EarlyMessageWaitsForItsReceiveAndHoldsTheStream) {
+    make();
+    auto big = pattern(500000, 5), small = pattern(10, 6);
+    ASSERT_EQ(pa->post_send(2, 1, big.data(), big.size(), 1), ODL_OK);
+    ASSERT_EQ(pa->post_send(2, 2, small.data(), small.size(), 2), ODL_OK);
+    pump();
+    EXPECT_TRUE(done_a.empty()) << "a send completed before the receiver had it";
+    std::vector<unsigned char> r1(big.size()), r2(small.size());
+    ASSERT_EQ(pb->post_recv(2, 1, r1.data(), r1.size(), 1), ODL_OK);
+    ASSERT_EQ(pb->post_recv(2, 2, r2.data(), r2.size(), 2), ODL_OK);
+    pump(2, 2);
+    ASSERT_EQ(done_b.size(), 2u);
+    EXPECT_EQ(done_b[0].ctx, 1u);
+    EXPECT_EQ(r1, big);
+    EXPECT_EQ(r2, small);
+    EXPECT_EQ(done_a.size(), 2u);
+}
+
+TEST_F(Rndv, CancelOfAWaitingSendFreesTheBufferAndTheCopyStillArrives) {
+    make();
+    auto tx = pattern(1 << 20, 7);
+    const auto orig = tx;
+    ASSERT_EQ(pa->post_send(0, 1, tx.data(), tx.size(), 1), ODL_OK);
+    pump();
+    ASSERT_EQ(a->rndv().sent, 1u);
+    ASSERT_EQ(pa->cancel(0, 1), ODL_OK);
+    std::fill(tx.begin(), tx.end(), 0x5a);  // the caller owns it again
+    std::vector<unsigned char> rx(tx.size());
+    ASSERT_EQ(pb->post_recv(0, 1, rx.data(), rx.size(), 9), ODL_OK);
+    pump(1, 1);
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(done_b[0].status, ODL_OK);
+    EXPECT_EQ(rx, orig) << "the receiver used the reused buffer";
+    EXPECT_EQ(b->rndv().resends, 1u) << "the revoked cookie was not noticed";
+    ASSERT_EQ(done_a.size(), 1u);
+    EXPECT_EQ(done_a[0].status, ODL_ERR_CANCELED);
+    // The stream goes on.
+    auto next = pattern(100000, 8);
+    ASSERT_EQ(pb->post_recv(0, 1, rx.data(), rx.size(), 10), ODL_OK);
+    ASSERT_EQ(pa->post_send(0, 1, next.data(), next.size(), 2), ODL_OK);
+    pump(2, 2);
+    ASSERT_EQ(done_b.size(), 2u);
+    EXPECT_EQ(done_b[1].status, ODL_OK);
+    EXPECT_TRUE(std::equal(next.begin(), next.end(), rx.begin()));
+}
+
+TEST_F(Rndv, DiscardOfAWaitingRendezvousCompletesItsSender) {
+    make();
+    auto tx = pattern(1 << 20, 9);
+    ASSERT_EQ(pa->post_send(3, 77, tx.data(), tx.size(), 1), ODL_OK);
+    pump();
+    EXPECT_TRUE(done_a.empty());
+    ASSERT_EQ(pb->discard(3, 77, 0xffffffffu, 0), ODL_OK);
+    pump(1, 0);
+    ASSERT_EQ(done_a.size(), 1u);
+    EXPECT_EQ(done_a[0].status, ODL_OK);
+    // Dropped on arrival too, while the selection stands; other tags pass.
+    std::vector<unsigned char> rx(tx.size());
+    ASSERT_EQ(pb->post_recv(3, ODL_TAG_ANY, rx.data(), rx.size(), 5), ODL_OK);
+    ASSERT_EQ(pa->post_send(3, 77, tx.data(), tx.size(), 2), ODL_OK);
+    ASSERT_EQ(pa->post_send(3, 78, tx.data(), tx.size(), 3), ODL_OK);
+    pump(3, 1);
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(done_b[0].tag, 78u);
+    EXPECT_EQ(rx, tx);
+    EXPECT_EQ(done_a.size(), 3u);
+    EXPECT_EQ(b->rndv().copied, 1u);
+}
+
+// --- A hand-driven peer: forged RNDV frames against one engine. ---
+
+std::vector<unsigned char> frame(const odl_frame_info& fi, const void* payload) {
+    std::vector<unsigned char> v(ODL_FRAME_HDR_BYTES + fi.len);
+    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(v.data()), &fi);
+    if (fi.len && payload) std::memcpy(v.data() + ODL_FRAME_HDR_BYTES, payload, fi.len);
+    return v;
+}
+
+struct HandRndv : ::testing::Test {
+    odl::test::mem_link_pair links;
+    std::unique_ptr<engine> b;
+    std::vector<odl_completion> done;
+    uint32_t seq = 0;
+
+    void SetUp() override {
+        static const char probe = 'p';
+        SKIP_WITHOUT_CMA(getpid(), &probe);
+        open_config c = config();
+        c.rndv_min_bytes = kMin;
+        c.rndv_peer_pid = [] { return uint32_t(getpid()); };  // the "peer" is this process
+        b = std::make_unique<engine>(std::move(links.b), c);
+        odl_hello h{};
+        h.magic = odl_cpu_le32(ODL_FRAME_MAGIC);
+        h.version_major = odl_cpu_le16(ODL_PROTO_VERSION_MAJOR);
+        h.version_minor = odl_cpu_le16(ODL_PROTO_VERSION_MINOR);
+        h.features = odl_cpu_le32(ODL_FEAT_RNDV);
+        h.max_payload = odl_cpu_le16(ODL_FRAME_MAX_PAYLOAD);
+        h.streams = odl_cpu_le16(4);
+        h.window = odl_cpu_le32(64);
+        h.max_msg_bytes = odl_cpu_le64(16 << 20);
+        odl_frame_info fi{};
+        fi.type = ODL_FRAME_HELLO;
+        fi.len = sizeof(h);
+        links.inject(0, frame(fi, &h));
+        poll(5);
+        ASSERT_EQ(b->link_state(), uint32_t(ODL_LINK_UP)) << b->failure();
+        ASSERT_TRUE(b->rndv().rx);
+        links.state->q[1].frames.clear();  // b's HELLO
+    }
+    void poll(int rounds) {
+        for (int i = 0; i < rounds; ++i) {
+            odl_completion c[16];
+            const size_t n = b->poll(c, 16);
+            done.insert(done.end(), c, c + n);
+        }
+    }
+    void rndv(uint32_t tag, uint64_t addr, uint32_t len, const uint64_t* cookie_word, uint64_t cookie) {
+        odl_rndv r{};
+        r.addr = odl_cpu_le64(addr);
+        r.cookie_addr = odl_cpu_le64(uint64_t(reinterpret_cast<uintptr_t>(cookie_word)));
+        r.cookie = odl_cpu_le64(cookie);
+        odl_frame_info fi{};
+        fi.type = ODL_FRAME_RNDV;
+        fi.flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM;
+        fi.seq = seq++;
+        fi.tag = tag;
+        fi.msg_len = len;
+        fi.len = sizeof(r);
+        links.inject(0, frame(fi, &r));
+    }
+    /// The message as DATA frames, as a peer answering RESEND sends it.
+    void data(uint32_t tag, const std::vector<unsigned char>& m) {
+        for (size_t off = 0; off < m.size() || off == 0;) {
+            const size_t n = std::min<size_t>(ODL_FRAME_MAX_PAYLOAD, m.size() - off);
+            odl_frame_info fi{};
+            fi.type = ODL_FRAME_DATA;
+            fi.flags = uint8_t((off == 0 ? ODL_FRAME_F_SOM : 0) | (off + n == m.size() ? ODL_FRAME_F_EOM : 0));
+            fi.seq = seq++;
+            fi.tag = tag;
+            fi.msg_len = uint32_t(m.size());
+            fi.offset = uint32_t(off);
+            fi.len = uint16_t(n);
+            links.inject(0, frame(fi, m.data() + off));
+            off += n;
+            if (m.empty()) break;
+        }
+    }
+    /// RNDV_DONE answers b sent, as (cookie, status).
+    std::vector<std::pair<uint64_t, uint32_t>> answers() {
+        std::vector<std::pair<uint64_t, uint32_t>> out;
+        for (const auto& f : links.state->q[1].frames) {
+            odl_frame_info fi{};
+            if (odl_frame_decode(f.data(), f.size(), 4, &fi) != ODL_FRAME_OK || fi.type != ODL_FRAME_RNDV_DONE) continue;
+            odl_rndv_done d;
+            std::memcpy(&d, f.data() + ODL_FRAME_HDR_BYTES, sizeof(d));
+            out.emplace_back(odl_le64(d.cookie), odl_le32(d.status));
+        }
+        return out;
+    }
+};
+
+TEST_F(HandRndv, CopiesAForgedReferenceWhenTheCookieStands) {
+    auto m = pattern(200000, 1);
+    uint64_t word = 0x1234;
+    std::vector<unsigned char> rx(m.size());
+    ASSERT_EQ(b->post_recv(0, 3, rx.data(), rx.size(), 1), ODL_OK);
+    rndv(3, uint64_t(reinterpret_cast<uintptr_t>(m.data())), uint32_t(m.size()), &word, 0x1234);
+    poll(3);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].status, ODL_OK);
+    EXPECT_EQ(rx, m);
+    ASSERT_EQ(answers().size(), 1u);
+    EXPECT_EQ(answers()[0], std::make_pair(uint64_t(0x1234), uint32_t(ODL_RNDV_COPIED)));
+}
+
+TEST_F(HandRndv, BadAddressAsksForFramesAndTheResendLandsInTheSameBuffer) {
+    auto m = pattern(150000, 2);
+    uint64_t word = 77;
+    std::vector<unsigned char> rx(m.size() + 8, 0xee);
+    ASSERT_EQ(b->post_recv(0, ODL_TAG_ANY, rx.data(), rx.size(), 1), ODL_OK);
+    ASSERT_EQ(b->post_recv(0, ODL_TAG_ANY, rx.data(), rx.size(), 2), ODL_OK);
+    rndv(3, 16, uint32_t(m.size()), &word, 77);  // page zero: EFAULT
+    poll(3);
+    EXPECT_TRUE(done.empty());
+    ASSERT_EQ(answers().size(), 1u);
+    EXPECT_EQ(answers()[0].second, uint32_t(ODL_RNDV_RESEND));
+    EXPECT_EQ(b->rndv().resends, 1u);
+    data(3, m);
+    poll(60);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].ctx, 1u) << "the resend went to another receive";
+    EXPECT_EQ(done[0].status, ODL_OK);
+    EXPECT_TRUE(std::equal(m.begin(), m.end(), rx.begin()));
+    EXPECT_EQ(b->error_status(), ODL_OK) << b->failure();
+}
+
+TEST_F(HandRndv, RevokedCookieAsksForFrames) {
+    auto m = pattern(100000, 3);
+    uint64_t word = 0;  // canceled by the sender
+    std::vector<unsigned char> rx(m.size());
+    ASSERT_EQ(b->post_recv(0, 3, rx.data(), rx.size(), 1), ODL_OK);
+    rndv(3, uint64_t(reinterpret_cast<uintptr_t>(m.data())), uint32_t(m.size()), &word, 99);
+    poll(3);
+    EXPECT_TRUE(done.empty()) << "completed from a revoked reference";
+    ASSERT_EQ(answers().size(), 1u);
+    EXPECT_EQ(answers()[0].second, uint32_t(ODL_RNDV_RESEND));
+}
+
+TEST_F(HandRndv, ResendMustBeTheSameMessage) {
+    uint64_t word = 1;
+    std::vector<unsigned char> rx(100000);
+    ASSERT_EQ(b->post_recv(0, 3, rx.data(), rx.size(), 1), ODL_OK);
+    rndv(3, 16, 100000, &word, 1);
+    poll(3);
+    data(3, pattern(5000, 1));  // another length
+    poll(3);
+    EXPECT_EQ(b->error_status(), ODL_ERR_PROTO);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].status, ODL_ERR_PROTO);
+}
+
+TEST_F(HandRndv, CanceledReceiveDropsTheResend) {
+    auto m = pattern(100000, 4);
+    uint64_t word = 1;
+    std::vector<unsigned char> rx(m.size(), 0xee), rx2(10);
+    ASSERT_EQ(b->post_recv(0, 3, rx.data(), rx.size(), 1), ODL_OK);
+    rndv(3, 16, uint32_t(m.size()), &word, 1);
+    poll(3);
+    ASSERT_EQ(b->cancel(0, 1), ODL_OK);
+    poll(1);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].status, ODL_ERR_CANCELED);
+    data(3, m);
+    ASSERT_EQ(b->post_recv(0, ODL_TAG_ANY, rx2.data(), rx2.size(), 2), ODL_OK);
+    data(4, pattern(10, 5));
+    poll(60);
+    ASSERT_EQ(done.size(), 2u);
+    EXPECT_EQ(done[1].ctx, 2u);
+    EXPECT_EQ(done[1].tag, 4u);
+    EXPECT_EQ(rx, std::vector<unsigned char>(m.size(), 0xee)) << "a canceled buffer was written";
+}
+
+TEST_F(HandRndv, RndvWithoutNegotiationIsRefused) {
+    odl::test::mem_link_pair l2;
+    engine e(std::move(l2.b), config());  // offers no rendezvous
+    odl_hello h{};
+    h.magic = odl_cpu_le32(ODL_FRAME_MAGIC);
+    h.version_major = odl_cpu_le16(ODL_PROTO_VERSION_MAJOR);
+    h.features = odl_cpu_le32(ODL_FEAT_RNDV);
+    h.max_payload = odl_cpu_le16(ODL_FRAME_MAX_PAYLOAD);
+    h.streams = odl_cpu_le16(4);
+    h.window = odl_cpu_le32(64);
+    h.max_msg_bytes = odl_cpu_le64(1 << 20);
+    odl_frame_info fi{};
+    fi.type = ODL_FRAME_HELLO;
+    fi.len = sizeof(h);
+    l2.inject(0, frame(fi, &h));
+    odl_rndv r{};
+    fi = {};
+    fi.type = ODL_FRAME_RNDV;
+    fi.flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM;
+    fi.msg_len = 100000;
+    fi.len = sizeof(r);
+    l2.inject(0, frame(fi, &r));
+    odl_completion c[4];
+    for (int i = 0; i < 5; ++i) e.poll(c, 4);
+    EXPECT_EQ(e.error_status(), ODL_ERR_PROTO);
+    EXPECT_FALSE(e.rndv().rx);
+}
+
+// --- Two processes: the real cross-process copy, and a peer that dies. ---
+
+class RndvProcess : public ::testing::Test {
+protected:
+    void SetUp() override { setenv("ODL_LOOPBACK_NAMESPACE", ("rndv-test-" + std::to_string(getpid())).c_str(), 1); }
+    void TearDown() override {
+        if (child > 0) {
+            kill(child, SIGKILL);
+            waitpid(child, nullptr, 0);
+        }
+    }
+    static odl_dev* open_dev(uint32_t index) {
+        odl_open_params p;
+        odl_open_params_init(&p);
+        p.index = index;
+        p.max_msg_bytes = 8 << 20;
+        p.connect_timeout_ns = 5'000'000'000ull;
+        odl_dev* d = nullptr;
+        return odl_open(&p, &d) == ODL_OK ? d : nullptr;
+    }
+    pid_t child = -1;
+};
+
+TEST_F(RndvProcess, ChildSendsLargeMessagesByReference) {
+    const std::vector<size_t> sizes = {kMin, 1 << 20, (4 << 20) + 5};
+    child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        odl_dev* d = open_dev(7);
+        if (!d) _exit(2);
+        for (size_t i = 0; i < sizes.size(); ++i) {
+            auto m = pattern(sizes[i], unsigned(i + 40));
+            odl_completion c;
+            size_t n = 0;
+            if (odl_post_send(d, 0, uint32_t(i), m.data(), m.size(), nullptr, i) != ODL_OK) _exit(3);
+            if (odl_wait(d, &c, 1, &n, 5'000'000'000ull) != ODL_OK || c.status != ODL_OK) _exit(4);
+        }
+        odl_stats st{};
+        st.struct_size = sizeof(st);
+        odl_get_stats(d, &st);
+        const bool by_ref = st.tx_frames == sizes.size();
+        odl_close(d);
+        _exit(by_ref ? 0 : 5);
+    }
+    static const char probe = 'p';  // same address in the child
+    SKIP_WITHOUT_CMA(child, &probe);
+    odl_dev* d = open_dev(7);
+    ASSERT_NE(d, nullptr) << odl_last_error();
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        std::vector<unsigned char> rx(sizes[i] + 1, 0xee);
+        ASSERT_EQ(odl_post_recv(d, 0, uint32_t(i), rx.data(), rx.size(), nullptr, i), ODL_OK);
+        odl_completion c;
+        size_t n = 0;
+        ASSERT_EQ(odl_wait(d, &c, 1, &n, 5'000'000'000ull), ODL_OK);
+        ASSERT_EQ(c.status, ODL_OK);
+        ASSERT_EQ(c.len, sizes[i]);
+        const auto want = pattern(sizes[i], unsigned(i + 40));
+        EXPECT_TRUE(std::equal(want.begin(), want.end(), rx.begin())) << "size " << sizes[i];
+        EXPECT_EQ(rx[sizes[i]], 0xee);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    child = -1;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status << " (5: frames used)";
+    odl_close(d);
+}
+
+TEST_F(RndvProcess, PeerThatDiesBeforeTheCopyGivesAnErrorNotACrash) {
+    int pipefd[2];
+    ASSERT_EQ(pipe(pipefd), 0);
+    child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        close(pipefd[0]);
+        odl_dev* d = open_dev(8);
+        if (!d) _exit(2);
+        auto m = pattern(2 << 20, 1);
+        if (odl_post_send(d, 0, 1, m.data(), m.size(), nullptr, 1) != ODL_OK) _exit(3);
+        // Poll until the RNDV has left, tell the parent, and die uncleanly.
+        for (int i = 0; i < 1000000; ++i) {
+            odl_completion c;
+            size_t n = 0;
+            odl_poll(d, &c, 1, &n);
+            odl_stats st{};
+            st.struct_size = sizeof(st);
+            odl_get_stats(d, &st);
+            if (st.tx_frames >= 1) break;
+        }
+        const char x = 'x';
+        if (write(pipefd[1], &x, 1) != 1) _exit(4);
+        pause();
+        _exit(0);
+    }
+    close(pipefd[1]);
+    odl_dev* d = open_dev(8);
+    ASSERT_NE(d, nullptr) << odl_last_error();
+    // Let the RNDV arrive (unexpected: no receive yet), then kill the peer.
+    char x = 0;
+    ASSERT_EQ(read(pipefd[0], &x, 1), 1);
+    close(pipefd[0]);
+    for (int i = 0; i < 100; ++i) {
+        odl_completion c;
+        size_t n = 0;
+        odl_poll(d, &c, 1, &n);
+        ASSERT_EQ(n, 0u);
+    }
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);  // reaped: its pid no longer names it
+    child = -1;
+    std::vector<unsigned char> rx(2 << 20);
+    ASSERT_EQ(odl_post_recv(d, 0, 1, rx.data(), rx.size(), nullptr, 5), ODL_OK);
+    odl_completion c;
+    size_t n = 0;
+    ASSERT_EQ(odl_wait(d, &c, 1, &n, 5'000'000'000ull), ODL_OK);
+    EXPECT_EQ(c.ctx, 5u);
+    EXPECT_EQ(c.status, ODL_ERR_PEER_LOST);
+    odl_close(d);
+}
+
+}  // namespace
