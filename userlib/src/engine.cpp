@@ -97,13 +97,6 @@ int engine::post_recv(uint32_t stream, uint32_t tag, void* buf, uint64_t cap, ui
     // receives match messages in arrival order.
     for (auto it = s.unexpected.begin(); it != s.unexpected.end(); ++it) {
         if (tag != ODL_TAG_ANY && tag != it->tag) continue;
-        if (it->rndv) {
-            const unexpected_msg um = *it;
-            s.unexpected.erase(it);
-            consume(s, uint16_t(stream), um.frames_held);
-            rndv_pull(s, uint16_t(stream), op, um.tag, um.msg_len, um.ref);
-            return ODL_OK;
-        }
         const size_t n = std::min<size_t>(it->data.size(), cap);
         if (n) std::memcpy(op.buf, it->data.data(), n);
         const uint32_t held = it->frames_held;
@@ -134,7 +127,7 @@ int engine::cancel(uint32_t stream, uint64_t ctx) {
         s.cur.discard = true;
         return ODL_OK;
     }
-    if (s.resend_pending && !s.resend_discard && s.resend_op.ctx == ctx) {
+    if (s.resend_pending && s.resend_matched && !s.resend_discard && s.resend_op.ctx == ctx) {
         // Its message is still to be resent: drop it when it comes.
         complete(ctx, ODL_ERR_CANCELED, ODL_OP_RECV, stream, s.resend_tag, 0);
         s.resend_discard = true;
@@ -196,8 +189,6 @@ int engine::discard(uint32_t stream, uint32_t tag, uint32_t mask, uint32_t flags
             // Still arriving (only the newest can be): drop the rest too.
             s.cur.discard = true;
         }
-        // Dropped unread: the sender is done with it.
-        if (it->rndv) m_ctrl.push_back(ctrl_item{ctrl::rndv_done, uint16_t(stream), it->ref.cookie, ODL_RNDV_COPIED});
         const uint32_t held = it->frames_held;
         it = s.unexpected.erase(it);
         consume(s, uint16_t(stream), held);
@@ -406,12 +397,15 @@ void engine::start_message(stream_state& s, const odl_frame_info& fi) {
     s.cur.tag = fi.tag;
     s.cur.msg_len = fi.msg_len;
     if (s.resend_pending) {
-        // Already matched when its RNDV came (handle_data checked it is).
+        // handle_data checked it is the message its RNDV announced.
         s.resend_pending = false;
-        s.cur.op = s.resend_op;
-        s.cur.to_user = !s.resend_discard;
-        s.cur.discard = s.resend_discard;
-        return;
+        if (s.resend_matched) {
+            s.cur.op = s.resend_op;
+            s.cur.to_user = !s.resend_discard;
+            s.cur.discard = s.resend_discard;
+            return;
+        }
+        // Unmatched when its RNDV came: an ordinary message now.
     }
     if (s.drop && (fi.tag & s.drop_mask) == s.drop_tag) {
         s.cur.discard = true;  // odl_discard(): its frames are freed as they come
@@ -533,12 +527,18 @@ void engine::handle_rndv(stream_state& s, const odl_frame_info& fi, const unsign
             return;
         }
     }
-    // Held like any early message: its one frame's credit is withheld.
-    ++m_stats.rx_unexpected_msgs;
-    unexpected_msg um{fi.tag, fi.msg_len, {}, 1, true, false};
-    um.rndv = true;
-    um.ref = ref;
-    s.unexpected.push_back(std::move(um));
+    // No receive yet: have it resent as frames, to be held like any early
+    // message. Holding the RNDV instead would stop the stream (its sender
+    // waits for the answer) where frames let later messages pass within the
+    // window, so a receiver that posts out of order could wait forever.
+    consume(s, stream, 1);
+    ++m_rndv.resends;
+    s.resend_pending = true;
+    s.resend_matched = false;
+    s.resend_discard = false;
+    s.resend_tag = fi.tag;
+    s.resend_len = fi.msg_len;
+    m_ctrl.push_back(ctrl_item{ctrl::rndv_done, stream, ref.cookie, ODL_RNDV_RESEND});
 }
 
 void engine::rndv_pull(stream_state& s, uint16_t stream, const recv_op& op, uint32_t tag, uint32_t msg_len,
@@ -581,6 +581,7 @@ void engine::rndv_pull(stream_state& s, uint16_t stream, const recv_op& op, uint
     log::write(ODL_LOG_DEBUG, "{}: stream {}: rendezvous copy of {} bytes failed ({}), asking for frames{}", m_link->name(),
                stream, msg_len, strerror(err), off ? "; no more rendezvous" : "");
     s.resend_pending = true;
+    s.resend_matched = true;
     s.resend_discard = false;
     s.resend_op = op;
     s.resend_tag = tag;
@@ -844,7 +845,7 @@ void engine::fail(int status, uint32_t new_state, std::string why) {
         for (const send_op& op : s.sends) complete(op.ctx, status, ODL_OP_SEND, i, op.tag, op.sent);
         if (s.cur.active && s.cur.to_user) complete(s.cur.op.ctx, status, ODL_OP_RECV, i, s.cur.tag, s.cur.msg_len);
         for (const recv_op& op : s.recvs) complete(op.ctx, status, ODL_OP_RECV, i, op.tag, 0);
-        if (s.resend_pending && !s.resend_discard) complete(s.resend_op.ctx, status, ODL_OP_RECV, i, s.resend_tag, s.resend_len);
+        if (s.resend_pending && s.resend_matched && !s.resend_discard) complete(s.resend_op.ctx, status, ODL_OP_RECV, i, s.resend_tag, s.resend_len);
         s.resend_pending = false;
         s.sends.clear();
         s.recvs.clear();

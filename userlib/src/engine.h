@@ -62,7 +62,7 @@ public:
         bool rx = false;         ///< this end accepts RNDV
         uint64_t sent = 0;       ///< RNDV frames sent
         uint64_t copied = 0;     ///< messages this end copied from the peer
-        uint64_t resends = 0;    ///< RNDV answered RESEND (copy failed or revoked)
+        uint64_t resends = 0;    ///< RNDV answered RESEND (no receive yet, copy failed or revoked)
     };
     rndv_info rndv() const { return m_rndv; }
 
@@ -108,8 +108,6 @@ private:
         uint32_t frames_held = 0;
         bool complete = false;
         bool corrupt = false;
-        bool rndv = false;  ///< an RNDV: @data empty, the bytes are at @ref
-        rndv_ref ref{};
     };
     /// The message being received on a stream.
     struct assembly {
@@ -140,9 +138,11 @@ private:
         bool drop = false;
         uint32_t drop_tag = 0;
         uint32_t drop_mask = 0;
-        /// A matched RNDV we could not copy: the peer resends it as DATA
-        /// frames, the next message on this stream, into @resend_op.
+        /// An RNDV we answered RESEND: the peer sends it as DATA frames, the
+        /// next message on this stream; into @resend_op if it was matched
+        /// (the copy failed), else matched as it arrives (no receive yet).
         bool resend_pending = false;
+        bool resend_matched = false;
         bool resend_discard = false;  ///< its receive was canceled meanwhile
         recv_op resend_op{};
         uint32_t resend_tag = 0;
