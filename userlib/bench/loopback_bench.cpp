@@ -260,6 +260,87 @@ void BM_CmaReadBandwidth(benchmark::State& state) {
     munmap(src, bytes);
 }
 
+/// Ceiling of a split rendezvous: both processes copy one message at once
+/// through CMA, the receiver reads [0, split) from the sender with
+/// process_vm_readv while the sender writes [split, size) into the
+/// receiver's buffer with process_vm_writev; a message counts when both
+/// halves are in. The handshake is two shared-memory flags (what a control
+/// frame would cost at best). Args: size, split in percent of size.
+void BM_CmaSplitBandwidth(benchmark::State& state) {
+    const auto size = uint64_t(state.range(0));
+    const auto split = size * uint64_t(state.range(1)) / 100;
+    struct flags {
+        alignas(64) std::atomic<uint64_t> go{0};    // sender -> receiver: message seq
+        alignas(64) std::atomic<uint64_t> done{0};  // receiver -> sender: seq read
+        alignas(64) std::atomic<int> failed{0};
+    };
+    void* fm = mmap(nullptr, sizeof(flags), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    const size_t bytes = kDepth * size;
+    // Private mappings made before the fork sit at the same address in
+    // both processes: the parent's is the source, the child's the target.
+    void* src = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* dst = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (fm == MAP_FAILED || src == MAP_FAILED || dst == MAP_FAILED) {
+        state.SkipWithError("mmap failed");
+        return;
+    }
+    auto* fl = new (fm) flags();
+    const pid_t parent = getpid();
+    child_proc child;
+    child.pid = fork();
+    if (child.pid == 0) {
+        std::memset(dst, 0, bytes);  // the child's own pages, no copy-on-write later
+        for (uint64_t seq = 1;; ++seq) {
+            while (fl->go.load(std::memory_order_acquire) < seq) {
+            }
+            const size_t off = ((seq - 1) % kDepth) * size;
+            if (split > 0) {
+                iovec local{static_cast<char*>(dst) + off, split};
+                iovec remote{static_cast<char*>(src) + off, split};
+                if (process_vm_readv(parent, &local, 1, &remote, 1, 0) != ssize_t(split))
+                    fl->failed.store(1, std::memory_order_relaxed);
+            }
+            fl->done.store(seq, std::memory_order_release);
+        }
+    }
+    std::memset(src, 'y', bytes);
+    uint64_t seq = 0;
+    for (auto _ : state) {
+        ++seq;
+        fl->go.store(seq, std::memory_order_release);
+        const size_t off = ((seq - 1) % kDepth) * size;
+        if (split < size) {
+            iovec local{static_cast<char*>(src) + off + split, size - split};
+            iovec remote{static_cast<char*>(dst) + off + split, size - split};
+            if (process_vm_writev(child.pid, &local, 1, &remote, 1, 0) != ssize_t(size - split)) {
+                state.SkipWithError("process_vm_writev failed (Yama ptrace_scope?)");
+                break;
+            }
+        }
+        // Bounded: gives up if the child is gone.
+        for (uint64_t spins = 1; fl->done.load(std::memory_order_acquire) < seq; ++spins) {
+            if (spins % (1u << 20) == 0 && waitpid(child.pid, nullptr, WNOHANG) != 0) {
+                child.pid = -1;
+                fl->failed.store(1, std::memory_order_relaxed);
+                break;
+            }
+        }
+        if (fl->failed.load(std::memory_order_relaxed)) {
+            state.SkipWithError("process_vm_readv failed (Yama ptrace_scope?)");
+            break;
+        }
+    }
+    state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(size));
+    if (child.pid > 0) {
+        kill(child.pid, SIGKILL);
+        waitpid(child.pid, nullptr, 0);
+        child.pid = -1;
+    }
+    munmap(src, bytes);
+    munmap(dst, bytes);
+    munmap(fm, sizeof(flags));
+}
+
 }  // namespace
 
 BENCHMARK(BM_OdlPingPong)->Arg(8)->Arg(64)->Arg(4096)->Arg(65536)->UseRealTime();
@@ -267,6 +348,15 @@ BENCHMARK(BM_ShmPingPong)->Arg(8)->Arg(64)->Arg(4096)->Arg(65536)->UseRealTime()
 BENCHMARK(BM_OdlBandwidth)->Arg(4096)->Arg(65536)->Arg(1 << 20)->Arg(4 << 20)->UseRealTime();
 BENCHMARK(BM_MemcpyToShm)->Arg(4096)->Arg(65536)->Arg(1 << 20)->Arg(4 << 20)->UseRealTime();
 BENCHMARK(BM_CmaReadBandwidth)->Arg(65536)->Arg(1 << 20)->Arg(4 << 20)->UseRealTime();
+// Split 100 = receiver reads all (one core, with the handshake); 0 = sender
+// writes all; 50/60 = both cores copy.
+BENCHMARK(BM_CmaSplitBandwidth)
+    ->Args({1 << 20, 100})
+    ->Args({1 << 20, 0})
+    ->Args({1 << 20, 50})
+    ->Args({1 << 20, 60})
+    ->Args({4 << 20, 50})
+    ->UseRealTime();
 
 int main(int argc, char** argv) {
     // A private rendezvous namespace per run.
