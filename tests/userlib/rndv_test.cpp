@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -148,6 +149,11 @@ TEST_F(Rndv, LargeMessagesGoByReferenceIntact) {
     EXPECT_EQ(a->rndv().sent, 3u);
     EXPECT_EQ(b->rndv().copied, 3u);
     EXPECT_EQ(b->rndv().resends, 0u);
+    // Split by default: the sender wrote its part of each.
+    EXPECT_TRUE(b->rndv().split);
+    EXPECT_EQ(b->rndv().splits, 3u);
+    EXPECT_EQ(a->rndv().wrote, 3u);
+    EXPECT_EQ(b->rndv().write_fails, 0u);
     odl_stats st{};
     pa->stats(st);
     // The one below the threshold in frames, each of the others in one RNDV.
@@ -295,6 +301,85 @@ TEST_F(Rndv, DiscardSelectionDropsAnArrivingRendezvous) {
     EXPECT_EQ(b->rndv().copied, 1u);
 }
 
+TEST_F(Rndv, SplitCopiesAreIntactAtOddSizesAndSplits) {
+    const std::vector<const char*> pcts = {"1", "37", "50", "99", "100"};
+    const std::vector<size_t> sizes = {kMin, kMin + 1, kMin + 4095, kMin + 4097, (1 << 20) - 1, (2 << 20) + 333};
+    for (const char* pct : pcts) {
+        SCOPED_TRACE(pct);
+        scoped_env split("ODL_LOOPBACK_RNDV_SPLIT", pct);
+        done_a.clear();
+        done_b.clear();
+        make();
+        std::vector<std::vector<unsigned char>> tx, rx;
+        for (size_t i = 0; i < sizes.size(); ++i) {
+            tx.push_back(pattern(sizes[i], unsigned(i + 11)));
+            rx.emplace_back(sizes[i] + 4096, 0xee);
+            ASSERT_EQ(pb->post_recv(2, ODL_TAG_ANY, rx[i].data(), rx[i].size(), i), ODL_OK);
+            ASSERT_EQ(pa->post_send(2, 5, tx[i].data(), tx[i].size(), i), ODL_OK);
+        }
+        pump(sizes.size(), sizes.size());
+        ASSERT_EQ(done_b.size(), sizes.size());
+        for (size_t i = 0; i < sizes.size(); ++i) {
+            EXPECT_EQ(done_b[i].status, ODL_OK);
+            EXPECT_TRUE(std::equal(tx[i].begin(), tx[i].end(), rx[i].begin())) << "size " << sizes[i];
+            EXPECT_TRUE(std::all_of(rx[i].begin() + long(sizes[i]), rx[i].end(), [](unsigned char c) { return c == 0xee; }))
+                << "wrote past the message, size " << sizes[i];
+        }
+        EXPECT_EQ(b->rndv().copied, sizes.size());
+        if (std::string(pct) == "100") {
+            EXPECT_FALSE(b->rndv().split);
+            EXPECT_EQ(a->rndv().wrote, 0u);
+        } else {
+            EXPECT_EQ(b->rndv().splits, a->rndv().wrote);
+            EXPECT_GT(a->rndv().wrote, 0u);
+        }
+    }
+}
+
+TEST_F(Rndv, SplitIntoAShortBufferTruncates) {
+    make();
+    auto tx = pattern(1 << 20, 12);
+    std::vector<unsigned char> rx(kMin + 5000 + 64, 0xee);
+    ASSERT_EQ(pb->post_recv(0, 1, rx.data(), kMin + 5000, 1), ODL_OK);
+    ASSERT_EQ(pa->post_send(0, 1, tx.data(), tx.size(), 1), ODL_OK);
+    pump(1, 1);
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(done_b[0].status, ODL_ERR_TRUNCATED);
+    EXPECT_TRUE(std::equal(rx.begin(), rx.begin() + long(kMin + 5000), tx.begin()));
+    EXPECT_EQ(rx[kMin + 5000], 0xee) << "wrote past the receive";
+    EXPECT_EQ(a->rndv().wrote, 1u);
+}
+
+TEST_F(Rndv, CancelOfASplitReceiveWaitsForTheWrite) {
+    make();
+    auto tx = pattern(1 << 20, 13);
+    std::vector<unsigned char> rx(tx.size(), 0);
+    ASSERT_EQ(pb->post_recv(0, 1, rx.data(), rx.size(), 7), ODL_OK);
+    ASSERT_EQ(pa->post_send(0, 1, tx.data(), tx.size(), 1), ODL_OK);
+    odl_completion c[4];
+    ASSERT_EQ(pa->poll(c, 4), 0u);  // RNDV out
+    ASSERT_EQ(pb->poll(c, 4), 0u);  // SPLIT out, b's half copied
+    ASSERT_EQ(b->rndv().splits, 1u);
+    ASSERT_EQ(pb->cancel(0, 7), ODL_OK);
+    // Not yet: a has not written its half.
+    EXPECT_EQ(pb->poll(c, 4), 0u) << "canceled while the peer may still write";
+    pump(1, 1);
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(done_b[0].status, ODL_ERR_CANCELED);
+    EXPECT_EQ(a->rndv().wrote, 1u);
+    ASSERT_EQ(done_a.size(), 1u);
+    EXPECT_EQ(done_a[0].status, ODL_OK);  // dropped by the receiver: done
+    EXPECT_EQ(pb->cancel(0, 7), ODL_ERR_INVAL) << "canceled twice";
+    // The stream goes on.
+    std::fill(rx.begin(), rx.end(), 0);
+    ASSERT_EQ(pb->post_recv(0, 1, rx.data(), rx.size(), 8), ODL_OK);
+    ASSERT_EQ(pa->post_send(0, 1, tx.data(), tx.size(), 2), ODL_OK);
+    pump(2, 2);
+    ASSERT_EQ(done_b.size(), 2u);
+    EXPECT_EQ(done_b[1].status, ODL_OK);
+    EXPECT_EQ(rx, tx);
+}
+
 // --- A hand-driven peer: forged RNDV frames against one engine. ---
 
 std::vector<unsigned char> frame(const odl_frame_info& fi, const void* payload) {
@@ -305,6 +390,7 @@ std::vector<unsigned char> frame(const odl_frame_info& fi, const void* payload) 
 }
 
 struct HandRndv : ::testing::Test {
+    uint32_t peer_features = ODL_FEAT_RNDV;  // the hand-driven peer's HELLO
     odl::test::mem_link_pair links;
     std::unique_ptr<engine> b;
     std::vector<odl_completion> done;
@@ -321,7 +407,7 @@ struct HandRndv : ::testing::Test {
         h.magic = odl_cpu_le32(ODL_FRAME_MAGIC);
         h.version_major = odl_cpu_le16(ODL_PROTO_VERSION_MAJOR);
         h.version_minor = odl_cpu_le16(ODL_PROTO_VERSION_MINOR);
-        h.features = odl_cpu_le32(ODL_FEAT_RNDV);
+        h.features = odl_cpu_le32(peer_features);
         h.max_payload = odl_cpu_le16(ODL_FRAME_MAX_PAYLOAD);
         h.streams = odl_cpu_le16(4);
         h.window = odl_cpu_le32(64);
@@ -386,6 +472,232 @@ struct HandRndv : ::testing::Test {
         return out;
     }
 };
+
+/// The same with a peer that offers split rendezvous: b, receiving, asks it
+/// to write part of each message (RNDV_SPLIT), and answers such requests
+/// when it sends.
+struct HandSplit : HandRndv {
+    HandSplit() { peer_features = ODL_FEAT_RNDV | ODL_FEAT_RNDV_SPLIT; }
+    /// Frames of @type b sent, payloads only.
+    template <typename T>
+    std::vector<T> sent(uint8_t type) {
+        std::vector<T> out;
+        for (const auto& f : links.state->q[1].frames) {
+            odl_frame_info fi{};
+            if (odl_frame_decode(f.data(), f.size(), 4, &fi) != ODL_FRAME_OK || fi.type != type) continue;
+            T t;
+            std::memcpy(&t, f.data() + ODL_FRAME_HDR_BYTES, sizeof(t));
+            out.push_back(t);
+        }
+        return out;
+    }
+    void wrote(uint64_t cookie, uint32_t status, uint16_t stream = 0) {
+        odl_rndv_wrote w{};
+        w.cookie = odl_cpu_le64(cookie);
+        w.status = odl_cpu_le32(status);
+        odl_frame_info fi{};
+        fi.type = ODL_FRAME_RNDV_WROTE;
+        fi.stream = stream;
+        fi.len = sizeof(w);
+        links.inject(0, frame(fi, &w));
+    }
+    void split(uint64_t cookie, uint64_t addr, uint32_t at, uint32_t end) {
+        odl_rndv_split r{};
+        r.cookie = odl_cpu_le64(cookie);
+        r.addr = odl_cpu_le64(addr);
+        r.split = odl_cpu_le32(at);
+        r.end = odl_cpu_le32(end);
+        odl_frame_info fi{};
+        fi.type = ODL_FRAME_RNDV_SPLIT;
+        fi.len = sizeof(r);
+        links.inject(0, frame(fi, &r));
+    }
+};
+
+TEST_F(HandSplit, ReceiverAsksForTheSecondHalfAndWaitsForIt) {
+    auto m = pattern(300000, 21);
+    uint64_t word = 0x51;
+    std::vector<unsigned char> rx(m.size() + 16, 0xee);
+    ASSERT_EQ(b->post_recv(0, 3, rx.data(), rx.size(), 1), ODL_OK);
+    rndv(3, uint64_t(reinterpret_cast<uintptr_t>(m.data())), uint32_t(m.size()), &word, 0x51);
+    poll(3);
+    EXPECT_TRUE(done.empty()) << "completed before the peer wrote its part";
+    const auto sp = sent<odl_rndv_split>(ODL_FRAME_RNDV_SPLIT);
+    ASSERT_EQ(sp.size(), 1u);
+    EXPECT_EQ(odl_le64(sp[0].cookie), 0x51u);
+    EXPECT_EQ(odl_le64(sp[0].addr), uint64_t(reinterpret_cast<uintptr_t>(rx.data())));
+    const uint32_t at = odl_le32(sp[0].split), end = odl_le32(sp[0].end);
+    EXPECT_EQ(end, m.size());
+    EXPECT_EQ(at, 147456u) << "half, rounded down to a page";
+    EXPECT_TRUE(std::equal(m.begin(), m.begin() + at, rx.begin())) << "b's own part";
+    EXPECT_EQ(rx[at], 0xee) << "b copied the peer's part";
+    std::memcpy(rx.data() + at, m.data() + at, end - at);  // the peer's write
+    wrote(0x51, ODL_RNDV_WROTE_OK);
+    poll(3);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].status, ODL_OK);
+    EXPECT_TRUE(std::equal(m.begin(), m.end(), rx.begin()));
+    ASSERT_EQ(answers().size(), 1u);
+    EXPECT_EQ(answers()[0], std::make_pair(uint64_t(0x51), uint32_t(ODL_RNDV_COPIED)));
+}
+
+TEST_F(HandSplit, FailedWriteIsCopiedByTheReceiverAndSplitStops) {
+    auto m = pattern(300000, 22);
+    uint64_t word = 0x52;
+    std::vector<unsigned char> rx(m.size(), 0xee);
+    ASSERT_EQ(b->post_recv(0, 3, rx.data(), rx.size(), 1), ODL_OK);
+    rndv(3, uint64_t(reinterpret_cast<uintptr_t>(m.data())), uint32_t(m.size()), &word, 0x52);
+    poll(3);
+    ASSERT_EQ(sent<odl_rndv_split>(ODL_FRAME_RNDV_SPLIT).size(), 1u);
+    wrote(0x52, ODL_RNDV_WROTE_FAILED);  // wrote nothing
+    poll(3);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].status, ODL_OK);
+    EXPECT_EQ(rx, m);
+    EXPECT_EQ(b->rndv().write_fails, 1u);
+    EXPECT_FALSE(b->rndv().split);
+    ASSERT_EQ(answers().size(), 1u);
+    EXPECT_EQ(answers()[0].second, uint32_t(ODL_RNDV_COPIED));
+    // The next one is copied whole, no SPLIT.
+    std::fill(rx.begin(), rx.end(), 0);
+    ASSERT_EQ(b->post_recv(0, 3, rx.data(), rx.size(), 2), ODL_OK);
+    word = 0x53;
+    rndv(3, uint64_t(reinterpret_cast<uintptr_t>(m.data())), uint32_t(m.size()), &word, 0x53);
+    poll(3);
+    ASSERT_EQ(done.size(), 2u);
+    EXPECT_EQ(done[1].status, ODL_OK);
+    EXPECT_EQ(rx, m);
+    EXPECT_EQ(sent<odl_rndv_split>(ODL_FRAME_RNDV_SPLIT).size(), 1u);
+}
+
+TEST_F(HandSplit, RevokedCookieAfterTheSplitAsksForFrames) {
+    auto m = pattern(300000, 23);
+    uint64_t word = 0x54;
+    std::vector<unsigned char> rx(m.size(), 0xee);
+    ASSERT_EQ(b->post_recv(0, 3, rx.data(), rx.size(), 1), ODL_OK);
+    rndv(3, uint64_t(reinterpret_cast<uintptr_t>(m.data())), uint32_t(m.size()), &word, 0x54);
+    poll(3);
+    word = 0;  // the sender's cancel
+    wrote(0x54, ODL_RNDV_WROTE_OK);
+    poll(3);
+    EXPECT_TRUE(done.empty());
+    ASSERT_EQ(answers().size(), 1u);
+    EXPECT_EQ(answers()[0].second, uint32_t(ODL_RNDV_RESEND));
+    data(3, m);
+    poll(60);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].status, ODL_OK);
+    EXPECT_EQ(rx, m);
+}
+
+TEST_F(HandSplit, OwnCopyFailureStillWaitsForTheWriteThenAsksForFrames) {
+    uint64_t word = 0x55;
+    std::vector<unsigned char> rx(300000, 0xee);
+    ASSERT_EQ(b->post_recv(0, 3, rx.data(), rx.size(), 1), ODL_OK);
+    rndv(3, 16, uint32_t(rx.size()), &word, 0x55);  // page zero: EFAULT
+    poll(3);
+    ASSERT_EQ(sent<odl_rndv_split>(ODL_FRAME_RNDV_SPLIT).size(), 1u);
+    EXPECT_TRUE(answers().empty()) << "answered before the peer's write ended";
+    wrote(0x55, ODL_RNDV_WROTE_FAILED);
+    poll(3);
+    ASSERT_EQ(answers().size(), 1u);
+    EXPECT_EQ(answers()[0].second, uint32_t(ODL_RNDV_RESEND));
+    auto m = pattern(rx.size(), 24);
+    data(3, m);
+    poll(60);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].status, ODL_OK);
+    EXPECT_EQ(rx, m);
+}
+
+TEST_F(HandSplit, LocalFailureHoldsTheReceiveUntilThePeerWrote) {
+    auto m = pattern(300000, 25);
+    uint64_t word = 0x56;
+    std::vector<unsigned char> rx(m.size());
+    ASSERT_EQ(b->post_recv(0, 3, rx.data(), rx.size(), 1), ODL_OK);
+    rndv(3, uint64_t(reinterpret_cast<uintptr_t>(m.data())), uint32_t(m.size()), &word, 0x56);
+    poll(3);
+    wrote(0x99, ODL_RNDV_WROTE_OK, 1);  // for no split of b's: protocol error
+    poll(3);
+    ASSERT_EQ(b->error_status(), ODL_ERR_PROTO);
+    EXPECT_TRUE(done.empty()) << "buffer handed back while the peer may write into it";
+    wrote(0x56, ODL_RNDV_WROTE_OK);
+    poll(3);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].ctx, 1u);
+    EXPECT_EQ(done[0].status, ODL_ERR_PROTO);
+}
+
+TEST_F(HandSplit, WroteForNoSplitIsRefused) {
+    wrote(7, ODL_RNDV_WROTE_OK);
+    poll(3);
+    EXPECT_EQ(b->error_status(), ODL_ERR_PROTO);
+}
+
+TEST_F(HandSplit, SenderWritesTheAskedPartIntoThePeer) {
+    auto m = pattern(kMin + 10000, 26);
+    ASSERT_EQ(b->post_send(0, 4, m.data(), m.size(), 1), ODL_OK);
+    poll(3);
+    const auto r = sent<odl_rndv>(ODL_FRAME_RNDV);
+    ASSERT_EQ(r.size(), 1u);
+    const uint64_t cookie = odl_le64(r[0].cookie);
+    std::vector<unsigned char> dst(m.size(), 0xee);
+    const uint32_t at = 4096 * 3 + 1, end = uint32_t(m.size()) - 7;  // odd bounds, a short receive
+    split(cookie, uint64_t(reinterpret_cast<uintptr_t>(dst.data())), at, end);
+    poll(3);
+    const auto w = sent<odl_rndv_wrote>(ODL_FRAME_RNDV_WROTE);
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(odl_le64(w[0].cookie), cookie);
+    EXPECT_EQ(odl_le32(w[0].status), uint32_t(ODL_RNDV_WROTE_OK));
+    EXPECT_TRUE(std::all_of(dst.begin(), dst.begin() + at, [](unsigned char c) { return c == 0xee; }));
+    EXPECT_TRUE(std::equal(m.begin() + at, m.begin() + end, dst.begin() + at));
+    EXPECT_TRUE(std::all_of(dst.begin() + end, dst.end(), [](unsigned char c) { return c == 0xee; }));
+    EXPECT_TRUE(done.empty()) << "the send completes on RNDV_DONE, not before";
+    EXPECT_EQ(b->rndv().wrote, 1u);
+    // A second SPLIT for the same rendezvous is refused.
+    split(cookie, uint64_t(reinterpret_cast<uintptr_t>(dst.data())), at, end);
+    poll(3);
+    EXPECT_EQ(b->error_status(), ODL_ERR_PROTO);
+}
+
+TEST_F(HandSplit, SenderAnswersAFailedWrite) {
+    auto m = pattern(kMin, 27);
+    ASSERT_EQ(b->post_send(0, 4, m.data(), m.size(), 1), ODL_OK);
+    poll(3);
+    const auto r = sent<odl_rndv>(ODL_FRAME_RNDV);
+    ASSERT_EQ(r.size(), 1u);
+    split(odl_le64(r[0].cookie), 16, 0, uint32_t(m.size()));  // page zero: EFAULT
+    poll(3);
+    const auto w = sent<odl_rndv_wrote>(ODL_FRAME_RNDV_WROTE);
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(odl_le32(w[0].status), uint32_t(ODL_RNDV_WROTE_FAILED));
+    EXPECT_EQ(b->error_status(), ODL_OK) << b->failure();
+}
+
+TEST_F(HandSplit, BadSplitsAreRefused) {
+    auto m = pattern(kMin, 28);
+    std::vector<unsigned char> dst(m.size(), 0xee);
+    const uint64_t addr = uint64_t(reinterpret_cast<uintptr_t>(dst.data()));
+    struct bad {
+        uint64_t cookie_delta;
+        uint32_t at, end;
+    };
+    for (const bad& x : {bad{1, 0, 10}, bad{0, 20, 10}, bad{0, 0, uint32_t(m.size()) + 1}}) {
+        SCOPED_TRACE(std::to_string(x.at) + " " + std::to_string(x.end));
+        links = odl::test::mem_link_pair{};  // a fresh engine on a fresh link
+        done.clear();
+        seq = 0;
+        SetUp();
+        ASSERT_EQ(b->post_send(0, 4, m.data(), m.size(), 1), ODL_OK);
+        poll(3);
+        const uint64_t c = odl_le64(sent<odl_rndv>(ODL_FRAME_RNDV).at(0).cookie);
+        split(c + x.cookie_delta, addr, x.at, x.end);
+        poll(3);
+        EXPECT_EQ(b->error_status(), ODL_ERR_PROTO);
+        EXPECT_TRUE(sent<odl_rndv_wrote>(ODL_FRAME_RNDV_WROTE).empty()) << "answered a bad split";
+        EXPECT_TRUE(std::all_of(dst.begin(), dst.end(), [](unsigned char v) { return v == 0xee; })) << "wrote for a bad split";
+    }
+}
 
 TEST_F(HandRndv, CopiesAForgedReferenceWhenTheCookieStands) {
     auto m = pattern(200000, 1);
@@ -638,6 +950,56 @@ TEST_F(RndvProcess, PeerThatDiesBeforeTheCopyGivesAnErrorNotACrash) {
     child = -1;
     odl_completion c;
     size_t n = 0;
+    ASSERT_EQ(odl_wait(d, &c, 1, &n, 5'000'000'000ull), ODL_OK);
+    EXPECT_EQ(c.ctx, 5u);
+    EXPECT_EQ(c.status, ODL_ERR_PEER_LOST);
+    odl_close(d);
+}
+
+TEST_F(RndvProcess, PeerKilledMidSplitGivesAnErrorNotACrash) {
+    int pipefd[2];
+    ASSERT_EQ(pipe(pipefd), 0);
+    child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        close(pipefd[0]);
+        odl_dev* d = open_dev(9);
+        if (!d) _exit(2);
+        auto m = pattern(2 << 20, 3);
+        if (odl_post_send(d, 0, 1, m.data(), m.size(), nullptr, 1) != ODL_OK) _exit(3);
+        // Send the RNDV, then never poll again: the SPLIT goes unanswered.
+        for (int i = 0; i < 1000000; ++i) {
+            odl_completion c;
+            size_t n = 0;
+            odl_poll(d, &c, 1, &n);
+            odl_stats st{};
+            st.struct_size = sizeof(st);
+            odl_get_stats(d, &st);
+            if (st.tx_frames >= 1) break;
+        }
+        const char x = 'x';
+        if (write(pipefd[1], &x, 1) != 1) _exit(4);
+        pause();
+        _exit(0);
+    }
+    close(pipefd[1]);
+    static const char probe = 'p';
+    SKIP_WITHOUT_CMA(child, &probe);
+    odl_dev* d = open_dev(9);
+    ASSERT_NE(d, nullptr) << odl_last_error();
+    std::vector<unsigned char> rx(2 << 20);
+    ASSERT_EQ(odl_post_recv(d, 0, 1, rx.data(), rx.size(), nullptr, 5), ODL_OK);
+    char x = 0;
+    ASSERT_EQ(read(pipefd[0], &x, 1), 1);
+    close(pipefd[0]);
+    // The RNDV is handled: SPLIT sent, our half copied, the receive held.
+    odl_completion c;
+    size_t n = 0;
+    EXPECT_EQ(odl_wait(d, &c, 1, &n, 200'000'000ull), ODL_ERR_TIMEOUT);
+    EXPECT_EQ(n, 0u) << "completed before the peer wrote its part";
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    child = -1;
     ASSERT_EQ(odl_wait(d, &c, 1, &n, 5'000'000'000ull), ODL_OK);
     EXPECT_EQ(c.ctx, 5u);
     EXPECT_EQ(c.status, ODL_ERR_PEER_LOST);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "odl/wire/frame_codec.h"
@@ -182,6 +183,26 @@ TEST(FrameCodec, RndvDoneCarriesItsPayloadOnAStream) {
     fi.flags = 0;
     fi.len = 0;
     EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_LEN);
+}
+
+TEST(FrameCodec, RndvSplitAndWroteCarryTheirPayloadOnAStream) {
+    for (auto [type, size] : {std::pair<int, size_t>{ODL_FRAME_RNDV_SPLIT, sizeof(odl_rndv_split)},
+                              std::pair<int, size_t>{ODL_FRAME_RNDV_WROTE, sizeof(odl_rndv_wrote)}}) {
+        SCOPED_TRACE(type);
+        odl_frame_info fi{};
+        fi.type = uint8_t(type);
+        fi.stream = 2;
+        fi.len = uint16_t(size);
+        EXPECT_EQ(decode(encode(fi)), ODL_FRAME_OK);
+        EXPECT_EQ(decode(encode(fi), 2), ODL_FRAME_ERR_STREAM);
+        fi.flags = ODL_FRAME_F_CREDIT;
+        EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_FLAGS);
+        fi.flags = 0;
+        fi.len = uint16_t(size - 8);
+        EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_LEN);
+        fi.len = uint16_t(size + 8);
+        EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_LEN);
+    }
 }
 
 odl_hello good_hello() {

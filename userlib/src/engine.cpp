@@ -4,6 +4,7 @@
 // the shared codec before use; any violation ends the link with ODL_ERR_PROTO.
 #include "engine.h"
 
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -29,6 +31,24 @@ constexpr unsigned kTxBudget = 64;
 /// close(): how long to try to hand GOODBYE to a full link.
 constexpr int kGoodbyeTries = 100;
 constexpr auto kGoodbyeRetry = std::chrono::milliseconds(1);
+
+/// Default part of a split rendezvous the receiver copies itself: read and
+/// write run at the same speed, so halves finish together (loopback_bench
+/// BM_CmaSplitBandwidth: 50 % beats 60 %).
+constexpr uint32_t kRndvSplitPct = 50;
+/// close(): how long to wait for the peer's RNDV_WROTE of a split receive.
+constexpr int kSplitCloseTries = 2000;
+constexpr auto kSplitCloseRetry = std::chrono::milliseconds(1);
+
+uint32_t rndv_split_pct() {
+    const char* v = std::getenv("ODL_LOOPBACK_RNDV_SPLIT");
+    if (!v || !*v) return kRndvSplitPct;
+    char* end = nullptr;
+    const unsigned long p = std::strtoul(v, &end, 10);
+    if (end && *end == '\0' && p >= 1 && p <= 100) return uint32_t(p);
+    log::write(ODL_LOG_WARN, "ODL_LOOPBACK_RNDV_SPLIT='{}' is not a percentage 1..100; using {}", v, kRndvSplitPct);
+    return kRndvSplitPct;
+}
 
 uint64_t host_id() {
     // Stable per boot and host; only shown to the peer, never trusted.
@@ -49,6 +69,7 @@ engine::engine(std::unique_ptr<link> l, open_config cfg)
       m_link_batch(std::max<uint32_t>(1, m_cfg.link_window_frames / 4)),
       // Cookies only need to differ from what stale or foreign memory holds.
       m_rndv_next_cookie((now_ns() << 16) ^ (uint64_t(getpid()) << 40) ^ reinterpret_cast<uintptr_t>(this)),
+      m_rndv_split_pct(m_cfg.rndv_min_bytes ? rndv_split_pct() : 100),
       m_s(m_cfg.num_streams),
       m_credit_batch(std::max<uint32_t>(1, m_cfg.window_frames / 4)) {
     m_stats.struct_size = sizeof(m_stats);
@@ -125,6 +146,12 @@ int engine::cancel(uint32_t stream, uint64_t ctx) {
         complete(ctx, ODL_ERR_CANCELED, ODL_OP_RECV, stream, s.cur.tag, 0);
         s.cur.to_user = false;
         s.cur.discard = true;
+        return ODL_OK;
+    }
+    if (s.split.active && !s.split.canceled && s.split.op.ctx == ctx) {
+        // The peer may be writing into the buffer: the CANCELED completion
+        // (and with it the buffer) comes when its RNDV_WROTE does.
+        s.split.canceled = true;
         return ODL_OK;
     }
     if (s.resend_pending && s.resend_matched && !s.resend_discard && s.resend_op.ctx == ctx) {
@@ -237,6 +264,7 @@ size_t engine::poll(odl_completion* comps, size_t max) {
             if (m_link->progress() == link_state::lost) fail(ODL_ERR_PEER_LOST, ODL_LINK_LOST, m_link->failure());
         }
     }
+    if (!m_orphans.empty()) drain_orphans();
     size_t n = 0;
     while (n < max && !m_done.empty()) {
         comps[n++] = m_done.front();
@@ -288,6 +316,12 @@ void engine::handle_frame(const unsigned char* data, size_t len) {
     case ODL_FRAME_RNDV_DONE:
         handle_rndv_done(fi, payload);
         break;
+    case ODL_FRAME_RNDV_SPLIT:
+        handle_rndv_split(fi, payload);
+        break;
+    case ODL_FRAME_RNDV_WROTE:
+        handle_rndv_wrote(fi, payload);
+        break;
     default:
         break;  // odl_frame_decode() refuses unknown types
     }
@@ -322,11 +356,15 @@ void engine::handle_hello(const odl_frame_info&, const unsigned char* payload) {
         m_rndv.rx = true;
         // Checksummed sends keep the frame path: every byte gets a CRC.
         m_rndv.tx = !(m_cfg.flags & ODL_OPEN_CHECKSUM);
-        // Yama (ptrace_scope 1) lets a process read only its descendants'
-        // memory unless the target names the reader. One ptracer per
-        // process: with several peers only the last is named, and reads by
-        // the others fail with EPERM and fall back to frames.
-        if (m_rndv.tx && m_rndv_pid != uint32_t(getpid())) prctl(PR_SET_PTRACER, static_cast<unsigned long>(m_rndv_pid), 0, 0, 0);
+        m_rndv.split = m_rndv_split_pct < 100 && (m_peer_features & ODL_FEAT_RNDV_SPLIT);
+        // Yama (ptrace_scope 1) lets a process read or write only its
+        // descendants' memory unless the target names the other process:
+        // the sender for the peer's reads, the receiver for the peer's
+        // writes of split parts. One ptracer per process: with several
+        // peers only the last is named, and the others' copies fail with
+        // EPERM and fall back (to frames, or to the receiver copying).
+        if ((m_rndv.tx || m_rndv.split) && m_rndv_pid != uint32_t(getpid()))
+            prctl(PR_SET_PTRACER, static_cast<unsigned long>(m_rndv_pid), 0, 0, 0);
     }
     m_state = ODL_LINK_UP;
     log::write(ODL_LOG_DEBUG, "{}: link up with '{}' (pid {}), {} streams, window {}, link window {}", m_link->name(),
@@ -541,33 +579,61 @@ void engine::handle_rndv(stream_state& s, const odl_frame_info& fi, const unsign
     m_ctrl.push_back(ctrl_item{ctrl::rndv_done, stream, ref.cookie, ODL_RNDV_RESEND});
 }
 
-void engine::rndv_pull(stream_state& s, uint16_t stream, const recv_op& op, uint32_t tag, uint32_t msg_len,
-                       const rndv_ref& ref) {
-    const auto pid = pid_t(m_rndv_pid);
-    const uint64_t n = std::min<uint64_t>(op.cap, msg_len);
-    int err = 0;
+int engine::rndv_read(unsigned char* dst, uint64_t src, uint64_t len) {
     // Bounded: every round copies at least one byte or stops.
-    for (uint64_t done = 0; done < n;) {
-        iovec local{op.buf + done, size_t(n - done)};
-        iovec remote{reinterpret_cast<void*>(uintptr_t(ref.addr + done)), size_t(n - done)};
-        const ssize_t k = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-        if (k <= 0) {
-            err = k < 0 ? errno : EFAULT;
-            break;
-        }
+    for (uint64_t done = 0; done < len;) {
+        iovec local{dst + done, size_t(len - done)};
+        iovec remote{reinterpret_cast<void*>(uintptr_t(src + done)), size_t(len - done)};
+        const ssize_t k = process_vm_readv(pid_t(m_rndv_pid), &local, 1, &remote, 1, 0);
+        if (k <= 0) return k < 0 ? errno : EFAULT;
         done += uint64_t(k);
     }
-    if (err == 0) {
-        // The copy counts only if the cookie still stands after it: the
-        // sender revokes it on cancel before its caller may reuse the buffer.
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        uint64_t word = 0;
-        iovec local{&word, sizeof(word)};
-        iovec remote{reinterpret_cast<void*>(uintptr_t(ref.cookie_addr)), sizeof(word)};
-        const ssize_t k = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-        if (k != ssize_t(sizeof(word))) err = k < 0 ? errno : EFAULT;
-        else if (word != ref.cookie) err = ECANCELED;
+    return 0;
+}
+
+int engine::rndv_cookie_check(const rndv_ref& ref) {
+    // The copy counts only if the cookie still stands after it: the sender
+    // revokes it on cancel before its caller may reuse the buffer.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    uint64_t word = 0;
+    iovec local{&word, sizeof(word)};
+    iovec remote{reinterpret_cast<void*>(uintptr_t(ref.cookie_addr)), sizeof(word)};
+    const ssize_t k = process_vm_readv(pid_t(m_rndv_pid), &local, 1, &remote, 1, 0);
+    if (k != ssize_t(sizeof(word))) return k < 0 ? errno : EFAULT;
+    return word == ref.cookie ? 0 : ECANCELED;
+}
+
+void engine::rndv_pull(stream_state& s, uint16_t stream, const recv_op& op, uint32_t tag, uint32_t msg_len,
+                       const rndv_ref& ref) {
+    const uint64_t n = std::min<uint64_t>(op.cap, msg_len);
+    // Split on a page boundary, so each side copies whole pages.
+    const uint64_t split = m_rndv.split ? (n * m_rndv_split_pct / 100) & ~uint64_t(4095) : n;
+    if (split > 0 && split < n) {
+        // The peer writes [split, n) while we read [0, split): out now.
+        m_ctrl.push_back(ctrl_item{ctrl::rndv_split, stream, ref.cookie, 0, uint64_t(reinterpret_cast<uintptr_t>(op.buf)),
+                                   uint32_t(split), uint32_t(n)});
+        flush_ctrl();
+        m_link->tx_flush();
+        ++m_rndv.splits;
+        stream_state::split_recv& sp = s.split;
+        sp = stream_state::split_recv{};
+        sp.active = true;
+        sp.op = op;
+        sp.tag = tag;
+        sp.msg_len = msg_len;
+        sp.ref = ref;
+        sp.split = split;
+        sp.end = n;
+        sp.own_err = rndv_read(op.buf, ref.addr, split);
+        return;  // handle_rndv_wrote() finishes it
     }
+    int err = rndv_read(op.buf, ref.addr, n);
+    if (err == 0) err = rndv_cookie_check(ref);
+    rndv_finish(s, stream, op, tag, msg_len, ref, err);
+}
+
+void engine::rndv_finish(stream_state& s, uint16_t stream, const recv_op& op, uint32_t tag, uint32_t msg_len,
+                         const rndv_ref& ref, int err) {
     if (err == 0) {
         ++m_rndv.copied;
         complete_recv(op, stream, tag, msg_len, false);
@@ -587,6 +653,111 @@ void engine::rndv_pull(stream_state& s, uint16_t stream, const recv_op& op, uint
     s.resend_tag = tag;
     s.resend_len = msg_len;
     m_ctrl.push_back(ctrl_item{ctrl::rndv_done, stream, ref.cookie, uint32_t(off ? ODL_RNDV_RESEND_OFF : ODL_RNDV_RESEND)});
+}
+
+void engine::handle_rndv_split(const odl_frame_info& fi, const unsigned char* payload) {
+    odl_rndv_split r;
+    std::memcpy(&r, payload, sizeof(r));
+    stream_state& s = m_s[fi.stream];
+    const uint64_t cookie = odl_le64(r.cookie);
+    const uint64_t addr = odl_le64(r.addr);
+    const uint32_t split = odl_le32(r.split);
+    const uint32_t end = odl_le32(r.end);
+    if (s.sends.empty() || s.sends.front().rndv != send_op::rndv_phase::waiting || s.sends.front().cookie != cookie ||
+        s.sends.front().split_seen || split > end || end > s.sends.front().len) {
+        protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("stream {}: RNDV_SPLIT [{}, {}) for no rendezvous of ours", fi.stream, split, end));
+        return;
+    }
+    send_op& op = s.sends.front();
+    op.split_seen = true;
+    // A canceled send writes from its copy: the caller's buffer is free.
+    const unsigned char* src = op.detached ? op.owned.data() + (split - op.owned_from) : op.buf + split;
+    const uint64_t len = end - split;
+    int err = 0;
+    // Bounded: every round copies at least one byte or stops.
+    for (uint64_t done = 0; done < len;) {
+        iovec local{const_cast<unsigned char*>(src + done), size_t(len - done)};
+        iovec remote{reinterpret_cast<void*>(uintptr_t(addr + split + done)), size_t(len - done)};
+        const ssize_t k = process_vm_writev(pid_t(m_rndv_pid), &local, 1, &remote, 1, 0);
+        if (k <= 0) {
+            err = k < 0 ? errno : EFAULT;
+            break;
+        }
+        done += uint64_t(k);
+    }
+    if (err == 0) ++m_rndv.wrote;
+    else
+        log::write(ODL_LOG_DEBUG, "{}: stream {}: rendezvous write of {} bytes failed ({})", m_link->name(), fi.stream, len,
+                   strerror(err));
+    // Nothing more is written for this rendezvous after the answer.
+    m_ctrl.push_back(ctrl_item{ctrl::rndv_wrote, uint16_t(fi.stream), cookie,
+                               uint32_t(err ? ODL_RNDV_WROTE_FAILED : ODL_RNDV_WROTE_OK)});
+}
+
+void engine::handle_rndv_wrote(const odl_frame_info& fi, const unsigned char* payload) {
+    odl_rndv_wrote w;
+    std::memcpy(&w, payload, sizeof(w));
+    stream_state& s = m_s[fi.stream];
+    const uint64_t cookie = odl_le64(w.cookie);
+    const uint32_t status = odl_le32(w.status);
+    if (!s.split.active || s.split.ref.cookie != cookie || w.reserved || status > ODL_RNDV_WROTE_FAILED) {
+        protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("stream {}: RNDV_WROTE (status {}) for no split of ours", fi.stream, status));
+        return;
+    }
+    const stream_state::split_recv sp = s.split;
+    s.split = stream_state::split_recv{};
+    const auto stream = uint16_t(fi.stream);
+    int err = sp.own_err;
+    if (status != ODL_RNDV_WROTE_OK) {
+        // The peer cannot write here (Yama, seccomp): copy its part too,
+        // and ask no more.
+        ++m_rndv.write_fails;
+        m_rndv.split = false;
+        if (err == 0) err = rndv_read(sp.op.buf + sp.split, sp.ref.addr + sp.split, sp.end - sp.split);
+    }
+    if (sp.canceled) {
+        // Dropped by the receiver: the rendezvous is done.
+        complete(sp.op.ctx, ODL_ERR_CANCELED, ODL_OP_RECV, stream, sp.tag, 0);
+        m_ctrl.push_back(ctrl_item{ctrl::rndv_done, stream, sp.ref.cookie, ODL_RNDV_COPIED});
+        return;
+    }
+    if (err == 0) err = rndv_cookie_check(sp.ref);
+    rndv_finish(s, stream, sp.op, sp.tag, sp.msg_len, sp.ref, err);
+}
+
+void engine::drain_orphans() {
+    // The link failed here, but the peer may still write into an orphan's
+    // buffer until its RNDV_WROTE: read on until that comes or the peer is
+    // gone. Other frames no longer matter.
+    for (unsigned i = 0; i < kRxBudget && !m_orphans.empty(); ++i) {
+        rx_frame f = m_link->rx_peek();
+        if (!f.data) break;
+        odl_frame_info fi{};
+        if (odl_frame_decode(f.data, f.len, m_streams, &fi) == ODL_FRAME_OK) {
+            if (fi.type == ODL_FRAME_GOODBYE) {
+                m_link->rx_release();
+                break;  // the peer's engine is gone: it writes no more
+            }
+            if (fi.type == ODL_FRAME_RNDV_WROTE) {
+                odl_rndv_wrote w;
+                std::memcpy(&w, f.data + ODL_FRAME_HDR_BYTES, sizeof(w));
+                for (auto it = m_orphans.begin(); it != m_orphans.end(); ++it) {
+                    if (it->cookie != odl_le64(w.cookie) || it->stream != fi.stream) continue;
+                    complete(it->ctx, m_fail_status, ODL_OP_RECV, it->stream, it->tag, it->msg_len);
+                    m_orphans.erase(it);
+                    break;
+                }
+            }
+        }
+        m_link->rx_release();
+    }
+    m_link->rx_flush();
+    bool gone = !m_orphans.empty() && m_link->progress() == link_state::lost;
+    if (!gone && !m_orphans.empty() && m_rndv_pid && kill(pid_t(m_rndv_pid), 0) != 0 && errno == ESRCH) gone = true;
+    if (gone) {
+        for (const split_orphan& o : m_orphans) complete(o.ctx, m_fail_status, ODL_OP_RECV, o.stream, o.tag, o.msg_len);
+        m_orphans.clear();
+    }
 }
 
 void engine::handle_rndv_done(const odl_frame_info& fi, const unsigned char* payload) {
@@ -778,7 +949,7 @@ bool engine::try_send_ctrl(const ctrl_item& item) {
         h.magic = odl_cpu_le32(ODL_FRAME_MAGIC);
         h.version_major = odl_cpu_le16(ODL_PROTO_VERSION_MAJOR);
         h.version_minor = odl_cpu_le16(ODL_PROTO_VERSION_MINOR);
-        h.features = odl_cpu_le32(ODL_FEAT_CSUM | ODL_FEAT_LINK_CREDIT | (rndv_pid() ? ODL_FEAT_RNDV : 0));
+        h.features = odl_cpu_le32(ODL_FEAT_CSUM | ODL_FEAT_LINK_CREDIT | (rndv_pid() ? ODL_FEAT_RNDV | ODL_FEAT_RNDV_SPLIT : 0));
         h.max_payload = odl_cpu_le16(ODL_FRAME_MAX_PAYLOAD);
         h.streams = odl_cpu_le16(uint16_t(m_cfg.num_streams));
         h.window = odl_cpu_le32(m_cfg.window_frames);
@@ -810,6 +981,26 @@ bool engine::try_send_ctrl(const ctrl_item& item) {
         d.cookie = odl_cpu_le64(item.cookie);
         d.status = odl_cpu_le32(item.status);
         std::memcpy(slot + ODL_FRAME_HDR_BYTES, &d, sizeof(d));
+        break;
+    }
+    case ctrl::rndv_split: {
+        fi.type = ODL_FRAME_RNDV_SPLIT;
+        fi.len = sizeof(odl_rndv_split);
+        odl_rndv_split r{};
+        r.cookie = odl_cpu_le64(item.cookie);
+        r.addr = odl_cpu_le64(item.addr);
+        r.split = odl_cpu_le32(item.split);
+        r.end = odl_cpu_le32(item.end);
+        std::memcpy(slot + ODL_FRAME_HDR_BYTES, &r, sizeof(r));
+        break;
+    }
+    case ctrl::rndv_wrote: {
+        fi.type = ODL_FRAME_RNDV_WROTE;
+        fi.len = sizeof(odl_rndv_wrote);
+        odl_rndv_wrote w{};
+        w.cookie = odl_cpu_le64(item.cookie);
+        w.status = odl_cpu_le32(item.status);
+        std::memcpy(slot + ODL_FRAME_HDR_BYTES, &w, sizeof(w));
         break;
     }
     case ctrl::link_credit:
@@ -846,6 +1037,16 @@ void engine::fail(int status, uint32_t new_state, std::string why) {
         if (s.cur.active && s.cur.to_user) complete(s.cur.op.ctx, status, ODL_OP_RECV, i, s.cur.tag, s.cur.msg_len);
         for (const recv_op& op : s.recvs) complete(op.ctx, status, ODL_OP_RECV, i, op.tag, 0);
         if (s.resend_pending && s.resend_matched && !s.resend_discard) complete(s.resend_op.ctx, status, ODL_OP_RECV, i, s.resend_tag, s.resend_len);
+        if (s.split.active) {
+            // A peer that closed or died writes no more; one that is alive
+            // may still be writing: hold the receive until it says so.
+            const int st = s.split.canceled ? ODL_ERR_CANCELED : status;
+            if (status == ODL_ERR_PEER_LOST || status == ODL_ERR_PEER_CLOSED)
+                complete(s.split.op.ctx, st, ODL_OP_RECV, i, s.split.tag, s.split.msg_len);
+            else
+                m_orphans.push_back(split_orphan{s.split.op.ctx, i, s.split.tag, s.split.msg_len, s.split.ref.cookie});
+            s.split = stream_state::split_recv{};
+        }
         s.resend_pending = false;
         s.sends.clear();
         s.recvs.clear();
@@ -855,6 +1056,27 @@ void engine::fail(int status, uint32_t new_state, std::string why) {
 }
 
 void engine::shutdown() {
+    // The caller may free receive buffers once close returns: wait (bounded)
+    // for the peer's RNDV_WROTE of any split receive first.
+    const auto splitting = [this] {
+        if (!m_orphans.empty()) return true;
+        for (const stream_state& s : m_s)
+            if (s.split.active) return true;
+        return false;
+    };
+    for (int i = 0; i < kSplitCloseTries && splitting(); ++i) {
+        if (m_state == ODL_LINK_UP) {
+            unsigned processed = 0;
+            flush_ctrl();
+            m_link->tx_flush();
+            process_rx_budget(kRxBudget, processed);
+            m_link->rx_flush();
+            if (processed == 0 && m_link->progress() == link_state::lost) fail(ODL_ERR_PEER_LOST, ODL_LINK_LOST, m_link->failure());
+        } else {
+            drain_orphans();
+        }
+        if (splitting()) std::this_thread::sleep_for(kSplitCloseRetry);
+    }
     if (m_goodbye_sent || m_state == ODL_LINK_LOST || m_state == ODL_LINK_PEER_CLOSED) return;
     if (!m_hello_sent) return;  // the peer never heard of us
     m_ctrl.clear();

@@ -63,6 +63,10 @@ public:
         uint64_t sent = 0;       ///< RNDV frames sent
         uint64_t copied = 0;     ///< messages this end copied from the peer
         uint64_t resends = 0;    ///< RNDV answered RESEND (no receive yet, copy failed or revoked)
+        bool split = false;      ///< this end, receiving, asks the sender to write part (RNDV_SPLIT)
+        uint64_t splits = 0;     ///< RNDV_SPLIT sent (receiver)
+        uint64_t wrote = 0;      ///< parts this end wrote into the peer on RNDV_SPLIT (sender)
+        uint64_t write_fails = 0;  ///< RNDV_WROTE received with a failure (receiver)
     };
     rndv_info rndv() const { return m_rndv; }
 
@@ -86,6 +90,7 @@ private:
         uint64_t cookie = 0;
         /// Holds @cookie while the peer may read the buffer; 0 once canceled.
         std::unique_ptr<std::atomic<uint64_t>> cookie_word{};
+        bool split_seen = false;  ///< RNDV_SPLIT answered (one per RNDV)
     };
     struct recv_op {
         unsigned char* buf;
@@ -147,13 +152,42 @@ private:
         recv_op resend_op{};
         uint32_t resend_tag = 0;
         uint32_t resend_len = 0;
+        /// A split rendezvous: RNDV_SPLIT sent, the peer may be writing
+        /// [split, end) of @op's buffer until its RNDV_WROTE comes. Until
+        /// then the receive neither completes nor is canceled (a cancel only
+        /// marks it), so its buffer cannot go back to the caller while the
+        /// peer writes into it.
+        struct split_recv {
+            bool active = false;
+            bool canceled = false;
+            int own_err = 0;  ///< errno of our copy of [0, split); 0: copied
+            recv_op op{};
+            uint32_t tag = 0;
+            uint32_t msg_len = 0;
+            rndv_ref ref{};
+            uint64_t split = 0;
+            uint64_t end = 0;
+        } split;
     };
-    enum class ctrl { hello, credit, goodbye, link_credit, rndv_done };
+    /// A split receive whose link failed here while the peer may still be
+    /// writing into it: completed once the peer's RNDV_WROTE comes or the
+    /// peer is gone (closed or dead), never before.
+    struct split_orphan {
+        uint64_t ctx;
+        uint32_t stream;
+        uint32_t tag;
+        uint32_t msg_len;
+        uint64_t cookie;
+    };
+    enum class ctrl { hello, credit, goodbye, link_credit, rndv_done, rndv_split, rndv_wrote };
     struct ctrl_item {
         ctrl kind;
         uint16_t stream;
-        uint64_t cookie = 0;  ///< rndv_done
-        uint32_t status = 0;  ///< rndv_done: enum odl_rndv_status
+        uint64_t cookie = 0;  ///< rndv_done, rndv_split, rndv_wrote
+        uint32_t status = 0;  ///< rndv_done: enum odl_rndv_status; rndv_wrote: odl_rndv_wrote_status
+        uint64_t addr = 0;    ///< rndv_split
+        uint32_t split = 0;   ///< rndv_split
+        uint32_t end = 0;     ///< rndv_split
     };
 
     void process_rx_budget(unsigned budget, unsigned& processed);
@@ -165,6 +199,13 @@ private:
     void handle_data(const odl_frame_info& fi, const unsigned char* payload);
     void handle_rndv(stream_state& s, const odl_frame_info& fi, const unsigned char* payload);
     void handle_rndv_done(const odl_frame_info& fi, const unsigned char* payload);
+    void handle_rndv_split(const odl_frame_info& fi, const unsigned char* payload);
+    void handle_rndv_wrote(const odl_frame_info& fi, const unsigned char* payload);
+    void rndv_finish(stream_state& s, uint16_t stream, const recv_op& op, uint32_t tag, uint32_t msg_len, const rndv_ref& ref,
+                     int err);
+    int rndv_read(unsigned char* dst, uint64_t src, uint64_t len);
+    int rndv_cookie_check(const rndv_ref& ref);
+    void drain_orphans();
     void rndv_pull(stream_state& s, uint16_t stream, const recv_op& op, uint32_t tag, uint32_t msg_len, const rndv_ref& ref);
     bool send_rndv_frame(uint16_t stream, stream_state& s, send_op& op);
     uint32_t rndv_pid();
@@ -221,6 +262,8 @@ private:
     uint32_t m_rndv_pid = 0;  ///< peer's pid for process_vm_readv; 0: no rendezvous
     uint64_t m_rndv_next_cookie;
     rndv_info m_rndv;
+    uint32_t m_rndv_split_pct;  ///< part of a message the receiver copies itself, percent; 100: no split
+    std::vector<split_orphan> m_orphans;
 
     std::vector<stream_state> m_s;
     uint32_t m_credit_batch;

@@ -36,6 +36,8 @@ enum odl_frame_type {
 	ODL_FRAME_GOODBYE = 0x03, /* orderly close; no frames follow */
 	ODL_FRAME_LINK_CREDIT = 0x04, /* link-wide credit return (1.1) */
 	ODL_FRAME_RNDV_DONE = 0x05, /* rendezvous finished: odl_rndv_done (1.1) */
+	ODL_FRAME_RNDV_SPLIT = 0x06, /* receiver: write this part: odl_rndv_split (1.1) */
+	ODL_FRAME_RNDV_WROTE = 0x07, /* sender: part written: odl_rndv_wrote (1.1) */
 	ODL_FRAME_DATA = 0x40,    /* a piece of a tagged message */
 	ODL_FRAME_RNDV = 0x41,    /* a whole message by reference: odl_rndv (1.1) */
 };
@@ -92,6 +94,12 @@ ODL_WIRE_SIZE(struct odl_frame_hdr, ODL_FRAME_HDR_BYTES);
  * loopback backend only). Used when both HELLOs carry it.
  */
 #define ODL_FEAT_RNDV (1u << 2)
+/*
+ * 1.1: with ODL_FEAT_RNDV, sender answers RNDV_SPLIT (writes the asked part
+ * of its message into the receiver with process_vm_writev(2), answers
+ * RNDV_WROTE). A receiver sends RNDV_SPLIT only to a peer that offers it.
+ */
+#define ODL_FEAT_RNDV_SPLIT (1u << 3)
 
 /**
  * struct odl_hello - payload of the HELLO frame, the first frame each way.
@@ -173,5 +181,45 @@ struct odl_rndv_done {
 	__le32 reserved;
 };
 ODL_WIRE_SIZE(struct odl_rndv_done, 16);
+
+/**
+ * struct odl_rndv_split - payload of RNDV_SPLIT, a receiver's first answer
+ * to an RNDV it matched (instead of RNDV_DONE, which still ends the
+ * rendezvous): it copies [0, @split) itself and asks the sender to write
+ * [@split, @end) of the message to @addr + @split in the receiver at once.
+ * The sender answers RNDV_WROTE once it wrote or failed, and writes nothing
+ * after that.
+ * @cookie: the RNDV's cookie
+ * @addr: the receive buffer's address in the receiver's address space
+ * @split: first byte the sender writes, <= @end
+ * @end: bytes of the message that fit the receive buffer, <= msg_len
+ */
+struct odl_rndv_split {
+	__le64 cookie;
+	__le64 addr;
+	__le32 split;
+	__le32 end;
+};
+ODL_WIRE_SIZE(struct odl_rndv_split, 24);
+
+/* odl_rndv_wrote.status */
+enum odl_rndv_wrote_status {
+	ODL_RNDV_WROTE_OK = 0,     /* all of [split, end) written */
+	ODL_RNDV_WROTE_FAILED = 1, /* not (or partly) written: receiver copies it */
+};
+
+/**
+ * struct odl_rndv_wrote - payload of RNDV_WROTE, the sender's answer to
+ * RNDV_SPLIT; the rendezvous then waits for RNDV_DONE as before.
+ * @cookie: the RNDV's cookie
+ * @status: enum odl_rndv_wrote_status
+ * @reserved: zero
+ */
+struct odl_rndv_wrote {
+	__le64 cookie;
+	__le32 status;
+	__le32 reserved;
+};
+ODL_WIRE_SIZE(struct odl_rndv_wrote, 16);
 
 #endif /* ODL_WIRE_FRAME_H */

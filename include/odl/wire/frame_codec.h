@@ -157,6 +157,17 @@ odl_frame_decode(const void *buf, size_t buf_len, unsigned int streams,
 		if (info->stream >= streams)
 			return ODL_FRAME_ERR_STREAM;
 		return ODL_FRAME_OK;
+	case ODL_FRAME_RNDV_SPLIT:
+	case ODL_FRAME_RNDV_WROTE:
+		if (info->flags)
+			return ODL_FRAME_ERR_FLAGS;
+		if (info->len != (info->type == ODL_FRAME_RNDV_SPLIT ?
+				  sizeof(struct odl_rndv_split) :
+				  sizeof(struct odl_rndv_wrote)))
+			return ODL_FRAME_ERR_LEN;
+		if (info->stream >= streams)
+			return ODL_FRAME_ERR_STREAM;
+		return ODL_FRAME_OK;
 	case ODL_FRAME_RNDV:
 		/* One frame standing for the whole message; never checksummed. */
 		if ((info->flags & ~ODL_FRAME_F_CREDIT) !=
