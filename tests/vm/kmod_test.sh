@@ -58,7 +58,8 @@ vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 20000' || fail "ioctl table"
 step "mmap path: frames both ways between the ioctl checkers (A and B at once)"
 vexec B '(odl_tb5_ioctl /dev/odl_tb5_0 0 session >/tmp/sess.log 2>&1; echo rc=$? >>/tmp/sess.log) &' ||
 	fail "B: session checker did not start"
-ODL_VM_EXEC_TIMEOUT=120 vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 session' || fail "A: mmap session check"
+ODL_VM_EXEC_TIMEOUT=120 vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 session' ||
+	fail "A: mmap session check (B: $(vexec B 'sleep 2; cat /tmp/sess.log'))"
 wait_in B 60 'grep -q "^rc=" /tmp/sess.log' || fail "B: session checker did not finish"
 vexec B 'grep -q "^rc=0" /tmp/sess.log' || fail "B: mmap session check: $(vexec B 'cat /tmp/sess.log')"
 
@@ -126,9 +127,21 @@ wait_in B 60 'grep -q "^rc=" /tmp/ping.log' || fail "ping over thunderbolt0 did 
 vexec B 'grep -q " 0% packet loss" /tmp/ping.log' || fail "ping over thunderbolt0 lost packets: $(vexec B 'cat /tmp/ping.log')"
 vexec B 'grep round-trip /tmp/ping.log'
 
-step "peer module reload (B)"
+step "peer module reload (B), A's device mapped meanwhile"
+# A maps its device and holds it: A's own module must refuse to unload, and
+# when B unloads, A's service is removed under the mappings (pages must stay,
+# posts answer ENODEV).
+vexec A '(odl_tb5_ioctl /dev/odl_tb5_0 0 gone >/tmp/gone.log 2>&1; echo rc=$? >>/tmp/gone.log) &' ||
+	fail "A: gone checker did not start"
+wait_in A 30 'grep -q "^mapped" /tmp/gone.log' || fail "A: gone checker did not map: $(vexec A 'cat /tmp/gone.log')"
+if vexec A 'rmmod odl_tb5 2>/dev/null'; then
+	fail "A: rmmod odl_tb5 succeeded while the device was mapped"
+fi
 vexec B 'rmmod odl_tb5' || fail "rmmod B"
 wait_in A 30 '! test -e /dev/odl_tb5_0' || fail "A kept /dev/odl_tb5_0 after B unloaded"
+wait_in A 150 'grep -q "^rc=" /tmp/gone.log' || fail "A: gone checker did not finish"
+vexec A 'grep -q "^rc=0" /tmp/gone.log' || fail "A: device removed while mapped: $(vexec A 'cat /tmp/gone.log')"
+vexec A 'grep "gone: all" /tmp/gone.log'
 vexec B 'insmod /lib/modules/odl_tb5.ko' || fail "insmod B again"
 wait_login 60 "after reload"
 perf_pair B A latency -s 64 -n 50 --warmup 5

@@ -12,7 +12,12 @@
  * POST_SEND, receives the peer's 64 in place (checking every byte), posts
  * them back, and checks that a buffer posted twice is refused.
  *
- * Usage: odl_tb5_ioctl [/dev/odl_tb5_0] [stress-iterations] [session]
+ * With "gone" it maps the device, prints "mapped", waits (at most 120 s)
+ * until the peer service is removed under it, then checks that every
+ * mapped page is still there, that the posts answer ENODEV and poll()
+ * EPOLLHUP.
+ *
+ * Usage: odl_tb5_ioctl [/dev/odl_tb5_0] [stress-iterations] [session|gone]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -120,7 +125,7 @@ static int session_check(const char *path)
 	struct odl_tb5_info info;
 	struct odl_tb5_cqe ent, two[2];
 	struct dev_map m;
-	uint32_t free_idx[64], nfree = 0, got = 0, cons, prod, tx_seen = 0;
+	uint32_t free_idx[64], nfree = 0, got = 0, cons, prod, prod0, tx_seen = 0;
 	uint32_t idx, held = UINT32_MAX;
 	double t0;
 	unsigned int sent = 0, i;
@@ -145,9 +150,10 @@ static int session_check(const char *path)
 	expect("session: map", map_all(fd, &m), 0);
 	if (failures)
 		return 1;
-	/* Free Tx buffers from the Tx queue. */
+	/* Free Tx buffers from the Tx queue (all of them: none in flight). */
 	cons = ctl(&m)->tx_cq.cons;
 	prod = __atomic_load_n(&ctl(&m)->tx_cq.prod, __ATOMIC_ACQUIRE);
+	prod0 = prod;
 	for (; cons != prod && nfree < 64; cons++)
 		free_idx[nfree++] = cqe(&m, 1, cons)->index;
 	__atomic_store_n(&ctl(&m)->tx_cq.cons, cons, __ATOMIC_RELEASE);
@@ -204,23 +210,34 @@ static int session_check(const char *path)
 		got++;
 	}
 	if (got < nframes) {
-		printf("FAIL session: %u of %u frames in 30 s\n", got, nframes);
+		struct odl_tb5_stats st;
+
+		memset(&st, 0, sizeof(st));
+		ioctl(fd, ODL_TB5_IOC_STATS, &st);
+		printf("FAIL session: %u of %u frames in 30 s (rx_frames %llu rx_bad[0] %llu rx_bad_pdf %llu tx_frames %llu)\n",
+		       got, nframes, (unsigned long long)st.rx_frames,
+		       (unsigned long long)st.rx_bad[0],
+		       (unsigned long long)st.rx_bad_pdf,
+		       (unsigned long long)st.tx_frames);
 		return 1;
 	}
 	printf("ok   session: %u frames received in place, contents checked\n", got);
 	expect("session: POST_RECV held buffer", post(fd, ODL_TB5_IOC_POST_RECV, 1, &held), 0);
 	expect("session: POST_RECV it again (double post)",
 	       post(fd, ODL_TB5_IOC_POST_RECV, 1, &held), EINVAL);
-	/* Every sent buffer comes back through the Tx queue. */
+	/*
+	 * Every sent buffer comes back through the Tx queue; only then may
+	 * one be written again (the NHI reads it until it has sent it).
+	 */
 	for (t0 = now_s(); now_s() - t0 < 30; usleep(10000)) {
 		prod = __atomic_load_n(&ctl(&m)->tx_cq.prod, __ATOMIC_ACQUIRE);
-		tx_seen = prod - ctl(&m)->tx_cq.cons;
+		tx_seen = prod - prod0;
 		if (tx_seen >= nframes)
 			break;
 	}
 	if (tx_seen < nframes) {
 		printf("FAIL session: %u of %u Tx completions\n", tx_seen, nframes);
-		failures++;
+		return 1;
 	} else {
 		printf("ok   session: %u Tx completions\n", tx_seen);
 	}
@@ -244,6 +261,64 @@ static int session_check(const char *path)
 	unmap_all(&m);
 	close(fd);
 	printf("%s: session, %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+	return failures ? 1 : 0;
+}
+
+/* The service is removed while the device is mapped. */
+static int gone_check(const char *path)
+{
+	struct odl_tb5_info info;
+	struct odl_tb5_cqe ent = { 0, 64 };
+	struct dev_map m;
+	unsigned long sum = 0;
+	uint32_t idx = 0;
+	uint64_t k;
+	double t0;
+	int fd;
+
+	fd = open(path, O_RDWR | O_NONBLOCK);
+	if (fd < 0 || map_all(fd, &m)) {
+		printf("FAIL gone: open/map %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	printf("mapped\n");
+	fflush(stdout);
+	for (t0 = now_s();; usleep(50000)) {
+		memset(&info, 0, sizeof(info));
+		if (ioctl(fd, ODL_TB5_IOC_INFO, &info) == 0 &&
+		    info.state == ODL_TB5_STATE_GONE)
+			break;
+		if (now_s() - t0 > 120) {
+			printf("FAIL gone: still state %u after 120 s\n", info.state);
+			return 1;
+		}
+	}
+	/* Every page of every area: a freed page would fault or oops. */
+	for (k = 0; k < m.mi.ctrl_size; k += 4096)
+		sum += m.ctrl[k];
+	for (k = 0; k < m.mi.tx_size; k += 4096) {
+		sum += m.tx[k];
+		m.tx[k] = 0x5a;
+	}
+	for (k = 0; k < m.mi.rx_size; k += 4096)
+		sum += m.rx[k];
+	printf("ok   gone: all %llu pages readable (sum %lu)\n",
+	       (unsigned long long)((m.mi.ctrl_size + m.mi.tx_size + m.mi.rx_size) / 4096), sum);
+	expect("gone: POST_SEND", post(fd, ODL_TB5_IOC_POST_SEND, 1, &ent), ENODEV);
+	expect("gone: POST_RECV", post(fd, ODL_TB5_IOC_POST_RECV, 1, &idx), ENODEV);
+	expect("gone: MAP_INFO", ioctl(fd, ODL_TB5_IOC_MAP_INFO, &m.mi), ENODEV);
+	{
+		struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLOUT };
+
+		expect("gone: poll", poll(&pfd, 1, 0) == 1 ? 0 : -1, 0);
+		if (!(pfd.revents & POLLHUP)) {
+			printf("FAIL gone: poll revents %#x, want POLLHUP\n", pfd.revents);
+			failures++;
+		}
+	}
+	unmap_all(&m);
+	close(fd);
+	printf("%s: gone, %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
 	return failures ? 1 : 0;
 }
 
@@ -478,6 +553,8 @@ int main(int argc, char **argv)
 
 	if (argc > 3 && !strcmp(argv[3], "session"))
 		return session_check(path);
+	if (argc > 3 && !strcmp(argv[3], "gone"))
+		return gone_check(path);
 	fd = open(path, O_RDWR | O_NONBLOCK);
 	if (fd < 0) {
 		printf("FAIL open %s: %s\n", path, strerror(errno));
