@@ -63,7 +63,7 @@ for r in $(seq "$rounds"); do
 	for p in $ios; do
 		lat=$(odl_perf "$p" latency -s 64 -n 200 --warmup 20) || fail "odl perf latency ($p)"
 		p50=$(printf '%s' "$lat" | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["p50_us"])')
-		bw=$(odl_perf "$p" bandwidth -s 1M --bytes 16M) || fail "odl perf bandwidth ($p)"
+		bw=$(odl_perf "$p" bandwidth -s 1M --bytes 128M) || fail "odl perf bandwidth ($p)"
 		gbps=$(printf '%s' "$bw" | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["gbps"])')
 		printf 'round %s: odl (%s) p50 %s us, 1M %s Gb/s\n' "$r" "$p" "$p50" "$gbps"
 		odl="$odl $p50 $gbps"

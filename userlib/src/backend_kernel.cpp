@@ -476,13 +476,20 @@ std::unique_ptr<backend> open_kernel_backend(const open_config& cfg) {
                                 info.abi_version ? fmt::format("version {}", info.abi_version) : std::string(std::strerror(e)),
                                 ODL_TB5_ABI_VERSION));
     }
-    // The module holds rx_capacity frames for us; every stream's credit
-    // window together must fit, or the NHI would run out of buffers.
+    // The module holds rx_capacity frames for us; the data frames in flight
+    // towards us, all streams together, must fit or the NHI would run out of
+    // buffers. A link-wide credit limit (HELLO link_window, returned as soon
+    // as we give buffers back) keeps the sum below it, so one stream may use
+    // the whole room instead of room / num_streams (odl perf opens 34
+    // streams: 27 frames each, too few for a bulk stream). A protocol 1.0
+    // peer refuses a HELLO with a link window, so mixed versions fail at
+    // connect instead of overrunning the ring.
     open_config c = cfg;
     const uint32_t room = info.rx_capacity > kCtrlReserve + 2 * c.num_streams
                               ? info.rx_capacity - kCtrlReserve - 2 * c.num_streams
                               : c.num_streams;
-    c.window_frames = std::max<uint32_t>(1, std::min<uint32_t>(c.window_frames, room / c.num_streams));
+    c.link_window_frames = std::max<uint32_t>(1, room);
+    c.window_frames = std::max<uint32_t>(1, std::min<uint32_t>(c.window_frames, room));
     std::unique_ptr<link> l;
     if (io == "rw") {
         l = std::make_unique<kernel_rw_link>(fd, cfg.index, info);
