@@ -295,8 +295,9 @@ static int odl_post_args(struct odl_tb5 *odl, void __user *uarg,
  * One checked Tx buffer onto the ring; caller holds io_rwsem, ->svc set.
  * The entry is checked first, so a bad one is -EINVAL in any state.
  */
-static int odl_post_send_one(struct odl_tb5 *odl, const struct odl_tb5_cqe *e)
+static int odl_post_send_one(struct odl_tb5 *odl, const void *entry)
 {
+	const struct odl_tb5_cqe *e = entry;
 	struct odl_frame_info fi;
 	enum odl_frame_err err;
 	unsigned long flags;
@@ -339,9 +340,37 @@ bad:
 	return -EINVAL;
 }
 
-int odl_ioctl_post_send(struct odl_tb5 *odl, void __user *uarg)
+/* One Rx buffer back to the NHI; caller holds io_rwsem, ->svc set. */
+static int odl_post_recv_one(struct odl_tb5 *odl, const void *entry)
 {
-	struct odl_tb5_cqe ents[ODL_POST_CHUNK];
+	u32 idx = *(const u32 *)entry;
+	unsigned long flags;
+	struct odl_buf *b;
+	bool mine;
+
+	if (idx >= odl->ring_size - 1)
+		return -EINVAL;
+	b = &odl->rx_bufs[idx];
+	spin_lock_irqsave(&odl->rx_lock, flags);
+	mine = b->user;
+	b->user = false;
+	spin_unlock_irqrestore(&odl->rx_lock, flags);
+	if (!mine)
+		return -EINVAL;
+	odl_rx_repost(odl, b);
+	return 0;
+}
+
+/*
+ * POST_SEND and POST_RECV: the entries, @esize bytes each, in chunks; @one
+ * takes each. Returns entries taken, or -errno when none was.
+ */
+static int odl_post_entries(struct odl_tb5 *odl, void __user *uarg,
+			    size_t esize,
+			    int (*one)(struct odl_tb5 *, const void *),
+			    bool harvest)
+{
+	struct odl_tb5_cqe buf[ODL_POST_CHUNK]; /* the larger entry */
 	struct odl_tb5_post p;
 	unsigned int done = 0, k, i;
 	int ret;
@@ -352,9 +381,8 @@ int odl_ioctl_post_send(struct odl_tb5 *odl, void __user *uarg)
 	while (done < p.count) {
 		k = min_t(unsigned int, p.count - done, ODL_POST_CHUNK);
 		/* Copied before io_rwsem: a fault may take mmap_lock. */
-		if (copy_from_user(ents, u64_to_user_ptr(p.entries) +
-				   (u64)done * sizeof(ents[0]),
-				   k * sizeof(ents[0])))
+		if (copy_from_user(buf, u64_to_user_ptr(p.entries) +
+				   (u64)done * esize, k * esize))
 			return done ? done : -EFAULT;
 		down_read(&odl->io_rwsem);
 		if (!odl->svc) {
@@ -362,64 +390,31 @@ int odl_ioctl_post_send(struct odl_tb5 *odl, void __user *uarg)
 			return done ? done : -ENODEV;
 		}
 		for (i = 0; i < k; i++) {
-			ret = odl_post_send_one(odl, &ents[i]);
+			ret = one(odl, (const u8 *)buf + i * esize);
 			if (ret) {
 				up_read(&odl->io_rwsem);
 				return done ? done : ret;
 			}
 			done++;
 		}
+		/* Polling mode: room on the ring, take what completed. */
+		if (harvest)
+			odl_rx_harvest(odl);
 		up_read(&odl->io_rwsem);
 	}
 	return done;
 }
 
+int odl_ioctl_post_send(struct odl_tb5 *odl, void __user *uarg)
+{
+	return odl_post_entries(odl, uarg, sizeof(struct odl_tb5_cqe),
+				odl_post_send_one, false);
+}
+
 int odl_ioctl_post_recv(struct odl_tb5 *odl, void __user *uarg)
 {
-	u32 idx[ODL_POST_CHUNK];
-	struct odl_tb5_post p;
-	unsigned int done = 0, k, i;
-	unsigned long flags;
-	struct odl_buf *b;
-	bool mine;
-	int ret;
-
-	ret = odl_post_args(odl, uarg, &p);
-	if (ret)
-		return ret;
-	while (done < p.count) {
-		k = min_t(unsigned int, p.count - done, ODL_POST_CHUNK);
-		if (copy_from_user(idx, u64_to_user_ptr(p.entries) +
-				   (u64)done * sizeof(idx[0]),
-				   k * sizeof(idx[0])))
-			return done ? done : -EFAULT;
-		down_read(&odl->io_rwsem);
-		if (!odl->svc) {
-			up_read(&odl->io_rwsem);
-			return done ? done : -ENODEV;
-		}
-		for (i = 0; i < k; i++) {
-			if (idx[i] >= odl->ring_size - 1) {
-				up_read(&odl->io_rwsem);
-				return done ? done : -EINVAL;
-			}
-			b = &odl->rx_bufs[idx[i]];
-			spin_lock_irqsave(&odl->rx_lock, flags);
-			mine = b->user;
-			b->user = false;
-			spin_unlock_irqrestore(&odl->rx_lock, flags);
-			if (!mine) {
-				up_read(&odl->io_rwsem);
-				return done ? done : -EINVAL;
-			}
-			odl_rx_repost(odl, b);
-			done++;
-		}
-		/* Polling mode: room on the ring, take what completed. */
-		odl_rx_harvest(odl);
-		up_read(&odl->io_rwsem);
-	}
-	return done;
+	return odl_post_entries(odl, uarg, sizeof(u32), odl_post_recv_one,
+				true);
 }
 
 /* poll() in mmap mode; caller has harvested the ring. */

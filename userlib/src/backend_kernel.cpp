@@ -123,6 +123,16 @@ protected:
         m_lost = true;
     }
 
+    /// Counts an empty poll; true once kIdleBeforeWait came in a row on a
+    /// live link (then wait in idle_wait()).
+    bool idle_due() { return m_up && !m_lost && ++m_idle >= kIdleBeforeWait; }
+    /// Waits in poll(2), at most kIdleWaitMs, for a frame or (@want_tx) a
+    /// free Tx buffer, so an idle waiter is woken by the module.
+    void idle_wait(bool want_tx) const {
+        pollfd p{m_fd, short(POLLIN | (want_tx ? POLLOUT : 0)), 0};
+        ::poll(&p, 1, kIdleWaitMs);
+    }
+
     /// An errno from the data path that ends the link, in words.
     void lose_errno(const char* op, int e) {
         if (e == EPIPE) lose(fmt::format("odl_tb5_{}: peer closed or link reset", m_index));
@@ -163,9 +173,8 @@ public:
     rx_frame rx_peek() override {
         flush_tx();
         if (m_rx_off >= m_rx_len) fill_rx();
-        if (m_rx_off >= m_rx_len && m_up && !m_lost && ++m_idle >= kIdleBeforeWait) {
-            pollfd p{m_fd, short(POLLIN | (m_tx_len ? POLLOUT : 0)), 0};
-            ::poll(&p, 1, kIdleWaitMs);
+        if (m_rx_off >= m_rx_len && idle_due()) {
+            idle_wait(m_tx_len != 0);
             flush_tx();
             fill_rx();
         }
@@ -325,11 +334,9 @@ public:
 
     rx_frame rx_peek() override {
         flush_tx();
-        if (!m_have && !next_rx() && m_up && !m_lost && ++m_idle >= kIdleBeforeWait) {
+        if (!m_have && !next_rx() && idle_due()) {
             flush_rx();
-            const bool want_tx = m_free.empty() || !m_send.empty();
-            pollfd p{m_fd, short(POLLIN | (want_tx ? POLLOUT : 0)), 0};
-            ::poll(&p, 1, kIdleWaitMs);
+            idle_wait(m_free.empty() || !m_send.empty());
             flush_tx();
             next_rx();
         }
