@@ -11,7 +11,8 @@
 #   --io: the kernel backend's data path (ODL_KERNEL_IO, docs/kmod.md); both
 #   measures the two side by side in every round (default mmap)
 # Environment: as tests/vm/kmod_test.sh (ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR,
-#   ODL_VM_SHARED_RAM, ...)
+#   ODL_VM_SHARED_RAM, ...); ODL_BENCH_EXTRA: a guest extras directory built
+#   before (kmod/guest-extra.sh), for hosts without kernel headers
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -35,8 +36,13 @@ extra="$ODL_VM_DIR.extra"
 say() { printf '== %s\n' "$*" >&2; }
 . "$repo/tests/vm/vm_lib.sh"
 
-say "build odl_tb5.ko ($kernel) and guest extras"
-"$repo/kmod/guest-extra.sh" "$kernel" "$extra" >/dev/null || fail "guest extras"
+if [ -n "${ODL_BENCH_EXTRA:-}" ]; then
+	[ -d "$ODL_BENCH_EXTRA" ] || fail "ODL_BENCH_EXTRA=$ODL_BENCH_EXTRA: not a directory"
+	extra=$ODL_BENCH_EXTRA
+else
+	say "build odl_tb5.ko ($kernel) and guest extras"
+	"$repo/kmod/guest-extra.sh" "$kernel" "$extra" >/dev/null || fail "guest extras"
+fi
 ODL_GUEST_EXTRA="$extra" "$tb" up --kernel "$kernel" >&2 || fail "testbed up"
 case "$margs" in *[!a-z0-9_=\ ]*) fail "--module-args: only name=value words" ;; esac
 load_cable_out $margs >&2
@@ -46,46 +52,59 @@ for v in A B; do
 done
 tbnet_up >&2
 
-# odl perf TEST on the kernel backend over data path IO, server on B, client
-# on A; prints JSON.
+# odl perf TEST on the kernel backend over data path IO, server on SRV,
+# client on CLI (device 0 on both: one peer each); prints JSON.
 odl_perf() {
-	local io=$1 t=$2
-	shift 2
-	vexec B "(ODL_KERNEL_IO=$io odl perf $t --backend kernel --server -d 0 --connect-timeout 60 $* >/tmp/srv.log 2>&1; echo rc=\$? >>/tmp/srv.log) &" >/dev/null
-	ODL_VM_EXEC_TIMEOUT=300 vexec A "ODL_KERNEL_IO=$io odl perf $t --backend kernel --client 0 --connect-timeout 60 -q --json $*"
-	wait_in B 30 'grep -q "^rc=0" /tmp/srv.log' || fail "odl perf server: $(vexec B 'cat /tmp/srv.log')"
+	local io=$1 srv=$2 cli=$3 t=$4
+	shift 4
+	vexec "$srv" "(ODL_KERNEL_IO=$io odl perf $t --backend kernel --server -d 0 --connect-timeout 60 $* >/tmp/srv.log 2>&1; echo rc=\$? >>/tmp/srv.log) &" >/dev/null
+	ODL_VM_EXEC_TIMEOUT=300 vexec "$cli" "ODL_KERNEL_IO=$io odl perf $t --backend kernel --client 0 --connect-timeout 60 -q --json $*"
+	wait_in "$srv" 30 'grep -q "^rc=0" /tmp/srv.log' || fail "odl perf server: $(vexec "$srv" 'cat /tmp/srv.log')"
+}
+json() { python3 -c "import json,sys; print(json.load(sys.stdin)['results'][0]['$1'])"; }
+# iperf3 receiver Mbit/s, SRV serving, CLI sending.
+iperf() {
+	local srv=$1 cli=$2 addr
+	addr=10.99.0.$([ "$srv" = A ] && echo 1 || echo 2)
+	vexec "$srv" 'iperf3 -s -D -1 >/dev/null 2>&1' || fail "iperf3 -s on $srv"
+	sleep 1
+	ODL_VM_EXEC_TIMEOUT=60 vexec "$cli" "iperf3 -c $addr -t 5 -f m" |
+		sed -n 's/.* \([0-9.]*\) Mbits\/sec.*receiver.*/\1/p'
 }
 
+# One row per round: ping min avg, iperf3 A->B B->A, then per data path:
+# odl p50 (us), A->B and B->A (Gb/s) with --no-verify (iperf3 checks no
+# payload either), and A->B with every payload byte verified.
 results=$(mktemp)
 for r in $(seq "$rounds"); do
 	say "round $r/$rounds${margs:+ (odl_tb5 $margs)}"
 	odl=
 	for p in $ios; do
-		lat=$(odl_perf "$p" latency -s 64 -n 200 --warmup 20) || fail "odl perf latency ($p)"
-		p50=$(printf '%s' "$lat" | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["p50_us"])')
-		bw=$(odl_perf "$p" bandwidth -s 1M --bytes 128M) || fail "odl perf bandwidth ($p)"
-		gbps=$(printf '%s' "$bw" | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["gbps"])')
-		printf 'round %s: odl (%s) p50 %s us, 1M %s Gb/s\n' "$r" "$p" "$p50" "$gbps"
-		odl="$odl $p50 $gbps"
+		p50=$(odl_perf "$p" B A latency -s 64 -n 200 --warmup 20 | json p50_us) || fail "odl perf latency ($p)"
+		ab=$(odl_perf "$p" B A bandwidth -s 1M --bytes 128M --no-verify | json gbps) || fail "odl perf bandwidth A->B ($p)"
+		ba=$(odl_perf "$p" A B bandwidth -s 1M --bytes 128M --no-verify | json gbps) || fail "odl perf bandwidth B->A ($p)"
+		abv=$(odl_perf "$p" B A bandwidth -s 1M --bytes 128M | json gbps) || fail "odl perf bandwidth A->B verified ($p)"
+		printf 'round %s: odl (%s) p50 %s us, 1M A->B %s Gb/s, B->A %s Gb/s, A->B verified %s Gb/s\n' "$r" "$p" "$p50" "$ab" "$ba" "$abv"
+		odl="$odl $p50 $ab $ba $abv"
 	done
 	ping=$(vexec A 'ping -c 20 -i 0.2 -W 3 10.99.0.2' | sed -n 's/.*= \([0-9.]*\)\/\([0-9.]*\)\/.*/\1 \2/p')
-	vexec B 'iperf3 -s -D -1 >/dev/null 2>&1' || fail "iperf3 -s"
-	sleep 1
-	ip=$(ODL_VM_EXEC_TIMEOUT=60 vexec A 'iperf3 -c 10.99.0.2 -t 5 -f m' |
-		sed -n 's/.* \([0-9.]*\) Mbits\/sec.*receiver.*/\1/p')
-	[ -n "$ping" ] && [ -n "$ip" ] || fail "ping/iperf3 gave no figure"
-	printf 'round %s: ping rtt min/avg %s ms, iperf3 %s Mbit/s\n' "$r" "$ping" "$ip"
-	printf '%s %s %s\n' "$ping" "$ip" "$odl" >>"$results"
+	ipab=$(iperf B A)
+	ipba=$(iperf A B)
+	[ -n "$ping" ] && [ -n "$ipab" ] && [ -n "$ipba" ] || fail "ping/iperf3 gave no figure"
+	printf 'round %s: ping rtt min/avg %s ms, iperf3 A->B %s B->A %s Mbit/s\n' "$r" "$ping" "$ipab" "$ipba"
+	printf '%s %s %s %s\n' "$ping" "$ipab" "$ipba" "$odl" >>"$results"
 done
 python3 - "$results" $ios <<'PY'
 import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
 cols = [statistics.median(c) for c in zip(*rows)]
-pmin, pavg, ip = cols[:3]
+pmin, pavg, ipab, ipba = cols[:4]
 print(f"medians of {len(rows)} rounds:")
 for k, io in enumerate(sys.argv[2:]):
-    p50, gbps = cols[3 + 2 * k], cols[4 + 2 * k]
+    p50, ab, ba, abv = cols[4 + 4 * k: 8 + 4 * k]
     print(f"  [{io}] 64 B one-way latency: odl_tb5 p50 {p50/1000:.2f} ms; thunderbolt_net ping RTT/2 avg {pavg/2:.2f} ms (min {pmin/2:.2f}); ratio {p50/1000/(pavg/2):.2f}")
-    print(f"  [{io}] bandwidth A -> B:     odl_tb5 {gbps*1000:.1f} Mbit/s; thunderbolt_net iperf3 {ip:.1f} Mbit/s; ratio {gbps*1000/ip:.2f}")
+    for name, o, i in (("A -> B", ab, ipab), ("B -> A", ba, ipba)):
+        print(f"  [{io}] bandwidth {name}: odl_tb5 {o*1000:.1f} Mbit/s; thunderbolt_net iperf3 {i:.1f} Mbit/s; ratio {o*1000/i:.2f}")
+    print(f"  [{io}] A -> B with every payload byte verified: odl_tb5 {abv*1000:.1f} Mbit/s; ratio {abv*1000/ipab:.2f}")
 PY
 rm -f "$results"

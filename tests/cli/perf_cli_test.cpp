@@ -93,6 +93,22 @@ TEST(PerfCli, BandwidthCountsEveryMessage) {
     EXPECT_EQ(j["results"][0]["bytes"].get<uint64_t>(), 1000000u);
 }
 
+// --no-verify (for comparisons with tools that check nothing, like iperf3)
+// still counts every message both ways and says so in the JSON and the table.
+TEST(PerfCli, NoVerifyIsReportedAndStillCountsEveryMessage) {
+    const result r = run_odl("perf bandwidth --bidir --no-verify -s 1000 --bytes 1000000 --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_FALSE(j["verified"].get<bool>());
+    EXPECT_EQ(j["results"][0]["messages"].get<uint64_t>(), 2000u);
+    const result v = run_odl("perf bandwidth -s 1000 --bytes 1000000 --json");
+    ASSERT_EQ(v.status, 0) << v.err;
+    EXPECT_TRUE(nlohmann::json::parse(v.out)["verified"].get<bool>());
+    const result t = run_odl("perf bandwidth --no-verify -s 4K --bytes 1M");
+    ASSERT_EQ(t.status, 0) << t.err;
+    EXPECT_NE(t.out.find("not verified"), std::string::npos) << t.out;
+}
+
 TEST(PerfCli, BadInputGivesOneLineAndNonZeroExit) {
     struct c {
         std::string args, expect;

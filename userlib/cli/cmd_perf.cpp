@@ -236,10 +236,11 @@ int run_perf(const std::string& test, perf_cli c) {
     if (rc != 0) return rc;
     if (c.json_out) {
         json out{{"test", test}, {"backend", c.backend}, {"device", index}, {"checksum", c.checksum},
-                 {"verified", true}, {"results", results}};
+                 {"verified", c.opt.verify}, {"results", results}};
         fmt::print("{}\n", out.dump(2));
     } else {
         print_table(test, results);
+        if (!c.opt.verify) fmt::print("bulk payloads not verified (--no-verify): lengths and order only\n");
     }
     return 0;
 }
@@ -270,6 +271,8 @@ void add_perf_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--connect-timeout", c->connect_timeout_s, "Seconds to wait for the peer")->capture_default_str();
     cmd->add_flag("--checksum", c->checksum, "Send CRC32C with every frame");
+    cmd->add_flag("--verify,!--no-verify", c->opt.verify,
+                  "Check every received bulk payload byte (default); --no-verify checks lengths and order only");
     cmd->add_flag("--json", c->json_out, "Print results as JSON");
     cmd->add_flag("--quiet,-q", c->quiet, "No progress lines");
     cmd->callback([c, test] { std::exit(run_perf(*test, *c)); });

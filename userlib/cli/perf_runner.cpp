@@ -84,11 +84,12 @@ struct phase {
     uint64_t ping_count = 0;     ///< client: pings to send (0: until bulk ends)
     uint64_t ping_warmup = 0;
     double interval_us = 0;      ///< client: gap between pings
+    bool verify = true;          ///< receivers check payload bytes, not only lengths
 };
 
 json to_json(const phase& p) {
     return json{{"kind", p.kind}, {"size", p.size}, {"count", p.count}, {"streams", p.streams}, {"bidir", p.bidir},
-                {"depth", p.depth}, {"ping_size", p.ping_size}};
+                {"depth", p.depth}, {"ping_size", p.ping_size}, {"verify", p.verify}};
 }
 
 phase from_json(const json& j) {
@@ -100,6 +101,7 @@ phase from_json(const json& j) {
     p.bidir = j.at("bidir").get<bool>();
     p.depth = j.at("depth").get<uint32_t>();
     p.ping_size = j.at("ping_size").get<uint64_t>();
+    p.verify = j.value("verify", true);  // a client from before the option verifies
     if (p.streams < 1 || p.streams > kMaxBulkStreams || p.depth < 1 || p.depth > 4096 || p.size > (1ull << 32))
         throw perf_error("client sent an impossible phase");
     return p;
@@ -108,7 +110,7 @@ phase from_json(const json& j) {
 /// Drives one phase on one end. Completion contexts encode (kind, stream, slot).
 class executor {
 public:
-    executor(odl_dev* dev, uint64_t stall_ns) : m_dev(dev), m_stall_ns(stall_ns) {}
+    executor(odl_dev* dev, uint64_t stall_ns, bool verify = true) : m_dev(dev), m_stall_ns(stall_ns), m_verify(verify) {}
 
     /// Bulk sender on @stream: @count messages of @size, @depth in flight.
     void add_sender(uint32_t stream, uint64_t size, uint64_t count, uint32_t depth) {
@@ -222,6 +224,7 @@ private:
 
     odl_dev* m_dev;
     uint64_t m_stall_ns;
+    bool m_verify;
     std::vector<std::unique_ptr<bulk>> m_senders, m_receivers;
     std::unique_ptr<pinger> m_ping;
     std::unique_ptr<echoer> m_echo;
@@ -293,7 +296,8 @@ void executor::on_completion(const odl_completion& c, uint64_t now) {
     case k_recv: {
         bulk& r = *m_receivers.at(idx);
         // Completions arrive in order per stream: message number = done.
-        const bool ok = c.len == r.size && check_pattern(r.bufs[slot].data(), r.size, r.done);
+        // Without verification only the length is checked (as iperf3 checks nothing).
+        const bool ok = c.len == r.size && (!m_verify || check_pattern(r.bufs[slot].data(), r.size, r.done));
         if (!ok) ++r.errors;
         if (!r.first_ns) r.first_ns = now;
         r.last_ns = now;
@@ -409,7 +413,7 @@ json recv_ctrl(odl_dev* dev, uint32_t tag, uint64_t timeout_ns) {
 /// Client side of one phase; returns the server's report merged with ours.
 json client_phase(odl_dev* dev, const phase& p, uint64_t stall_ns) {
     send_ctrl(dev, kTagPhase, to_json(p), stall_ns);
-    executor ex(dev, stall_ns);
+    executor ex(dev, stall_ns, p.verify);
     if (p.kind == "bulk") {
         for (uint32_t i = 0; i < p.streams; ++i) {
             ex.add_sender(kBulkStream + i, p.size, p.count, p.depth);
@@ -455,7 +459,7 @@ void run_server(odl_dev* dev, uint64_t stall_timeout_ms) {
                                                                   {"streams", 1}, {"bidir", false}, {"depth", 1},
                                                                   {"ping_size", 0}});
         if (p.kind == "end") return;
-        executor ex(dev, stall_ns);
+        executor ex(dev, stall_ns, p.verify);
         if (p.kind == "bulk") {
             for (uint32_t i = 0; i < p.streams; ++i) {
                 ex.add_receiver(kBulkStream + i, p.size, p.count, p.depth);
@@ -490,6 +494,7 @@ nlohmann::json run_client(odl_dev* dev, const options& opt, const progress_fn& p
         p.streams = streams;
         p.bidir = bidir;
         p.depth = opt.depth;
+        p.verify = opt.verify;
         p.count = std::clamp<uint64_t>(opt.bytes / std::max<uint64_t>(size, 1) / streams, 16, opt.max_msgs);
         return p;
     };

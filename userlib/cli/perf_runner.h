@@ -42,6 +42,7 @@ struct options {
     double interval_us = 100.0;    ///< jitter: gap between pings
     uint64_t load_size = 1 << 20;  ///< latency-load: bulk message size
     uint64_t stall_timeout_ms = 5000; ///< no progress this long: fail
+    bool verify = true;            ///< check every received payload byte (both ends)
 };
 
 /// Progress callback: a one-line status for stderr.
