@@ -150,7 +150,7 @@ static ssize_t odl_read(struct file *file, char __user *ubuf, size_t count,
 			 * of its last frames: take what the ring holds first.
 			 */
 			drained = true;
-			set_bit(ODL_RX_POLL_PENDING, &odl->rx_poll);
+			odl_rx_poll_all(odl);
 			continue;
 		}
 		if (ret)
@@ -231,7 +231,7 @@ static ssize_t odl_write(struct file *file, const char __user *ubuf,
 			odl_stat_inc(odl, tx_rejected, 1);
 			return done ? done : -EINVAL;
 		}
-		ret = odl_tx_submit(odl, b, ODL_FRAME_HDR_BYTES + fi.len);
+		ret = odl_tx_submit(odl, b, &fi);
 		up_read(&odl->io_rwsem);
 		if (ret)
 			return done ? done : ret;
@@ -257,7 +257,7 @@ static __poll_t odl_poll(struct file *file, poll_table *wait)
 		 * the interrupt of its last frames): poll() does it.
 		 */
 		if (odl->map && odl_poll_mode && st == ODL_TB5_STATE_BROKEN)
-			set_bit(ODL_RX_POLL_PENDING, &odl->rx_poll);
+			odl_rx_poll_all(odl);
 		odl_rx_harvest(odl);
 	}
 	if (odl->map) {

@@ -47,15 +47,19 @@ static int odl_ioctl_info(struct odl_tb5 *odl, void __user *uarg)
 				sizeof(info.peer_name));
 		info.link_speed_gbps = xd->link_speed;
 		info.link_width = (u32)xd->link_width;
-		info.tx_hopid = odl->tx_hopid;
-		info.tx_ring = odl->tx_ring->hop;
-		info.rx_ring = odl->rx_ring->hop;
+		/* Ring pair 0's; the others follow the same pattern. */
+		info.tx_hopid = odl->ring[0].tx_hopid;
+		info.tx_ring = odl->ring[0].tx->hop;
+		info.rx_ring = odl->ring[0].rx->hop;
 	}
 	up_read(&odl->io_rwsem);
 
 	spin_lock_irqsave(&odl->state_lock, flags);
+	info.local_rings = odl->rings;
 	if (odl->connected) {
-		info.rx_hopid = odl->remote_path;
+		info.rings = odl->nrings;
+		info.peer_rings = odl->peer_rings;
+		info.rx_hopid = odl->remote_paths[0];
 		info.peer_ring_size = odl->peer_ring_size;
 		info.peer_version_major = odl->peer_ver_major;
 		info.peer_version_minor = odl->peer_ver_minor;
@@ -67,7 +71,7 @@ static int odl_ioctl_info(struct odl_tb5 *odl, void __user *uarg)
 	spin_unlock_irqrestore(&odl->state_lock, flags);
 	info.rx_poll = odl_poll_mode;
 	/* Racy against connect/disconnect, like the rest: a snapshot. */
-	if (READ_ONCE(odl->throttle_set))
+	if (odl_irq_throttle_active(odl))
 		info.irq_throttle_ns =
 			DIV_ROUND_UP(odl_irq_throttle_us * NSEC_PER_USEC,
 				     ODL_NHI_THROTTLE_UNIT_NS) *

@@ -86,10 +86,61 @@ static void __odl_session_end(struct odl_tb5 *odl)
 		odl->broken = true;
 }
 
+/* Ring i's HopID from a LOGIN (i < rings; ring 0 is transmit_path). */
+static u32 odl_login_path(const struct odl_xd_login *req, unsigned int i)
+{
+	if (!i)
+		return req->transmit_path;
+	i--;
+	return (req->transmit_path_ext[i / 2] >>
+		((i % 2) * ODL_XD_PATH_EXT_BITS)) & ODL_XD_PATH_EXT_MASK;
+}
+
+/*
+ * The rings fields of a peer's LOGIN: 0 and the peer's ring count (1 when
+ * it did not offer ODL_XD_FEAT_RINGS: the fields are reserved then), or
+ * -EINVAL for a count out of range, a HopID out of range or used twice, or
+ * stray bits.
+ */
+static int odl_login_rings(struct odl_tb5 *odl, const struct odl_xd_login *req,
+			   unsigned int *rings)
+{
+	u32 max = odl->xd->local_max_hopid, p, q;
+	unsigned int i, j, n = 1;
+
+	if (req->features & ODL_XD_FEAT_RINGS) {
+		if (!req->rings || req->rings > ODL_XD_RINGS_MAX)
+			return -EINVAL;
+		n = req->rings;
+		/* Bits past ring n - 1's HopID must be zero. */
+		for (i = n; i < ODL_XD_RINGS_MAX; i++)
+			if (odl_login_path(req, i))
+				return -EINVAL;
+		if (req->transmit_path_ext[1] >> ODL_XD_PATH_EXT_BITS)
+			return -EINVAL;
+	} else if (req->rings || req->transmit_path_ext[0] ||
+		   req->transmit_path_ext[1]) {
+		return -EINVAL;
+	}
+	for (i = 0; i < n; i++) {
+		p = odl_login_path(req, i);
+		if (p < ODL_MIN_HOPID || p > max)
+			return -EINVAL;
+		for (j = 0; j < i; j++) {
+			q = odl_login_path(req, j);
+			if (p == q)
+				return -EINVAL;
+		}
+	}
+	*rings = n;
+	return 0;
+}
+
 static int odl_login_request(struct odl_tb5 *odl)
 {
 	struct odl_xd_login_resp reply;
 	struct odl_xd_login req;
+	unsigned int offer, i;
 	unsigned long flags;
 	u32 id;
 	int ret;
@@ -104,7 +155,23 @@ static int odl_login_request(struct odl_tb5 *odl)
 	req.features = ODL_XD_FEAT_KNOWN;
 	req.ring_size = odl->ring_size;
 	req.frame_bytes = ODL_FRAME_MAX_BYTES;
-	req.transmit_path = odl->tx_hopid;
+	req.transmit_path = odl->ring[0].tx_hopid;
+	/*
+	 * One ring: the 1.0 form (rings fields zero), which a 1.0 peer takes.
+	 * A 1.0 peer refuses the rings fields (reserved to it); after its
+	 * refusal, later attempts offer one ring (odl->login_compat).
+	 */
+	offer = odl->login_compat ? 1 : odl->rings;
+	if (offer > 1) {
+		req.features |= ODL_XD_FEAT_RINGS;
+		req.rings = offer;
+		for (i = 1; i < offer; i++)
+			req.transmit_path_ext[(i - 1) / 2] |=
+				(u32)odl->ring[i].tx_hopid <<
+				(((i - 1) % 2) * ODL_XD_PATH_EXT_BITS);
+	} else {
+		req.features &= ~ODL_XD_FEAT_RINGS;
+	}
 	ret = tb_xdomain_request(odl->xd, &req, sizeof(req),
 				 TB_CFG_PKG_XDOMAIN_RESP, &reply,
 				 sizeof(reply), TB_CFG_PKG_XDOMAIN_RESP,
@@ -114,8 +181,16 @@ static int odl_login_request(struct odl_tb5 *odl)
 		return ret;
 	if (!odl_check_reply(odl, &reply.hdr, sizeof(reply),
 			     ODL_XD_LOGIN_RESP, id) ||
-	    reply.reserved[0] || reply.reserved[1] || reply.reserved[2]) {
+	    reply.reserved[0] || reply.reserved[1]) {
 		odl_stat_inc(odl, xd_bad, 1);
+		return -EPROTO;
+	}
+	/* A 1.0 peer refused our rings fields: offer one ring from now on. */
+	if (reply.status == ODL_XD_ST_INVAL && offer > 1 &&
+	    reply.version_major == ODL_XD_VERSION_MAJOR &&
+	    reply.version_minor == 0) {
+		dev_info(&odl->svc->dev, "peer login version 1.0: one ring\n");
+		odl->login_compat = true;
 		return -EPROTO;
 	}
 	if (reply.status != ODL_XD_ST_OK) {
@@ -123,9 +198,12 @@ static int odl_login_request(struct odl_tb5 *odl)
 			 reply.status, reply.version_major, reply.version_minor);
 		return -EPROTO;
 	}
+	/* The responder's count only answers an offer of several rings. */
 	if (reply.version_major != ODL_XD_VERSION_MAJOR ||
 	    reply.frame_bytes != ODL_FRAME_MAX_BYTES ||
-	    !(reply.features & ODL_XD_FEAT_CREDITS)) {
+	    !(reply.features & ODL_XD_FEAT_CREDITS) ||
+	    (offer > 1 && (reply.features & ODL_XD_FEAT_RINGS) ?
+	     !reply.rings || reply.rings > ODL_XD_RINGS_MAX : reply.rings)) {
 		odl_stat_inc(odl, xd_bad, 1);
 		return -EPROTO;
 	}
@@ -196,10 +274,52 @@ void odl_login_work(struct work_struct *work)
 	}
 }
 
+/* Caller holds @odl->lock: give back the in HopIDs of every ring. */
+static void odl_release_in_hopids(struct odl_tb5 *odl)
+{
+	struct odl_ring *r;
+	unsigned int i;
+
+	for (i = 0; i < odl->rings; i++) {
+		r = &odl->ring[i];
+		if (!r->rx_hopid_alloc)
+			continue;
+		tb_xdomain_release_in_hopid(odl->xd, r->rx_hopid);
+		r->rx_hopid_alloc = false;
+	}
+}
+
+/* Caller holds @odl->lock; the first @n ring pairs' paths are enabled. */
+static void odl_disable_paths(struct odl_tb5 *odl, unsigned int n)
+{
+	struct odl_ring *r;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		r = &odl->ring[i];
+		tb_xdomain_disable_paths(odl->xd, r->tx_hopid, r->tx->hop,
+					 r->rx_hopid, r->rx->hop);
+	}
+}
+
+/* Caller holds @odl->lock: stop the rings in use (cancels what they hold). */
+static void odl_stop_rings(struct odl_tb5 *odl)
+{
+	unsigned int i;
+
+	for (i = 0; i < odl->nrings; i++)
+		tb_ring_stop(odl->ring[i].rx);
+	for (i = 0; i < odl->nrings; i++)
+		tb_ring_stop(odl->ring[i].tx);
+}
+
 void odl_connect_work(struct work_struct *work)
 {
 	struct odl_tb5 *odl = container_of(work, struct odl_tb5, connect_work);
+	int paths[ODL_RINGS_MAX];
 	unsigned long flags;
+	unsigned int i, n;
+	struct odl_ring *r;
 	bool open;
 	int ret;
 
@@ -208,35 +328,52 @@ void odl_connect_work(struct work_struct *work)
 	    !odl->login_received)
 		goto out_unlock;
 
-	ret = tb_xdomain_alloc_in_hopid(odl->xd, odl->remote_path);
-	if (ret != odl->remote_path) {
-		dev_err(&odl->svc->dev, "cannot allocate in HopID %d: %d\n",
-			odl->remote_path, ret);
-		if (ret >= 0)
-			tb_xdomain_release_in_hopid(odl->xd, ret);
-		goto out_unlock;
+	/* Both use the smaller offer: ring i pairs with the peer's ring i. */
+	spin_lock_irqsave(&odl->state_lock, flags);
+	n = min(odl->rings, odl->peer_rings);
+	memcpy(paths, odl->remote_paths, sizeof(paths));
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+	for (i = 0; i < n; i++) {
+		r = &odl->ring[i];
+		ret = tb_xdomain_alloc_in_hopid(odl->xd, paths[i]);
+		if (ret != paths[i]) {
+			dev_err(&odl->svc->dev, "cannot allocate in HopID %d: %d\n",
+				paths[i], ret);
+			if (ret >= 0)
+				tb_xdomain_release_in_hopid(odl->xd, ret);
+			odl_release_in_hopids(odl);
+			goto out_unlock;
+		}
+		r->rx_hopid = paths[i];
+		r->rx_hopid_alloc = true;
 	}
-	odl->rx_hopid_alloc = true;
 
-	/* A poll left pending by the last connection refers to nothing. */
-	clear_bit(ODL_RX_POLL_PENDING, &odl->rx_poll);
-	tb_ring_start(odl->tx_ring);
-	tb_ring_start(odl->rx_ring);
+	/* Polls left pending by the last connection refer to nothing. */
+	WRITE_ONCE(odl->rx_poll, 0);
+	WRITE_ONCE(odl->nrings, n);
+	for (i = 0; i < n; i++) {
+		tb_ring_start(odl->ring[i].tx);
+		tb_ring_start(odl->ring[i].rx);
+	}
 	odl_irq_throttle_set(odl);
 	odl_rx_flush(odl);
 	odl_rx_post_idle(odl);
 
-	/* Paths last, so the Rx ring is primed before frames arrive. */
-	ret = tb_xdomain_enable_paths(odl->xd, odl->tx_hopid,
-				      odl->tx_ring->hop, odl->remote_path,
-				      odl->rx_ring->hop);
+	/* Paths last, so the Rx rings are primed before frames arrive. */
+	for (i = 0; i < n; i++) {
+		r = &odl->ring[i];
+		ret = tb_xdomain_enable_paths(odl->xd, r->tx_hopid, r->tx->hop,
+					      r->rx_hopid, r->rx->hop);
+		if (ret)
+			break;
+	}
 	if (ret) {
-		dev_err(&odl->svc->dev, "cannot enable DMA paths: %d\n", ret);
-		tb_ring_stop(odl->rx_ring);
-		tb_ring_stop(odl->tx_ring);
+		dev_err(&odl->svc->dev, "cannot enable DMA paths of ring %u: %d\n",
+			i, ret);
+		odl_disable_paths(odl, i);
+		odl_stop_rings(odl);
 		odl_irq_throttle_restore(odl);
-		tb_xdomain_release_in_hopid(odl->xd, odl->remote_path);
-		odl->rx_hopid_alloc = false;
+		odl_release_in_hopids(odl);
 		goto out_unlock;
 	}
 
@@ -247,9 +384,9 @@ void odl_connect_work(struct work_struct *work)
 	open = odl->local_open;
 	spin_unlock_irqrestore(&odl->state_lock, flags);
 	odl_stat_inc(odl, logins, 1);
-	dev_dbg(&odl->svc->dev, "connected: tx HopID %d ring %d, rx HopID %d ring %d\n",
-		odl->tx_hopid, odl->tx_ring->hop, odl->remote_path,
-		odl->rx_ring->hop);
+	dev_dbg(&odl->svc->dev, "connected: %u ring pair(s); ring 0: tx HopID %d ring %d, rx HopID %d ring %d\n",
+		n, odl->ring[0].tx_hopid, odl->ring[0].tx->hop,
+		odl->ring[0].rx_hopid, odl->ring[0].rx->hop);
 	if (open)
 		queue_work(system_long_wq, &odl->port_work);
 	wake_up_all(&odl->rq);
@@ -280,21 +417,15 @@ void odl_disconnect(struct odl_tb5 *odl)
 	odl->login_received = false;
 
 	if (was) {
-		tb_xdomain_disable_paths(odl->xd, odl->tx_hopid,
-					 odl->tx_ring->hop, odl->remote_path,
-					 odl->rx_ring->hop);
+		odl_disable_paths(odl, odl->nrings);
 		odl_rx_poll_quiesce(odl);
-		tb_ring_stop(odl->rx_ring);
-		tb_ring_stop(odl->tx_ring);
-		/* The stop cancelled what the ring held: nothing to poll. */
-		clear_bit(ODL_RX_POLL_PENDING, &odl->rx_poll);
+		odl_stop_rings(odl);
+		/* The stop cancelled what the rings held: nothing to poll. */
+		WRITE_ONCE(odl->rx_poll, 0);
 		odl_irq_throttle_restore(odl);
 		dev_dbg(&odl->svc->dev, "disconnected\n");
 	}
-	if (odl->rx_hopid_alloc) {
-		tb_xdomain_release_in_hopid(odl->xd, odl->remote_path);
-		odl->rx_hopid_alloc = false;
-	}
+	odl_release_in_hopids(odl);
 	wake_up_all(&odl->rq);
 	wake_up_all(&odl->wq);
 }
@@ -403,17 +534,16 @@ static void odl_handle_login(struct odl_tb5 *odl, const struct odl_xd_login *req
 			     u32 sn)
 {
 	struct odl_xd_login_resp resp;
+	unsigned int rings = 0, i;
 	unsigned long flags;
 	u32 status = ODL_XD_ST_OK;
 	bool reset = false;
 
 	if (req->version_major != ODL_XD_VERSION_MAJOR)
 		status = ODL_XD_ST_VERSION;
-	else if (req->reserved[0] || req->reserved[1] || req->reserved[2] ||
+	else if (odl_login_rings(odl, req, &rings) ||
 		 req->frame_bytes != ODL_FRAME_MAX_BYTES ||
 		 !(req->features & ODL_XD_FEAT_CREDITS) ||
-		 req->transmit_path < ODL_MIN_HOPID ||
-		 req->transmit_path > odl->xd->local_max_hopid ||
 		 req->ring_size < ODL_RING_SIZE_MIN ||
 		 req->ring_size > ODL_RING_SIZE_MAX ||
 		 !is_power_of_2(req->ring_size))
@@ -423,7 +553,12 @@ static void odl_handle_login(struct odl_tb5 *odl, const struct odl_xd_login *req
 	resp.status = status;
 	resp.version_major = ODL_XD_VERSION_MAJOR;
 	resp.version_minor = ODL_XD_VERSION_MINOR;
-	resp.features = ODL_XD_FEAT_KNOWN;
+	/* A 1.0 requester refuses anything in the (to it) reserved words. */
+	resp.features = ODL_XD_FEAT_CREDITS;
+	if (req->features & ODL_XD_FEAT_RINGS) {
+		resp.features |= ODL_XD_FEAT_RINGS;
+		resp.rings = odl->rings;
+	}
 	resp.ring_size = odl->ring_size;
 	resp.frame_bytes = ODL_FRAME_MAX_BYTES;
 	odl_respond(odl, &resp, sizeof(resp), ODL_XD_LOGIN_RESP,
@@ -437,7 +572,9 @@ static void odl_handle_login(struct odl_tb5 *odl, const struct odl_xd_login *req
 	/* A fresh LOGIN while connected: the peer restarted; start over. */
 	if (odl->connected)
 		reset = true;
-	odl->remote_path = req->transmit_path;
+	for (i = 0; i < ODL_RINGS_MAX; i++)
+		odl->remote_paths[i] = i < rings ? odl_login_path(req, i) : 0;
+	odl->peer_rings = rings;
 	odl->peer_ring_size = req->ring_size;
 	odl->peer_ver_major = req->version_major;
 	odl->peer_ver_minor = req->version_minor;

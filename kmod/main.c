@@ -17,6 +17,11 @@ module_param_named(ring_size, odl_ring_size, uint, 0444);
 MODULE_PARM_DESC(ring_size,
 		 "descriptors per NHI ring, power of two 64..16384 (default: 1024)");
 
+unsigned int odl_rings = 1;
+module_param_named(rings, odl_rings, uint, 0444);
+MODULE_PARM_DESC(rings,
+		 "NHI Tx/Rx ring pairs (and HopIDs) offered to each peer, 1..4; both use the smaller offer, streams are spread over them (default: 1)");
+
 bool odl_poll_mode;
 module_param_named(poll, odl_poll_mode, bool, 0444);
 MODULE_PARM_DESC(poll,
@@ -93,7 +98,7 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	odl->svc = svc;
 	odl->xd = xd;
 	odl->ring_size = odl_ring_size;
-	odl->tx_hopid = -1;
+	odl->rings = odl_rings;
 	mutex_init(&odl->lock);
 	mutex_init(&odl->xd_lock);
 	init_rwsem(&odl->io_rwsem);
@@ -104,6 +109,7 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	INIT_LIST_HEAD(&odl->tx_free);
 	INIT_LIST_HEAD(&odl->rx_queue);
 	INIT_LIST_HEAD(&odl->rx_idle);
+	INIT_LIST_HEAD(&odl->rx_held);
 	init_waitqueue_head(&odl->rq);
 	init_waitqueue_head(&odl->wq);
 	INIT_DELAYED_WORK(&odl->login_work, odl_login_work);
@@ -131,8 +137,8 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 		goto err_free_rings;
 
 	tb_service_set_drvdata(svc, odl);
-	dev_dbg(&svc->dev, "odl_tb5_%d bound, ring size %u, tx HopID %d\n",
-		odl->index, odl->ring_size, odl->tx_hopid);
+	dev_dbg(&svc->dev, "odl_tb5_%d bound, %u ring pair(s) of %u, tx HopID %d\n",
+		odl->index, odl->rings, odl->ring_size, odl->ring[0].tx_hopid);
 	queue_delayed_work(system_long_wq, &odl->login_work,
 			   msecs_to_jiffies(ODL_LOGIN_DELAY_MS));
 	return 0;
@@ -203,6 +209,11 @@ static int __init odl_init(void)
 	if (!odl_ring_size_valid(odl_ring_size)) {
 		pr_err("odl_tb5: ring_size %u is not a power of two in %u..%u\n",
 		       odl_ring_size, ODL_RING_SIZE_MIN, ODL_RING_SIZE_MAX);
+		return -EINVAL;
+	}
+	if (odl_rings < 1 || odl_rings > ODL_RINGS_MAX) {
+		pr_err("odl_tb5: rings %u is not in 1..%u\n", odl_rings,
+		       ODL_RINGS_MAX);
 		return -EINVAL;
 	}
 	if (odl_irq_throttle_us > ODL_IRQ_THROTTLE_MAX_US) {

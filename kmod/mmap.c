@@ -32,12 +32,12 @@ static void odl_map_free(struct odl_map *map)
 {
 	unsigned int i;
 
-	for (i = 0; i < map->n; i++) {
+	for (i = 0; map->tx_pages && i < map->ntx; i++)
 		if (map->tx_pages[i])
 			put_page(map->tx_pages[i]);
+	for (i = 0; map->rx_pages && i < map->nrx; i++)
 		if (map->rx_pages[i])
 			put_page(map->rx_pages[i]);
-	}
 	kvfree(map->tx_pages);
 	kvfree(map->rx_pages);
 	vfree(map->ctrl);
@@ -47,7 +47,7 @@ static void odl_map_free(struct odl_map *map)
 /* Caller holds io_rwsem for write and has checked ->svc. */
 static struct odl_map *odl_map_alloc(struct odl_tb5 *odl)
 {
-	unsigned int n = odl->ring_size - 1;
+	unsigned int ntx = odl->tx_count, nrx = odl->rx_count;
 	struct odl_tb5_map_info *mi;
 	struct odl_map *map;
 	size_t cqe_bytes;
@@ -56,26 +56,26 @@ static struct odl_map *odl_map_alloc(struct odl_tb5 *odl)
 	map = kzalloc(sizeof(*map), GFP_KERNEL);
 	if (!map)
 		return NULL;
-	/* ring_size is a power of two above n: the queues never overflow. */
-	map->mask = odl->ring_size - 1;
-	cqe_bytes = (size_t)odl->ring_size * sizeof(struct odl_tb5_cqe);
+	/* A power of two above the buffer counts: the queues never overflow. */
 	mi = &map->info;
-	mi->tx_count = n;
-	mi->rx_count = n;
+	mi->cq_entries = roundup_pow_of_two(max(ntx, nrx) + 1);
+	map->mask = mi->cq_entries - 1;
+	cqe_bytes = (size_t)mi->cq_entries * sizeof(struct odl_tb5_cqe);
+	mi->tx_count = ntx;
+	mi->rx_count = nrx;
 	mi->buf_size = PAGE_SIZE;
-	mi->cq_entries = odl->ring_size;
 	mi->post_max = ODL_TB5_POST_MAX;
 	mi->rx_cqe_offset = sizeof(struct odl_tb5_ctrl);
 	mi->tx_cqe_offset = mi->rx_cqe_offset + cqe_bytes;
 	mi->ctrl_offset = 0;
 	mi->ctrl_size = PAGE_ALIGN(mi->tx_cqe_offset + cqe_bytes);
 	mi->tx_offset = mi->ctrl_size;
-	mi->tx_size = (u64)n * PAGE_SIZE;
+	mi->tx_size = (u64)ntx * PAGE_SIZE;
 	mi->rx_offset = mi->tx_offset + mi->tx_size;
-	mi->rx_size = (u64)n * PAGE_SIZE;
+	mi->rx_size = (u64)nrx * PAGE_SIZE;
 
-	map->tx_pages = kvcalloc(n, sizeof(*map->tx_pages), GFP_KERNEL);
-	map->rx_pages = kvcalloc(n, sizeof(*map->rx_pages), GFP_KERNEL);
+	map->tx_pages = kvcalloc(ntx, sizeof(*map->tx_pages), GFP_KERNEL);
+	map->rx_pages = kvcalloc(nrx, sizeof(*map->rx_pages), GFP_KERNEL);
 	map->ctrl = vmalloc_user(mi->ctrl_size);
 	if (!map->tx_pages || !map->rx_pages || !map->ctrl) {
 		odl_map_free(map);
@@ -83,10 +83,13 @@ static struct odl_map *odl_map_alloc(struct odl_tb5 *odl)
 	}
 	map->rx_cqe = (void *)map->ctrl + mi->rx_cqe_offset;
 	map->tx_cqe = (void *)map->ctrl + mi->tx_cqe_offset;
-	map->n = n;
-	for (i = 0; i < n; i++) {
+	map->ntx = ntx;
+	map->nrx = nrx;
+	for (i = 0; i < ntx; i++) {
 		map->tx_pages[i] = odl->tx_bufs[i].page;
 		get_page(map->tx_pages[i]);
+	}
+	for (i = 0; i < nrx; i++) {
 		map->rx_pages[i] = odl->rx_bufs[i].page;
 		get_page(map->rx_pages[i]);
 	}
@@ -142,25 +145,62 @@ void odl_map_tx_done(struct odl_tb5 *odl, struct odl_buf *b)
 	wake_up_interruptible(&odl->wq);
 }
 
+/* Caller holds rx_lock. */
+static void odl_rx_deliver(struct odl_tb5 *odl, struct odl_buf *b,
+			   unsigned int size)
+{
+	if (odl->rx_map)
+		odl_map_rx_push(odl->rx_map, odl, b, size);
+	else
+		list_add_tail(&b->list, &odl->rx_queue);
+}
+
 /**
  * odl_map_rx_done() - hand a received, checked frame to the reader.
  * @odl: device
  * @b: the buffer, owned by the kernel, synced for the CPU
  * @size: frame bytes, header included
+ * @type: the frame's type (checked header)
  *
  * mmap mode: the Rx completion queue; otherwise the queue read() takes
  * from. One lock section, as above.
+ *
+ * With several rings the peer's frames of different streams may overtake
+ * each other, but the frame engine needs the peer's HELLO (its first frame,
+ * stream 0, so ring 0) first and its GOODBYE last. Frames of other rings
+ * wait until ring 0 has delivered one; a GOODBYE comes on every ring in
+ * use (odl_tx_queue()) and only the copy that completes the set is
+ * delivered, the others are given back to their rings.
  */
-void odl_map_rx_done(struct odl_tb5 *odl, struct odl_buf *b, unsigned int size)
+void odl_map_rx_done(struct odl_tb5 *odl, struct odl_buf *b, unsigned int size,
+		     u8 type)
 {
+	unsigned int nrings = READ_ONCE(odl->nrings);
+	struct odl_buf *h, *tmp;
 	unsigned long flags;
+	bool drop = false;
 
 	spin_lock_irqsave(&odl->rx_lock, flags);
-	if (odl->rx_map)
-		odl_map_rx_push(odl->rx_map, odl, b, size);
-	else
-		list_add_tail(&b->list, &odl->rx_queue);
+	if (nrings <= 1) {
+		odl_rx_deliver(odl, b, size);
+	} else if (type == ODL_FRAME_GOODBYE &&
+		   ++odl->rx_goodbyes < nrings) {
+		drop = true;
+	} else if (b->ring && !odl->rx_ring0_seen) {
+		list_add_tail(&b->list, &odl->rx_held);
+	} else {
+		odl_rx_deliver(odl, b, size);
+		if (!b->ring && !odl->rx_ring0_seen) {
+			odl->rx_ring0_seen = true;
+			list_for_each_entry_safe(h, tmp, &odl->rx_held, list) {
+				list_del(&h->list);
+				odl_rx_deliver(odl, h, odl_frame_size(&h->frame));
+			}
+		}
+	}
 	spin_unlock_irqrestore(&odl->rx_lock, flags);
+	if (drop)
+		odl_rx_repost(odl, b);
 }
 
 int odl_ioctl_map_info(struct odl_tb5 *odl, void __user *uarg)
@@ -236,7 +276,7 @@ void odl_map_release(struct odl_tb5 *odl)
 	down_read(&odl->io_rwsem);
 	spin_lock_irqsave(&odl->tx_lock, flags);
 	odl->tx_map = NULL;
-	for (i = 0; odl->svc && i < map->n; i++) {
+	for (i = 0; odl->svc && i < map->ntx; i++) {
 		b = &odl->tx_bufs[i];
 		if (b->user) {
 			b->user = false;
@@ -246,7 +286,7 @@ void odl_map_release(struct odl_tb5 *odl)
 	spin_unlock_irqrestore(&odl->tx_lock, flags);
 	spin_lock_irqsave(&odl->rx_lock, flags);
 	odl->rx_map = NULL;
-	for (i = 0; odl->svc && i < map->n; i++) {
+	for (i = 0; odl->svc && i < map->nrx; i++) {
 		b = &odl->rx_bufs[i];
 		if (b->user) {
 			b->user = false;
@@ -304,7 +344,7 @@ static int odl_post_send_one(struct odl_tb5 *odl, const void *entry)
 	struct odl_buf *b;
 	int ret;
 
-	if (e->index >= odl->ring_size - 1 || e->len < ODL_FRAME_HDR_BYTES ||
+	if (e->index >= odl->tx_count || e->len < ODL_FRAME_HDR_BYTES ||
 	    e->len > ODL_FRAME_MAX_BYTES)
 		goto bad;
 	b = &odl->tx_bufs[e->index];
@@ -327,7 +367,7 @@ static int odl_post_send_one(struct odl_tb5 *odl, const void *entry)
 	} else {
 		ret = odl_send_state(odl);
 		if (!ret)
-			ret = odl_tx_queue(odl, b, e->len);
+			ret = odl_tx_queue(odl, b, &fi);
 	}
 	if (ret) {
 		spin_lock_irqsave(&odl->tx_lock, flags);
@@ -348,7 +388,7 @@ static int odl_post_recv_one(struct odl_tb5 *odl, const void *entry)
 	struct odl_buf *b;
 	bool mine;
 
-	if (idx >= odl->ring_size - 1)
+	if (idx >= odl->rx_count)
 		return -EINVAL;
 	b = &odl->rx_bufs[idx];
 	spin_lock_irqsave(&odl->rx_lock, flags);
@@ -458,12 +498,12 @@ int odl_mmap(struct file *file, struct vm_area_struct *vma)
 	if (off == mi->ctrl_offset && len == mi->ctrl_size) {
 		ret = remap_vmalloc_range(vma, map->ctrl, 0);
 	} else if (off == mi->tx_offset && len == mi->tx_size) {
-		ret = vm_map_pages_zero(vma, map->tx_pages, map->n);
+		ret = vm_map_pages_zero(vma, map->tx_pages, map->ntx);
 	} else if (off == mi->rx_offset && len == mi->rx_size) {
 		if (vma->vm_flags & VM_WRITE)
 			return -EPERM;
 		odl_vma_flags(vma, 0, VM_MAYWRITE);
-		ret = vm_map_pages_zero(vma, map->rx_pages, map->n);
+		ret = vm_map_pages_zero(vma, map->rx_pages, map->nrx);
 	} else {
 		ret = -EINVAL;
 	}

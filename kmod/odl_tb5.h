@@ -31,9 +31,13 @@
 #define ODL_RING_SIZE_MIN 64
 #define ODL_RING_SIZE_MAX 16384
 #define ODL_IRQ_THROTTLE_MAX_US 1000
-#define ODL_RX_POLL_PENDING 0 /* bit in odl_tb5.rx_poll */
+#define ODL_RINGS_MAX ODL_XD_RINGS_MAX /* ring pairs per peer */
+
+static_assert(ODL_RINGS_MAX == ODL_TB5_RINGS_MAX);
+static_assert(ODL_RINGS_MAX <= BITS_PER_LONG); /* odl_tb5.rx_poll bits */
 
 extern unsigned int odl_ring_size;
+extern unsigned int odl_rings;
 extern bool odl_announce;
 extern bool odl_poll_mode;
 extern unsigned int odl_irq_throttle_us;
@@ -45,6 +49,9 @@ extern const uuid_t odl_svc_uuid;
  * @page: backing page
  * @dma: DMA address of @page (streaming mapping, IOMMU safe)
  * @odl: owner
+ * @ring: Rx: the ring pair whose Rx ring this buffer always goes back to
+ *	(each ring has its own ring_size - 1 buffers); Tx: unused
+ * @marker: Tx: one of the kernel's GOODBYE copies (never the user's)
  * @list: on odl_tb5.tx_free, rx_queue or rx_idle (guarded by the list's lock)
  * @user: mmap mode: the user owns it (handed out through a completion
  *	queue, not yet posted back; tx_lock or rx_lock)
@@ -54,8 +61,36 @@ struct odl_buf {
 	struct page *page;
 	dma_addr_t dma;
 	struct odl_tb5 *odl;
+	unsigned int ring;
+	bool marker;
 	struct list_head list;
 	bool user;
+};
+
+/**
+ * struct odl_ring - one NHI Tx/Rx ring pair with its own HopIDs.
+ * @odl: owner
+ * @index: position in odl_tb5.ring
+ * @tx: NHI Tx ring
+ * @rx: NHI Rx ring
+ * @tx_hopid: our out HopID for this pair
+ * @rx_hopid: the HopID the peer transmits on for this pair (its login;
+ *	@odl->lock while connected)
+ * @rx_hopid_alloc: @rx_hopid is allocated (@odl->lock)
+ * @throttle_set: @throttle_saved holds values to restore (@odl->lock)
+ * @throttle_saved: interrupt throttle values found on the Tx and Rx
+ *	ring vectors, restored on disconnect
+ */
+struct odl_ring {
+	struct odl_tb5 *odl;
+	unsigned int index;
+	struct tb_ring *tx;
+	struct tb_ring *rx;
+	int tx_hopid;
+	int rx_hopid;
+	bool rx_hopid_alloc;
+	bool throttle_set;
+	u32 throttle_saved[2];
 };
 
 /**
@@ -69,7 +104,8 @@ struct odl_buf {
  * @mask: entries per queue - 1
  * @rx_prod: Rx queue producer index (rx_lock)
  * @tx_prod: Tx queue producer index (tx_lock)
- * @n: buffers per direction
+ * @ntx: Tx buffers (tx_count)
+ * @nrx: Rx buffers (rx_count)
  * @tx_pages: the Tx buffers' pages, each with a reference of its own, so
  *	mmap() can map them even after remove freed the buffers
  * @rx_pages: the same for Rx
@@ -82,7 +118,8 @@ struct odl_map {
 	u32 mask;
 	u32 rx_prod;
 	u32 tx_prod;
-	unsigned int n;
+	unsigned int ntx;
+	unsigned int nrx;
 	struct page **tx_pages;
 	struct page **rx_pages;
 	struct odl_tb5_map_info info;
@@ -109,6 +146,8 @@ struct odl_map {
  * @login_retries: attempts left (@lock)
  * @reannounced: the property directory was re-announced for this peer
  *	(@lock; at most once per bound service)
+ * @login_compat: the peer refused our rings fields as a 1.0 peer; offer
+ *	one ring (the 1.0 LOGIN) from now on (only the login work uses it)
  * @login_sent: our LOGIN was accepted (@lock)
  * @login_received: the peer's LOGIN was accepted (@lock, set by the handler
  *	under @state_lock)
@@ -121,19 +160,27 @@ struct odl_map {
  * @session: open counter (@state_lock)
  * @connect_count: completed logins (@state_lock)
  * @state_lock: guards the flags above and the peer terms below
- * @remote_path: HopID the peer transmits on (from its LOGIN)
+ * @remote_paths: HopIDs the peer transmits on, one per ring it offered
+ *	(from its LOGIN)
+ * @peer_rings: ring pairs the peer offered (1 without ODL_XD_FEAT_RINGS)
+ * @nrings: ring pairs of the current or last connection (min of both
+ *	offers; set by connect under @lock before @connected, READ_ONCE in
+ *	the data path), 0 before the first
  * @peer_ring_size: from the peer's LOGIN
  * @peer_ver_major: from the peer's LOGIN
  * @peer_ver_minor: from the peer's LOGIN
  * @peer_features: from the peer's LOGIN
  * @command_id: counter for our requests (@xd_lock)
- * @tx_ring: NHI Tx ring
- * @rx_ring: NHI Rx ring
- * @tx_hopid: our out HopID
- * @rx_hopid_alloc: the in HopID is allocated (@lock)
+ * @ring: the ring pairs; the first @rings are allocated (probe)
+ * @rings: ring pairs this host offers (module parameter rings)
  * @ring_size: descriptors per ring
- * @tx_bufs: ring_size - 1 Tx buffers
- * @rx_bufs: ring_size - 1 Rx buffers
+ * @tx_count: Tx buffers shared by all rings (ring_size - 1: any ring can
+ *	take all of them); then @rings - 1 GOODBYE markers
+ * @rx_count: Rx buffers, ring_size - 1 per ring (ring i owns
+ *	[i * (ring_size - 1), (i + 1) * (ring_size - 1)), so a ring always has
+ *	room for its own and each ring can take a whole link window)
+ * @tx_bufs: @tx_count user Tx buffers, then the markers
+ * @rx_bufs: @rx_count Rx buffers
  * @map: mmap mode of the open file, or NULL (set under @io_rwsem for
  *	write, published with release semantics for mmap(); cleared on release)
  * @tx_map: @map as the Tx completion path sees it (@tx_lock)
@@ -144,14 +191,18 @@ struct odl_map {
  *	ring start
  * @rx_queue: received frames waiting for the reader
  * @rx_idle: Rx buffers owned by nobody (ring stopped)
- * @rx_poll: poll mode: bit ODL_RX_POLL_PENDING is set by the ring interrupt
- *	(which leaves it masked) and taken by whoever harvests the ring; the
- *	taker re-arms the interrupt once the ring is empty
+ * @rx_held: frames of rings >= 1 that came before the open's first frame
+ *	of ring 0 (the peer's HELLO must reach the reader first; @rx_lock)
+ * @rx_ring0_seen: this open has had a frame from ring 0 (@rx_lock)
+ * @rx_goodbyes: GOODBYE copies received in this open (@rx_lock): the one
+ *	that completes the set of @nrings is delivered, so it comes after
+ *	every frame sent before it on any ring
+ * @tx_marker_busy: bit i: marker i is on a ring (@tx_lock)
+ * @rx_poll: poll mode: bit i is set by ring i's Rx interrupt (which
+ *	leaves it masked) and taken by whoever harvests that ring; the taker
+ *	re-arms the interrupt once the ring is empty
  * @rx_poll_work: poll mode: harvests (and drops) while nobody has the
  *	device open
- * @throttle_saved: interrupt throttle values found on the Tx and Rx ring
- *	vectors, restored on disconnect (@lock)
- * @throttle_set: @throttle_saved holds values to restore (@lock)
  * @rq: readers wait here (frames, state changes)
  * @wq: writers wait here (free Tx buffers, state changes)
  * @stats: counters (@stats_lock)
@@ -174,6 +225,7 @@ struct odl_tb5 {
 	struct work_struct port_work;
 	int login_retries;
 	bool reannounced;
+	bool login_compat;
 	bool login_sent;
 	bool login_received;
 
@@ -186,18 +238,20 @@ struct odl_tb5 {
 	bool broken;
 	u32 session;
 	u32 connect_count;
-	int remote_path;
+	int remote_paths[ODL_RINGS_MAX];
+	unsigned int peer_rings;
+	unsigned int nrings;
 	u32 peer_ring_size;
 	u16 peer_ver_major;
 	u16 peer_ver_minor;
 	u32 peer_features;
 	u32 command_id;
 
-	struct tb_ring *tx_ring;
-	struct tb_ring *rx_ring;
-	int tx_hopid;
-	bool rx_hopid_alloc;
+	struct odl_ring ring[ODL_RINGS_MAX];
+	unsigned int rings;
 	unsigned int ring_size;
+	unsigned int tx_count;
+	unsigned int rx_count;
 	struct odl_buf *tx_bufs;
 	struct odl_buf *rx_bufs;
 	struct odl_map *map;
@@ -208,10 +262,12 @@ struct odl_tb5 {
 	spinlock_t rx_lock;
 	struct list_head rx_queue;
 	struct list_head rx_idle;
+	struct list_head rx_held;
+	bool rx_ring0_seen;
+	unsigned int rx_goodbyes;
+	unsigned long tx_marker_busy;
 	unsigned long rx_poll;
 	struct work_struct rx_poll_work;
-	u32 throttle_saved[2];
-	bool throttle_set;
 	wait_queue_head_t rq;
 	wait_queue_head_t wq;
 
@@ -256,10 +312,14 @@ void odl_rx_harvest(struct odl_tb5 *odl);
 void odl_rx_poll_work(struct work_struct *work);
 bool odl_rx_poll_pending(struct odl_tb5 *odl);
 void odl_rx_poll_quiesce(struct odl_tb5 *odl);
+void odl_rx_poll_all(struct odl_tb5 *odl);
 void odl_irq_throttle_set(struct odl_tb5 *odl);
 void odl_irq_throttle_restore(struct odl_tb5 *odl);
-int odl_tx_submit(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes);
-int odl_tx_queue(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes);
+bool odl_irq_throttle_active(struct odl_tb5 *odl);
+int odl_tx_submit(struct odl_tb5 *odl, struct odl_buf *b,
+		  const struct odl_frame_info *fi);
+int odl_tx_queue(struct odl_tb5 *odl, struct odl_buf *b,
+		 const struct odl_frame_info *fi);
 static inline void *odl_buf_va(struct odl_buf *b)
 {
 	return page_address(b->page);
@@ -282,7 +342,8 @@ int odl_ioctl_post_send(struct odl_tb5 *odl, void __user *uarg);
 int odl_ioctl_post_recv(struct odl_tb5 *odl, void __user *uarg);
 int odl_mmap(struct file *file, struct vm_area_struct *vma);
 void odl_map_tx_done(struct odl_tb5 *odl, struct odl_buf *b);
-void odl_map_rx_done(struct odl_tb5 *odl, struct odl_buf *b, unsigned int size);
+void odl_map_rx_done(struct odl_tb5 *odl, struct odl_buf *b, unsigned int size,
+		     u8 type);
 __poll_t odl_map_poll(struct odl_tb5 *odl, u32 state);
 void odl_map_release(struct odl_tb5 *odl);
 

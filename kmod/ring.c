@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
- * odl_tb5: NHI Tx/Rx rings and their frame buffers. Each buffer is one page
- * with a streaming DMA mapping on the ring's DMA device, so the rings work
- * with the IOMMU on. Received frames are checked with the shared codec
- * before a reader sees them.
+ * odl_tb5: NHI Tx/Rx ring pairs and their frame buffers. Each buffer is one
+ * page with a streaming DMA mapping on the NHI's DMA device (the same for
+ * every ring), so the rings work with the IOMMU on. Received frames are
+ * checked with the shared codec before a reader sees them. Every stream is
+ * pinned to one ring pair (stream % rings), so each stream stays in order;
+ * frames of all rings meet in one receive queue.
  */
 #include <linux/dma-mapping.h>
 #include <linux/io.h>
@@ -16,9 +18,17 @@ static void odl_tx_callback(struct tb_ring *ring, struct ring_frame *frame,
 			    bool canceled)
 {
 	struct odl_buf *b = container_of(frame, struct odl_buf, frame);
+	struct odl_tb5 *odl = b->odl;
+	unsigned long flags;
 
+	if (b->marker) {
+		spin_lock_irqsave(&odl->tx_lock, flags);
+		__clear_bit(b - odl->tx_bufs - odl->tx_count, &odl->tx_marker_busy);
+		spin_unlock_irqrestore(&odl->tx_lock, flags);
+		return;
+	}
 	/* Free list, or the user's Tx completion queue in mmap mode. */
-	odl_map_tx_done(b->odl, b);
+	odl_map_tx_done(odl, b);
 }
 
 static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
@@ -28,6 +38,7 @@ static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 	struct odl_tb5 *odl = b->odl;
 	struct device *dma_dev = tb_ring_dma_device(ring);
 	struct odl_frame_info fi;
+	u32 *ring_rx;
 	enum odl_frame_err err;
 	unsigned long flags;
 	unsigned int size;
@@ -60,12 +71,14 @@ static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 		goto repost;
 	}
 	b->frame.size = size & 0xfff;
-	/* For read(), or the Rx completion queue in mmap mode. */
-	odl_map_rx_done(odl, b, size);
+	ring_rx = &odl->stats.ring_rx_frames[b->ring];
 	spin_lock_irqsave(&odl->stats_lock, flags);
 	odl->stats.rx_frames++;
 	odl->stats.rx_bytes += size;
+	(*ring_rx)++;
 	spin_unlock_irqrestore(&odl->stats_lock, flags);
+	/* For read(), or the Rx completion queue in mmap mode. */
+	odl_map_rx_done(odl, b, size, fi.type);
 	wake_up_interruptible(&odl->rq);
 	return;
 
@@ -81,9 +94,10 @@ repost:
  */
 static void odl_rx_start_poll(void *data)
 {
-	struct odl_tb5 *odl = data;
+	struct odl_ring *r = data;
+	struct odl_tb5 *odl = r->odl;
 
-	set_bit(ODL_RX_POLL_PENDING, &odl->rx_poll);
+	set_bit(r->index, &odl->rx_poll);
 	odl_stat_inc(odl, rx_poll_starts, 1);
 	if (READ_ONCE(odl->local_open))
 		wake_up_interruptible(&odl->rq);
@@ -94,39 +108,58 @@ static void odl_rx_start_poll(void *data)
 /* Frames wait on the ring for a harvester (only while connected). */
 bool odl_rx_poll_pending(struct odl_tb5 *odl)
 {
-	return READ_ONCE(odl->connected) &&
-	       test_bit(ODL_RX_POLL_PENDING, &odl->rx_poll);
+	return READ_ONCE(odl->connected) && READ_ONCE(odl->rx_poll);
+}
+
+/* Poll mode: take ring @r's completed frames if its bit was pending. */
+static void odl_rx_harvest_ring(struct odl_tb5 *odl, struct odl_ring *r)
+{
+	struct ring_frame *f;
+	unsigned int n;
+
+	if (!test_and_clear_bit(r->index, &odl->rx_poll))
+		return;
+	for (n = 0; n < odl->ring_size; n++) {
+		f = tb_ring_poll(r->rx);
+		if (!f) {
+			/* Re-armed with work pending, the NHI fires again. */
+			tb_ring_poll_complete(r->rx);
+			return;
+		}
+		odl_rx_callback(r->rx, f, false);
+	}
+	set_bit(r->index, &odl->rx_poll);
+}
+
+/* Poll mode: have the next harvest look at every ring in use. */
+void odl_rx_poll_all(struct odl_tb5 *odl)
+{
+	unsigned int i, n = READ_ONCE(odl->nrings);
+
+	for (i = 0; i < n; i++)
+		set_bit(i, &odl->rx_poll);
 }
 
 /**
  * odl_rx_harvest() - poll mode: move completed Rx frames off the ring.
  * @odl: device; the caller holds io_rwsem for read and has checked ->svc
  *
- * Taking the pending bit makes the caller the only harvester (the
+ * Taking a ring's pending bit makes the caller its only harvester (the
  * interrupt stays masked until the ring is empty, so it cannot set the bit
  * again meanwhile). Each frame goes through the same checks as in
- * interrupt mode. At most one ring's worth per call; if more is left, the
- * bit is set again and the interrupt stays masked.
+ * interrupt mode. At most one ring's worth per ring and call; if more is
+ * left, the bit is set again and the interrupt stays masked.
  */
 void odl_rx_harvest(struct odl_tb5 *odl)
 {
-	struct ring_frame *f;
-	unsigned int n;
+	unsigned int i, n;
 
-	/* Stopped rings stay masked; connect clears the bit. */
-	if (!READ_ONCE(odl->connected) ||
-	    !test_and_clear_bit(ODL_RX_POLL_PENDING, &odl->rx_poll))
+	/* Stopped rings stay masked; connect clears the bits. */
+	if (!READ_ONCE(odl->connected))
 		return;
-	for (n = 0; n < odl->ring_size; n++) {
-		f = tb_ring_poll(odl->rx_ring);
-		if (!f) {
-			/* Re-armed with work pending, the NHI fires again. */
-			tb_ring_poll_complete(odl->rx_ring);
-			return;
-		}
-		odl_rx_callback(odl->rx_ring, f, false);
-	}
-	set_bit(ODL_RX_POLL_PENDING, &odl->rx_poll);
+	n = READ_ONCE(odl->nrings);
+	for (i = 0; i < n; i++)
+		odl_rx_harvest_ring(odl, &odl->ring[i]);
 }
 
 /**
@@ -143,19 +176,23 @@ void odl_rx_harvest(struct odl_tb5 *odl)
 void odl_rx_poll_quiesce(struct odl_tb5 *odl)
 {
 	struct ring_frame *f;
-	unsigned int n;
+	struct odl_ring *r;
+	unsigned int i, n;
 
 	if (!odl_poll_mode)
 		return;
 	down_write(&odl->io_rwsem);
-	if (test_and_clear_bit(ODL_RX_POLL_PENDING, &odl->rx_poll)) {
+	for (i = 0; i < odl->nrings; i++) {
+		r = &odl->ring[i];
+		if (!test_and_clear_bit(i, &odl->rx_poll))
+			continue;
 		for (n = 0; n < odl->ring_size; n++) {
-			f = tb_ring_poll(odl->rx_ring);
+			f = tb_ring_poll(r->rx);
 			if (!f)
 				break;
-			odl_rx_callback(odl->rx_ring, f, true);
+			odl_rx_callback(r->rx, f, true);
 		}
-		tb_ring_poll_complete(odl->rx_ring);
+		tb_ring_poll_complete(r->rx);
 	}
 	up_write(&odl->io_rwsem);
 }
@@ -176,8 +213,8 @@ void odl_rx_poll_work(struct work_struct *work)
 /*
  * thunderbolt.ko programs every MSI-X vector with a 128 us minimum interval
  * (nhi.c: nhi_enable_int_throttling()), a latency floor for small
- * messages. Program our two rings' vectors with irq_throttle_us while
- * connected and put the old values back after. Without MSI-X (shared
+ * messages. Program the vectors of the rings in use with irq_throttle_us
+ * while connected and put the old values back after. Without MSI-X (shared
  * interrupt) there is no per-ring vector to program.
  */
 static void __iomem *odl_throttle_reg(struct tb_ring *ring)
@@ -185,35 +222,58 @@ static void __iomem *odl_throttle_reg(struct tb_ring *ring)
 	return ring->nhi->iobase + ODL_NHI_REG_THROTTLE_BASE + ring->vector * 4;
 }
 
-void odl_irq_throttle_set(struct odl_tb5 *odl)
+static void odl_ring_throttle_set(struct odl_ring *r, u32 val)
 {
-	u32 val = DIV_ROUND_UP(odl_irq_throttle_us * NSEC_PER_USEC,
-			       ODL_NHI_THROTTLE_UNIT_NS);
-	struct tb_ring *rings[2] = { odl->tx_ring, odl->rx_ring };
+	struct tb_ring *rings[2] = { r->tx, r->rx };
 	int i;
 
-	if (odl->throttle_set)
+	if (r->throttle_set)
 		return;
 	for (i = 0; i < 2; i++)
 		if (rings[i]->irq <= 0 || rings[i]->vector >= ODL_NHI_MSIX_VECTORS)
 			return;
 	for (i = 0; i < 2; i++) {
-		odl->throttle_saved[i] = ioread32(odl_throttle_reg(rings[i]));
+		r->throttle_saved[i] = ioread32(odl_throttle_reg(rings[i]));
 		iowrite32(val & ODL_NHI_THROTTLE_MASK, odl_throttle_reg(rings[i]));
 	}
-	odl->throttle_set = true;
+	r->throttle_set = true;
+}
+
+/* Caller holds odl->lock; the rings in use (nrings) are started. */
+void odl_irq_throttle_set(struct odl_tb5 *odl)
+{
+	u32 val = DIV_ROUND_UP(odl_irq_throttle_us * NSEC_PER_USEC,
+			       ODL_NHI_THROTTLE_UNIT_NS);
+	unsigned int i;
+
+	for (i = 0; i < odl->nrings; i++)
+		odl_ring_throttle_set(&odl->ring[i], val);
 }
 
 void odl_irq_throttle_restore(struct odl_tb5 *odl)
 {
-	struct tb_ring *rings[2] = { odl->tx_ring, odl->rx_ring };
-	int i;
+	struct odl_ring *r;
+	unsigned int i;
 
-	if (!odl->throttle_set)
-		return;
-	for (i = 0; i < 2; i++)
-		iowrite32(odl->throttle_saved[i], odl_throttle_reg(rings[i]));
-	odl->throttle_set = false;
+	for (i = 0; i < odl->rings; i++) {
+		r = &odl->ring[i];
+		if (!r->throttle_set)
+			continue;
+		iowrite32(r->throttle_saved[0], odl_throttle_reg(r->tx));
+		iowrite32(r->throttle_saved[1], odl_throttle_reg(r->rx));
+		r->throttle_set = false;
+	}
+}
+
+/* All rings in use have their vectors programmed (INFO irq_throttle_ns). */
+bool odl_irq_throttle_active(struct odl_tb5 *odl)
+{
+	unsigned int i, n = READ_ONCE(odl->nrings);
+
+	for (i = 0; i < n; i++)
+		if (!READ_ONCE(odl->ring[i].throttle_set))
+			return false;
+	return n > 0;
 }
 
 /**
@@ -224,36 +284,55 @@ void odl_irq_throttle_restore(struct odl_tb5 *odl)
  */
 void odl_rx_repost(struct odl_tb5 *odl, struct odl_buf *b)
 {
+	struct tb_ring *ring = odl->ring[b->ring].rx;
 	unsigned long flags;
 
-	dma_sync_single_for_device(tb_ring_dma_device(odl->rx_ring), b->dma,
+	dma_sync_single_for_device(tb_ring_dma_device(ring), b->dma,
 				   PAGE_SIZE, DMA_FROM_DEVICE);
 	spin_lock_irqsave(&odl->rx_lock, flags);
-	if (tb_ring_rx(odl->rx_ring, &b->frame))
+	/* A ring not in use with this peer is stopped: tb_ring_rx() refuses. */
+	if (tb_ring_rx(ring, &b->frame))
 		list_add_tail(&b->list, &odl->rx_idle);
 	spin_unlock_irqrestore(&odl->rx_lock, flags);
 }
 
-/* Post every idle buffer; the ring has been started. */
+/* Post every idle buffer of the rings in use; they have been started. */
 void odl_rx_post_idle(struct odl_tb5 *odl)
 {
+	unsigned int nrings = odl->nrings;
 	struct odl_buf *b, *n;
 	unsigned long flags;
 
 	spin_lock_irqsave(&odl->rx_lock, flags);
 	list_for_each_entry_safe(b, n, &odl->rx_idle, list) {
-		if (tb_ring_rx(odl->rx_ring, &b->frame))
-			break;
+		if (b->ring >= nrings || tb_ring_rx(odl->ring[b->ring].rx, &b->frame))
+			continue;
 		list_del(&b->list);
 	}
 	spin_unlock_irqrestore(&odl->rx_lock, flags);
 }
 
-/* Drop frames nobody read (a new open or a new connection starts clean). */
+/*
+ * Drop frames nobody read, held ones included (a new open or a new
+ * connection starts clean), and start the ring 0 / GOODBYE bookkeeping of
+ * a new session.
+ */
 void odl_rx_flush(struct odl_tb5 *odl)
 {
 	struct odl_buf *b;
+	unsigned long flags;
+	LIST_HEAD(held);
 
+	spin_lock_irqsave(&odl->rx_lock, flags);
+	list_splice_init(&odl->rx_held, &held);
+	odl->rx_ring0_seen = false;
+	odl->rx_goodbyes = 0;
+	spin_unlock_irqrestore(&odl->rx_lock, flags);
+	while (!list_empty(&held)) {
+		b = list_first_entry(&held, struct odl_buf, list);
+		list_del(&b->list);
+		odl_rx_repost(odl, b);
+	}
 	for (;;) {
 		b = odl_rx_take(odl);
 		if (!b)
@@ -320,36 +399,88 @@ bool odl_tx_available(struct odl_tb5 *odl)
 	return ret;
 }
 
-/**
- * odl_tx_queue() - put a checked frame on the Tx ring.
- * @odl: device
- * @b: Tx buffer holding the frame, owned by the caller
- * @bytes: frame size, header included
- *
- * Return: 0, or -EPIPE when the ring is stopped (@b stays the caller's).
- */
-int odl_tx_queue(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes)
+static int odl_tx_ring(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes,
+		       unsigned int ring)
 {
+	struct tb_ring *tx = odl->ring[ring].tx;
 	unsigned long flags;
 
-	dma_sync_single_for_device(tb_ring_dma_device(odl->tx_ring), b->dma,
-				   bytes, DMA_TO_DEVICE);
+	dma_sync_single_for_device(tb_ring_dma_device(tx), b->dma, bytes,
+				   DMA_TO_DEVICE);
 	b->frame.size = bytes & 0xfff; /* 0 means 4096 */
 	b->frame.sof = ODL_XD_PDF_SOF;
 	b->frame.eof = ODL_XD_PDF_EOF;
-	if (tb_ring_tx(odl->tx_ring, &b->frame))
+	if (tb_ring_tx(tx, &b->frame))
 		return -EPIPE;
 	spin_lock_irqsave(&odl->stats_lock, flags);
 	odl->stats.tx_frames++;
 	odl->stats.tx_bytes += bytes;
+	odl->stats.ring_tx_frames[ring]++;
 	spin_unlock_irqrestore(&odl->stats_lock, flags);
 	return 0;
 }
 
-/* odl_tx_queue(), and @b back to the free list when the ring is stopped. */
-int odl_tx_submit(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes)
+/*
+ * GOODBYE ends the peer's session ("nothing follows"), but frames of other
+ * streams sent before it may still be on other rings. Copies go on every
+ * other ring in use, after what each already holds; the peer delivers the
+ * copy that completes the set. Best effort: a ring whose marker is still
+ * in flight (or stopped) gets none, and the peer then sees the session end
+ * through the close notice instead.
+ */
+static void odl_tx_goodbye_copies(struct odl_tb5 *odl, struct odl_buf *src,
+				  size_t bytes, unsigned int nrings)
 {
-	int ret = odl_tx_queue(odl, b, bytes);
+	struct odl_buf *m;
+	unsigned long flags;
+	unsigned int i;
+	bool busy;
+
+	for (i = 1; i < nrings; i++) {
+		m = &odl->tx_bufs[odl->tx_count + i - 1];
+		spin_lock_irqsave(&odl->tx_lock, flags);
+		busy = __test_and_set_bit(i - 1, &odl->tx_marker_busy);
+		spin_unlock_irqrestore(&odl->tx_lock, flags);
+		if (busy)
+			continue;
+		memcpy(odl_buf_va(m), odl_buf_va(src), bytes);
+		if (odl_tx_ring(odl, m, bytes, i)) {
+			spin_lock_irqsave(&odl->tx_lock, flags);
+			__clear_bit(i - 1, &odl->tx_marker_busy);
+			spin_unlock_irqrestore(&odl->tx_lock, flags);
+		}
+	}
+}
+
+/**
+ * odl_tx_queue() - put a checked frame on its stream's Tx ring.
+ * @odl: device
+ * @b: Tx buffer holding the frame, owned by the caller
+ * @fi: the frame's checked header
+ *
+ * Stream s goes on ring s % nrings, so each stream stays in order.
+ *
+ * Return: 0, or -EPIPE when the ring is stopped (@b stays the caller's).
+ */
+int odl_tx_queue(struct odl_tb5 *odl, struct odl_buf *b,
+		 const struct odl_frame_info *fi)
+{
+	size_t bytes = ODL_FRAME_HDR_BYTES + fi->len;
+	unsigned int nrings = READ_ONCE(odl->nrings);
+
+	/* Never connected: ring 0 is stopped and refuses the frame. */
+	if (!nrings)
+		nrings = 1;
+	if (fi->type == ODL_FRAME_GOODBYE && nrings > 1)
+		odl_tx_goodbye_copies(odl, b, bytes, nrings);
+	return odl_tx_ring(odl, b, bytes, fi->stream % nrings);
+}
+
+/* odl_tx_queue(), and @b back to the free list when the ring is stopped. */
+int odl_tx_submit(struct odl_tb5 *odl, struct odl_buf *b,
+		  const struct odl_frame_info *fi)
+{
+	int ret = odl_tx_queue(odl, b, fi);
 
 	if (ret)
 		odl_tx_put(odl, b);
@@ -408,85 +539,124 @@ err_free:
 	return NULL;
 }
 
+static void odl_ring_free(struct odl_tb5 *odl, struct odl_ring *r)
+{
+	if (r->tx_hopid >= 0)
+		tb_xdomain_release_out_hopid(odl->xd, r->tx_hopid);
+	r->tx_hopid = -1;
+	if (r->rx)
+		tb_ring_free(r->rx);
+	if (r->tx)
+		tb_ring_free(r->tx);
+	r->rx = NULL;
+	r->tx = NULL;
+}
+
+static int odl_ring_alloc(struct odl_tb5 *odl, struct odl_ring *r)
+{
+	struct tb_nhi *nhi = odl->xd->tb->nhi;
+	int ret;
+
+	r->tx = tb_ring_alloc_tx(nhi, -1, odl->ring_size, RING_FLAG_FRAME);
+	if (!r->tx)
+		return -ENOMEM;
+	r->rx = tb_ring_alloc_rx(nhi, -1, odl->ring_size, RING_FLAG_FRAME,
+				 r->tx->hop, BIT(ODL_XD_PDF_SOF),
+				 BIT(ODL_XD_PDF_EOF),
+				 odl_poll_mode ? odl_rx_start_poll : NULL,
+				 odl_poll_mode ? r : NULL);
+	if (!r->rx) {
+		odl_ring_free(odl, r);
+		return -ENOMEM;
+	}
+	ret = tb_xdomain_alloc_out_hopid(odl->xd, -1);
+	if (ret < 0) {
+		odl_ring_free(odl, r);
+		return ret;
+	}
+	r->tx_hopid = ret;
+	return 0;
+}
+
 /**
- * odl_rings_alloc() - allocate both rings, the out HopID and the buffers.
- * @odl: device being probed
+ * odl_rings_alloc() - allocate the ring pairs, their out HopIDs and the
+ *	buffers.
+ * @odl: device being probed; @odl->rings set
  *
  * Return: 0 or -errno.
  */
 int odl_rings_alloc(struct odl_tb5 *odl)
 {
-	struct tb_nhi *nhi = odl->xd->tb->nhi;
-	unsigned int n = odl->ring_size - 1;
+	unsigned int per = odl->ring_size - 1;
+	struct device *dma_dev;
+	unsigned int i;
 	int ret;
 
-	odl->tx_ring = tb_ring_alloc_tx(nhi, -1, odl->ring_size, RING_FLAG_FRAME);
-	if (!odl->tx_ring)
-		return -ENOMEM;
-	odl->rx_ring = tb_ring_alloc_rx(nhi, -1, odl->ring_size, RING_FLAG_FRAME,
-					odl->tx_ring->hop, BIT(ODL_XD_PDF_SOF),
-					BIT(ODL_XD_PDF_EOF),
-					odl_poll_mode ? odl_rx_start_poll : NULL,
-					odl_poll_mode ? odl : NULL);
-	if (!odl->rx_ring) {
-		ret = -ENOMEM;
-		goto err_free_tx_ring;
+	for (i = 0; i < ODL_RINGS_MAX; i++) {
+		odl->ring[i].odl = odl;
+		odl->ring[i].index = i;
+		odl->ring[i].tx_hopid = -1;
 	}
-	ret = tb_xdomain_alloc_out_hopid(odl->xd, -1);
-	if (ret < 0)
-		goto err_free_rx_ring;
-	odl->tx_hopid = ret;
+	for (i = 0; i < odl->rings; i++) {
+		ret = odl_ring_alloc(odl, &odl->ring[i]);
+		if (ret)
+			goto err_free_rings;
+	}
+	/* Every ring of one NHI has the NHI's DMA device. */
+	dma_dev = tb_ring_dma_device(odl->ring[0].tx);
+	odl->tx_count = per;
+	odl->rx_count = per * odl->rings;
 
 	ret = -ENOMEM;
-	odl->tx_bufs = odl_bufs_alloc(odl, tb_ring_dma_device(odl->tx_ring), n,
+	/* The markers (GOODBYE copies) follow the user's buffers. */
+	odl->tx_bufs = odl_bufs_alloc(odl, dma_dev,
+				      odl->tx_count + odl->rings - 1,
 				      DMA_TO_DEVICE, odl_tx_callback,
 				      &odl->tx_free);
 	if (!odl->tx_bufs)
-		goto err_release_hopid;
-	odl->rx_bufs = odl_bufs_alloc(odl, tb_ring_dma_device(odl->rx_ring), n,
+		goto err_free_rings;
+	for (i = odl->tx_count; i < odl->tx_count + odl->rings - 1; i++) {
+		odl->tx_bufs[i].marker = true;
+		list_del(&odl->tx_bufs[i].list);
+	}
+	odl->rx_bufs = odl_bufs_alloc(odl, dma_dev, odl->rx_count,
 				      DMA_FROM_DEVICE, odl_rx_callback,
 				      &odl->rx_idle);
 	if (!odl->rx_bufs)
 		goto err_free_tx_bufs;
+	for (i = 0; i < odl->rx_count; i++)
+		odl->rx_bufs[i].ring = i / per;
 	return 0;
 
 err_free_tx_bufs:
-	odl_bufs_free(tb_ring_dma_device(odl->tx_ring), odl->tx_bufs, n,
+	odl_bufs_free(dma_dev, odl->tx_bufs, odl->tx_count + odl->rings - 1,
 		      DMA_TO_DEVICE);
 	odl->tx_bufs = NULL;
 	INIT_LIST_HEAD(&odl->tx_free);
-err_release_hopid:
-	tb_xdomain_release_out_hopid(odl->xd, odl->tx_hopid);
-	odl->tx_hopid = -1;
-err_free_rx_ring:
-	tb_ring_free(odl->rx_ring);
-	odl->rx_ring = NULL;
-err_free_tx_ring:
-	tb_ring_free(odl->tx_ring);
-	odl->tx_ring = NULL;
+err_free_rings:
+	for (i = 0; i < odl->rings; i++)
+		odl_ring_free(odl, &odl->ring[i]);
 	return ret;
 }
 
 /* The rings are stopped (odl_disconnect()); nobody touches the buffers. */
 void odl_rings_free(struct odl_tb5 *odl)
 {
-	unsigned int n = odl->ring_size - 1;
+	struct device *dma_dev;
+	unsigned int i;
 
-	if (!odl->tx_ring)
+	if (!odl->ring[0].tx)
 		return;
+	dma_dev = tb_ring_dma_device(odl->ring[0].tx);
 	INIT_LIST_HEAD(&odl->tx_free);
 	INIT_LIST_HEAD(&odl->rx_queue);
 	INIT_LIST_HEAD(&odl->rx_idle);
-	odl_bufs_free(tb_ring_dma_device(odl->tx_ring), odl->tx_bufs, n,
+	INIT_LIST_HEAD(&odl->rx_held);
+	odl_bufs_free(dma_dev, odl->tx_bufs, odl->tx_count + odl->rings - 1,
 		      DMA_TO_DEVICE);
-	odl_bufs_free(tb_ring_dma_device(odl->rx_ring), odl->rx_bufs, n,
-		      DMA_FROM_DEVICE);
+	odl_bufs_free(dma_dev, odl->rx_bufs, odl->rx_count, DMA_FROM_DEVICE);
 	odl->tx_bufs = NULL;
 	odl->rx_bufs = NULL;
-	tb_xdomain_release_out_hopid(odl->xd, odl->tx_hopid);
-	odl->tx_hopid = -1;
-	tb_ring_free(odl->rx_ring);
-	tb_ring_free(odl->tx_ring);
-	odl->rx_ring = NULL;
-	odl->tx_ring = NULL;
+	for (i = 0; i < odl->rings; i++)
+		odl_ring_free(odl, &odl->ring[i]);
 }

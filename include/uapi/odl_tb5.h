@@ -119,6 +119,11 @@ enum odl_tb5_state {
  *	device's rings as programmed while connected (module parameter
  *	irq_throttle_us, in the NHI's 256 ns units); 0 when not programmed
  *	(not connected, or no per-ring MSI-X vector)
+ * @rings: ring pairs in use with the peer (negotiated at login: the
+ *	smaller of both offers); 0 while not connected
+ * @local_rings: ring pairs this host offers (module parameter rings)
+ * @peer_rings: ring pairs the peer offered (1 for a peer without
+ *	ODL_XD_FEAT_RINGS); 0 while not connected
  * @reserved: zero
  */
 struct odl_tb5_info {
@@ -149,7 +154,10 @@ struct odl_tb5_info {
 	char peer_name[64];
 	__u32 rx_poll;
 	__u32 irq_throttle_ns;
-	__u32 reserved[6];
+	__u32 rings;
+	__u32 local_rings;
+	__u32 peer_rings;
+	__u32 reserved[3];
 };
 ODL_TB5_UAPI_SIZE(struct odl_tb5_info, 216);
 
@@ -158,6 +166,7 @@ ODL_TB5_UAPI_SIZE(struct odl_tb5_info, 216);
 #define ODL_TB5_STATS_F_KNOWN ODL_TB5_STATS_F_RESET
 
 #define ODL_TB5_RX_BAD_SLOTS 16 /* >= ODL_FRAME_ERR_COUNT */
+#define ODL_TB5_RINGS_MAX 4     /* ring pairs per peer (ODL_XD_RINGS_MAX) */
 
 /**
  * struct odl_tb5_stats - ODL_TB5_IOC_STATS: counters since bind (or reset).
@@ -180,6 +189,9 @@ ODL_TB5_UAPI_SIZE(struct odl_tb5_info, 216);
  * @reannounces: times the service was re-announced because a login got
  *	no answer (at most once per bound service)
  * @rx_poll_starts: polling mode: Rx ring interrupts that started a poll
+ * @ring_tx_frames: frames handed to each ring pair's Tx ring (wrapping)
+ * @ring_rx_frames: frames queued for the reader from each ring pair's Rx
+ *	ring (wrapping)
  * @reserved: zero
  */
 struct odl_tb5_stats {
@@ -200,7 +212,9 @@ struct odl_tb5_stats {
 	__u64 xd_bad;
 	__u64 reannounces;
 	__u64 rx_poll_starts;
-	__u64 reserved[6];
+	__u32 ring_tx_frames[ODL_TB5_RINGS_MAX];
+	__u32 ring_rx_frames[ODL_TB5_RINGS_MAX];
+	__u64 reserved[2];
 };
 ODL_TB5_UAPI_SIZE(struct odl_tb5_stats, 296);
 

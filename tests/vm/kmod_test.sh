@@ -10,8 +10,12 @@
 # ping over thunderbolt0 while odl perf runs), peer module reload, a late
 # announcement (re-announce on an unanswered login) and the discovery race
 # behind it, a load/unload loop,
-# polling mode, cable unplug mid-transfer and replug, and clean kernel logs. Every wait is
-# bounded; the testbed is always torn down.
+# polling mode, cable unplug mid-transfer and replug, and clean kernel logs.
+# Everything up to the load/unload loop and the polling-mode steps run with
+# rings=4 on both hosts (several ring pairs, streams spread over them; the
+# per-ring counters must show more than one ring used); the loop covers the
+# default rings=1 and a mixed pair (rings=4 against rings=1: one ring). Every
+# wait is bounded; the testbed is always torn down.
 #
 # Usage: kmod_test.sh [--kernel 6.12|6.1]
 # Environment: ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR (odl binary, libodl)
@@ -33,10 +37,18 @@ step "build odl_tb5.ko ($kernel) and guest extras"
 step "testbed up"
 ODL_GUEST_EXTRA="$extra" "$tb" up --kernel "$kernel" || fail "testbed up"
 
+# Ring pairs for every load but the loop's default and mixed cycles.
+RINGS=rings=4
+
 step "module parameter validation"
 if vexec A 'insmod /lib/modules/odl_tb5.ko ring_size=100'; then
 	fail "ring_size=100 was accepted"
 fi
+for bad in rings=0 rings=5; do
+	if vexec A "insmod /lib/modules/odl_tb5.ko $bad"; then
+		fail "$bad was accepted"
+	fi
+done
 if vexec A 'insmod /lib/modules/odl_tb5.ko irq_throttle_us=5000'; then
 	fail "irq_throttle_us=5000 was accepted"
 fi
@@ -44,9 +56,24 @@ step "load on both hosts (cable out), plug, login"
 # Modules first, cable second, as on a host that loads odl_tb5 at boot; the
 # reload step below covers loading after discovery, and the late
 # announcement step the race in between (docs/kmod.md, re-announce).
-load_cable_out
+load_cable_out $RINGS
 wait_login 60 "first load"
 vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "INFO state"'
+# rings_in VM N: the link uses N ring pairs (INFO rings).
+rings_in() {
+	vexec "$1" "odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q ' rings $2 '" ||
+		fail "VM $1: want $2 ring pair(s): $(vexec "$1" 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "INFO state"')"
+}
+# rings_used VM: more than one ring pair received frames (STATS ring_rx).
+rings_used() {
+	local out used
+	out=$(vexec "$1" 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "STATS logins"')
+	used=$(echo "$out" | sed -n 's/.*ring_rx \([0-9,]*\).*/\1/p' | tr , '\n' | grep -c '^[1-9]' || true)
+	echo "$1: $out"
+	[ "${used:-0}" -ge 2 ] || fail "VM $1: frames on $used ring(s), want >= 2: $out"
+}
+rings_in A 4
+rings_in B 4
 # Interrupt mode, default irq_throttle_us=8: 32 units of 256 ns.
 vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "rx_poll 0 irq_throttle_ns 8192"' ||
 	fail "A: default mode/throttle not as expected: $(vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "INFO state"')"
@@ -97,6 +124,8 @@ perf_pair B A bandwidth --bidir -s 64K --bytes 4M --checksum
 perf_pair A B jitter -s 64 -n 50 --warmup 5 --interval-us 2000 --checksum
 perf_pair B A latency-load -s 64 -n 50 --warmup 5 --load-size 256K --bytes 4M --checksum
 perf_pair B A mimo --streams 4 -s 256K --bytes 4M --checksum
+rings_used B
+rings_used A
 step "read/write path (ODL_KERNEL_IO=rw): latency, bandwidth both ways"
 PERF_IO=rw
 perf_pair B A latency -s 64 -n 100 --warmup 10 --checksum
@@ -142,8 +171,9 @@ wait_in A 30 '! test -e /dev/odl_tb5_0' || fail "A kept /dev/odl_tb5_0 after B u
 wait_in A 150 'grep -q "^rc=" /tmp/gone.log' || fail "A: gone checker did not finish"
 vexec A 'grep -q "^rc=0" /tmp/gone.log' || fail "A: device removed while mapped: $(vexec A 'cat /tmp/gone.log')"
 vexec A 'grep "gone: all" /tmp/gone.log'
-vexec B 'insmod /lib/modules/odl_tb5.ko' || fail "insmod B again"
+vexec B "insmod /lib/modules/odl_tb5.ko $RINGS" || fail "insmod B again"
 wait_login 60 "after reload"
+rings_in A 4
 perf_pair B A latency -s 64 -n 50 --warmup 5
 
 step "late announcement: the peer holds our properties from before the load"
@@ -153,7 +183,7 @@ step "late announcement: the peer holds our properties from before the load"
 # A re-reads, binds and logs in.
 vexec B 'rmmod odl_tb5' || fail "rmmod B"
 wait_in A 30 '! test -e /dev/odl_tb5_0' || fail "A kept /dev/odl_tb5_0 after B unloaded"
-vexec B 'insmod /lib/modules/odl_tb5.ko announce=0' || fail "insmod B announce=0"
+vexec B "insmod /lib/modules/odl_tb5.ko announce=0 $RINGS" || fail "insmod B announce=0"
 wait_login 60 "after a late announcement"
 out=$(vexec B 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "STATS logins"')
 echo "B: $out"
@@ -177,7 +207,7 @@ vexec B "test -w $ddc || mount -t debugfs none /sys/kernel/debug; echo 'file xdo
 # One line: the testbed's exec channel is line based.
 race='n=$(dmesg | grep -c "properties request"); for k in $(seq 3000); do [ "$(dmesg | grep -c "properties request")" -gt "$n" ] && break; done;'
 race="$race"' if test -e /sys/bus/thunderbolt/devices/0-1; then echo "window missed"; else echo "window hit"; fi;'
-race="$race"' insmod /lib/modules/odl_tb5.ko; echo "insmod rc=$?"'
+race="$race"' insmod /lib/modules/odl_tb5.ko '"$RINGS"'; echo "insmod rc=$?"'
 vexec B "rm -f /tmp/race.log; ($race) >/tmp/race.log 2>&1 &" || fail "B: race loader"
 "$tb" cable plug || fail "plug"
 for v in A B; do
@@ -189,10 +219,11 @@ out=$(vexec B 'tr "\n" " " </tmp/race.log; odl_tb5_ioctl /dev/odl_tb5_0 0 | grep
 echo "B: $out"
 echo "$out" | grep -q "insmod rc=0" || fail "B: insmod in the discovery window failed: $out"
 
-step "load/unload loop: 5 cycles, login each time (the last in polling mode)"
+step "load/unload loop: 5 cycles, login each time (rings=1; 3: rings=4 against rings=1; 5: polling mode, rings=4)"
 for cycle in 1 2 3 4 5; do
-	args=
-	[ "$cycle" = 5 ] && args='poll=1 irq_throttle_us=2'
+	args= argsb=
+	[ "$cycle" = 3 ] && args=$RINGS
+	[ "$cycle" = 5 ] && args="poll=1 irq_throttle_us=2 $RINGS" argsb=$args
 	vexec A 'rmmod odl_tb5' || fail "cycle $cycle: rmmod A"
 	vexec B 'rmmod odl_tb5' || fail "cycle $cycle: rmmod B"
 	for v in A B; do
@@ -200,12 +231,23 @@ for cycle in 1 2 3 4 5; do
 			fail "cycle $cycle: VM $v still has odl_tb5 after rmmod"
 	done
 	vexec A "insmod /lib/modules/odl_tb5.ko $args" || fail "cycle $cycle: insmod A $args"
-	vexec B "insmod /lib/modules/odl_tb5.ko $args" || fail "cycle $cycle: insmod B $args"
+	vexec B "insmod /lib/modules/odl_tb5.ko $argsb" || fail "cycle $cycle: insmod B $argsb"
 	for v in A B; do
 		wait_in "$v" 60 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' ||
 			fail "cycle $cycle: VM $v: no login within 60 s"
 	done
 	echo "cycle $cycle: logged in on both"
+	if [ "$cycle" = 1 ]; then
+		rings_in A 1
+		perf_pair A B mimo --streams 4 -s 64K --bytes 1M --checksum
+	elif [ "$cycle" = 3 ]; then
+		# A offers 4, B (default) 1: both use one ring pair.
+		rings_in A 1
+		rings_in B 1
+		vexec A "odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q 'local_rings 4 peer_rings 1'" ||
+			fail "A: mixed pair: $(vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "INFO state"')"
+		perf_pair B A mimo --streams 4 -s 64K --bytes 1M --checksum
+	fi
 done
 for v in A B; do
 	if vexec "$v" 'dmesg | grep -v "module verification failed" | grep -E "WARNING:|BUG:|Oops|refcount|leak"'; then
@@ -222,6 +264,8 @@ done
 perf_pair B A latency -s 64 -n 100 --warmup 10 --checksum
 perf_pair B A bandwidth -s 4K,256K --bytes 2M --checksum
 perf_pair A B mimo --streams 4 -s 64K --bytes 2M --checksum
+rings_in A 4
+rings_used A
 for v in A B; do
 	out=$(vexec "$v" 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "STATS logins"')
 	echo "$v: $out"
@@ -229,7 +273,7 @@ for v in A B; do
 	[ "${starts:-0}" -gt 0 ] || fail "VM $v: no polls started in polling mode: $out"
 done
 
-step "cable unplug mid-transfer (polling mode, mmap path)"
+step "cable unplug mid-transfer (polling mode, rings=4, mmap path)"
 vexec B "(odl perf bandwidth --backend kernel --server -d 0 --connect-timeout 60 -s 1M --bytes 1G >/tmp/perf-srv.log 2>&1; echo rc=\$? >>/tmp/perf-srv.log) &"
 sleep 1
 vexec A "(odl perf bandwidth --backend kernel --client 0 --connect-timeout 60 -q -s 1M --bytes 1G --stall-timeout-ms 5000 >/tmp/perf-cli.log 2>&1; echo rc=\$? >>/tmp/perf-cli.log) &"
@@ -241,7 +285,8 @@ vexec A 'tail -n 2 /tmp/perf-cli.log'
 wait_in A 30 '! test -e /dev/odl_tb5_0' || fail "A kept /dev/odl_tb5_0 after unplug"
 "$tb" cable plug || fail "plug"
 wait_login 90 "after replug"
-perf_pair B A latency -s 64 -n 50 --warmup 5
+rings_in B 4
+perf_pair B A mimo --streams 4 -s 64K --bytes 1M --checksum
 
 step "unload both, kernel logs clean"
 vexec A 'rmmod odl_tb5' || fail "rmmod A"

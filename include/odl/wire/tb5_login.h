@@ -18,7 +18,7 @@
 #define ODL_XD_PRTCVERS 1             /* protocol version in the directory */
 #define ODL_XD_PRTCREVS 0             /* protocol revision in the directory */
 #define ODL_XD_VERSION_MAJOR 1        /* login: incompatible changes */
-#define ODL_XD_VERSION_MINOR 0        /* login: compatible additions */
+#define ODL_XD_VERSION_MINOR 1        /* login: compatible additions (1: rings) */
 
 /* Frame PDFs on the DMA path: every frame is one whole OdinLink frame. */
 #define ODL_XD_PDF_SOF 1
@@ -26,7 +26,19 @@
 
 /* Capability bits (odl_xd_login.features). */
 #define ODL_XD_FEAT_CREDITS (1u << 0) /* OdinLink frame credits (always) */
-#define ODL_XD_FEAT_KNOWN ODL_XD_FEAT_CREDITS
+#define ODL_XD_FEAT_RINGS (1u << 1)   /* (1.1) several ring pairs: rings fields */
+#define ODL_XD_FEAT_KNOWN (ODL_XD_FEAT_CREDITS | ODL_XD_FEAT_RINGS)
+
+/*
+ * (1.1) Ring pairs per peer: each side offers 1..ODL_XD_RINGS_MAX and both
+ * use the smaller count. Ring i carries the frames of streams s with
+ * s % count == i; a peer without ODL_XD_FEAT_RINGS gets one ring and its
+ * rings fields are reserved (zero), as in 1.0.
+ */
+#define ODL_XD_RINGS_MAX 4
+/* odl_xd_login.transmit_path_ext[i / 2]: HopID of ring i + 1, 16 bits each */
+#define ODL_XD_PATH_EXT_BITS 16
+#define ODL_XD_PATH_EXT_MASK 0xffffu
 
 /* Length of the packet after the first 3 dwords, in dwords. */
 #define ODL_XD_LENGTH_MASK 0x3fu
@@ -77,8 +89,13 @@ ODL_WIRE_SIZE(struct odl_xd_hdr, 68);
  * @features: ODL_XD_FEAT_* the sender supports
  * @ring_size: sender's descriptors per ring, power of two
  * @frame_bytes: largest frame the sender accepts (ODL_FRAME_MAX_BYTES)
- * @transmit_path: HopID the sender transmits on, 8..remote max HopID
- * @reserved: zero
+ * @transmit_path: HopID the sender transmits on (ring 0), 8..remote max HopID
+ * @rings: (ODL_XD_FEAT_RINGS) ring pairs the sender offers,
+ *	1..ODL_XD_RINGS_MAX; otherwise zero
+ * @transmit_path_ext: (ODL_XD_FEAT_RINGS) HopIDs the sender transmits on
+ *	for rings 1..@rings - 1, all different from each other and from
+ *	@transmit_path: ring i + 1 in bits (i % 2) * 16 + 15..(i % 2) * 16 of
+ *	word i / 2 (shifts of a dword: byte order safe); unused bits zero
  */
 struct odl_xd_login {
 	struct odl_xd_hdr hdr;
@@ -88,7 +105,8 @@ struct odl_xd_login {
 	__u32 ring_size;
 	__u32 frame_bytes;
 	__u32 transmit_path;
-	__u32 reserved[3];
+	__u32 rings;
+	__u32 transmit_path_ext[2];
 };
 ODL_WIRE_SIZE(struct odl_xd_login, 100);
 
@@ -101,6 +119,8 @@ ODL_WIRE_SIZE(struct odl_xd_login, 100);
  * @features: ODL_XD_FEAT_* the responder supports
  * @ring_size: responder's descriptors per ring
  * @frame_bytes: largest frame the responder accepts
+ * @rings: ring pairs the responder offers (1..ODL_XD_RINGS_MAX) when both
+ *	the LOGIN and the responder set ODL_XD_FEAT_RINGS; otherwise zero
  * @reserved: zero
  */
 struct odl_xd_login_resp {
@@ -111,7 +131,8 @@ struct odl_xd_login_resp {
 	__u32 features;
 	__u32 ring_size;
 	__u32 frame_bytes;
-	__u32 reserved[3];
+	__u32 rings;
+	__u32 reserved[2];
 };
 ODL_WIRE_SIZE(struct odl_xd_login_resp, 100);
 
