@@ -23,6 +23,10 @@
 #   ODL_VM_ACCEL   tcg (default) or kvm (-cpu host; only where KVM is known to work)
 #   ODL_VM_QEMU_ARGS  extra QEMU options for both VMs (e.g. -trace 'odl_nhi_*')
 #   ODL_VM_EXEC_TIMEOUT  seconds per exec (default 60)
+#   ODL_QEMU       a QEMU binary with odl-usb4-nhi built before (skips build-qemu.sh)
+#   ODL_GUEST_IMAGE  a guest image directory built before (vmlinuz, initrd.gz,
+#                  KERNEL_VERSION; skips build-guest.sh and ODL_GUEST_EXTRA)
+#   ODL_VM_BIOS_DIR  firmware directory searched before the Debian ones
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -105,8 +109,21 @@ cmd_up() {
 	fi
 	local linkd qemu image
 	linkd=$(find_linkd)
-	qemu=$("$here/build-qemu.sh" | tail -n1) || die "QEMU build failed"
-	image=$("$here/guest/build-guest.sh" "$kernel" | tail -n1) || die "guest image build failed"
+	# Prebuilt ones (a bench bundle on a host without Debian's sources).
+	if [ -n "${ODL_QEMU:-}" ]; then
+		[ -x "$ODL_QEMU" ] || die "ODL_QEMU=$ODL_QEMU is not an executable"
+		qemu=$ODL_QEMU
+	else
+		qemu=$("$here/build-qemu.sh" | tail -n1) || die "QEMU build failed"
+	fi
+	if [ -n "${ODL_GUEST_IMAGE:-}" ]; then
+		for f in vmlinuz initrd.gz KERNEL_VERSION; do
+			[ -f "$ODL_GUEST_IMAGE/$f" ] || die "ODL_GUEST_IMAGE=$ODL_GUEST_IMAGE has no $f"
+		done
+		image=$ODL_GUEST_IMAGE
+	else
+		image=$("$here/guest/build-guest.sh" "$kernel" | tail -n1) || die "guest image build failed"
+	fi
 
 	# From here on, any failure or Ctrl-C tears everything down.
 	trap 'say "interrupted, tearing down"; cmd_down quiet; exit 130' INT TERM
@@ -152,7 +169,7 @@ cmd_up() {
 	for v in "${vms[@]}"; do
 		idx=$(vm_index "$v")
 		say "starting VM $v ($(cat "$image/KERNEL_VERSION"), ${ODL_VM_ACCEL:-tcg})"
-		setsid "$qemu" -L /usr/share/qemu -L /usr/share/seabios \
+		setsid "$qemu" ${ODL_VM_BIOS_DIR:+-L "$ODL_VM_BIOS_DIR"} -L /usr/share/qemu -L /usr/share/seabios \
 			-name "odl-$v" "${accel[@]}" "${machine[@]}" -smp 1 \
 			-display none -vga none -monitor none -no-reboot -net none \
 			-kernel "$image/vmlinuz" -initrd "$initrd" \

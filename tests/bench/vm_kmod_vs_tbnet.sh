@@ -11,8 +11,9 @@
 #   --io: the kernel backend's data path (ODL_KERNEL_IO, docs/kmod.md); both
 #   measures the two side by side in every round (default mmap)
 # Environment: as tests/vm/kmod_test.sh (ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR,
-#   ODL_VM_SHARED_RAM, ...); ODL_BENCH_EXTRA: a guest extras directory built
-#   before (kmod/guest-extra.sh), for hosts without kernel headers
+#   ODL_VM_SHARED_RAM, ...); with ODL_GUEST_IMAGE (and ODL_QEMU, ODL_LINKD)
+#   the prebuilt ones of a bench bundle are used and nothing is built
+#   (tests/bench/vm_bundle.sh: the bench on a host without Debian's packages)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -36,10 +37,8 @@ extra="$ODL_VM_DIR.extra"
 say() { printf '== %s\n' "$*" >&2; }
 . "$repo/tests/vm/vm_lib.sh"
 
-if [ -n "${ODL_BENCH_EXTRA:-}" ]; then
-	[ -d "$ODL_BENCH_EXTRA" ] || fail "ODL_BENCH_EXTRA=$ODL_BENCH_EXTRA: not a directory"
-	extra=$ODL_BENCH_EXTRA
-else
+# A prebuilt guest image (bench bundle) already holds the module and odl.
+if [ -z "${ODL_GUEST_IMAGE:-}" ]; then
 	say "build odl_tb5.ko ($kernel) and guest extras"
 	"$repo/kmod/guest-extra.sh" "$kernel" "$extra" >/dev/null || fail "guest extras"
 fi
