@@ -63,6 +63,14 @@ trap cleanup EXIT
 mkdir -p "$ODL_VM_DIR"
 : >"$results"
 
+step "prebuilt parts: bad ODL_QEMU / ODL_GUEST_IMAGE refused before anything starts"
+mkdir -p "$ODL_VM_DIR/empty-image"
+out=$(ODL_QEMU=/nonexistent/qemu "$tb" up --kernel "$kernel" 2>&1) && fail "ODL_QEMU=/nonexistent/qemu accepted"
+grep -q "ODL_QEMU=/nonexistent/qemu is not an executable" <<<"$out" || fail "ODL_QEMU: unclear error: $out"
+out=$(ODL_GUEST_IMAGE="$ODL_VM_DIR/empty-image" "$tb" up --kernel "$kernel" 2>&1) && fail "empty ODL_GUEST_IMAGE accepted"
+grep -q "has no vmlinuz" <<<"$out" || fail "ODL_GUEST_IMAGE: unclear error: $out"
+[ ! -e "$ODL_VM_DIR/linkd.pid" ] || fail "a refused up left odl-linkd behind"
+
 step "boot two VMs ($kernel)"
 t0=$SECONDS
 "$tb" up --kernel "$kernel" --gen "$gen" --lanes 2 --timeout 240 || fail "testbed did not come up"
