@@ -97,17 +97,32 @@ static long post(int fd, unsigned long cmd, uint32_t count, const void *ents)
 	return ioctl(fd, cmd, &p);
 }
 
-/* A valid DATA frame of @len payload bytes, each byte @fill. */
-static uint32_t make_frame(unsigned char *buf, uint16_t len, unsigned char fill,
-			   uint8_t type)
+/* A valid DATA frame on @stream of @len payload bytes, each byte @fill. */
+static uint32_t make_frame_on(unsigned char *buf, uint16_t stream, uint16_t len,
+			      unsigned char fill, uint8_t type)
 {
 	struct odl_frame_info fi = { .type = type,
 				     .flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM,
-				     .len = len, .msg_len = len };
+				     .stream = stream, .len = len, .msg_len = len };
 
 	odl_frame_encode((struct odl_frame_hdr *)buf, &fi);
 	memset(buf + ODL_FRAME_HDR_BYTES, fill, len);
 	return ODL_FRAME_HDR_BYTES + len;
+}
+
+static uint32_t make_frame(unsigned char *buf, uint16_t len, unsigned char fill,
+			   uint8_t type)
+{
+	return make_frame_on(buf, 0, len, fill, type);
+}
+
+/* GOODBYE: stream 0, no flags, no payload. */
+static uint32_t make_goodbye(unsigned char *buf)
+{
+	struct odl_frame_info fi = { .type = ODL_FRAME_GOODBYE };
+
+	odl_frame_encode((struct odl_frame_hdr *)buf, &fi);
+	return ODL_FRAME_HDR_BYTES;
 }
 
 static double now_s(void)
@@ -118,17 +133,28 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Both hosts at once: frames each way through the mmap path. */
+/*
+ * Both hosts at once: frames each way through the mmap path. The sequence
+ * also checks the ordering the module keeps across ring pairs (docs/kmod.md):
+ * an early frame on stream 1, then ODL_SESS_S0 frames on stream 0, then
+ * ODL_SESS_SX frames on each of streams 1..3, then a GOODBYE. With several
+ * rings the first frame received must be of stream 0 (ring 0 opens the
+ * session); with any count the GOODBYE must come exactly once and after
+ * every other frame of the sequence; each stream in order.
+ */
+#define ODL_SESS_S0 64
+#define ODL_SESS_SX 8
 static int session_check(const char *path)
 {
-	const unsigned int nframes = 64;
+	const unsigned int nframes = 1 + ODL_SESS_S0 + 3 * ODL_SESS_SX + 1;
 	struct odl_tb5_info info;
 	struct odl_tb5_cqe ent, two[2];
 	struct dev_map m;
-	uint32_t free_idx[64], nfree = 0, got = 0, cons, prod, prod0, tx_seen = 0;
+	uint32_t free_idx[128], nfree = 0, got = 0, cons, prod, prod0, tx_seen = 0;
 	uint32_t idx, held = UINT32_MAX;
+	unsigned int got0 = 0, gotx[4] = { 0 }, early = 0, goodbyes = 0;
 	double t0;
-	unsigned int sent = 0, i;
+	unsigned int sent = 0, i, s;
 	long rc;
 	int fd;
 
@@ -154,32 +180,48 @@ static int session_check(const char *path)
 	cons = ctl(&m)->tx_cq.cons;
 	prod = __atomic_load_n(&ctl(&m)->tx_cq.prod, __ATOMIC_ACQUIRE);
 	prod0 = prod;
-	for (; cons != prod && nfree < 64; cons++)
+	for (; cons != prod && nfree < 128; cons++)
 		free_idx[nfree++] = cqe(&m, 1, cons)->index;
 	__atomic_store_n(&ctl(&m)->tx_cq.cons, cons, __ATOMIC_RELEASE);
-	if (nfree < 64) {
+	if (nfree < nframes) {
 		printf("FAIL session: only %u free Tx buffers at map\n", nfree);
 		return 1;
 	}
 	for (sent = 0; sent < nframes; sent++) {
+		unsigned char *buf;
+
 		idx = free_idx[sent];
+		buf = m.tx + (size_t)idx * m.mi.buf_size;
 		ent.index = idx;
-		ent.len = make_frame(m.tx + (size_t)idx * m.mi.buf_size,
-				     100 + sent, (unsigned char)sent, ODL_FRAME_DATA);
+		if (sent == 0) {
+			ent.len = make_frame_on(buf, 1, 200, 0xa1, ODL_FRAME_DATA);
+		} else if (sent <= ODL_SESS_S0) {
+			ent.len = make_frame(buf, 100 + sent - 1,
+					     (unsigned char)(sent - 1), ODL_FRAME_DATA);
+		} else if (sent < nframes - 1) {
+			i = sent - 1 - ODL_SESS_S0;
+			s = 1 + i / ODL_SESS_SX;
+			ent.len = make_frame_on(buf, s, 300 + i % ODL_SESS_SX,
+						(unsigned char)(16 * s + i % ODL_SESS_SX),
+						ODL_FRAME_DATA);
+		} else {
+			ent.len = make_goodbye(buf);
+		}
 		rc = post(fd, ODL_TB5_IOC_POST_SEND, 1, &ent);
 		if (rc != 1) {
 			expect("session: POST_SEND", rc, 0);
 			return 1;
 		}
 	}
-	printf("ok   session: %u frames posted\n", sent);
+	printf("ok   session: %u frames posted (%u ring pair(s))\n", sent, info.rings);
 	/* Receive in place; keep the first one to post it twice later. */
 	cons = ctl(&m)->rx_cq.cons;
-	for (t0 = now_s(); got < nframes && now_s() - t0 < 30;) {
+	for (t0 = now_s(); !goodbyes && now_s() - t0 < 30;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		struct odl_frame_info fi;
 		const unsigned char *f;
 		struct odl_tb5_cqe e;
-		unsigned int k;
+		unsigned int k, want_len, want_fill;
 
 		prod = __atomic_load_n(&ctl(&m)->rx_cq.prod, __ATOMIC_ACQUIRE);
 		if (prod == cons) {
@@ -190,13 +232,56 @@ static int session_check(const char *path)
 		__atomic_store_n(&ctl(&m)->rx_cq.cons, ++cons, __ATOMIC_RELEASE);
 		f = m.rx + (size_t)e.index * m.mi.buf_size;
 		if (e.index >= m.mi.rx_count ||
-		    e.len != ODL_FRAME_HDR_BYTES + 100 + got) {
+		    odl_frame_decode(f, e.len, ODL_MAX_STREAMS, &fi) != ODL_FRAME_OK ||
+		    e.len != ODL_FRAME_HDR_BYTES + fi.len) {
 			printf("FAIL session: frame %u: index %u len %u\n", got,
 			       e.index, e.len);
 			return 1;
 		}
+		if (got == 0 && info.rings > 1 && fi.stream != 0) {
+			printf("FAIL session: first frame on stream %u with %u rings, want stream 0\n",
+			       fi.stream, info.rings);
+			return 1;
+		}
+		if (fi.type == ODL_FRAME_DATA && fi.stream == 0 && fi.len == 8 &&
+		    got0 == ODL_SESS_S0) {
+			/*
+			 * The peer's "same buffer twice" frames, sent after its
+			 * GOODBYE: on ring 0 they may pass the GOODBYE copy of
+			 * another ring. Not part of the sequence.
+			 */
+			if (post(fd, ODL_TB5_IOC_POST_RECV, 1, &e.index) != 1) {
+				expect("session: POST_RECV", -1, 0);
+				return 1;
+			}
+			continue;
+		}
+		if (fi.type == ODL_FRAME_GOODBYE) {
+			goodbyes++;
+			want_len = 0;
+			want_fill = 0;
+		} else if (fi.stream == 0) {
+			want_len = 100 + got0;
+			want_fill = (unsigned char)got0++;
+		} else if (fi.stream == 1 && !early) {
+			early = 1;
+			want_len = 200;
+			want_fill = 0xa1;
+		} else if (fi.stream <= 3) {
+			k = gotx[fi.stream]++;
+			want_len = 300 + k;
+			want_fill = (unsigned char)(16 * fi.stream + k);
+		} else {
+			printf("FAIL session: frame %u on stream %u\n", got, fi.stream);
+			return 1;
+		}
+		if (fi.len != want_len) {
+			printf("FAIL session: frame %u (stream %u type %#x): len %u, want %u\n",
+			       got, fi.stream, fi.type, fi.len, want_len);
+			return 1;
+		}
 		for (k = ODL_FRAME_HDR_BYTES; k < e.len; k++)
-			if (f[k] != (unsigned char)got) {
+			if (f[k] != want_fill) {
 				printf("FAIL session: frame %u byte %u is %u\n",
 				       got, k, f[k]);
 				return 1;
@@ -209,19 +294,41 @@ static int session_check(const char *path)
 		}
 		got++;
 	}
-	if (got < nframes) {
+	if (got < nframes || got0 != ODL_SESS_S0 || !early ||
+	    gotx[1] != ODL_SESS_SX || gotx[2] != ODL_SESS_SX ||
+	    gotx[3] != ODL_SESS_SX) {
 		struct odl_tb5_stats st;
 
 		memset(&st, 0, sizeof(st));
 		ioctl(fd, ODL_TB5_IOC_STATS, &st);
-		printf("FAIL session: %u of %u frames in 30 s (rx_frames %llu rx_bad[0] %llu rx_bad_pdf %llu tx_frames %llu)\n",
-		       got, nframes, (unsigned long long)st.rx_frames,
+		printf("FAIL session: %u of %u frames by the GOODBYE (%u) or in 30 s: stream 0 %u, early %u, streams 1-3 %u %u %u (rx_frames %llu rx_bad[0] %llu rx_bad_pdf %llu tx_frames %llu)\n",
+		       got, nframes, goodbyes, got0, early, gotx[1], gotx[2],
+		       gotx[3], (unsigned long long)st.rx_frames,
 		       (unsigned long long)st.rx_bad[0],
 		       (unsigned long long)st.rx_bad_pdf,
 		       (unsigned long long)st.tx_frames);
 		return 1;
 	}
-	printf("ok   session: %u frames received in place, contents checked\n", got);
+	/* No second GOODBYE (a copy of another ring) may follow. */
+	for (t0 = now_s(); now_s() - t0 < 0.5; usleep(10000)) {
+		prod = __atomic_load_n(&ctl(&m)->rx_cq.prod, __ATOMIC_ACQUIRE);
+		for (; cons != prod; cons++) {
+			struct odl_tb5_cqe e = *cqe(&m, 0, cons);
+			const unsigned char *f = m.rx + (size_t)e.index * m.mi.buf_size;
+			struct odl_frame_info fi;
+
+			if (e.index < m.mi.rx_count &&
+			    odl_frame_decode(f, e.len, ODL_MAX_STREAMS, &fi) == ODL_FRAME_OK &&
+			    fi.type == ODL_FRAME_GOODBYE) {
+				printf("FAIL session: a second GOODBYE\n");
+				failures++;
+			}
+			if (e.index < m.mi.rx_count)
+				post(fd, ODL_TB5_IOC_POST_RECV, 1, &e.index);
+		}
+		__atomic_store_n(&ctl(&m)->rx_cq.cons, cons, __ATOMIC_RELEASE);
+	}
+	printf("ok   session: %u frames received in place, contents and order checked, one GOODBYE last\n", got);
 	expect("session: POST_RECV held buffer", post(fd, ODL_TB5_IOC_POST_RECV, 1, &held), 0);
 	expect("session: POST_RECV it again (double post)",
 	       post(fd, ODL_TB5_IOC_POST_RECV, 1, &held), EINVAL);
