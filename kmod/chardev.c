@@ -75,6 +75,7 @@ static int odl_release(struct inode *inode, struct file *file)
 	spin_unlock_irqrestore(&odl->state_lock, flags);
 	/* No mapping is left (each holds the file): buffers come back. */
 	odl_map_release(odl);
+	odl_dmabuf_release_all(odl);
 	down_read(&odl->io_rwsem);
 	if (odl->svc) {
 		odl_rx_harvest(odl); /* closed now: drops what the ring holds */

@@ -49,4 +49,7 @@ done
 # The guest-side ABI checker (tests/vm/odl_tb5_ioctl.c), static.
 gcc -O2 -Wall -Wextra -Werror -static -I"$repo/include" \
 	"$repo/tests/vm/odl_tb5_ioctl.c" -o "$out/usr/bin/odl_tb5_ioctl"
+# The dma-buf send path checker (tests/vm/odl_tb5_dmabuf.c), static.
+gcc -O2 -Wall -Wextra -Werror -static -I"$repo/include" \
+	"$repo/tests/vm/odl_tb5_dmabuf.c" -o "$out/usr/bin/odl_tb5_dmabuf"
 echo "$out"

@@ -122,6 +122,12 @@ long odl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return odl_ioctl_post_send(odl, uarg);
 	case ODL_TB5_IOC_POST_RECV:
 		return odl_ioctl_post_recv(odl, uarg);
+	case ODL_TB5_IOC_DMABUF_IMPORT:
+		return odl_ioctl_dmabuf_import(odl, uarg);
+	case ODL_TB5_IOC_DMABUF_RELEASE:
+		return odl_ioctl_dmabuf_release(odl, uarg);
+	case ODL_TB5_IOC_POST_SEND_DMABUF:
+		return odl_ioctl_post_send_dmabuf(odl, uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -110,6 +110,7 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	INIT_LIST_HEAD(&odl->rx_queue);
 	INIT_LIST_HEAD(&odl->rx_idle);
 	INIT_LIST_HEAD(&odl->rx_held);
+	odl_dmabuf_init(odl);
 	init_waitqueue_head(&odl->rq);
 	init_waitqueue_head(&odl->wq);
 	INIT_DELAYED_WORK(&odl->login_work, odl_login_work);
@@ -178,6 +179,8 @@ static void odl_remove(struct tb_service *svc)
 
 	/* Wait for readers and writers inside the data path, then free. */
 	down_write(&odl->io_rwsem);
+	/* The stopped rings gave every dma-buf frame back (cancelled). */
+	odl_dmabuf_remove(odl);
 	odl_rings_free(odl);
 	odl->svc = NULL;
 	up_write(&odl->io_rwsem);

@@ -56,9 +56,13 @@ static struct odl_map *odl_map_alloc(struct odl_tb5 *odl)
 	map = kzalloc(sizeof(*map), GFP_KERNEL);
 	if (!map)
 		return NULL;
-	/* A power of two above the buffer counts: the queues never overflow. */
+	/*
+	 * A power of two above the buffer counts: the queues never overflow.
+	 * The Tx queue has room for as many dma-buf completions again
+	 * (odl_map_tx_room()).
+	 */
 	mi = &map->info;
-	mi->cq_entries = roundup_pow_of_two(max(ntx, nrx) + 1);
+	mi->cq_entries = roundup_pow_of_two(max(2 * ntx, nrx) + 1);
 	map->mask = mi->cq_entries - 1;
 	cqe_bytes = (size_t)mi->cq_entries * sizeof(struct odl_tb5_cqe);
 	mi->tx_count = ntx;
@@ -108,6 +112,34 @@ static void odl_map_tx_push(struct odl_map *map, struct odl_tb5 *odl,
 	map->tx_prod++;
 	/* Entry before index: the user reads prod with acquire. */
 	smp_store_release(&map->ctrl->tx_cq.prod, map->tx_prod);
+}
+
+/* A dma-buf frame's completion (dmabuf.c); caller holds tx_lock. */
+void odl_map_tx_push_dmabuf(struct odl_map *map, u32 index, u32 offset)
+{
+	struct odl_tb5_cqe *e = &map->tx_cqe[map->tx_prod & map->mask];
+
+	WRITE_ONCE(e->index, index);
+	WRITE_ONCE(e->len, offset);
+	map->tx_prod++;
+	smp_store_release(&map->ctrl->tx_cq.prod, map->tx_prod);
+}
+
+/**
+ * odl_map_tx_room() - may one more dma-buf frame go out?
+ * @map: mmap mode of the file; caller holds tx_lock
+ * @pending: dma-buf frames in flight, this one included
+ *
+ * Entries not yet consumed, the dma-buf frames in flight and every Tx
+ * buffer (each can complete once more) must fit in the queue. The user's
+ * cons is not trusted: a wrong one only overwrites the user's own entries.
+ */
+bool odl_map_tx_room(struct odl_map *map, unsigned int pending)
+{
+	u32 used = map->tx_prod - READ_ONCE(map->ctrl->tx_cq.cons);
+
+	used = min(used, map->mask + 1);
+	return (u64)used + pending + map->ntx <= map->mask + 1;
 }
 
 /* Caller holds rx_lock. */
@@ -304,7 +336,7 @@ void odl_map_release(struct odl_tb5 *odl)
 }
 
 /* Why a post cannot send now, or 0 (the same answers as write()). */
-static int odl_send_state(struct odl_tb5 *odl)
+int odl_send_state(struct odl_tb5 *odl)
 {
 	switch (odl_state(odl)) {
 	case ODL_TB5_STATE_SESSION:
@@ -402,19 +434,20 @@ static int odl_post_recv_one(struct odl_tb5 *odl, const void *entry)
 }
 
 /*
- * POST_SEND and POST_RECV: the entries, @esize bytes each, in chunks; @one
- * takes each. Returns entries taken, or -errno when none was.
+ * POST_SEND, POST_RECV and POST_SEND_DMABUF: the entries, @esize bytes
+ * each, in chunks; @one takes each. Returns entries taken, or -errno when none was.
  */
-static int odl_post_entries(struct odl_tb5 *odl, void __user *uarg,
-			    size_t esize,
-			    int (*one)(struct odl_tb5 *, const void *),
-			    bool harvest)
+int odl_post_entries(struct odl_tb5 *odl, void __user *uarg, size_t esize,
+		     int (*one)(struct odl_tb5 *, const void *), bool harvest)
 {
-	struct odl_tb5_cqe buf[ODL_POST_CHUNK]; /* the larger entry */
+	/* The largest entry (POST_SEND_DMABUF's), aligned for all. */
+	u64 buf[ODL_POST_CHUNK * sizeof(struct odl_tb5_dmabuf_entry) / 8];
 	struct odl_tb5_post p;
 	unsigned int done = 0, k, i;
 	int ret;
 
+	if (WARN_ON_ONCE(esize > sizeof(struct odl_tb5_dmabuf_entry)))
+		return -EINVAL;
 	ret = odl_post_args(odl, uarg, &p);
 	if (ret)
 		return ret;

@@ -7,6 +7,8 @@
 
 #include <linux/cdev.h>
 #include <linux/device.h>
+#include <linux/dma-buf.h>
+#include <linux/iosys-map.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/rwsem.h>
@@ -126,6 +128,65 @@ struct odl_map {
 };
 
 /**
+ * struct odl_dmabuf_seg - one DMA-contiguous piece of an imported dma-buf.
+ * @start: its offset in the dma-buf
+ * @len: bytes
+ * @dma: its DMA address for the NHI
+ */
+struct odl_dmabuf_seg {
+	u64 start;
+	u64 len;
+	dma_addr_t dma;
+};
+
+/**
+ * struct odl_dmabuf - a dma-buf imported by the open file (dmabuf.c).
+ * @odl: owner
+ * @dbuf: the dma-buf (one reference of ours)
+ * @attach: its attachment to the NHI's DMA device
+ * @sgt: its DMA mapping (DMA_TO_DEVICE)
+ * @vmap: its CPU mapping (the module reads each frame's header)
+ * @va: @vmap's address
+ * @size: bytes
+ * @nseg: entries of @seg
+ * @seg: the DMA segments, in dma-buf order
+ * @handle: the user's name for it (table index + 1)
+ * @inflight: frames of it on a ring (tx_lock)
+ * @orphan: its file let go of it (released the file): the completion
+ *	that brings @inflight to 0 frees it (tx_lock)
+ */
+struct odl_dmabuf {
+	struct odl_tb5 *odl;
+	struct dma_buf *dbuf;
+	struct dma_buf_attachment *attach;
+	struct sg_table *sgt;
+	struct iosys_map vmap;
+	void *va;
+	u64 size;
+	unsigned int nseg;
+	struct odl_dmabuf_seg *seg;
+	u32 handle;
+	unsigned int inflight;
+	bool orphan;
+};
+
+/**
+ * struct odl_dmabuf_slot - the descriptor of one dma-buf frame in flight.
+ * @frame: the ring frame (buffer_phy inside the dma-buf)
+ * @odl: owner
+ * @imp: the import the frame lies in, NULL while free
+ * @offset: the frame's offset in @imp
+ * @list: on odl_tb5.dmabuf_free while free (tx_lock)
+ */
+struct odl_dmabuf_slot {
+	struct ring_frame frame;
+	struct odl_tb5 *odl;
+	struct odl_dmabuf *imp;
+	u32 offset;
+	struct list_head list;
+};
+
+/**
  * struct odl_tb5 - one bound peer OdinLink service: /dev/odl_tb5_N.
  * @dev: the char device's struct device; its release frees this struct, so
  *	open files (through the cdev) keep it alive after remove
@@ -207,6 +268,12 @@ struct odl_map {
  * @wq: writers wait here (free Tx buffers, state changes)
  * @stats: counters (@stats_lock)
  * @stats_lock: guards @stats
+ * @dmabuf_lock: guards @dmabuf and @dmabuf_slots (taken inside io_rwsem)
+ * @dmabuf: the open file's imports, by handle - 1
+ * @dmabuf_slots: @tx_count frame descriptors for dma-buf frames (allocated
+ *	at the first import, freed at remove)
+ * @dmabuf_free: free @dmabuf_slots (@tx_lock)
+ * @dmabuf_inflight: dma-buf frames on a ring (@tx_lock)
  */
 struct odl_tb5 {
 	struct device dev;
@@ -273,6 +340,12 @@ struct odl_tb5 {
 
 	spinlock_t stats_lock;
 	struct odl_tb5_stats stats;
+
+	struct mutex dmabuf_lock;
+	struct odl_dmabuf *dmabuf[ODL_TB5_DMABUF_MAX];
+	struct odl_dmabuf_slot *dmabuf_slots;
+	struct list_head dmabuf_free;
+	unsigned int dmabuf_inflight;
 };
 
 #define odl_stat_inc(odl, field, n)                                  \
@@ -320,6 +393,8 @@ int odl_tx_submit(struct odl_tb5 *odl, struct odl_buf *b,
 		  const struct odl_frame_info *fi);
 int odl_tx_queue(struct odl_tb5 *odl, struct odl_buf *b,
 		 const struct odl_frame_info *fi);
+int odl_tx_frame(struct odl_tb5 *odl, struct ring_frame *f, const void *va,
+		 const struct odl_frame_info *fi);
 static inline void *odl_buf_va(struct odl_buf *b)
 {
 	return page_address(b->page);
@@ -346,6 +421,19 @@ void odl_map_rx_done(struct odl_tb5 *odl, struct odl_buf *b, unsigned int size,
 		     u8 type);
 __poll_t odl_map_poll(struct odl_tb5 *odl, u32 state);
 void odl_map_release(struct odl_tb5 *odl);
+void odl_map_tx_push_dmabuf(struct odl_map *map, u32 index, u32 offset);
+bool odl_map_tx_room(struct odl_map *map, unsigned int pending);
+int odl_send_state(struct odl_tb5 *odl);
+int odl_post_entries(struct odl_tb5 *odl, void __user *uarg, size_t esize,
+		     int (*one)(struct odl_tb5 *, const void *), bool harvest);
+
+/* dmabuf.c */
+void odl_dmabuf_init(struct odl_tb5 *odl);
+int odl_ioctl_dmabuf_import(struct odl_tb5 *odl, void __user *uarg);
+int odl_ioctl_dmabuf_release(struct odl_tb5 *odl, void __user *uarg);
+int odl_ioctl_post_send_dmabuf(struct odl_tb5 *odl, void __user *uarg);
+void odl_dmabuf_release_all(struct odl_tb5 *odl);
+void odl_dmabuf_remove(struct odl_tb5 *odl);
 
 /* ioctl.c */
 long odl_ioctl(struct file *file, unsigned int cmd, unsigned long arg);

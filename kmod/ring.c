@@ -399,18 +399,16 @@ bool odl_tx_available(struct odl_tb5 *odl)
 	return ret;
 }
 
-static int odl_tx_ring(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes,
-		       unsigned int ring)
+static int odl_tx_ring_frame(struct odl_tb5 *odl, struct ring_frame *f,
+			     size_t bytes, unsigned int ring)
 {
 	struct tb_ring *tx = odl->ring[ring].tx;
 	unsigned long flags;
 
-	dma_sync_single_for_device(tb_ring_dma_device(tx), b->dma, bytes,
-				   DMA_TO_DEVICE);
-	b->frame.size = bytes & 0xfff; /* 0 means 4096 */
-	b->frame.sof = ODL_XD_PDF_SOF;
-	b->frame.eof = ODL_XD_PDF_EOF;
-	if (tb_ring_tx(tx, &b->frame))
+	f->size = bytes & 0xfff; /* 0 means 4096 */
+	f->sof = ODL_XD_PDF_SOF;
+	f->eof = ODL_XD_PDF_EOF;
+	if (tb_ring_tx(tx, f))
 		return -EPIPE;
 	spin_lock_irqsave(&odl->stats_lock, flags);
 	odl->stats.tx_frames++;
@@ -418,6 +416,14 @@ static int odl_tx_ring(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes,
 	odl->stats.ring_tx_frames[ring]++;
 	spin_unlock_irqrestore(&odl->stats_lock, flags);
 	return 0;
+}
+
+static int odl_tx_ring(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes,
+		       unsigned int ring)
+{
+	dma_sync_single_for_device(tb_ring_dma_device(odl->ring[ring].tx),
+				   b->dma, bytes, DMA_TO_DEVICE);
+	return odl_tx_ring_frame(odl, &b->frame, bytes, ring);
 }
 
 /*
@@ -428,7 +434,7 @@ static int odl_tx_ring(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes,
  * in flight (or stopped) gets none, and the peer then sees the session end
  * through the close notice instead.
  */
-static void odl_tx_goodbye_copies(struct odl_tb5 *odl, struct odl_buf *src,
+static void odl_tx_goodbye_copies(struct odl_tb5 *odl, const void *src,
 				  size_t bytes, unsigned int nrings)
 {
 	struct odl_buf *m;
@@ -443,7 +449,7 @@ static void odl_tx_goodbye_copies(struct odl_tb5 *odl, struct odl_buf *src,
 		spin_unlock_irqrestore(&odl->tx_lock, flags);
 		if (busy)
 			continue;
-		memcpy(odl_buf_va(m), odl_buf_va(src), bytes);
+		memcpy(odl_buf_va(m), src, bytes);
 		if (odl_tx_ring(odl, m, bytes, i)) {
 			spin_lock_irqsave(&odl->tx_lock, flags);
 			__clear_bit(i - 1, &odl->tx_marker_busy);
@@ -453,16 +459,18 @@ static void odl_tx_goodbye_copies(struct odl_tb5 *odl, struct odl_buf *src,
 }
 
 /**
- * odl_tx_queue() - put a checked frame on its stream's Tx ring.
+ * odl_tx_frame() - put a checked frame on its stream's Tx ring.
  * @odl: device
- * @b: Tx buffer holding the frame, owned by the caller
+ * @f: the frame's descriptor (buffer_phy and callback set), owned by the
+ *	caller; the memory it points at is ready for the device
+ * @va: the frame as the CPU sees it (a GOODBYE is copied from there)
  * @fi: the frame's checked header
  *
  * Stream s goes on ring s % nrings, so each stream stays in order.
  *
- * Return: 0, or -EPIPE when the ring is stopped (@b stays the caller's).
+ * Return: 0, or -EPIPE when the ring is stopped (@f stays the caller's).
  */
-int odl_tx_queue(struct odl_tb5 *odl, struct odl_buf *b,
+int odl_tx_frame(struct odl_tb5 *odl, struct ring_frame *f, const void *va,
 		 const struct odl_frame_info *fi)
 {
 	size_t bytes = ODL_FRAME_HDR_BYTES + fi->len;
@@ -472,8 +480,18 @@ int odl_tx_queue(struct odl_tb5 *odl, struct odl_buf *b,
 	if (!nrings)
 		nrings = 1;
 	if (fi->type == ODL_FRAME_GOODBYE && nrings > 1)
-		odl_tx_goodbye_copies(odl, b, bytes, nrings);
-	return odl_tx_ring(odl, b, bytes, fi->stream % nrings);
+		odl_tx_goodbye_copies(odl, va, bytes, nrings);
+	return odl_tx_ring_frame(odl, f, bytes, fi->stream % nrings);
+}
+
+/* odl_tx_frame() for a Tx buffer @b, owned by the caller. */
+int odl_tx_queue(struct odl_tb5 *odl, struct odl_buf *b,
+		 const struct odl_frame_info *fi)
+{
+	dma_sync_single_for_device(tb_ring_dma_device(odl->ring[0].tx), b->dma,
+				   ODL_FRAME_HDR_BYTES + fi->len,
+				   DMA_TO_DEVICE);
+	return odl_tx_frame(odl, &b->frame, odl_buf_va(b), fi);
 }
 
 /* odl_tx_queue(), and @b back to the free list when the ring is stopped. */

@@ -52,6 +52,18 @@
  * a session). In interrupt mode the kernel fills the Rx queue as frames
  * arrive (no syscall needed to see them); in polling mode (INFO rx_poll)
  * poll() and POST_RECV take completed frames off the ring.
+ *
+ * dma-buf send path (ABI version 2 additions; a module without them answers
+ * -ENOTTY): in mmap mode the file can import up to ODL_TB5_DMABUF_MAX
+ * dma-bufs (ODL_TB5_IOC_DMABUF_IMPORT) and send frames that lie in them
+ * without a copy (ODL_TB5_IOC_POST_SEND_DMABUF): the NHI reads each frame
+ * from the dma-buf's DMA address. The module maps the dma-buf for the CPU
+ * too, because it checks every frame's header with odl_frame_decode()
+ * before sending it: an exporter that cannot be mapped for the CPU (vmap)
+ * is refused with -EOPNOTSUPP. Each sent (or cancelled) frame comes back
+ * as one entry of the Tx completion queue with ODL_TB5_CQE_DMABUF set in
+ * its index (see struct odl_tb5_cqe); only then may the user rewrite that
+ * memory. The receive side is unchanged (frames arrive in the Rx buffers).
  */
 #ifndef _UAPI_ODL_TB5_H
 #define _UAPI_ODL_TB5_H
@@ -236,14 +248,22 @@ ODL_TB5_UAPI_SIZE(struct odl_tb5_cq, 128);
 
 /**
  * struct odl_tb5_cqe - one completion queue entry.
- * @index: buffer index (Rx: < rx_count; Tx: < tx_count)
- * @len: Rx: frame bytes, header included; Tx: 0
+ * @index: buffer index (Rx: < rx_count; Tx: < tx_count); a Tx entry with
+ *	ODL_TB5_CQE_DMABUF set is a dma-buf frame instead: the handle in the
+ *	low bits (ODL_TB5_CQE_HANDLE_MASK), ODL_TB5_CQE_CANCELED when the frame
+ *	was not sent (its ring stopped: disconnect, unplug)
+ * @len: Rx: frame bytes, header included; Tx: 0; dma-buf Tx entry: the
+ *	frame's offset in the dma-buf
  */
 struct odl_tb5_cqe {
 	__u32 index;
 	__u32 len;
 };
 ODL_TB5_UAPI_SIZE(struct odl_tb5_cqe, 8);
+
+#define ODL_TB5_CQE_DMABUF (1u << 31)   /* Tx: a dma-buf frame completed */
+#define ODL_TB5_CQE_CANCELED (1u << 30) /* with _DMABUF: not sent */
+#define ODL_TB5_CQE_HANDLE_MASK 0xffffu /* with _DMABUF: the handle */
 
 /*
  * The control area: the two queue heads, then the Rx queue's cq_entries
@@ -296,12 +316,14 @@ struct odl_tb5_map_info {
 ODL_TB5_UAPI_SIZE(struct odl_tb5_map_info, 112);
 
 /**
- * struct odl_tb5_post - ODL_TB5_IOC_POST_SEND / ODL_TB5_IOC_POST_RECV.
+ * struct odl_tb5_post - ODL_TB5_IOC_POST_SEND / ODL_TB5_IOC_POST_RECV /
+ *	ODL_TB5_IOC_POST_SEND_DMABUF.
  * @count: entries at @entries, 1..ODL_TB5_POST_MAX
  * @flags: must be 0
  * @entries: user pointer: POST_SEND an array of struct odl_tb5_cqe (index
  *	and frame length, header included); POST_RECV an array of __u32
- *	buffer indices
+ *	buffer indices; POST_SEND_DMABUF an array of struct
+ *	odl_tb5_dmabuf_entry
  * Return (of the ioctl): entries taken (> 0), or -errno when none was:
  * -EINVAL (not in mmap mode, bad count/flags/index/length/header, a buffer
  * the user does not own), -EFAULT, POST_SEND also -ENOTCONN (no session
@@ -314,11 +336,82 @@ struct odl_tb5_post {
 };
 ODL_TB5_UAPI_SIZE(struct odl_tb5_post, 16);
 
+#define ODL_TB5_DMABUF_MAX 16 /* imports per open file */
+
+/**
+ * struct odl_tb5_dmabuf_import - ODL_TB5_IOC_DMABUF_IMPORT: import a dma-buf
+ *	for POST_SEND_DMABUF (mmap mode only).
+ * @fd: in: the dma-buf's file descriptor (the file may close it afterwards:
+ *	the import holds its own reference until released)
+ * @flags: in: must be 0
+ * @handle: out: 1..ODL_TB5_DMABUF_MAX; a released handle may be reused
+ * @reserved0: in: zero
+ * @size: out: the dma-buf's size in bytes
+ * @reserved: in: zero
+ * The module attaches the dma-buf to the NHI's DMA device, maps it
+ * (DMA_TO_DEVICE) and maps it for the CPU. Return: 0, or -EBADF (@fd is
+ * not open), -EINVAL (@fd is not a dma-buf, flags or reserved not zero,
+ * not in mmap mode, a dma-buf above 4 GiB), -ENOSPC (ODL_TB5_DMABUF_MAX
+ * imports already), -EOPNOTSUPP (the exporter gives no CPU mapping), an
+ * error of the exporter's attach or map, -EFAULT, -ENODEV.
+ */
+struct odl_tb5_dmabuf_import {
+	__s32 fd;
+	__u32 flags;
+	__u32 handle;
+	__u32 reserved0;
+	__u64 size;
+	__u64 reserved[2];
+};
+ODL_TB5_UAPI_SIZE(struct odl_tb5_dmabuf_import, 40);
+
+/**
+ * struct odl_tb5_dmabuf_release - ODL_TB5_IOC_DMABUF_RELEASE.
+ * @handle: in: from DMABUF_IMPORT
+ * @flags: in: must be 0
+ * Return: 0, -EBUSY while a frame of it is in flight (its completion is
+ * still to come), -EINVAL (unknown handle, flags not zero). Closing the
+ * file releases every import (after the frames in flight, which still go
+ * out or are cancelled).
+ */
+struct odl_tb5_dmabuf_release {
+	__u32 handle;
+	__u32 flags;
+};
+ODL_TB5_UAPI_SIZE(struct odl_tb5_dmabuf_release, 8);
+
+/**
+ * struct odl_tb5_dmabuf_entry - one frame of ODL_TB5_IOC_POST_SEND_DMABUF,
+ *	whose struct odl_tb5_post.entries points to an array of these.
+ * @handle: the import holding the frame
+ * @len: frame bytes, header included (ODL_FRAME_HDR_BYTES plus the header's
+ *	len, at most ODL_FRAME_MAX_BYTES)
+ * @offset: where the frame starts in the dma-buf; the frame must lie in
+ *	one DMA-contiguous segment of the dma-buf's mapping (never across
+ *	one: a frame that does not cross a page boundary always qualifies)
+ * Return (of the ioctl): as POST_SEND; also -EAGAIN when no dma-buf slot is
+ * free: every slot is in flight, or the Tx completion queue could not take
+ * one more completion (consume its entries: the module counts unconsumed
+ * entries from tx_cq.cons).
+ */
+struct odl_tb5_dmabuf_entry {
+	__u32 handle;
+	__u32 len;
+	__u64 offset;
+};
+ODL_TB5_UAPI_SIZE(struct odl_tb5_dmabuf_entry, 16);
+
 #define ODL_TB5_IOC_MAGIC 0xB5
 #define ODL_TB5_IOC_INFO _IOWR(ODL_TB5_IOC_MAGIC, 0x01, struct odl_tb5_info)
 #define ODL_TB5_IOC_STATS _IOWR(ODL_TB5_IOC_MAGIC, 0x02, struct odl_tb5_stats)
 #define ODL_TB5_IOC_MAP_INFO _IOWR(ODL_TB5_IOC_MAGIC, 0x03, struct odl_tb5_map_info)
 #define ODL_TB5_IOC_POST_SEND _IOW(ODL_TB5_IOC_MAGIC, 0x04, struct odl_tb5_post)
 #define ODL_TB5_IOC_POST_RECV _IOW(ODL_TB5_IOC_MAGIC, 0x05, struct odl_tb5_post)
+#define ODL_TB5_IOC_DMABUF_IMPORT \
+	_IOWR(ODL_TB5_IOC_MAGIC, 0x06, struct odl_tb5_dmabuf_import)
+#define ODL_TB5_IOC_DMABUF_RELEASE \
+	_IOW(ODL_TB5_IOC_MAGIC, 0x07, struct odl_tb5_dmabuf_release)
+#define ODL_TB5_IOC_POST_SEND_DMABUF \
+	_IOW(ODL_TB5_IOC_MAGIC, 0x08, struct odl_tb5_post)
 
 #endif /* _UAPI_ODL_TB5_H */

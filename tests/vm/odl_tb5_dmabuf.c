@@ -1,0 +1,855 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Guest-side checks of odl_tb5's dma-buf send path (DMABUF_IMPORT,
+ * DMABUF_RELEASE, POST_SEND_DMABUF; include/uapi/odl_tb5.h). The dma-bufs
+ * come from /dev/udmabuf (a sealed memfd).
+ *
+ * "table" (no session: the peer's device closed): the bad-argument table
+ * (each errno of the ABI), the import limit, the segment rule (a frame
+ * across two physically separate pages is refused; /proc/self/pagemap
+ * tells which are), and a leak check: after close every imported dma-buf
+ * is gone (debugfs dma_buf/bufinfo). Without an exporter in the guest
+ * (Debian's 6.1: no CONFIG_UDMABUF, no dma heaps) only the cases that need
+ * none run, and it exits 2: the dma-buf path was NOT tested.
+ *
+ * "session A|B" (both hosts at once): each imports a dma-buf, writes
+ * ODL_DB_FRAMES frames into it with the shared codec, sends them with one
+ * POST_SEND_DMABUF (RELEASE right after must be -EBUSY unless every
+ * completion is already in the Tx queue), waits for one Tx completion per
+ * frame, and receives the peer's frames, comparing every byte and each
+ * stream's order. Then A posts ODL_DB_TAIL more frames from a second import
+ * and closes at once (frames in flight on close); B receives those too.
+ * A then checks that both dma-bufs are freed.
+ *
+ * "unplug" keeps the Tx rings full of dma-buf frames while the test pulls
+ * the cable (the peer runs "sink"), then checks that every frame completed
+ * once (sent or cancelled) and that the service's removal released the
+ * import before the file was closed.
+ *
+ * Usage: odl_tb5_dmabuf /dev/odl_tb5_0 table|session A|B|unplug|sink
+ * Exit: 0 all passed, 1 a failure, 2 no exporter (partial, not a pass).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/dma-buf.h>
+#include <linux/udmabuf.h>
+
+#include "odl/wire/frame_codec.h"
+#include "uapi/odl_tb5.h"
+
+#define ODL_DB_PAGES 64
+#define ODL_DB_FRAMES 64
+#define ODL_DB_TAIL 32
+
+static int failures;
+static long page_size;
+
+static void expect(const char *what, long rc, int want_errno)
+{
+	int got = rc < 0 ? errno : 0;
+
+	if (got == want_errno) {
+		printf("ok   %-50s errno %d\n", what, got);
+	} else {
+		printf("FAIL %-50s errno %d (%s), want %d\n", what, got,
+		       strerror(got), want_errno);
+		failures++;
+	}
+}
+
+static void check(const char *what, int ok)
+{
+	printf("%s %s\n", ok ? "ok  " : "FAIL", what);
+	if (!ok)
+		failures++;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A dma-buf from /dev/udmabuf over a sealed memfd, mapped at *va. */
+struct dbuf {
+	int fd;
+	int memfd;
+	size_t size;
+	unsigned char *va;
+};
+
+static int dbuf_create(struct dbuf *d, size_t pages)
+{
+	struct udmabuf_create c = { 0 };
+	int dev;
+
+	memset(d, 0, sizeof(*d));
+	d->fd = d->memfd = -1;
+	d->size = pages * page_size;
+	dev = open("/dev/udmabuf", O_RDWR);
+	if (dev < 0)
+		return -1;
+	d->memfd = memfd_create("odl-dmabuf", MFD_ALLOW_SEALING);
+	if (d->memfd < 0 || ftruncate(d->memfd, d->size) ||
+	    fcntl(d->memfd, F_ADD_SEALS, F_SEAL_SHRINK)) {
+		close(dev);
+		return -1;
+	}
+	c.memfd = d->memfd;
+	c.flags = UDMABUF_FLAGS_CLOEXEC;
+	c.size = d->size;
+	d->fd = ioctl(dev, UDMABUF_CREATE, &c);
+	close(dev);
+	if (d->fd < 0)
+		return -1;
+	d->va = mmap(NULL, d->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		     d->memfd, 0);
+	if (d->va == MAP_FAILED)
+		return -1;
+	/* Fault every page in, so pagemap can name them. */
+	memset(d->va, 0, d->size);
+	return 0;
+}
+
+static void dbuf_destroy(struct dbuf *d)
+{
+	if (d->va && d->va != MAP_FAILED)
+		munmap(d->va, d->size);
+	if (d->fd >= 0)
+		close(d->fd);
+	if (d->memfd >= 0)
+		close(d->memfd);
+	d->fd = d->memfd = -1;
+	d->va = NULL;
+}
+
+static void dbuf_sync(struct dbuf *d, uint64_t flags)
+{
+	struct dma_buf_sync s = { .flags = flags | DMA_BUF_SYNC_WRITE };
+
+	if (ioctl(d->fd, DMA_BUF_IOCTL_SYNC, &s))
+		check("DMA_BUF_IOCTL_SYNC", 0);
+}
+
+/* Physical frame number of the page at @p, 0 if unknown. */
+static uint64_t pfn_of(const void *p)
+{
+	uint64_t ent = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+	off_t off = (uintptr_t)p / page_size * 8;
+
+	if (fd < 0)
+		return 0;
+	if (pread(fd, &ent, 8, off) != 8)
+		ent = 0;
+	close(fd);
+	return (ent >> 63) & 1 ? ent & ((1ULL << 55) - 1) : 0;
+}
+
+/* Total dma-bufs in the system (debugfs), -1 if unknown. */
+static long dmabuf_count(void)
+{
+	char line[256], c;
+	long n = -1;
+	FILE *f = fopen("/sys/kernel/debug/dma_buf/bufinfo", "r");
+
+	if (!f)
+		return -1;
+	/* "Total N objects, B bytes" (not "Total N devices attached"). */
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Total %ld objects%c", &n, &c) == 2)
+			break;
+	fclose(f);
+	return n;
+}
+
+/* Attachments of all dma-bufs (debugfs), -1 if unknown. */
+static long dmabuf_attachments(void)
+{
+	char line[256];
+	long n = 0, k;
+	FILE *f = fopen("/sys/kernel/debug/dma_buf/bufinfo", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Total %ld devices attached", &k) == 1 &&
+		    strstr(line, "devices attached"))
+			n += k;
+	fclose(f);
+	return n;
+}
+
+static int import_fd(int dev, int fd, struct odl_tb5_dmabuf_import *im)
+{
+	memset(im, 0, sizeof(*im));
+	im->fd = fd;
+	return ioctl(dev, ODL_TB5_IOC_DMABUF_IMPORT, im);
+}
+
+static int release_h(int dev, uint32_t handle)
+{
+	struct odl_tb5_dmabuf_release r = { .handle = handle };
+
+	return ioctl(dev, ODL_TB5_IOC_DMABUF_RELEASE, &r);
+}
+
+static long post_db(int dev, uint32_t count, const struct odl_tb5_dmabuf_entry *e)
+{
+	struct odl_tb5_post p = { .count = count, .entries = (uintptr_t)e };
+
+	return ioctl(dev, ODL_TB5_IOC_POST_SEND_DMABUF, &p);
+}
+
+/* Frame @k of sequence @seq: its stream, length and payload bytes. */
+static uint16_t frame_stream(unsigned int seq, unsigned int k)
+{
+	return k == 0 ? 0 : (uint16_t)((k + seq) % 4);
+}
+
+static uint16_t frame_len(unsigned int seq, unsigned int k)
+{
+	/* Some near the largest, some small; all fit in one page at offset. */
+	return (uint16_t)((k * 997 + seq * 131) % (ODL_FRAME_MAX_PAYLOAD - 256) + 1);
+}
+
+static unsigned char frame_byte(unsigned int seq, unsigned int k, unsigned int j)
+{
+	return (unsigned char)(seq * 89 + k * 7 + j * 13 + (j >> 8));
+}
+
+/* Offset of frame @k in its dma-buf: page k, shifted a little. */
+static uint64_t frame_off(unsigned int k, uint16_t len)
+{
+	uint64_t shift = (k * 24) % (page_size - ODL_FRAME_HDR_BYTES - len + 1);
+
+	return (uint64_t)k * page_size + (shift & ~7ULL);
+}
+
+static uint32_t write_frame(unsigned char *p, unsigned int seq, unsigned int k)
+{
+	uint16_t len = frame_len(seq, k);
+	struct odl_frame_info fi = { .type = ODL_FRAME_DATA,
+				     .flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM,
+				     .stream = frame_stream(seq, k), .len = len,
+				     .seq = k, .tag = seq, .msg_len = len };
+	unsigned int j;
+
+	odl_frame_encode((struct odl_frame_hdr *)p, &fi);
+	for (j = 0; j < len; j++)
+		p[ODL_FRAME_HDR_BYTES + j] = frame_byte(seq, k, j);
+	return ODL_FRAME_HDR_BYTES + len;
+}
+
+/* One mmapped device: the layout and the control area. */
+struct dev_map {
+	struct odl_tb5_map_info mi;
+	unsigned char *ctrl, *rx;
+};
+
+static struct odl_tb5_ctrl *ctl(struct dev_map *m)
+{
+	return (struct odl_tb5_ctrl *)m->ctrl;
+}
+
+static struct odl_tb5_cqe *cqe(struct dev_map *m, int tx, uint32_t i)
+{
+	uint32_t off = tx ? m->mi.tx_cqe_offset : m->mi.rx_cqe_offset;
+
+	return (struct odl_tb5_cqe *)(m->ctrl + off) + (i & (m->mi.cq_entries - 1));
+}
+
+/* Mappings hold the file: without this, close() would release nothing. */
+static void unmap_dev(struct dev_map *m)
+{
+	munmap(m->ctrl, m->mi.ctrl_size);
+	munmap(m->rx, m->mi.rx_size);
+}
+
+static int map_dev(int fd, struct dev_map *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (ioctl(fd, ODL_TB5_IOC_MAP_INFO, &m->mi))
+		return -1;
+	m->ctrl = mmap(NULL, m->mi.ctrl_size, PROT_READ | PROT_WRITE,
+		       MAP_SHARED, fd, m->mi.ctrl_offset);
+	m->rx = mmap(NULL, m->mi.rx_size, PROT_READ, MAP_SHARED, fd,
+		     m->mi.rx_offset);
+	if (m->ctrl == MAP_FAILED || m->rx == MAP_FAILED)
+		return -1;
+	return 0;
+}
+
+/* Cases that need no exporter; @dev not in mmap mode yet. */
+static void table_no_exporter(int dev)
+{
+	struct odl_tb5_dmabuf_import im;
+	struct odl_tb5_dmabuf_release rel = { 0 };
+	struct odl_tb5_dmabuf_entry e = { .handle = 1, .len = 64 };
+	int memfd = memfd_create("odl-not-dmabuf", 0);
+
+	expect("IMPORT fd -1", import_fd(dev, -1, &im), EBADF);
+	expect("IMPORT fd not open (999)", import_fd(dev, 999, &im), EBADF);
+	expect("IMPORT a memfd (not a dma-buf)", import_fd(dev, memfd, &im), EINVAL);
+	expect("IMPORT the device itself", import_fd(dev, dev, &im), EINVAL);
+	memset(&im, 0, sizeof(im));
+	im.fd = memfd;
+	im.flags = 1;
+	expect("IMPORT flags 1", ioctl(dev, ODL_TB5_IOC_DMABUF_IMPORT, &im), EINVAL);
+	memset(&im, 0, sizeof(im));
+	im.fd = memfd;
+	im.reserved[1] = 1;
+	expect("IMPORT reserved", ioctl(dev, ODL_TB5_IOC_DMABUF_IMPORT, &im), EINVAL);
+	expect("IMPORT bad pointer", ioctl(dev, ODL_TB5_IOC_DMABUF_IMPORT, (void *)8), EFAULT);
+	expect("RELEASE handle 0", release_h(dev, 0), EINVAL);
+	expect("RELEASE handle 1 (none)", release_h(dev, 1), EINVAL);
+	expect("RELEASE handle 17", release_h(dev, ODL_TB5_DMABUF_MAX + 1), EINVAL);
+	rel.handle = 1;
+	rel.flags = 1;
+	expect("RELEASE flags 1", ioctl(dev, ODL_TB5_IOC_DMABUF_RELEASE, &rel), EINVAL);
+	expect("POST_SEND_DMABUF not in mmap mode", post_db(dev, 1, &e), EINVAL);
+	close(memfd);
+}
+
+/* The table with an exporter; @dev not in mmap mode yet. */
+static void table_exporter(int dev)
+{
+	struct odl_tb5_dmabuf_import im;
+	struct odl_tb5_dmabuf_entry e;
+	struct dbuf d, many[ODL_TB5_DMABUF_MAX];
+	struct dev_map m;
+	long base = dmabuf_count();
+	unsigned int i, tested = 0, refused = 0;
+	uint32_t h;
+
+	for (i = 0; i < ODL_TB5_DMABUF_MAX; i++)
+		many[i].fd = many[i].memfd = -1, many[i].va = NULL;
+
+	if (dbuf_create(&d, 16)) {
+		check("create a udmabuf", 0);
+		return;
+	}
+	expect("IMPORT before MAP_INFO", import_fd(dev, d.fd, &im), EINVAL);
+	expect("MAP_INFO", map_dev(dev, &m), 0);
+	check("Tx queue has room for every Tx buffer and as many dma-buf frames",
+	      m.mi.cq_entries >= 2 * m.mi.tx_count + 1);
+	expect("IMPORT udmabuf", import_fd(dev, d.fd, &im), 0);
+	h = im.handle;
+	check("IMPORT handle in 1..16 and size 16 pages",
+	      h >= 1 && h <= ODL_TB5_DMABUF_MAX && im.size == d.size);
+	memset(&e, 0, sizeof(e));
+	e.handle = h;
+	e.len = write_frame(d.va, 0, 1);
+	expect("POST_SEND_DMABUF valid, no session", post_db(dev, 1, &e), ENOTCONN);
+	e.handle = 0;
+	expect("POST_SEND_DMABUF handle 0", post_db(dev, 1, &e), EINVAL);
+	e.handle = h + 1;
+	expect("POST_SEND_DMABUF unknown handle", post_db(dev, 1, &e), EINVAL);
+	e.handle = h;
+	e.len += 1;
+	expect("POST_SEND_DMABUF len != header's", post_db(dev, 1, &e), EINVAL);
+	e.len = ODL_FRAME_HDR_BYTES - 1;
+	expect("POST_SEND_DMABUF len below a header", post_db(dev, 1, &e), EINVAL);
+	e.len = ODL_FRAME_MAX_BYTES + 1;
+	expect("POST_SEND_DMABUF len above the largest frame", post_db(dev, 1, &e), EINVAL);
+	e.len = 64;
+	e.offset = d.size - 32;
+	expect("POST_SEND_DMABUF past the end", post_db(dev, 1, &e), EINVAL);
+	e.offset = UINT64_MAX - 8;
+	expect("POST_SEND_DMABUF offset wraps", post_db(dev, 1, &e), EINVAL);
+	/* A valid header at the very end of the buffer. */
+	e.offset = d.size - 64;
+	e.len = ODL_FRAME_HDR_BYTES + 64 - ODL_FRAME_HDR_BYTES;
+	{
+		struct odl_frame_info fi = { .type = ODL_FRAME_DATA,
+					     .flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM,
+					     .len = 64 - ODL_FRAME_HDR_BYTES,
+					     .msg_len = 64 - ODL_FRAME_HDR_BYTES };
+
+		odl_frame_encode((struct odl_frame_hdr *)(d.va + e.offset), &fi);
+	}
+	expect("POST_SEND_DMABUF last bytes of the buffer", post_db(dev, 1, &e), ENOTCONN);
+	memset(d.va, 0xee, ODL_FRAME_HDR_BYTES);
+	e.offset = 0;
+	expect("POST_SEND_DMABUF garbage header", post_db(dev, 1, &e), EINVAL);
+	expect("POST_SEND_DMABUF count 0", post_db(dev, 0, &e), EINVAL);
+	expect("POST_SEND_DMABUF bad entries pointer", post_db(dev, 1, (void *)8), EFAULT);
+	/* Across a page boundary: refused where the pages are apart. */
+	for (i = 1; i < 16; i++) {
+		uint64_t a = pfn_of(d.va + (i - 1) * page_size);
+		uint64_t b = pfn_of(d.va + i * page_size);
+		struct odl_frame_info fi = { .type = ODL_FRAME_DATA,
+					     .flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM,
+					     .len = 200, .msg_len = 200 };
+		long rc;
+
+		if (!a || !b || b == a + 1)
+			continue;
+		e.offset = (uint64_t)i * page_size - 100;
+		e.len = ODL_FRAME_HDR_BYTES + 200;
+		odl_frame_encode((struct odl_frame_hdr *)(d.va + e.offset), &fi);
+		rc = post_db(dev, 1, &e);
+		tested++;
+		if (rc < 0 && errno == EINVAL)
+			refused++;
+	}
+	if (tested)
+		check("frames across two separate pages refused (EINVAL)", refused == tested);
+	else
+		printf("note no separate neighbour pages found (pagemap): segment rule not exercised\n");
+	printf("     %u of %u frames across separate pages refused\n", refused, tested);
+	/* The limit: ODL_TB5_DMABUF_MAX imports per file. */
+	for (i = 1; i < ODL_TB5_DMABUF_MAX; i++) {
+		if (dbuf_create(&many[i], 1) || import_fd(dev, many[i].fd, &im)) {
+			expect("IMPORT up to the limit", -1, 0);
+			break;
+		}
+	}
+	if (dbuf_create(&many[0], 1) == 0) {
+		expect("IMPORT one more than the limit", import_fd(dev, many[0].fd, &im), ENOSPC);
+		expect("RELEASE the first import", release_h(dev, h), 0);
+		expect("RELEASE it again", release_h(dev, h), EINVAL);
+		expect("IMPORT again after a release", import_fd(dev, many[0].fd, &im), 0);
+	}
+	/* Our fds go; the imports keep the dma-bufs alive. */
+	for (i = 0; i < ODL_TB5_DMABUF_MAX; i++)
+		dbuf_destroy(&many[i]);
+	dbuf_destroy(&d);
+	printf("     dma-bufs: %ld before, %ld with %d imports\n", base,
+	       dmabuf_count(), ODL_TB5_DMABUF_MAX);
+	if (base >= 0)
+		check("the imports hold their dma-bufs after the user closed them",
+		      dmabuf_count() == base + ODL_TB5_DMABUF_MAX);
+	unmap_dev(&m);
+}
+
+static int table(const char *path)
+{
+	long base = dmabuf_count();
+	int have = access("/dev/udmabuf", R_OK | W_OK) == 0;
+	int dev = open(path, O_RDWR | O_NONBLOCK);
+	double t0;
+
+	if (dev < 0) {
+		printf("FAIL open %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	table_no_exporter(dev);
+	if (!have) {
+		close(dev);
+		printf("NOT RUN: no dma-buf exporter in this guest (/dev/udmabuf missing: CONFIG_UDMABUF off, no dma heaps); only the %s cases that need none ran (%d failure(s))\n",
+		       "bad-fd/not-a-dma-buf", failures);
+		return failures ? 1 : 2;
+	}
+	table_exporter(dev);
+	close(dev);
+	if (base < 0) {
+		printf("FAIL no debugfs dma_buf/bufinfo: leak check cannot run\n");
+		return 1;
+	}
+	for (t0 = now_s(); dmabuf_count() != base && now_s() - t0 < 5;)
+		usleep(20000);
+	printf("     dma-bufs: %ld before, %ld after close\n", base, dmabuf_count());
+	check("close released every import (dma-buf count back to its start)",
+	      dmabuf_count() == base);
+	printf("%s: dmabuf table, %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+	return failures ? 1 : 0;
+}
+
+/*
+ * Receive @n frames of sequence @seq and @n2 of @seq2 (the frame header's
+ * tag names the sequence, its seq the frame) in place, comparing every
+ * byte and each stream's order, then give the buffers back. 0 on success.
+ */
+static int receive(int dev, struct dev_map *m, unsigned int seq, unsigned int n,
+		   unsigned int seq2, unsigned int n2)
+{
+	int next[2][4] = { { -1, -1, -1, -1 }, { -1, -1, -1, -1 } };
+	unsigned int got[2] = { 0 }, j, w;
+	uint32_t cons = ctl(m)->rx_cq.cons, prod;
+	double t0;
+
+	for (t0 = now_s(); (got[0] < n || got[1] < n2) && now_s() - t0 < 60;) {
+		struct pollfd pfd = { .fd = dev, .events = POLLIN };
+		struct odl_tb5_post p = { .count = 1 };
+		struct odl_frame_info fi;
+		const unsigned char *f;
+		struct odl_tb5_cqe e;
+
+		prod = __atomic_load_n(&ctl(m)->rx_cq.prod, __ATOMIC_ACQUIRE);
+		if (prod == cons) {
+			poll(&pfd, 1, 100);
+			continue;
+		}
+		e = *cqe(m, 0, cons);
+		__atomic_store_n(&ctl(m)->rx_cq.cons, ++cons, __ATOMIC_RELEASE);
+		f = m->rx + (size_t)e.index * m->mi.buf_size;
+		if (e.index >= m->mi.rx_count ||
+		    odl_frame_decode(f, e.len, ODL_MAX_STREAMS, &fi) != ODL_FRAME_OK) {
+			printf("FAIL receive: index %u len %u\n", e.index, e.len);
+			return 1;
+		}
+		w = fi.tag == seq ? 0 : fi.tag == seq2 && n2 ? 1 : 2;
+		if (w == 2 || fi.seq >= (w ? n2 : n) ||
+		    fi.stream != frame_stream(fi.tag, fi.seq) ||
+		    fi.len != frame_len(fi.tag, fi.seq) ||
+		    (int)fi.seq <= next[w][fi.stream]) {
+			printf("FAIL receive: frame tag %u seq %u stream %u len %u (last on its stream %d)\n",
+			       fi.tag, fi.seq, fi.stream, fi.len,
+			       w < 2 ? next[w][fi.stream % 4] : -2);
+			return 1;
+		}
+		for (j = 0; j < fi.len; j++) {
+			if (f[ODL_FRAME_HDR_BYTES + j] != frame_byte(fi.tag, fi.seq, j)) {
+				printf("FAIL receive: seq %u frame %u byte %u is %u, want %u\n",
+				       fi.tag, fi.seq, j, f[ODL_FRAME_HDR_BYTES + j],
+				       frame_byte(fi.tag, fi.seq, j));
+				return 1;
+			}
+		}
+		next[w][fi.stream] = (int)fi.seq;
+		got[w]++;
+		p.entries = (uintptr_t)&e.index;
+		if (ioctl(dev, ODL_TB5_IOC_POST_RECV, &p) != 1) {
+			expect("POST_RECV", -1, 0);
+			return 1;
+		}
+	}
+	if (got[0] < n || got[1] < n2) {
+		printf("FAIL receive: %u of %u frames of seq %u, %u of %u of seq %u in 60 s\n",
+		       got[0], n, seq, got[1], n2, seq2);
+		return 1;
+	}
+	printf("ok   received %u frames of seq %u and %u of seq %u: every byte and each stream's order checked\n",
+	       n, seq, n2, seq2);
+	return 0;
+}
+
+/* Post frames 0..n-1 of @seq from @d (import @h) in one call. */
+static long send_seq(int dev, struct dbuf *d, uint32_t h, unsigned int seq,
+		     unsigned int n, struct odl_tb5_dmabuf_entry *ents)
+{
+	unsigned int k;
+
+	dbuf_sync(d, DMA_BUF_SYNC_START);
+	for (k = 0; k < n; k++) {
+		ents[k].handle = h;
+		ents[k].offset = frame_off(k, frame_len(seq, k));
+		ents[k].len = write_frame(d->va + ents[k].offset, seq, k);
+	}
+	dbuf_sync(d, DMA_BUF_SYNC_END);
+	return post_db(dev, n, ents);
+}
+
+static int session(const char *path, int closer)
+{
+	struct odl_tb5_dmabuf_entry ents[ODL_DB_FRAMES];
+	struct odl_tb5_dmabuf_import im;
+	struct odl_tb5_info info;
+	struct dbuf d, tail;
+	struct dev_map m;
+	long base = dmabuf_count(), rc;
+	unsigned int done = 0, k, bad = 0;
+	uint32_t cons, prod, h;
+	unsigned char seen[ODL_DB_FRAMES] = { 0 };
+	double t0;
+	int dev, busy;
+
+	dev = open(path, O_RDWR | O_NONBLOCK);
+	if (dev < 0) {
+		printf("FAIL open %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	for (t0 = now_s();; usleep(20000)) {
+		memset(&info, 0, sizeof(info));
+		if (ioctl(dev, ODL_TB5_IOC_INFO, &info) == 0 &&
+		    info.state == ODL_TB5_STATE_SESSION)
+			break;
+		if (now_s() - t0 > 60) {
+			printf("FAIL no session within 60 s (state %u)\n", info.state);
+			return 1;
+		}
+	}
+	if (map_dev(dev, &m) || dbuf_create(&d, ODL_DB_PAGES) ||
+	    dbuf_create(&tail, ODL_DB_PAGES)) {
+		printf("FAIL map or udmabuf: %s\n", strerror(errno));
+		return 1;
+	}
+	/* The free Tx buffers' entries: consumed, so the queue has room. */
+	cons = ctl(&m)->tx_cq.cons;
+	prod = __atomic_load_n(&ctl(&m)->tx_cq.prod, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&ctl(&m)->tx_cq.cons, prod, __ATOMIC_RELEASE);
+	cons = prod;
+	expect("session: IMPORT", import_fd(dev, d.fd, &im), 0);
+	h = im.handle;
+	rc = send_seq(dev, &d, h, closer ? 1 : 2, ODL_DB_FRAMES, ents);
+	busy = release_h(dev, h) < 0 ? errno : 0;
+	if (rc != ODL_DB_FRAMES) {
+		expect("session: POST_SEND_DMABUF 64 frames", rc < 0 ? rc : -1, 0);
+		return 1;
+	}
+	printf("ok   session: %d frames posted from the dma-buf (%u ring pair(s))\n",
+	       ODL_DB_FRAMES, info.rings);
+	/* Completions: one per frame, by handle and offset. */
+	for (t0 = now_s(); done < ODL_DB_FRAMES && now_s() - t0 < 30;) {
+		struct odl_tb5_cqe e;
+
+		prod = __atomic_load_n(&ctl(&m)->tx_cq.prod, __ATOMIC_ACQUIRE);
+		if (prod == cons) {
+			usleep(2000);
+			continue;
+		}
+		e = *cqe(&m, 1, cons);
+		__atomic_store_n(&ctl(&m)->tx_cq.cons, ++cons, __ATOMIC_RELEASE);
+		if (!(e.index & ODL_TB5_CQE_DMABUF) || (e.index & ODL_TB5_CQE_CANCELED) ||
+		    (e.index & ODL_TB5_CQE_HANDLE_MASK) != h) {
+			printf("FAIL session: Tx completion index %#x len %u\n", e.index, e.len);
+			bad++;
+			continue;
+		}
+		for (k = 0; k < ODL_DB_FRAMES && (ents[k].offset != e.len || seen[k]); k++)
+			;
+		if (k == ODL_DB_FRAMES) {
+			printf("FAIL session: completion of unknown offset %u\n", e.len);
+			bad++;
+			continue;
+		}
+		seen[k] = 1;
+		done++;
+	}
+	check("session: one Tx completion per dma-buf frame", done == ODL_DB_FRAMES && !bad);
+	if (busy == EBUSY)
+		printf("ok   session: RELEASE right after the post: EBUSY (frames in flight)\n");
+	else
+		check("session: RELEASE right after the post succeeded only with every completion already queued",
+		      busy == 0 && done == ODL_DB_FRAMES &&
+		      __atomic_load_n(&ctl(&m)->tx_cq.prod, __ATOMIC_ACQUIRE) == cons);
+	if (busy == EBUSY) {
+		expect("session: RELEASE after the completions", release_h(dev, h), 0);
+		expect("session: RELEASE again", release_h(dev, h), EINVAL);
+	}
+	if (closer && receive(dev, &m, 2, ODL_DB_FRAMES, 0, 0))
+		failures++;
+	if (closer) {
+		/* Frames in flight on close: the module must send them. */
+		expect("session: IMPORT tail", import_fd(dev, tail.fd, &im), 0);
+		rc = send_seq(dev, &tail, im.handle, 3, ODL_DB_TAIL, ents);
+		expect("session: POST_SEND_DMABUF tail then close", rc == ODL_DB_TAIL ? 0 : -1, 0);
+		unmap_dev(&m);
+		close(dev);
+		dbuf_destroy(&d);
+		dbuf_destroy(&tail);
+		for (t0 = now_s(); dmabuf_count() != base && now_s() - t0 < 10;)
+			usleep(20000);
+		printf("     dma-bufs: %ld before, %ld after close\n", base, dmabuf_count());
+		check("session: after close every dma-buf is freed (bufinfo count)",
+		      base >= 0 && dmabuf_count() == base);
+	} else {
+		/* A's frames, then the ones it sent as it closed. */
+		if (receive(dev, &m, 1, ODL_DB_FRAMES, 3, ODL_DB_TAIL))
+			failures++;
+		unmap_dev(&m);
+		close(dev);
+		dbuf_destroy(&d);
+		dbuf_destroy(&tail);
+	}
+	printf("%s: dmabuf session %s, %d failure(s)\n", failures ? "FAIL" : "PASS",
+	       closer ? "A" : "B", failures);
+	return failures ? 1 : 0;
+}
+
+static int wait_session(int dev, struct odl_tb5_info *info)
+{
+	double t0;
+
+	for (t0 = now_s();; usleep(20000)) {
+		memset(info, 0, sizeof(*info));
+		if (ioctl(dev, ODL_TB5_IOC_INFO, info) == 0 &&
+		    info->state == ODL_TB5_STATE_SESSION)
+			return 0;
+		if (now_s() - t0 > 60) {
+			printf("FAIL no session within 60 s (state %u)\n", info->state);
+			return -1;
+		}
+	}
+}
+
+static uint32_t dev_state(int dev)
+{
+	struct odl_tb5_info info = { 0 };
+
+	return ioctl(dev, ODL_TB5_IOC_INFO, &info) ? 0 : info.state;
+}
+
+/*
+ * "unplug": keep the Tx rings full of dma-buf frames until the peer goes
+ * away (the test unplugs the cable), then check that every frame posted
+ * completed exactly once (sent or ODL_TB5_CQE_CANCELED), that the module
+ * let go of the dma-buf when the service was removed (before our close),
+ * and that the handle is gone. "sink": receive until the session ends.
+ */
+static int unplug(const char *path)
+{
+	struct odl_tb5_dmabuf_entry ents[ODL_DB_FRAMES];
+	struct odl_tb5_dmabuf_import im;
+	struct odl_tb5_info info;
+	struct dbuf d;
+	struct dev_map m;
+	long base = dmabuf_count(), rc;
+	uint64_t posted = 0, sent = 0, canceled = 0;
+	uint32_t cons, prod, h, st = ODL_TB5_STATE_SESSION;
+	unsigned int k, next = 0, bad = 0;
+	double t0, tend = 0;
+	int dev;
+
+	dev = open(path, O_RDWR | O_NONBLOCK);
+	if (dev < 0 || wait_session(dev, &info) || map_dev(dev, &m) ||
+	    dbuf_create(&d, ODL_DB_PAGES)) {
+		printf("FAIL open, session, map or udmabuf: %s\n", strerror(errno));
+		return 1;
+	}
+	prod = __atomic_load_n(&ctl(&m)->tx_cq.prod, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&ctl(&m)->tx_cq.cons, prod, __ATOMIC_RELEASE);
+	cons = prod;
+	expect("unplug: IMPORT", import_fd(dev, d.fd, &im), 0);
+	h = im.handle;
+	dbuf_sync(&d, DMA_BUF_SYNC_START);
+	for (k = 0; k < ODL_DB_FRAMES; k++) {
+		ents[k].handle = h;
+		ents[k].offset = frame_off(k, frame_len(4, k));
+		ents[k].len = write_frame(d.va + ents[k].offset, 4, k);
+	}
+	dbuf_sync(&d, DMA_BUF_SYNC_END);
+	printf("sending\n");
+	for (t0 = now_s(); now_s() - t0 < 150;) {
+		while (cons != __atomic_load_n(&ctl(&m)->tx_cq.prod, __ATOMIC_ACQUIRE)) {
+			struct odl_tb5_cqe e = *cqe(&m, 1, cons);
+
+			__atomic_store_n(&ctl(&m)->tx_cq.cons, ++cons, __ATOMIC_RELEASE);
+			if (!(e.index & ODL_TB5_CQE_DMABUF) ||
+			    (e.index & ODL_TB5_CQE_HANDLE_MASK) != h)
+				bad++;
+			else if (e.index & ODL_TB5_CQE_CANCELED)
+				canceled++;
+			else
+				sent++;
+		}
+		if (st == ODL_TB5_STATE_SESSION) {
+			st = dev_state(dev);
+			if (st != ODL_TB5_STATE_SESSION)
+				tend = now_s();
+		}
+		if (st != ODL_TB5_STATE_SESSION) {
+			if (sent + canceled + bad >= posted || now_s() - tend > 10)
+				break;
+			usleep(10000);
+			continue;
+		}
+		/* Up to ODL_DB_FRAMES in flight, from where the last post ended. */
+		k = ODL_DB_FRAMES - (unsigned int)(posted - sent - canceled - bad);
+		if (k > ODL_DB_FRAMES - next)
+			k = ODL_DB_FRAMES - next;
+		if (!k) {
+			usleep(2000);
+			continue;
+		}
+		rc = post_db(dev, k, ents + next);
+		if (rc > 0) {
+			posted += rc;
+			next = (next + rc) % ODL_DB_FRAMES;
+		} else if (errno != EAGAIN && errno != EPIPE && errno != ENODEV) {
+			expect("unplug: POST_SEND_DMABUF", rc, 0);
+			break;
+		}
+	}
+	printf("     unplug: %llu posted, %llu sent, %llu cancelled, %u bad, state %u\n",
+	       (unsigned long long)posted, (unsigned long long)sent,
+	       (unsigned long long)canceled, bad, st);
+	check("unplug: the session ended within 150 s", st != ODL_TB5_STATE_SESSION);
+	check("unplug: every frame posted completed once (sent or cancelled)",
+	      posted > 0 && !bad && sent + canceled == posted);
+	ents[0].handle = h;
+	rc = post_db(dev, 1, ents);
+	check("unplug: POST_SEND_DMABUF after: EINVAL (import gone) or ENODEV/EPIPE",
+	      rc < 0 && (errno == EINVAL || errno == ENODEV || errno == EPIPE));
+	if (st == ODL_TB5_STATE_GONE) {
+		/* GONE comes first; the removal detaches the import later. */
+		for (t0 = now_s(); dmabuf_attachments() != 0 && now_s() - t0 < 10;)
+			usleep(20000);
+		printf("     dma-buf attachments after the removal: %ld\n",
+		       dmabuf_attachments());
+		check("unplug: the removal detached the import before close",
+		      dmabuf_attachments() == 0);
+		expect("unplug: RELEASE after the removal", release_h(dev, h), EINVAL);
+	}
+	unmap_dev(&m);
+	close(dev);
+	dbuf_destroy(&d);
+	for (t0 = now_s(); dmabuf_count() != base && now_s() - t0 < 10;)
+		usleep(20000);
+	check("unplug: every dma-buf freed after close", base >= 0 && dmabuf_count() == base);
+	printf("%s: dmabuf unplug, %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+	return failures ? 1 : 0;
+}
+
+static int sink(const char *path)
+{
+	struct odl_tb5_info info;
+	struct dev_map m;
+	uint32_t cons;
+	uint64_t got = 0;
+	double t0;
+	int dev = open(path, O_RDWR | O_NONBLOCK);
+
+	if (dev < 0 || wait_session(dev, &info) || map_dev(dev, &m))
+		return 1;
+	cons = ctl(&m)->rx_cq.cons;
+	for (t0 = now_s(); now_s() - t0 < 150 && dev_state(dev) == ODL_TB5_STATE_SESSION;) {
+		struct pollfd pfd = { .fd = dev, .events = POLLIN };
+		struct odl_tb5_post p = { .count = 1 };
+		struct odl_tb5_cqe e;
+
+		if (cons == __atomic_load_n(&ctl(&m)->rx_cq.prod, __ATOMIC_ACQUIRE)) {
+			poll(&pfd, 1, 100);
+			continue;
+		}
+		e = *cqe(&m, 0, cons);
+		__atomic_store_n(&ctl(&m)->rx_cq.cons, ++cons, __ATOMIC_RELEASE);
+		p.entries = (uintptr_t)&e.index;
+		if (ioctl(dev, ODL_TB5_IOC_POST_RECV, &p) != 1)
+			break;
+		got++;
+	}
+	printf("sink: %llu frames\n", (unsigned long long)got);
+	unmap_dev(&m);
+	close(dev);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	page_size = sysconf(_SC_PAGESIZE);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 2 && !strcmp(argv[2], "table"))
+		return table(argv[1]);
+	if (argc > 3 && !strcmp(argv[2], "session"))
+		return session(argv[1], !strcmp(argv[3], "A"));
+	if (argc > 2 && !strcmp(argv[2], "unplug"))
+		return unplug(argv[1]);
+	if (argc > 2 && !strcmp(argv[2], "sink"))
+		return sink(argv[1]);
+	fprintf(stderr, "usage: %s /dev/odl_tb5_0 table|session A|B|unplug|sink\n", argv[0]);
+	return 1;
+}
