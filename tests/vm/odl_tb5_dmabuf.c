@@ -46,41 +46,13 @@
 
 #include "odl/wire/frame_codec.h"
 #include "uapi/odl_tb5.h"
+#include "odl_tb5_check.h"
 
 #define ODL_DB_PAGES 64
 #define ODL_DB_FRAMES 64
 #define ODL_DB_TAIL 32
 
-static int failures;
 static long page_size;
-
-static void expect(const char *what, long rc, int want_errno)
-{
-	int got = rc < 0 ? errno : 0;
-
-	if (got == want_errno) {
-		printf("ok   %-50s errno %d\n", what, got);
-	} else {
-		printf("FAIL %-50s errno %d (%s), want %d\n", what, got,
-		       strerror(got), want_errno);
-		failures++;
-	}
-}
-
-static void check(const char *what, int ok)
-{
-	printf("%s %s\n", ok ? "ok  " : "FAIL", what);
-	if (!ok)
-		failures++;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* A dma-buf from /dev/udmabuf over a sealed memfd, mapped at *va. */
 struct dbuf {
@@ -253,45 +225,6 @@ static uint32_t write_frame(unsigned char *p, unsigned int seq, unsigned int k)
 	return ODL_FRAME_HDR_BYTES + len;
 }
 
-/* One mmapped device: the layout and the control area. */
-struct dev_map {
-	struct odl_tb5_map_info mi;
-	unsigned char *ctrl, *rx;
-};
-
-static struct odl_tb5_ctrl *ctl(struct dev_map *m)
-{
-	return (struct odl_tb5_ctrl *)m->ctrl;
-}
-
-static struct odl_tb5_cqe *cqe(struct dev_map *m, int tx, uint32_t i)
-{
-	uint32_t off = tx ? m->mi.tx_cqe_offset : m->mi.rx_cqe_offset;
-
-	return (struct odl_tb5_cqe *)(m->ctrl + off) + (i & (m->mi.cq_entries - 1));
-}
-
-/* Mappings hold the file: without this, close() would release nothing. */
-static void unmap_dev(struct dev_map *m)
-{
-	munmap(m->ctrl, m->mi.ctrl_size);
-	munmap(m->rx, m->mi.rx_size);
-}
-
-static int map_dev(int fd, struct dev_map *m)
-{
-	memset(m, 0, sizeof(*m));
-	if (ioctl(fd, ODL_TB5_IOC_MAP_INFO, &m->mi))
-		return -1;
-	m->ctrl = mmap(NULL, m->mi.ctrl_size, PROT_READ | PROT_WRITE,
-		       MAP_SHARED, fd, m->mi.ctrl_offset);
-	m->rx = mmap(NULL, m->mi.rx_size, PROT_READ, MAP_SHARED, fd,
-		     m->mi.rx_offset);
-	if (m->ctrl == MAP_FAILED || m->rx == MAP_FAILED)
-		return -1;
-	return 0;
-}
-
 /* Cases that need no exporter; @dev not in mmap mode yet. */
 static void table_no_exporter(int dev)
 {
@@ -342,7 +275,7 @@ static void table_exporter(int dev)
 		return;
 	}
 	expect("IMPORT before MAP_INFO", import_fd(dev, d.fd, &im), EINVAL);
-	expect("MAP_INFO", map_dev(dev, &m), 0);
+	expect("MAP_INFO", map_all(dev, &m), 0);
 	check("Tx queue has room for every Tx buffer and as many dma-buf frames",
 	      m.mi.cq_entries >= 2 * m.mi.tx_count + 1);
 	expect("IMPORT udmabuf", import_fd(dev, d.fd, &im), 0);
@@ -432,7 +365,7 @@ static void table_exporter(int dev)
 	if (base >= 0)
 		check("the imports hold their dma-bufs after the user closed them",
 		      dmabuf_count() == base + ODL_TB5_DMABUF_MAX);
-	unmap_dev(&m);
+	unmap_all(&m);
 }
 
 static int table(const char *path)
@@ -572,17 +505,9 @@ static int session(const char *path, int closer)
 		printf("FAIL open %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	for (t0 = now_s();; usleep(20000)) {
-		memset(&info, 0, sizeof(info));
-		if (ioctl(dev, ODL_TB5_IOC_INFO, &info) == 0 &&
-		    info.state == ODL_TB5_STATE_SESSION)
-			break;
-		if (now_s() - t0 > 60) {
-			printf("FAIL no session within 60 s (state %u)\n", info.state);
-			return 1;
-		}
-	}
-	if (map_dev(dev, &m) || dbuf_create(&d, ODL_DB_PAGES) ||
+	if (wait_session(dev, &info))
+		return 1;
+	if (map_all(dev, &m) || dbuf_create(&d, ODL_DB_PAGES) ||
 	    dbuf_create(&tail, ODL_DB_PAGES)) {
 		printf("FAIL map or udmabuf: %s\n", strerror(errno));
 		return 1;
@@ -647,7 +572,7 @@ static int session(const char *path, int closer)
 		expect("session: IMPORT tail", import_fd(dev, tail.fd, &im), 0);
 		rc = send_seq(dev, &tail, im.handle, 3, ODL_DB_TAIL, ents);
 		expect("session: POST_SEND_DMABUF tail then close", rc == ODL_DB_TAIL ? 0 : -1, 0);
-		unmap_dev(&m);
+		unmap_all(&m);
 		close(dev);
 		dbuf_destroy(&d);
 		dbuf_destroy(&tail);
@@ -660,7 +585,7 @@ static int session(const char *path, int closer)
 		/* A's frames, then the ones it sent as it closed. */
 		if (receive(dev, &m, 1, ODL_DB_FRAMES, 3, ODL_DB_TAIL))
 			failures++;
-		unmap_dev(&m);
+		unmap_all(&m);
 		close(dev);
 		dbuf_destroy(&d);
 		dbuf_destroy(&tail);
@@ -668,22 +593,6 @@ static int session(const char *path, int closer)
 	printf("%s: dmabuf session %s, %d failure(s)\n", failures ? "FAIL" : "PASS",
 	       closer ? "A" : "B", failures);
 	return failures ? 1 : 0;
-}
-
-static int wait_session(int dev, struct odl_tb5_info *info)
-{
-	double t0;
-
-	for (t0 = now_s();; usleep(20000)) {
-		memset(info, 0, sizeof(*info));
-		if (ioctl(dev, ODL_TB5_IOC_INFO, info) == 0 &&
-		    info->state == ODL_TB5_STATE_SESSION)
-			return 0;
-		if (now_s() - t0 > 60) {
-			printf("FAIL no session within 60 s (state %u)\n", info->state);
-			return -1;
-		}
-	}
 }
 
 static uint32_t dev_state(int dev)
@@ -715,7 +624,7 @@ static int unplug(const char *path)
 	int dev;
 
 	dev = open(path, O_RDWR | O_NONBLOCK);
-	if (dev < 0 || wait_session(dev, &info) || map_dev(dev, &m) ||
+	if (dev < 0 || wait_session(dev, &info) || map_all(dev, &m) ||
 	    dbuf_create(&d, ODL_DB_PAGES)) {
 		printf("FAIL open, session, map or udmabuf: %s\n", strerror(errno));
 		return 1;
@@ -794,7 +703,7 @@ static int unplug(const char *path)
 		      dmabuf_attachments() == 0);
 		expect("unplug: RELEASE after the removal", release_h(dev, h), EINVAL);
 	}
-	unmap_dev(&m);
+	unmap_all(&m);
 	close(dev);
 	dbuf_destroy(&d);
 	for (t0 = now_s(); dmabuf_count() != base && now_s() - t0 < 10;)
@@ -813,7 +722,7 @@ static int sink(const char *path)
 	double t0;
 	int dev = open(path, O_RDWR | O_NONBLOCK);
 
-	if (dev < 0 || wait_session(dev, &info) || map_dev(dev, &m))
+	if (dev < 0 || wait_session(dev, &info) || map_all(dev, &m))
 		return 1;
 	cons = ctl(&m)->rx_cq.cons;
 	for (t0 = now_s(); now_s() - t0 < 150 && dev_state(dev) == ODL_TB5_STATE_SESSION;) {
@@ -833,7 +742,7 @@ static int sink(const char *path)
 		got++;
 	}
 	printf("sink: %llu frames\n", (unsigned long long)got);
-	unmap_dev(&m);
+	unmap_all(&m);
 	close(dev);
 	return 0;
 }

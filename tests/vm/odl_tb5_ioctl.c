@@ -33,62 +33,7 @@
 
 #include "odl/wire/frame_codec.h"
 #include "uapi/odl_tb5.h"
-
-static int failures;
-
-static void expect(const char *what, long rc, int want_errno)
-{
-	int got = rc < 0 ? errno : 0;
-
-	if (got == want_errno) {
-		printf("ok   %-44s errno %d\n", what, got);
-	} else {
-		printf("FAIL %-44s errno %d (%s), want %d\n", what, got,
-		       strerror(got), want_errno);
-		failures++;
-	}
-}
-
-/* One mmapped device: the layout and the three areas. */
-struct dev_map {
-	struct odl_tb5_map_info mi;
-	unsigned char *ctrl, *tx, *rx;
-};
-
-static struct odl_tb5_ctrl *ctl(struct dev_map *m)
-{
-	return (struct odl_tb5_ctrl *)m->ctrl;
-}
-
-static struct odl_tb5_cqe *cqe(struct dev_map *m, int tx, uint32_t i)
-{
-	uint32_t off = tx ? m->mi.tx_cqe_offset : m->mi.rx_cqe_offset;
-
-	return (struct odl_tb5_cqe *)(m->ctrl + off) + (i & (m->mi.cq_entries - 1));
-}
-
-static int map_all(int fd, struct dev_map *m)
-{
-	memset(m, 0, sizeof(*m));
-	if (ioctl(fd, ODL_TB5_IOC_MAP_INFO, &m->mi))
-		return -1;
-	m->ctrl = mmap(NULL, m->mi.ctrl_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		       fd, m->mi.ctrl_offset);
-	m->tx = mmap(NULL, m->mi.tx_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		     fd, m->mi.tx_offset);
-	m->rx = mmap(NULL, m->mi.rx_size, PROT_READ, MAP_SHARED, fd,
-		     m->mi.rx_offset);
-	if (m->ctrl == MAP_FAILED || m->tx == MAP_FAILED || m->rx == MAP_FAILED)
-		return -1;
-	return 0;
-}
-
-static void unmap_all(struct dev_map *m)
-{
-	munmap(m->ctrl, m->mi.ctrl_size);
-	munmap(m->tx, m->mi.tx_size);
-	munmap(m->rx, m->mi.rx_size);
-}
+#include "odl_tb5_check.h"
 
 static long post(int fd, unsigned long cmd, uint32_t count, const void *ents)
 {
@@ -125,14 +70,6 @@ static uint32_t make_goodbye(unsigned char *buf)
 	return ODL_FRAME_HDR_BYTES;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /*
  * Both hosts at once: frames each way through the mmap path. The sequence
  * also checks the ordering the module keeps across ring pairs (docs/kmod.md):
@@ -163,16 +100,8 @@ static int session_check(const char *path)
 		printf("FAIL open %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	for (t0 = now_s();; usleep(20000)) {
-		memset(&info, 0, sizeof(info));
-		if (ioctl(fd, ODL_TB5_IOC_INFO, &info) == 0 &&
-		    info.state == ODL_TB5_STATE_SESSION)
-			break;
-		if (now_s() - t0 > 60) {
-			printf("FAIL no session within 60 s (state %u)\n", info.state);
-			return 1;
-		}
-	}
+	if (wait_session(fd, &info))
+		return 1;
 	expect("session: map", map_all(fd, &m), 0);
 	if (failures)
 		return 1;
