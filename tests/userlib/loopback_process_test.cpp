@@ -14,6 +14,7 @@
 
 #include "odl/odl.h"
 #include "odl_test.h"
+#include "two_process.h"
 
 namespace {
 
@@ -23,28 +24,7 @@ double now_s() {
     return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
 }
 
-class TwoProcess : public ::testing::Test {
-protected:
-    void SetUp() override {
-        // A private rendezvous namespace: parallel tests never meet each other.
-        setenv("ODL_LOOPBACK_NAMESPACE", ("proc-test-" + std::to_string(getpid())).c_str(), 1);
-    }
-    void TearDown() override {
-        if (child > 0) {
-            kill(child, SIGKILL);
-            waitpid(child, nullptr, 0);
-        }
-    }
-    static odl_dev* open_dev(uint32_t index) {
-        odl_open_params p;
-        odl_open_params_init(&p);
-        p.index = index;
-        p.connect_timeout_ns = 5'000'000'000ull;
-        odl_dev* d = nullptr;
-        return odl_open(&p, &d) == ODL_OK ? d : nullptr;
-    }
-    pid_t child = -1;
-};
+using TwoProcess = odl::test::two_process;
 
 /// Child: echo @count messages of up to 1 MiB back to the parent, then exit.
 [[noreturn]] void echo_child(uint32_t index, int count) {

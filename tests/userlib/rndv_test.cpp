@@ -23,6 +23,7 @@
 #include "mem_link.h"
 #include "odl/odl.h"
 #include "odl/wire/frame_codec.h"
+#include "two_process.h"
 
 namespace {
 
@@ -829,25 +830,10 @@ TEST_F(HandRndv, RndvWithoutNegotiationIsRefused) {
 
 // --- Two processes: the real cross-process copy, and a peer that dies. ---
 
-class RndvProcess : public ::testing::Test {
+/// Devices allow the 4 MiB messages below.
+class RndvProcess : public odl::test::two_process {
 protected:
-    void SetUp() override { setenv("ODL_LOOPBACK_NAMESPACE", ("rndv-test-" + std::to_string(getpid())).c_str(), 1); }
-    void TearDown() override {
-        if (child > 0) {
-            kill(child, SIGKILL);
-            waitpid(child, nullptr, 0);
-        }
-    }
-    static odl_dev* open_dev(uint32_t index) {
-        odl_open_params p;
-        odl_open_params_init(&p);
-        p.index = index;
-        p.max_msg_bytes = 8 << 20;
-        p.connect_timeout_ns = 5'000'000'000ull;
-        odl_dev* d = nullptr;
-        return odl_open(&p, &d) == ODL_OK ? d : nullptr;
-    }
-    pid_t child = -1;
+    static odl_dev* open_dev(uint32_t index) { return two_process::open_dev(index, 8 << 20); }
 };
 
 TEST_F(RndvProcess, ChildSendsLargeMessagesByReference) {
@@ -909,6 +895,27 @@ TEST_F(RndvProcess, ChildSendsLargeMessagesByReference) {
     odl_close(d);
 }
 
+/// Child: send a 2 MiB message (its RNDV) on device @d, poll until the RNDV
+/// frame has left, tell the parent through @notify_fd, then wait to be killed.
+[[noreturn]] void send_rndv_then_stall(odl_dev* d, unsigned seed, int notify_fd) {
+    if (!d) _exit(2);
+    auto m = pattern(2 << 20, seed);
+    if (odl_post_send(d, 0, 1, m.data(), m.size(), nullptr, 1) != ODL_OK) _exit(3);
+    for (int i = 0; i < 1000000; ++i) {
+        odl_completion c;
+        size_t n = 0;
+        odl_poll(d, &c, 1, &n);
+        odl_stats st{};
+        st.struct_size = sizeof(st);
+        odl_get_stats(d, &st);
+        if (st.tx_frames >= 1) break;
+    }
+    const char x = 'x';
+    if (write(notify_fd, &x, 1) != 1) _exit(4);
+    pause();
+    _exit(0);
+}
+
 TEST_F(RndvProcess, PeerThatDiesBeforeTheCopyGivesAnErrorNotACrash) {
     int pipefd[2];
     ASSERT_EQ(pipe(pipefd), 0);
@@ -916,24 +923,8 @@ TEST_F(RndvProcess, PeerThatDiesBeforeTheCopyGivesAnErrorNotACrash) {
     ASSERT_GE(child, 0);
     if (child == 0) {
         close(pipefd[0]);
-        odl_dev* d = open_dev(8);
-        if (!d) _exit(2);
-        auto m = pattern(2 << 20, 1);
-        if (odl_post_send(d, 0, 1, m.data(), m.size(), nullptr, 1) != ODL_OK) _exit(3);
-        // Poll until the RNDV has left, tell the parent, and die uncleanly.
-        for (int i = 0; i < 1000000; ++i) {
-            odl_completion c;
-            size_t n = 0;
-            odl_poll(d, &c, 1, &n);
-            odl_stats st{};
-            st.struct_size = sizeof(st);
-            odl_get_stats(d, &st);
-            if (st.tx_frames >= 1) break;
-        }
-        const char x = 'x';
-        if (write(pipefd[1], &x, 1) != 1) _exit(4);
-        pause();
-        _exit(0);
+        // The RNDV leaves; the child then waits to be killed uncleanly.
+        send_rndv_then_stall(open_dev(8), 1, pipefd[1]);
     }
     close(pipefd[1]);
     odl_dev* d = open_dev(8);
@@ -963,24 +954,8 @@ TEST_F(RndvProcess, PeerKilledMidSplitGivesAnErrorNotACrash) {
     ASSERT_GE(child, 0);
     if (child == 0) {
         close(pipefd[0]);
-        odl_dev* d = open_dev(9);
-        if (!d) _exit(2);
-        auto m = pattern(2 << 20, 3);
-        if (odl_post_send(d, 0, 1, m.data(), m.size(), nullptr, 1) != ODL_OK) _exit(3);
-        // Send the RNDV, then never poll again: the SPLIT goes unanswered.
-        for (int i = 0; i < 1000000; ++i) {
-            odl_completion c;
-            size_t n = 0;
-            odl_poll(d, &c, 1, &n);
-            odl_stats st{};
-            st.struct_size = sizeof(st);
-            odl_get_stats(d, &st);
-            if (st.tx_frames >= 1) break;
-        }
-        const char x = 'x';
-        if (write(pipefd[1], &x, 1) != 1) _exit(4);
-        pause();
-        _exit(0);
+        // The RNDV leaves, then the child never polls again: the SPLIT goes unanswered.
+        send_rndv_then_stall(open_dev(9), 3, pipefd[1]);
     }
     close(pipefd[1]);
     static const char probe = 'p';
