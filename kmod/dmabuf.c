@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
  * odl_tb5: zero-copy send from imported dma-bufs (include/uapi/odl_tb5.h,
- * DMABUF_IMPORT, DMABUF_RELEASE, POST_SEND_DMABUF). Each import is attached
- * to the NHI's DMA device and mapped there, so the NHI reads the frames
- * through the IOMMU like any Tx buffer. It is mapped for the CPU as well:
- * the module checks every frame's header with the shared codec before the
- * frame goes on a ring, as POST_SEND does. Frames in flight use descriptors
+ * DMABUF_IMPORT, DMABUF_RELEASE, POST_SEND_DMABUF, POST_SEND_SPLIT). Each
+ * import is attached to the NHI's DMA device and mapped there, so the NHI
+ * reads the frames through the IOMMU like any Tx buffer. When the exporter
+ * allows it, it is mapped for the CPU as well: the module checks every
+ * whole frame's header with the shared codec before the frame goes on a
+ * ring, as POST_SEND does. Device memory without a CPU mapping is imported
+ * device-only: it can only carry the payloads of split pairs, whose header
+ * is in a Tx buffer (POST_SEND_SPLIT). Frames in flight use descriptors
  * of a per-device pool (as many as Tx buffers); each completes into the Tx
  * completion queue with ODL_TB5_CQE_DMABUF set.
  *
@@ -140,8 +143,13 @@ static int odl_dmabuf_segments(struct odl_dmabuf *imp)
 	return 0;
 }
 
-/* Attach, map for the NHI and for the CPU; @imp->dbuf set. May sleep. */
-static int odl_dmabuf_map(struct odl_tb5 *odl, struct odl_dmabuf *imp)
+/*
+ * Attach, map for the NHI and (unless @device) for the CPU; @imp->dbuf
+ * set. No CPU mapping, or only I/O memory: device-only (@imp->va NULL).
+ * May sleep.
+ */
+static int odl_dmabuf_map(struct odl_tb5 *odl, struct odl_dmabuf *imp,
+			  bool device)
 {
 	struct device *dma_dev = tb_ring_dma_device(odl->ring[0].tx);
 	int ret;
@@ -158,14 +166,13 @@ static int odl_dmabuf_map(struct odl_tb5 *odl, struct odl_dmabuf *imp)
 		imp->sgt = NULL;
 		return ret;
 	}
-	/* The headers are checked by the CPU: no CPU mapping, no import. */
-	if (odl_dmabuf_vmap(imp->dbuf, &imp->vmap))
-		return -EOPNOTSUPP;
-	if (imp->vmap.is_iomem) {
-		odl_dmabuf_vunmap(imp->dbuf, &imp->vmap);
-		return -EOPNOTSUPP;
+	/* Whole frames' headers are read by the CPU, through this mapping. */
+	if (!device && !odl_dmabuf_vmap(imp->dbuf, &imp->vmap)) {
+		if (imp->vmap.is_iomem)
+			odl_dmabuf_vunmap(imp->dbuf, &imp->vmap);
+		else
+			imp->va = imp->vmap.vaddr;
 	}
-	imp->va = imp->vmap.vaddr;
 	return odl_dmabuf_segments(imp);
 }
 
@@ -207,7 +214,7 @@ int odl_ioctl_dmabuf_import(struct odl_tb5 *odl, void __user *uarg)
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	if (arg.flags || arg.reserved0 ||
+	if ((arg.flags & ~ODL_TB5_DMABUF_F_KNOWN) || arg.oflags ||
 	    memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
 		return -EINVAL;
 	imp = kzalloc(sizeof(*imp), GFP_KERNEL);
@@ -240,13 +247,14 @@ int odl_ioctl_dmabuf_import(struct odl_tb5 *odl, void __user *uarg)
 	ret = odl_dmabuf_slots_alloc(odl);
 	if (ret)
 		goto err_unlock;
-	ret = odl_dmabuf_map(odl, imp);
+	ret = odl_dmabuf_map(odl, imp, arg.flags & ODL_TB5_DMABUF_F_DEVICE);
 	if (ret)
 		goto err_unlock;
 	imp->handle = i + 1;
 	odl->dmabuf[i] = imp;
 	arg.handle = imp->handle;
 	arg.size = imp->size;
+	arg.oflags = imp->va ? 0 : ODL_TB5_DMABUF_DEVICE;
 	mutex_unlock(&odl->dmabuf_lock);
 	up_read(&odl->io_rwsem);
 
@@ -316,7 +324,9 @@ static int odl_post_send_dmabuf_one(struct odl_tb5 *odl, const void *entry)
 		goto bad;
 	mutex_lock(&odl->dmabuf_lock);
 	imp = odl->dmabuf[e->handle - 1];
-	if (!imp || e->offset > imp->size || e->len > imp->size - e->offset)
+	/* A device-only import: no header the module could check. */
+	if (!imp || !imp->va || e->offset > imp->size ||
+	    e->len > imp->size - e->offset)
 		goto bad_unlock;
 	sg = odl_dmabuf_find(imp, e->offset, e->len);
 	if (!sg)
@@ -377,6 +387,144 @@ int odl_ioctl_post_send_dmabuf(struct odl_tb5 *odl, void __user *uarg)
 {
 	return odl_post_entries(odl, uarg, sizeof(struct odl_tb5_dmabuf_entry),
 				odl_post_send_dmabuf_one, false);
+}
+
+/* Tx buffer @idx back to the user (a refused or unsent split entry). */
+static void odl_split_unclaim(struct odl_tb5 *odl, struct odl_buf *b)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&odl->tx_lock, flags);
+	b->user = true;
+	spin_unlock_irqrestore(&odl->tx_lock, flags);
+}
+
+/*
+ * Check a split entry: its Tx buffer is the user's (claimed for the
+ * kernel on success), its header (ODL_FRAME_F_SPLIT set here) passes the
+ * codec as a DATA header of @e->len payload bytes, written back so the
+ * peer gets what was checked. 0 or -EINVAL.
+ */
+static int odl_split_claim(struct odl_tb5 *odl,
+			   const struct odl_tb5_split_entry *e,
+			   struct odl_buf **bp, struct odl_frame_info *fi)
+{
+	u8 hdr[ODL_FRAME_HDR_BYTES];
+	unsigned long flags;
+	struct odl_buf *b;
+
+	if (e->tx_index >= odl->tx_count || e->reserved || !e->len ||
+	    e->len > ODL_FRAME_MAX_PAYLOAD || !e->handle ||
+	    e->handle > ODL_TB5_DMABUF_MAX)
+		return -EINVAL;
+	b = &odl->tx_bufs[e->tx_index];
+	spin_lock_irqsave(&odl->tx_lock, flags);
+	if (!b->user) {
+		spin_unlock_irqrestore(&odl->tx_lock, flags);
+		return -EINVAL;
+	}
+	b->user = false;
+	spin_unlock_irqrestore(&odl->tx_lock, flags);
+	memcpy(hdr, odl_buf_va(b), sizeof(hdr));
+	hdr[offsetof(struct odl_frame_hdr, flags)] |= ODL_FRAME_F_SPLIT;
+	if (odl_frame_decode_opt(hdr, sizeof(hdr), ODL_MAX_STREAMS,
+				 ODL_FRAME_DEC_SPLIT, fi) != ODL_FRAME_OK ||
+	    !(fi->flags & ODL_FRAME_F_SPLIT) || fi->len != e->len) {
+		odl_split_unclaim(odl, b);
+		return -EINVAL;
+	}
+	memcpy(odl_buf_va(b), hdr, sizeof(hdr));
+	*bp = b;
+	return 0;
+}
+
+/*
+ * One split pair: header from a Tx buffer, payload from a dma-buf; caller
+ * holds io_rwsem (->svc set). Checks first (-EINVAL in any state), then the
+ * state, then the peer's consent (-EOPNOTSUPP).
+ */
+static int odl_post_send_split_one(struct odl_tb5 *odl, const void *entry)
+{
+	const struct odl_tb5_split_entry *e = entry;
+	const struct odl_dmabuf_seg *sg;
+	struct odl_dmabuf_slot *s;
+	struct odl_frame_info fi;
+	struct odl_dmabuf *imp;
+	unsigned long flags;
+	struct odl_buf *b;
+	int ret;
+
+	if (odl_split_claim(odl, e, &b, &fi)) {
+		odl_stat_inc(odl, tx_rejected, 1);
+		return -EINVAL;
+	}
+	mutex_lock(&odl->dmabuf_lock);
+	imp = odl->dmabuf[e->handle - 1];
+	ret = -EINVAL;
+	if (!imp || e->offset > imp->size || e->len > imp->size - e->offset)
+		goto out_rejected;
+	sg = odl_dmabuf_find(imp, e->offset, e->len);
+	if (!sg)
+		goto out_rejected;
+	ret = odl_send_state(odl);
+	if (ret)
+		goto out_unclaim;
+	ret = -EOPNOTSUPP;
+	if (!odl_split_peer(odl))
+		goto out_unclaim;
+
+	spin_lock_irqsave(&odl->tx_lock, flags);
+	s = list_first_entry_or_null(&odl->dmabuf_free, struct odl_dmabuf_slot,
+				     list);
+	if (!s || !odl->tx_map ||
+	    !odl_map_tx_room(odl->tx_map, odl->dmabuf_inflight + 1)) {
+		spin_unlock_irqrestore(&odl->tx_lock, flags);
+		odl_stat_inc(odl, tx_ring_full, 1);
+		ret = -EAGAIN;
+		goto out_unclaim;
+	}
+	list_del(&s->list);
+	s->imp = imp;
+	s->offset = e->offset;
+	imp->inflight++;
+	odl->dmabuf_inflight++;
+	spin_unlock_irqrestore(&odl->tx_lock, flags);
+
+	s->frame.buffer_phy = sg->dma + (e->offset - sg->start);
+	ret = odl_tx_split(odl, b, &s->frame, &fi);
+	if (ret == -ESTALE) {
+		/*
+		 * The header went out, the ring stopped before the payload:
+		 * the entry counts as taken and completes cancelled, like a
+		 * pair the stop caught on the ring.
+		 */
+		odl_dmabuf_tx_callback(NULL, &s->frame, true);
+		ret = 0;
+	} else if (ret) {
+		/* The ring is stopped: nothing was queued, no completion. */
+		spin_lock_irqsave(&odl->tx_lock, flags);
+		imp->inflight--;
+		odl->dmabuf_inflight--;
+		s->imp = NULL;
+		list_add(&s->list, &odl->dmabuf_free);
+		b->user = true;
+		spin_unlock_irqrestore(&odl->tx_lock, flags);
+	}
+	mutex_unlock(&odl->dmabuf_lock);
+	return ret;
+
+out_rejected:
+	odl_stat_inc(odl, tx_rejected, 1);
+out_unclaim:
+	mutex_unlock(&odl->dmabuf_lock);
+	odl_split_unclaim(odl, b);
+	return ret;
+}
+
+int odl_ioctl_post_send_split(struct odl_tb5 *odl, void __user *uarg)
+{
+	return odl_post_entries(odl, uarg, sizeof(struct odl_tb5_split_entry),
+				odl_post_send_split_one, false);
 }
 
 /**

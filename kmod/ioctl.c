@@ -31,7 +31,7 @@ static int odl_ioctl_info(struct odl_tb5 *odl, void __user *uarg)
 	info.index = odl->index;
 	info.ring_size = odl->ring_size;
 	info.frame_bytes = ODL_FRAME_MAX_BYTES;
-	info.rx_capacity = odl->ring_size - 1;
+	info.rx_capacity = odl_rx_capacity(odl);
 	info.tx_capacity = odl->ring_size - 1;
 
 	down_read(&odl->io_rwsem);
@@ -56,6 +56,7 @@ static int odl_ioctl_info(struct odl_tb5 *odl, void __user *uarg)
 
 	spin_lock_irqsave(&odl->state_lock, flags);
 	info.local_rings = odl->rings;
+	info.local_split = odl_split;
 	if (odl->connected) {
 		info.rings = odl->nrings;
 		info.peer_rings = odl->peer_rings;
@@ -65,6 +66,7 @@ static int odl_ioctl_info(struct odl_tb5 *odl, void __user *uarg)
 		info.peer_version_minor = odl->peer_ver_minor;
 		info.peer_features = odl->peer_features;
 		info.features = odl->peer_features & ODL_XD_FEAT_KNOWN;
+		info.split = !!(odl->peer_features & ODL_XD_FEAT_SPLIT);
 	}
 	info.connect_count = odl->connect_count;
 	info.session = odl->session;
@@ -128,6 +130,8 @@ long odl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return odl_ioctl_dmabuf_release(odl, uarg);
 	case ODL_TB5_IOC_POST_SEND_DMABUF:
 		return odl_ioctl_post_send_dmabuf(odl, uarg);
+	case ODL_TB5_IOC_POST_SEND_SPLIT:
+		return odl_ioctl_post_send_split(odl, uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -152,7 +152,9 @@ static int odl_login_request(struct odl_tb5 *odl)
 	odl_fill_header(odl, &req.hdr, ODL_XD_LOGIN, sizeof(req), id);
 	req.version_major = ODL_XD_VERSION_MAJOR;
 	req.version_minor = ODL_XD_VERSION_MINOR;
-	req.features = ODL_XD_FEAT_KNOWN;
+	/* Split frames: only when we take them (they halve rx_capacity). */
+	req.features = ODL_XD_FEAT_CREDITS |
+		       (odl_split ? ODL_XD_FEAT_SPLIT : 0);
 	req.ring_size = odl->ring_size;
 	req.frame_bytes = ODL_FRAME_MAX_BYTES;
 	req.transmit_path = odl->ring[0].tx_hopid;
@@ -169,8 +171,6 @@ static int odl_login_request(struct odl_tb5 *odl)
 			req.transmit_path_ext[(i - 1) / 2] |=
 				(u32)odl->ring[i].tx_hopid <<
 				(((i - 1) % 2) * ODL_XD_PATH_EXT_BITS);
-	} else {
-		req.features &= ~ODL_XD_FEAT_RINGS;
 	}
 	ret = tb_xdomain_request(odl->xd, &req, sizeof(req),
 				 TB_CFG_PKG_XDOMAIN_RESP, &reply,
@@ -553,8 +553,12 @@ static void odl_handle_login(struct odl_tb5 *odl, const struct odl_xd_login *req
 	resp.status = status;
 	resp.version_major = ODL_XD_VERSION_MAJOR;
 	resp.version_minor = ODL_XD_VERSION_MINOR;
-	/* A 1.0 requester refuses anything in the (to it) reserved words. */
-	resp.features = ODL_XD_FEAT_CREDITS;
+	/*
+	 * A 1.0 requester refuses anything in the (to it) reserved words;
+	 * unknown feature bits it ignores.
+	 */
+	resp.features = ODL_XD_FEAT_CREDITS |
+			(odl_split ? ODL_XD_FEAT_SPLIT : 0);
 	if (req->features & ODL_XD_FEAT_RINGS) {
 		resp.features |= ODL_XD_FEAT_RINGS;
 		resp.rings = odl->rings;

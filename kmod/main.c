@@ -32,6 +32,11 @@ module_param_named(irq_throttle_us, odl_irq_throttle_us, uint, 0444);
 MODULE_PARM_DESC(irq_throttle_us,
 		 "minimum interval between two interrupts of a ring, microseconds, 0..1000, instead of thunderbolt.ko's 128 (default: 8)");
 
+bool odl_split;
+module_param_named(split, odl_split, bool, 0444);
+MODULE_PARM_DESC(split,
+		 "take split frames (a header, then the payload from a peer's device memory) and offer them at login; halves the receive credit capacity (default: 0)");
+
 bool odl_announce = true;
 module_param_named(announce, odl_announce, bool, 0444);
 MODULE_PARM_DESC(announce,
@@ -103,6 +108,7 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	mutex_init(&odl->xd_lock);
 	init_rwsem(&odl->io_rwsem);
 	spin_lock_init(&odl->state_lock);
+	spin_lock_init(&odl->tx_ring_lock);
 	spin_lock_init(&odl->tx_lock);
 	spin_lock_init(&odl->rx_lock);
 	spin_lock_init(&odl->stats_lock);

@@ -122,6 +122,7 @@ void odl_map_tx_push_dmabuf(struct odl_map *map, u32 index, u32 offset)
 	WRITE_ONCE(e->index, index);
 	WRITE_ONCE(e->len, offset);
 	map->tx_prod++;
+	/* Entry before index: the user reads prod with acquire. */
 	smp_store_release(&map->ctrl->tx_cq.prod, map->tx_prod);
 }
 
@@ -152,6 +153,7 @@ static void odl_map_rx_push(struct odl_map *map, struct odl_tb5 *odl,
 	WRITE_ONCE(e->index, b - odl->rx_bufs);
 	WRITE_ONCE(e->len, size);
 	map->rx_prod++;
+	/* Entry before index: the user reads prod with acquire. */
 	smp_store_release(&map->ctrl->rx_cq.prod, map->rx_prod);
 }
 
@@ -434,19 +436,21 @@ static int odl_post_recv_one(struct odl_tb5 *odl, const void *entry)
 }
 
 /*
- * POST_SEND, POST_RECV and POST_SEND_DMABUF: the entries, @esize bytes
+ * POST_SEND, POST_RECV, POST_SEND_DMABUF and POST_SEND_SPLIT: the entries, @esize bytes
  * each, in chunks; @one takes each. Returns entries taken, or -errno when none was.
  */
 int odl_post_entries(struct odl_tb5 *odl, void __user *uarg, size_t esize,
 		     int (*one)(struct odl_tb5 *, const void *), bool harvest)
 {
-	/* The largest entry (POST_SEND_DMABUF's), aligned for all. */
-	u64 buf[ODL_POST_CHUNK * sizeof(struct odl_tb5_dmabuf_entry) / 8];
+	/* The largest entry (POST_SEND_SPLIT's), aligned for all. */
+	u64 buf[ODL_POST_CHUNK * sizeof(struct odl_tb5_split_entry) / 8];
 	struct odl_tb5_post p;
 	unsigned int done = 0, k, i;
 	int ret;
 
-	if (WARN_ON_ONCE(esize > sizeof(struct odl_tb5_dmabuf_entry)))
+	static_assert(sizeof(struct odl_tb5_split_entry) >=
+		      sizeof(struct odl_tb5_dmabuf_entry));
+	if (WARN_ON_ONCE(esize > sizeof(struct odl_tb5_split_entry)))
 		return -EINVAL;
 	ret = odl_post_args(odl, uarg, &p);
 	if (ret)
@@ -512,6 +516,7 @@ __poll_t odl_map_poll(struct odl_tb5 *odl, u32 state)
 int odl_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct odl_tb5 *odl = file->private_data;
+	/* Pairs with MAP_INFO's release: the map is complete when seen. */
 	struct odl_map *map = smp_load_acquire(&odl->map);
 	unsigned long len = vma->vm_end - vma->vm_start;
 	u64 off = (u64)vma->vm_pgoff << PAGE_SHIFT;

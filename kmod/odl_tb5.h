@@ -42,6 +42,7 @@ extern unsigned int odl_ring_size;
 extern unsigned int odl_rings;
 extern bool odl_announce;
 extern bool odl_poll_mode;
+extern bool odl_split;
 extern unsigned int odl_irq_throttle_us;
 extern const uuid_t odl_svc_uuid;
 
@@ -82,6 +83,10 @@ struct odl_buf {
  * @throttle_set: @throttle_saved holds values to restore (@odl->lock)
  * @throttle_saved: interrupt throttle values found on the Tx and Rx
  *	ring vectors, restored on disconnect
+ * @split_pending: the last frame of this Rx ring was a split header
+ *	(ODL_FRAME_F_SPLIT); its raw payload frame must come next (rx_lock)
+ * @split_hdr: that header, kept until the payload comes (its buffer went
+ *	back to the ring at once; rx_lock)
  */
 struct odl_ring {
 	struct odl_tb5 *odl;
@@ -93,6 +98,8 @@ struct odl_ring {
 	bool rx_hopid_alloc;
 	bool throttle_set;
 	u32 throttle_saved[2];
+	bool split_pending;
+	u8 split_hdr[ODL_FRAME_HDR_BYTES];
 };
 
 /**
@@ -146,7 +153,8 @@ struct odl_dmabuf_seg {
  * @attach: its attachment to the NHI's DMA device
  * @sgt: its DMA mapping (DMA_TO_DEVICE)
  * @vmap: its CPU mapping (the module reads each frame's header)
- * @va: @vmap's address
+ * @va: @vmap's address; NULL for a device-only import (no CPU mapping:
+ *	POST_SEND_SPLIT payloads only)
  * @size: bytes
  * @nseg: entries of @seg
  * @seg: the DMA segments, in dma-buf order
@@ -246,6 +254,8 @@ struct odl_dmabuf_slot {
  *	write, published with release semantics for mmap(); cleared on release)
  * @tx_map: @map as the Tx completion path sees it (@tx_lock)
  * @rx_map: @map as the Rx completion path sees it (@rx_lock)
+ * @tx_ring_lock: held around every enqueue on a Tx ring, so that the two
+ *	frames of a split pair go on their ring back to back
  * @tx_lock: guards @tx_free
  * @tx_free: Tx buffers not in flight
  * @rx_lock: guards @rx_queue and @rx_idle, and orders Rx reposts with
@@ -283,8 +293,8 @@ struct odl_tb5 {
 	struct tb_xdomain *xd;
 	struct tb_protocol_handler handler;
 
-	struct mutex lock;
-	struct mutex xd_lock;
+	struct mutex lock;		/* login, connect, open, close, remove */
+	struct mutex xd_lock;		/* one outgoing XDomain request */
 	struct rw_semaphore io_rwsem;
 	struct delayed_work login_work;
 	struct work_struct connect_work;
@@ -296,7 +306,7 @@ struct odl_tb5 {
 	bool login_sent;
 	bool login_received;
 
-	spinlock_t state_lock;
+	spinlock_t state_lock;		/* the flags and peer terms below */
 	bool connected;
 	bool gone;
 	bool local_open;
@@ -324,9 +334,10 @@ struct odl_tb5 {
 	struct odl_map *map;
 	struct odl_map *tx_map;
 	struct odl_map *rx_map;
-	spinlock_t tx_lock;
+	spinlock_t tx_ring_lock;	/* enqueues: split pairs back to back */
+	spinlock_t tx_lock;		/* tx_free, Tx ownership, dma-buf slots */
 	struct list_head tx_free;
-	spinlock_t rx_lock;
+	spinlock_t rx_lock;		/* Rx lists, ownership, split state */
 	struct list_head rx_queue;
 	struct list_head rx_idle;
 	struct list_head rx_held;
@@ -338,23 +349,29 @@ struct odl_tb5 {
 	wait_queue_head_t rq;
 	wait_queue_head_t wq;
 
-	spinlock_t stats_lock;
+	spinlock_t stats_lock;		/* stats */
 	struct odl_tb5_stats stats;
 
-	struct mutex dmabuf_lock;
+	struct mutex dmabuf_lock;	/* the import table */
 	struct odl_dmabuf *dmabuf[ODL_TB5_DMABUF_MAX];
 	struct odl_dmabuf_slot *dmabuf_slots;
 	struct list_head dmabuf_free;
 	unsigned int dmabuf_inflight;
 };
 
-#define odl_stat_inc(odl, field, n)                                  \
-	do {                                                         \
-		unsigned long __f;                                   \
-		spin_lock_irqsave(&(odl)->stats_lock, __f);          \
-		(odl)->stats.field += (n);                           \
-		spin_unlock_irqrestore(&(odl)->stats_lock, __f);     \
-	} while (0)
+/* Add @n to the u64 counter at byte @off of odl->stats. */
+static inline void odl_stat_add(struct odl_tb5 *odl, size_t off, u64 n)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&odl->stats_lock, flags);
+	*(u64 *)((u8 *)&odl->stats + off) += n;
+	spin_unlock_irqrestore(&odl->stats_lock, flags);
+}
+
+/* @field: a u64 member of struct odl_tb5_stats (an rx_bad[] slot too). */
+#define odl_stat_inc(odl, field, n) \
+	odl_stat_add((odl), offsetof(struct odl_tb5_stats, field), (n))
 
 /* main.c */
 int odl_reannounce(void);
@@ -395,6 +412,10 @@ int odl_tx_queue(struct odl_tb5 *odl, struct odl_buf *b,
 		 const struct odl_frame_info *fi);
 int odl_tx_frame(struct odl_tb5 *odl, struct ring_frame *f, const void *va,
 		 const struct odl_frame_info *fi);
+int odl_tx_split(struct odl_tb5 *odl, struct odl_buf *b, struct ring_frame *raw,
+		 const struct odl_frame_info *fi);
+unsigned int odl_rx_capacity(struct odl_tb5 *odl);
+bool odl_split_peer(struct odl_tb5 *odl);
 static inline void *odl_buf_va(struct odl_buf *b)
 {
 	return page_address(b->page);
@@ -432,6 +453,7 @@ void odl_dmabuf_init(struct odl_tb5 *odl);
 int odl_ioctl_dmabuf_import(struct odl_tb5 *odl, void __user *uarg);
 int odl_ioctl_dmabuf_release(struct odl_tb5 *odl, void __user *uarg);
 int odl_ioctl_post_send_dmabuf(struct odl_tb5 *odl, void __user *uarg);
+int odl_ioctl_post_send_split(struct odl_tb5 *odl, void __user *uarg);
 void odl_dmabuf_release_all(struct odl_tb5 *odl);
 void odl_dmabuf_remove(struct odl_tb5 *odl);
 

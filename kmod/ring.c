@@ -31,13 +31,92 @@ static void odl_tx_callback(struct tb_ring *ring, struct ring_frame *frame,
 	odl_map_tx_done(odl, b);
 }
 
+/* Frames a ring holds for the reader: see odl_rx_capacity(). */
+unsigned int odl_rx_capacity(struct odl_tb5 *odl)
+{
+	return odl_split ? (odl->ring_size - 1) / 2 : odl->ring_size - 1;
+}
+
+/* The peer takes split frames on the current connection. */
+bool odl_split_peer(struct odl_tb5 *odl)
+{
+	unsigned long flags;
+	bool ret;
+
+	spin_lock_irqsave(&odl->state_lock, flags);
+	ret = odl->connected && (odl->peer_features & ODL_XD_FEAT_SPLIT);
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+	return ret;
+}
+
+/* Forget a split header that waits for its payload on ring @r. */
+static void odl_rx_split_reset(struct odl_tb5 *odl, struct odl_ring *r)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&odl->rx_lock, flags);
+	r->split_pending = false;
+	spin_unlock_irqrestore(&odl->rx_lock, flags);
+}
+
+/*
+ * A split header frame (ODL_FRAME_F_SPLIT, checked by the caller): keep the
+ * header for the raw frame that must come next on this ring; the buffer
+ * goes back to the ring at once. Return: false when it is refused.
+ */
+static bool odl_rx_split_hdr(struct odl_tb5 *odl, struct odl_ring *r,
+			     const void *va, unsigned int size,
+			     const struct odl_frame_info *fi)
+{
+	unsigned long flags;
+
+	/* Only a peer we offered ODL_XD_FEAT_SPLIT may send them. */
+	if (!odl_split || size != ODL_FRAME_HDR_BYTES || !fi->len)
+		return false;
+	spin_lock_irqsave(&odl->rx_lock, flags);
+	memcpy(r->split_hdr, va, ODL_FRAME_HDR_BYTES);
+	r->split_pending = true;
+	spin_unlock_irqrestore(&odl->rx_lock, flags);
+	return true;
+}
+
+/*
+ * A raw frame of @size payload bytes in @va: put the pending header in
+ * front of it (the payload moves up by a header, inside the page: it is at
+ * most ODL_FRAME_MAX_PAYLOAD bytes), with ODL_FRAME_F_SPLIT cleared.
+ * Return: the whole frame's size, or 0 when there is no matching header.
+ */
+static unsigned int odl_rx_split_join(struct odl_tb5 *odl, struct odl_ring *r,
+				      u8 *va, unsigned int size)
+{
+	u8 hdr[ODL_FRAME_HDR_BYTES];
+	struct odl_frame_hdr *h = (struct odl_frame_hdr *)hdr;
+	unsigned long flags;
+	bool pending;
+
+	spin_lock_irqsave(&odl->rx_lock, flags);
+	pending = r->split_pending;
+	r->split_pending = false;
+	memcpy(hdr, r->split_hdr, sizeof(hdr));
+	spin_unlock_irqrestore(&odl->rx_lock, flags);
+	if (!pending || size > ODL_FRAME_MAX_PAYLOAD ||
+	    le16_to_cpu(h->len) != size)
+		return 0;
+	h->flags &= ~ODL_FRAME_F_SPLIT;
+	memmove(va + ODL_FRAME_HDR_BYTES, va, size);
+	memcpy(va, hdr, ODL_FRAME_HDR_BYTES);
+	return ODL_FRAME_HDR_BYTES + size;
+}
+
 static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 			    bool canceled)
 {
 	struct odl_buf *b = container_of(frame, struct odl_buf, frame);
 	struct odl_tb5 *odl = b->odl;
+	struct odl_ring *r = &odl->ring[b->ring];
 	struct device *dma_dev = tb_ring_dma_device(ring);
 	struct odl_frame_info fi;
+	bool split = false;
 	u32 *ring_rx;
 	enum odl_frame_err err;
 	unsigned long flags;
@@ -52,13 +131,33 @@ static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 
 	size = odl_frame_size(frame);
 	dma_sync_single_for_cpu(dma_dev, b->dma, PAGE_SIZE, DMA_FROM_DEVICE);
-	if (frame->sof != ODL_XD_PDF_SOF || frame->eof != ODL_XD_PDF_EOF) {
+	if (frame->sof == ODL_XD_PDF_RAW_SOF &&
+	    frame->eof == ODL_XD_PDF_RAW_EOF) {
+		/* The payload of the split header right before it. */
+		size = odl_rx_split_join(odl, r, odl_buf_va(b), size);
+		if (!size) {
+			odl_stat_inc(odl, rx_bad_split, 1);
+			goto repost;
+		}
+		split = true;
+	} else if (frame->sof != ODL_XD_PDF_SOF ||
+		   frame->eof != ODL_XD_PDF_EOF) {
 		odl_stat_inc(odl, rx_bad_pdf, 1);
 		goto repost;
+	} else if (READ_ONCE(r->split_pending)) {
+		/* A split header whose payload did not come next: dropped. */
+		odl_rx_split_reset(odl, r);
+		odl_stat_inc(odl, rx_bad_split, 1);
 	}
-	err = odl_frame_decode(odl_buf_va(b), size, ODL_MAX_STREAMS, &fi);
+	err = odl_frame_decode_opt(odl_buf_va(b), size, ODL_MAX_STREAMS,
+				   split ? 0 : ODL_FRAME_DEC_SPLIT, &fi);
 	if (err != ODL_FRAME_OK) {
 		odl_stat_inc(odl, rx_bad[err], 1);
+		goto repost;
+	}
+	if (fi.flags & ODL_FRAME_F_SPLIT) {
+		if (!odl_rx_split_hdr(odl, r, odl_buf_va(b), size, &fi))
+			odl_stat_inc(odl, rx_bad_split, 1);
 		goto repost;
 	}
 	/* Slot 0 (ODL_FRAME_OK) counts descriptor/header size mismatches. */
@@ -73,6 +172,7 @@ static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 	b->frame.size = size & 0xfff;
 	ring_rx = &odl->stats.ring_rx_frames[b->ring];
 	spin_lock_irqsave(&odl->stats_lock, flags);
+	odl->stats.rx_split += split;
 	odl->stats.rx_frames++;
 	odl->stats.rx_bytes += size;
 	(*ring_rx)++;
@@ -321,12 +421,15 @@ void odl_rx_flush(struct odl_tb5 *odl)
 {
 	struct odl_buf *b;
 	unsigned long flags;
+	unsigned int i;
 	LIST_HEAD(held);
 
 	spin_lock_irqsave(&odl->rx_lock, flags);
 	list_splice_init(&odl->rx_held, &held);
 	odl->rx_ring0_seen = false;
 	odl->rx_goodbyes = 0;
+	for (i = 0; i < ODL_RINGS_MAX; i++)
+		odl->ring[i].split_pending = false;
 	spin_unlock_irqrestore(&odl->rx_lock, flags);
 	while (!list_empty(&held)) {
 		b = list_first_entry(&held, struct odl_buf, list);
@@ -399,15 +502,16 @@ bool odl_tx_available(struct odl_tb5 *odl)
 	return ret;
 }
 
-static int odl_tx_ring_frame(struct odl_tb5 *odl, struct ring_frame *f,
-			     size_t bytes, unsigned int ring)
+/* Caller holds tx_ring_lock. @raw: a split pair's payload frame. */
+static int __odl_tx_ring_frame(struct odl_tb5 *odl, struct ring_frame *f,
+			       size_t bytes, unsigned int ring, bool raw)
 {
 	struct tb_ring *tx = odl->ring[ring].tx;
 	unsigned long flags;
 
 	f->size = bytes & 0xfff; /* 0 means 4096 */
-	f->sof = ODL_XD_PDF_SOF;
-	f->eof = ODL_XD_PDF_EOF;
+	f->sof = raw ? ODL_XD_PDF_RAW_SOF : ODL_XD_PDF_SOF;
+	f->eof = raw ? ODL_XD_PDF_RAW_EOF : ODL_XD_PDF_EOF;
 	if (tb_ring_tx(tx, f))
 		return -EPIPE;
 	spin_lock_irqsave(&odl->stats_lock, flags);
@@ -416,6 +520,18 @@ static int odl_tx_ring_frame(struct odl_tb5 *odl, struct ring_frame *f,
 	odl->stats.ring_tx_frames[ring]++;
 	spin_unlock_irqrestore(&odl->stats_lock, flags);
 	return 0;
+}
+
+static int odl_tx_ring_frame(struct odl_tb5 *odl, struct ring_frame *f,
+			     size_t bytes, unsigned int ring)
+{
+	unsigned long flags;
+	int ret;
+
+	spin_lock_irqsave(&odl->tx_ring_lock, flags);
+	ret = __odl_tx_ring_frame(odl, f, bytes, ring, false);
+	spin_unlock_irqrestore(&odl->tx_ring_lock, flags);
+	return ret;
 }
 
 static int odl_tx_ring(struct odl_tb5 *odl, struct odl_buf *b, size_t bytes,
@@ -482,6 +598,44 @@ int odl_tx_frame(struct odl_tb5 *odl, struct ring_frame *f, const void *va,
 	if (fi->type == ODL_FRAME_GOODBYE && nrings > 1)
 		odl_tx_goodbye_copies(odl, va, bytes, nrings);
 	return odl_tx_ring_frame(odl, f, bytes, fi->stream % nrings);
+}
+
+/**
+ * odl_tx_split() - put a split pair on its stream's Tx ring, back to back.
+ * @odl: device
+ * @b: Tx buffer holding the checked split header (ODL_FRAME_F_SPLIT set),
+ *	owned by the caller
+ * @raw: the payload's descriptor (buffer_phy and callback set), owned by
+ *	the caller
+ * @fi: the header as checked (DATA, @fi->len payload bytes)
+ *
+ * Return: 0 (both queued), -EPIPE when the ring is stopped and nothing was
+ * queued (both stay the caller's), or -ESTALE when the header was queued
+ * but the ring stopped before the payload (@b completes through the ring,
+ * @raw stays the caller's).
+ */
+int odl_tx_split(struct odl_tb5 *odl, struct odl_buf *b, struct ring_frame *raw,
+		 const struct odl_frame_info *fi)
+{
+	unsigned int nrings = READ_ONCE(odl->nrings);
+	unsigned long flags;
+	unsigned int ring;
+	int ret;
+
+	if (!nrings)
+		nrings = 1;
+	ring = fi->stream % nrings;
+	dma_sync_single_for_device(tb_ring_dma_device(odl->ring[0].tx), b->dma,
+				   ODL_FRAME_HDR_BYTES, DMA_TO_DEVICE);
+	spin_lock_irqsave(&odl->tx_ring_lock, flags);
+	ret = __odl_tx_ring_frame(odl, &b->frame, ODL_FRAME_HDR_BYTES, ring,
+				  false);
+	if (!ret && __odl_tx_ring_frame(odl, raw, fi->len, ring, true))
+		ret = -ESTALE;
+	spin_unlock_irqrestore(&odl->tx_ring_lock, flags);
+	if (!ret)
+		odl_stat_inc(odl, tx_split, 1);
+	return ret;
 }
 
 /* odl_tx_frame() for a Tx buffer @b, owned by the caller. */
@@ -579,8 +733,9 @@ static int odl_ring_alloc(struct odl_tb5 *odl, struct odl_ring *r)
 	if (!r->tx)
 		return -ENOMEM;
 	r->rx = tb_ring_alloc_rx(nhi, -1, odl->ring_size, RING_FLAG_FRAME,
-				 r->tx->hop, BIT(ODL_XD_PDF_SOF),
-				 BIT(ODL_XD_PDF_EOF),
+				 r->tx->hop,
+				 BIT(ODL_XD_PDF_SOF) | BIT(ODL_XD_PDF_RAW_SOF),
+				 BIT(ODL_XD_PDF_EOF) | BIT(ODL_XD_PDF_RAW_EOF),
 				 odl_poll_mode ? odl_rx_start_poll : NULL,
 				 odl_poll_mode ? r : NULL);
 	if (!r->rx) {

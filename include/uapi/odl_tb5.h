@@ -64,6 +64,18 @@
  * as one entry of the Tx completion queue with ODL_TB5_CQE_DMABUF set in
  * its index (see struct odl_tb5_cqe); only then may the user rewrite that
  * memory. The receive side is unchanged (frames arrive in the Rx buffers).
+ *
+ * Device memory (ABI version 3): an exporter without a CPU mapping (GPU
+ * VRAM) is imported device-only (ODL_TB5_DMABUF_DEVICE in the answer; the
+ * user may ask for it with ODL_TB5_DMABUF_F_DEVICE). Whole frames cannot be
+ * sent from such an import (their headers could not be checked:
+ * POST_SEND_DMABUF -> -EINVAL); ODL_TB5_IOC_POST_SEND_SPLIT sends a frame
+ * whose 32-byte header is in one of the user's Tx buffers and whose payload
+ * is in a dma-buf. On the wire that is a split pair (ODL_FRAME_F_SPLIT header
+ * frame, then a raw payload frame on the same ring), which the receiving
+ * module puts back together: the receiver reads ordinary frames. Only to a
+ * peer that takes split frames (INFO split; its module parameter split=1),
+ * otherwise -EOPNOTSUPP.
  */
 #ifndef _UAPI_ODL_TB5_H
 #define _UAPI_ODL_TB5_H
@@ -80,7 +92,7 @@
 #define ODL_TB5_UAPI_SIZE(type, size) _Static_assert(sizeof(type) == (size), #type)
 #endif
 
-#define ODL_TB5_ABI_VERSION 2
+#define ODL_TB5_ABI_VERSION 3
 #define ODL_TB5_DEV_PREFIX "odl_tb5_" /* /dev/odl_tb5_N */
 
 /**
@@ -136,6 +148,11 @@ enum odl_tb5_state {
  * @local_rings: ring pairs this host offers (module parameter rings)
  * @peer_rings: ring pairs the peer offered (1 for a peer without
  *	ODL_XD_FEAT_RINGS); 0 while not connected
+ * @split: 1 while connected to a peer that takes split frames
+ *	(ODL_XD_FEAT_SPLIT): ODL_TB5_IOC_POST_SEND_SPLIT can send
+ * @local_split: 1 when this host takes split frames (module parameter
+ *	split); @rx_capacity is then halved, because each frame in flight
+ *	towards us may take two receive descriptors until it is put together
  * @reserved: zero
  */
 struct odl_tb5_info {
@@ -169,7 +186,9 @@ struct odl_tb5_info {
 	__u32 rings;
 	__u32 local_rings;
 	__u32 peer_rings;
-	__u32 reserved[3];
+	__u32 split;
+	__u32 local_split;
+	__u32 reserved[1];
 };
 ODL_TB5_UAPI_SIZE(struct odl_tb5_info, 216);
 
@@ -204,6 +223,14 @@ ODL_TB5_UAPI_SIZE(struct odl_tb5_info, 216);
  * @ring_tx_frames: frames handed to each ring pair's Tx ring (wrapping)
  * @ring_rx_frames: frames queued for the reader from each ring pair's Rx
  *	ring (wrapping)
+ * @tx_split: split pairs (header + raw payload frame) handed to the NHI by
+ *	POST_SEND_SPLIT (each also counts 2 in @tx_frames)
+ * @rx_split: split pairs received and put together into one frame (each
+ *	also counts 1 in @rx_frames)
+ * @rx_bad_split: split frames dropped: a raw frame without a split header
+ *	right before it on its ring, a split header followed by anything but
+ *	its raw frame, a length mismatch, a split header frame longer than a
+ *	header, a split frame while this host does not take them (split=0)
  * @reserved: zero
  */
 struct odl_tb5_stats {
@@ -226,9 +253,12 @@ struct odl_tb5_stats {
 	__u64 rx_poll_starts;
 	__u32 ring_tx_frames[ODL_TB5_RINGS_MAX];
 	__u32 ring_rx_frames[ODL_TB5_RINGS_MAX];
+	__u64 tx_split;
+	__u64 rx_split;
+	__u64 rx_bad_split;
 	__u64 reserved[2];
 };
-ODL_TB5_UAPI_SIZE(struct odl_tb5_stats, 296);
+ODL_TB5_UAPI_SIZE(struct odl_tb5_stats, 320);
 
 /**
  * struct odl_tb5_cq - head of a completion queue in the control area.
@@ -253,7 +283,7 @@ ODL_TB5_UAPI_SIZE(struct odl_tb5_cq, 128);
  *	low bits (ODL_TB5_CQE_HANDLE_MASK), ODL_TB5_CQE_CANCELED when the frame
  *	was not sent (its ring stopped: disconnect, unplug)
  * @len: Rx: frame bytes, header included; Tx: 0; dma-buf Tx entry: the
- *	frame's offset in the dma-buf
+ *	frame's offset in the dma-buf (POST_SEND_SPLIT: the payload's offset)
  */
 struct odl_tb5_cqe {
 	__u32 index;
@@ -317,13 +347,14 @@ ODL_TB5_UAPI_SIZE(struct odl_tb5_map_info, 112);
 
 /**
  * struct odl_tb5_post - ODL_TB5_IOC_POST_SEND / ODL_TB5_IOC_POST_RECV /
- *	ODL_TB5_IOC_POST_SEND_DMABUF.
+ *	ODL_TB5_IOC_POST_SEND_DMABUF / ODL_TB5_IOC_POST_SEND_SPLIT.
  * @count: entries at @entries, 1..ODL_TB5_POST_MAX
  * @flags: must be 0
  * @entries: user pointer: POST_SEND an array of struct odl_tb5_cqe (index
  *	and frame length, header included); POST_RECV an array of __u32
  *	buffer indices; POST_SEND_DMABUF an array of struct
- *	odl_tb5_dmabuf_entry
+ *	odl_tb5_dmabuf_entry; POST_SEND_SPLIT an array of struct
+ *	odl_tb5_split_entry
  * Return (of the ioctl): entries taken (> 0), or -errno when none was:
  * -EINVAL (not in mmap mode, bad count/flags/index/length/header, a buffer
  * the user does not own), -EFAULT, POST_SEND also -ENOTCONN (no session
@@ -338,28 +369,40 @@ ODL_TB5_UAPI_SIZE(struct odl_tb5_post, 16);
 
 #define ODL_TB5_DMABUF_MAX 16 /* imports per open file */
 
+/* odl_tb5_dmabuf_import.flags (in) */
+#define ODL_TB5_DMABUF_F_DEVICE (1u << 0) /* import device-only: no CPU mapping */
+#define ODL_TB5_DMABUF_F_KNOWN ODL_TB5_DMABUF_F_DEVICE
+/* odl_tb5_dmabuf_import.oflags (out) */
+#define ODL_TB5_DMABUF_DEVICE (1u << 0) /* device-only: POST_SEND_SPLIT only */
+
 /**
  * struct odl_tb5_dmabuf_import - ODL_TB5_IOC_DMABUF_IMPORT: import a dma-buf
  *	for POST_SEND_DMABUF (mmap mode only).
  * @fd: in: the dma-buf's file descriptor (the file may close it afterwards:
  *	the import holds its own reference until released)
- * @flags: in: must be 0
+ * @flags: in: ODL_TB5_DMABUF_F_*: ODL_TB5_DMABUF_F_DEVICE imports it
+ *	device-only even when the exporter could map it for the CPU
  * @handle: out: 1..ODL_TB5_DMABUF_MAX; a released handle may be reused
- * @reserved0: in: zero
+ * @oflags: in: zero; out: ODL_TB5_DMABUF_DEVICE when the import is
+ *	device-only (asked for, or the exporter gives no CPU mapping or only
+ *	an I/O-memory one): POST_SEND_DMABUF refuses it (-EINVAL),
+ *	POST_SEND_SPLIT takes payloads from it
  * @size: out: the dma-buf's size in bytes
  * @reserved: in: zero
  * The module attaches the dma-buf to the NHI's DMA device, maps it
- * (DMA_TO_DEVICE) and maps it for the CPU. Return: 0, or -EBADF (@fd is
- * not open), -EINVAL (@fd is not a dma-buf, flags or reserved not zero,
- * not in mmap mode, a dma-buf above 4 GiB), -ENOSPC (ODL_TB5_DMABUF_MAX
- * imports already), -EOPNOTSUPP (the exporter gives no CPU mapping), an
- * error of the exporter's attach or map, -EFAULT, -ENODEV.
+ * (DMA_TO_DEVICE) and, unless device-only, maps it for the CPU (it checks
+ * the headers of whole frames there). Return: 0, or -EBADF (@fd is not
+ * open), -EINVAL (@fd is not a dma-buf, unknown flags, @oflags or reserved
+ * not zero, not in mmap mode, a dma-buf above 4 GiB), -ENOSPC
+ * (ODL_TB5_DMABUF_MAX imports already), an error of the exporter's attach
+ * or map, -EFAULT, -ENODEV. (ABI 2 refused an exporter without a CPU
+ * mapping with -EOPNOTSUPP.)
  */
 struct odl_tb5_dmabuf_import {
 	__s32 fd;
 	__u32 flags;
 	__u32 handle;
-	__u32 reserved0;
+	__u32 oflags;
 	__u64 size;
 	__u64 reserved[2];
 };
@@ -392,7 +435,7 @@ ODL_TB5_UAPI_SIZE(struct odl_tb5_dmabuf_release, 8);
  * Return (of the ioctl): as POST_SEND; also -EAGAIN when no dma-buf slot is
  * free: every slot is in flight, or the Tx completion queue could not take
  * one more completion (consume its entries: the module counts unconsumed
- * entries from tx_cq.cons).
+ * entries from tx_cq.cons); -EINVAL for a device-only import.
  */
 struct odl_tb5_dmabuf_entry {
 	__u32 handle;
@@ -400,6 +443,42 @@ struct odl_tb5_dmabuf_entry {
 	__u64 offset;
 };
 ODL_TB5_UAPI_SIZE(struct odl_tb5_dmabuf_entry, 16);
+
+/**
+ * struct odl_tb5_split_entry - one frame of ODL_TB5_IOC_POST_SEND_SPLIT
+ *	(ABI 3), whose struct odl_tb5_post.entries points to an array of these:
+ *	header in a Tx buffer, payload in a dma-buf (any import, device-only
+ *	or not).
+ * @tx_index: the Tx buffer holding the frame's ODL_FRAME_HDR_BYTES-byte
+ *	DATA header (a buffer the user owns, as for POST_SEND); checked with
+ *	the shared codec as the header of a @len-byte payload. The module
+ *	sets ODL_FRAME_F_SPLIT in it (the user need not)
+ * @handle: the import holding the payload
+ * @offset: where the payload starts in the dma-buf; @len bytes from there
+ *	must lie in one DMA-contiguous segment (as for POST_SEND_DMABUF)
+ * @len: payload bytes, 1..ODL_FRAME_MAX_PAYLOAD, equal to the header's len
+ * @reserved: zero
+ * Both frames go on the stream's ring back to back. Completions: the Tx
+ * buffer comes back as an ordinary Tx queue entry (its index) once the
+ * header frame was sent (or cancelled); the payload range as a dma-buf
+ * entry (ODL_TB5_CQE_DMABUF | handle, ODL_TB5_CQE_CANCELED if not sent,
+ * len = @offset) after the payload frame. The dma-buf range may be
+ * rewritten after its entry, the Tx buffer after its own.
+ * Return (of the ioctl): entries taken, or -errno when none was: -EINVAL
+ * (bad index, a Tx buffer the user does not own, bad header, @len not the
+ * header's or out of range, unknown handle, outside the dma-buf or across a
+ * segment, reserved not zero, not in mmap mode), -EFAULT, -ENOTCONN,
+ * -EPIPE, -ENODEV, -EOPNOTSUPP (the peer does not take split frames: INFO
+ * split is 0), -EAGAIN (as POST_SEND_DMABUF).
+ */
+struct odl_tb5_split_entry {
+	__u32 tx_index;
+	__u32 handle;
+	__u64 offset;
+	__u32 len;
+	__u32 reserved;
+};
+ODL_TB5_UAPI_SIZE(struct odl_tb5_split_entry, 24);
 
 #define ODL_TB5_IOC_MAGIC 0xB5
 #define ODL_TB5_IOC_INFO _IOWR(ODL_TB5_IOC_MAGIC, 0x01, struct odl_tb5_info)
@@ -413,5 +492,7 @@ ODL_TB5_UAPI_SIZE(struct odl_tb5_dmabuf_entry, 16);
 	_IOW(ODL_TB5_IOC_MAGIC, 0x07, struct odl_tb5_dmabuf_release)
 #define ODL_TB5_IOC_POST_SEND_DMABUF \
 	_IOW(ODL_TB5_IOC_MAGIC, 0x08, struct odl_tb5_post)
+#define ODL_TB5_IOC_POST_SEND_SPLIT \
+	_IOW(ODL_TB5_IOC_MAGIC, 0x09, struct odl_tb5_post)
 
 #endif /* _UAPI_ODL_TB5_H */

@@ -13,8 +13,10 @@
 # polling mode, cable unplug mid-transfer and replug, and clean kernel logs.
 # The dma-buf send path (tests/vm/odl_tb5_dmabuf.c): its bad-argument table
 # and leak check, frames both ways from dma-bufs, close and cable unplug
-# with dma-buf frames in flight; on 6.1 guests (no exporter) only the cases
-# that need none, and the step says NOT RUN.
+# with dma-buf frames in flight; split sends (split=1: device-only imports,
+# POST_SEND_SPLIT both ways, and with ring_size=64 in polling mode a
+# receiver holding its whole window); on 6.1 guests (no exporter) only the
+# cases that need none, and the step says NOT RUN.
 # Everything up to the load/unload loop and the polling-mode steps run with
 # rings=4 on both hosts (several ring pairs, streams spread over them; the
 # per-ring counters must show more than one ring used); the loop covers the
@@ -41,8 +43,9 @@ step "build odl_tb5.ko ($kernel) and guest extras"
 step "testbed up"
 ODL_GUEST_EXTRA="$extra" "$tb" up --kernel "$kernel" || fail "testbed up"
 
-# Ring pairs for every load but the loop's default and mixed cycles.
-RINGS=rings=4
+# Ring pairs (and split frames taken) for every load but the loop's
+# default and mixed cycles.
+RINGS="rings=4 split=1"
 
 step "module parameter validation"
 if vexec A 'insmod /lib/modules/odl_tb5.ko ring_size=100'; then
@@ -78,6 +81,11 @@ rings_used() {
 }
 rings_in A 4
 rings_in B 4
+# split=1 on both: each takes the other's split frames, rx_capacity halved.
+for v in A B; do
+	vexec "$v" 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "split 1 local_split 1 rx_capacity 511"' ||
+		fail "VM $v: split frames not negotiated: $(vexec "$v" 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "INFO state"')"
+done
 # Interrupt mode, default irq_throttle_us=8: 32 units of 256 ns.
 vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "rx_poll 0 irq_throttle_ns 8192"' ||
 	fail "A: default mode/throttle not as expected: $(vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "INFO state"')"
@@ -128,6 +136,30 @@ else
 	wait_in B 60 'grep -q "^rc=" /tmp/sink.log' || fail "B: dma-buf sink did not finish"
 	"$tb" cable plug || fail "plug"
 	wait_login 90 "after the dma-buf unplug"
+	# split_pair MODE X Y: the checker in MODE on B (as Y) and A (as X) at once.
+	split_pair() {
+		vexec B "(odl_tb5_dmabuf /dev/odl_tb5_0 $1 $3 >/tmp/split.log 2>&1; echo rc=\$? >>/tmp/split.log) &" ||
+			fail "B: $1 checker did not start"
+		ODL_VM_EXEC_TIMEOUT=180 vexec A "odl_tb5_dmabuf /dev/odl_tb5_0 $1 $2" ||
+			fail "A: $1 $2 check (B: $(vexec B 'sleep 2; cat /tmp/split.log'))"
+		wait_in B 90 'grep -q "^rc=" /tmp/split.log' || fail "B: $1 checker did not finish"
+		vexec B 'grep -v "^ok " /tmp/split.log'
+		vexec B 'grep -q "^rc=0" /tmp/split.log' || fail "B: $1 $3 check"
+	}
+	step "split sends: device-only dma-bufs, POST_SEND_SPLIT both ways at once (rings=4, interrupt mode)"
+	split_pair split A B
+	step "split sends with ring_size=64 in polling mode (rings=4): receiver holds its whole window, then split both ways"
+	for v in A B; do vexec "$v" 'rmmod odl_tb5' || fail "rmmod $v"; done
+	for v in A B; do
+		vexec "$v" "insmod /lib/modules/odl_tb5.ko ring_size=64 poll=1 $RINGS" || fail "insmod $v ring_size=64"
+	done
+	wait_login 60 "ring_size=64"
+	split_pair window S R
+	split_pair split A B
+	for v in A B; do vexec "$v" 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "STATS logins"'; done
+	for v in A B; do vexec "$v" 'rmmod odl_tb5' || fail "rmmod $v"; done
+	for v in A B; do vexec "$v" "insmod /lib/modules/odl_tb5.ko $RINGS" || fail "insmod $v"; done
+	wait_login 60 "after the small-ring split step"
 fi
 
 # PERF_IO: the kernel backend's data path for perf_pair, mmap (default) or rw.

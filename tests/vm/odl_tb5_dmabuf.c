@@ -26,7 +26,23 @@
  * once (sent or cancelled) and that the service's removal released the
  * import before the file was closed.
  *
- * Usage: odl_tb5_dmabuf /dev/odl_tb5_0 table|session A|B|unplug|sink
+ * "split A|B" (both hosts at once, split=1 on both): each imports a
+ * udmabuf device-only (ODL_TB5_DMABUF_F_DEVICE, as GPU memory without a
+ * CPU mapping would be), puts ODL_SPLIT_FRAMES payloads in it (1 byte,
+ * ODL_FRAME_MAX_PAYLOAD and lengths between) and sends them with
+ * POST_SEND_SPLIT, headers in Tx buffers, while it receives the peer's as
+ * ordinary frames (every byte and each stream's order checked). Every Tx
+ * buffer and every payload must complete once; STATS must show the pairs
+ * each way (tx_split, rx_split) and no rx_bad_split.
+ *
+ * "window S|R" (small ring_size, split=1): S sends rx_capacity pairs on one
+ * stream (one ring) at once; R holds every frame it gets (no POST_RECV)
+ * and must get them all, none lost, then gives them back.
+ *
+ * "bench whole|split|recv N": throughput numbers only (not a test).
+ *
+ * Usage: odl_tb5_dmabuf /dev/odl_tb5_0 table|session A|B|unplug|sink|
+ *	split A|B|window S|R|bench whole|split|recv N
  * Exit: 0 all passed, 1 a failure, 2 no exporter (partial, not a pass).
  */
 #define _GNU_SOURCE
@@ -51,6 +67,9 @@
 #define ODL_DB_PAGES 64
 #define ODL_DB_FRAMES 64
 #define ODL_DB_TAIL 32
+#define ODL_SPLIT_FRAMES 320 /* split pairs each way */
+#define ODL_SPLIT_SEQ 10     /* tags from here on: split payload lengths */
+#define ODL_WINDOW_SEQ 13    /* "window": every frame on stream 0 */
 
 static long page_size;
 
@@ -185,14 +204,33 @@ static long post_db(int dev, uint32_t count, const struct odl_tb5_dmabuf_entry *
 	return ioctl(dev, ODL_TB5_IOC_POST_SEND_DMABUF, &p);
 }
 
+static long post_split(int dev, uint32_t count, const struct odl_tb5_split_entry *e)
+{
+	struct odl_tb5_post p = { .count = count, .entries = (uintptr_t)e };
+
+	return ioctl(dev, ODL_TB5_IOC_POST_SEND_SPLIT, &p);
+}
+
+static int stats(int dev, struct odl_tb5_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	return ioctl(dev, ODL_TB5_IOC_STATS, st);
+}
+
 /* Frame @k of sequence @seq: its stream, length and payload bytes. */
 static uint16_t frame_stream(unsigned int seq, unsigned int k)
 {
+	if (seq == ODL_WINDOW_SEQ)
+		return 0;
 	return k == 0 ? 0 : (uint16_t)((k + seq) % 4);
 }
 
 static uint16_t frame_len(unsigned int seq, unsigned int k)
 {
+	/* Split payloads: the smallest, the largest, and between. */
+	if (seq >= ODL_SPLIT_SEQ)
+		return k % 7 == 1 ? 1 : k % 7 == 2 ? ODL_FRAME_MAX_PAYLOAD :
+		       (uint16_t)((k * 997 + seq * 131) % ODL_FRAME_MAX_PAYLOAD + 1);
 	/* Some near the largest, some small; all fit in one page at offset. */
 	return (uint16_t)((k * 997 + seq * 131) % (ODL_FRAME_MAX_PAYLOAD - 256) + 1);
 }
@@ -225,6 +263,40 @@ static uint32_t write_frame(unsigned char *p, unsigned int seq, unsigned int k)
 	return ODL_FRAME_HDR_BYTES + len;
 }
 
+/* The DATA header of split frame @k of @seq, at @p (F_SPLIT left to the module). */
+static void write_split_hdr(unsigned char *p, unsigned int seq, unsigned int k)
+{
+	uint16_t len = frame_len(seq, k);
+	struct odl_frame_info fi = { .type = ODL_FRAME_DATA,
+				     .flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM,
+				     .stream = frame_stream(seq, k), .len = len,
+				     .seq = k, .tag = seq, .msg_len = len };
+
+	/* Half of them with the flag already set: the module takes both. */
+	if (k % 2)
+		fi.flags |= ODL_FRAME_F_SPLIT;
+	odl_frame_encode((struct odl_frame_hdr *)p, &fi);
+}
+
+/* Payload of split frame @k of @seq, written at @p. */
+static void write_split_payload(unsigned char *p, unsigned int seq, unsigned int k)
+{
+	uint16_t len = frame_len(seq, k), j;
+
+	for (j = 0; j < len; j++)
+		p[j] = frame_byte(seq, k, j);
+}
+
+/* Where split payload @k goes in its dma-buf: page k, shifted a little. */
+static uint64_t split_off(unsigned int k, uint16_t len)
+{
+	uint64_t shift = (k * 40) % (page_size - len + 1);
+
+	return (uint64_t)k * page_size + (shift & ~7ULL);
+}
+
+static uint32_t dev_state(int dev);
+
 /* Cases that need no exporter; @dev not in mmap mode yet. */
 static void table_no_exporter(int dev)
 {
@@ -253,7 +325,124 @@ static void table_no_exporter(int dev)
 	rel.flags = 1;
 	expect("RELEASE flags 1", ioctl(dev, ODL_TB5_IOC_DMABUF_RELEASE, &rel), EINVAL);
 	expect("POST_SEND_DMABUF not in mmap mode", post_db(dev, 1, &e), EINVAL);
+	{
+		struct odl_tb5_split_entry se = { .handle = 1, .len = 64 };
+
+		expect("POST_SEND_SPLIT not in mmap mode", post_split(dev, 1, &se), EINVAL);
+	}
+	memset(&im, 0, sizeof(im));
+	im.fd = memfd;
+	im.flags = ODL_TB5_DMABUF_F_DEVICE << 1;
+	expect("IMPORT unknown flag", ioctl(dev, ODL_TB5_IOC_DMABUF_IMPORT, &im), EINVAL);
+	memset(&im, 0, sizeof(im));
+	im.fd = memfd;
+	im.oflags = ODL_TB5_DMABUF_DEVICE;
+	expect("IMPORT oflags set on the way in", ioctl(dev, ODL_TB5_IOC_DMABUF_IMPORT, &im), EINVAL);
 	close(memfd);
+}
+
+/*
+ * Device-only import and the POST_SEND_SPLIT table (no session); @d is
+ * imported as handle 1.. already, @m mapped (every Tx buffer the user's).
+ */
+static void split_table(int dev, struct dev_map *m, struct dbuf *d)
+{
+	struct odl_tb5_dmabuf_import im;
+	struct odl_tb5_split_entry se, good;
+	struct odl_tb5_dmabuf_entry e;
+	struct odl_tb5_info info = { 0 };
+	unsigned char *tx0 = m->tx, *tx1 = m->tx + m->mi.buf_size;
+	uint32_t hd;
+
+	memset(&im, 0, sizeof(im));
+	im.fd = d->fd;
+	im.flags = ODL_TB5_DMABUF_F_DEVICE;
+	expect("IMPORT device-only (F_DEVICE)", ioctl(dev, ODL_TB5_IOC_DMABUF_IMPORT, &im), 0);
+	hd = im.handle;
+	check("IMPORT device-only answers ODL_TB5_DMABUF_DEVICE", im.oflags == ODL_TB5_DMABUF_DEVICE);
+	expect("IMPORT with a CPU mapping", import_fd(dev, d->fd, &im), 0);
+	check("IMPORT with a CPU mapping: no DEVICE flag", im.oflags == 0);
+	expect("RELEASE it", release_h(dev, im.handle), 0);
+	memset(&e, 0, sizeof(e));
+	e.handle = hd;
+	e.len = write_frame(d->va, 0, 1);
+	expect("POST_SEND_DMABUF whole frame from a device-only import", post_db(dev, 1, &e), EINVAL);
+
+	expect("INFO", ioctl(dev, ODL_TB5_IOC_INFO, &info), 0);
+	printf("     INFO split %u local_split %u rx_capacity %u ring_size %u\n", info.split,
+	       info.local_split, info.rx_capacity, info.ring_size);
+	check("INFO rx_capacity is (ring_size - 1) / 2 with split=1, else ring_size - 1",
+	      info.rx_capacity == (info.local_split ? (info.ring_size - 1) / 2 : info.ring_size - 1));
+
+	write_split_hdr(tx0, ODL_SPLIT_SEQ, 3);
+	good = (struct odl_tb5_split_entry){ .tx_index = 0, .handle = hd, .offset = 100,
+					     .len = frame_len(ODL_SPLIT_SEQ, 3) };
+	expect("POST_SEND_SPLIT valid, no session", post_split(dev, 1, &good), ENOTCONN);
+	expect("POST_SEND_SPLIT again: the Tx buffer is still the user's", post_split(dev, 1, &good),
+	       ENOTCONN);
+	se = good;
+	se.tx_index = m->mi.tx_count;
+	expect("POST_SEND_SPLIT Tx index out of range", post_split(dev, 1, &se), EINVAL);
+	se = good;
+	se.tx_index = UINT32_MAX;
+	expect("POST_SEND_SPLIT Tx index ~0", post_split(dev, 1, &se), EINVAL);
+	se = good;
+	se.handle = 0;
+	expect("POST_SEND_SPLIT handle 0", post_split(dev, 1, &se), EINVAL);
+	se.handle = ODL_TB5_DMABUF_MAX + 1;
+	expect("POST_SEND_SPLIT handle 17", post_split(dev, 1, &se), EINVAL);
+	se.handle = hd == ODL_TB5_DMABUF_MAX ? 1 : hd + 1;
+	expect("POST_SEND_SPLIT unknown handle", post_split(dev, 1, &se), EINVAL);
+	se = good;
+	se.len = 0;
+	expect("POST_SEND_SPLIT len 0", post_split(dev, 1, &se), EINVAL);
+	se.len = ODL_FRAME_MAX_PAYLOAD + 1;
+	expect("POST_SEND_SPLIT len above the largest payload", post_split(dev, 1, &se), EINVAL);
+	se.len = good.len + 1;
+	expect("POST_SEND_SPLIT len != header's", post_split(dev, 1, &se), EINVAL);
+	se = good;
+	se.reserved = 1;
+	expect("POST_SEND_SPLIT reserved != 0", post_split(dev, 1, &se), EINVAL);
+	se = good;
+	se.offset = d->size - good.len + 1;
+	expect("POST_SEND_SPLIT payload past the end", post_split(dev, 1, &se), EINVAL);
+	se.offset = UINT64_MAX - 8;
+	expect("POST_SEND_SPLIT offset wraps", post_split(dev, 1, &se), EINVAL);
+	se = good;
+	se.offset = d->size - good.len;
+	expect("POST_SEND_SPLIT payload at the very end", post_split(dev, 1, &se), ENOTCONN);
+	se = good;
+	se.tx_index = 1;
+	memset(tx1, 0xee, ODL_FRAME_HDR_BYTES);
+	expect("POST_SEND_SPLIT garbage header", post_split(dev, 1, &se), EINVAL);
+	{
+		struct odl_frame_info fi = { .type = ODL_FRAME_CREDIT, .flags = ODL_FRAME_F_CREDIT };
+
+		odl_frame_encode((struct odl_frame_hdr *)tx1, &fi);
+		se.len = 1;
+		expect("POST_SEND_SPLIT a CREDIT header", post_split(dev, 1, &se), EINVAL);
+		fi = (struct odl_frame_info){ .type = ODL_FRAME_DATA,
+					      .flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM,
+					      .stream = ODL_MAX_STREAMS, .len = 1, .msg_len = 1 };
+		odl_frame_encode((struct odl_frame_hdr *)tx1, &fi);
+		expect("POST_SEND_SPLIT stream out of range", post_split(dev, 1, &se), EINVAL);
+		fi.stream = 0;
+		fi.msg_len = 2;
+		odl_frame_encode((struct odl_frame_hdr *)tx1, &fi);
+		expect("POST_SEND_SPLIT EOM short of msg_len", post_split(dev, 1, &se), EINVAL);
+	}
+	expect("POST_SEND_SPLIT count 0", post_split(dev, 0, &good), EINVAL);
+	expect("POST_SEND_SPLIT count above post_max", post_split(dev, ODL_TB5_POST_MAX + 1, &good),
+	       EINVAL);
+	expect("POST_SEND_SPLIT bad entries pointer", post_split(dev, 1, (void *)8), EFAULT);
+	{
+		struct odl_tb5_post p = { .count = 1, .flags = 1, .entries = (uintptr_t)&good };
+
+		expect("POST_SEND_SPLIT flags 1", ioctl(dev, ODL_TB5_IOC_POST_SEND_SPLIT, &p), EINVAL);
+	}
+	expect("POST_SEND_SPLIT bad post pointer", ioctl(dev, ODL_TB5_IOC_POST_SEND_SPLIT, (void *)8),
+	       EFAULT);
+	expect("RELEASE the device-only import", release_h(dev, hd), 0);
 }
 
 /* The table with an exporter; @dev not in mmap mode yet. */
@@ -319,6 +508,7 @@ static void table_exporter(int dev)
 	expect("POST_SEND_DMABUF garbage header", post_db(dev, 1, &e), EINVAL);
 	expect("POST_SEND_DMABUF count 0", post_db(dev, 0, &e), EINVAL);
 	expect("POST_SEND_DMABUF bad entries pointer", post_db(dev, 1, (void *)8), EFAULT);
+	split_table(dev, &m, &d);
 	/* Across a page boundary: refused where the pages are apart. */
 	for (i = 1; i < 16; i++) {
 		uint64_t a = pfn_of(d.va + (i - 1) * page_size);
@@ -595,6 +785,448 @@ static int session(const char *path, int closer)
 	return failures ? 1 : 0;
 }
 
+/*
+ * Check received frame @f (@len bytes) against sequence @seq of @n frames
+ * and the last seq seen per stream (@next); 0 when it is right.
+ */
+static int check_frame(const unsigned char *f, uint32_t len, unsigned int seq,
+		       unsigned int n, int next[4])
+{
+	struct odl_frame_info fi;
+	unsigned int j;
+
+	if (odl_frame_decode(f, len, ODL_MAX_STREAMS, &fi) != ODL_FRAME_OK ||
+	    ODL_FRAME_HDR_BYTES + fi.len != len) {
+		printf("FAIL receive: a bad frame of %u bytes\n", len);
+		return 1;
+	}
+	if (fi.tag != seq || fi.seq >= n || fi.stream >= 4 ||
+	    fi.stream != frame_stream(seq, fi.seq) ||
+	    fi.len != frame_len(seq, fi.seq) || (int)fi.seq <= next[fi.stream]) {
+		printf("FAIL receive: frame tag %u seq %u stream %u len %u (want tag %u)\n",
+		       fi.tag, fi.seq, fi.stream, fi.len, seq);
+		return 1;
+	}
+	for (j = 0; j < fi.len; j++) {
+		if (f[ODL_FRAME_HDR_BYTES + j] != frame_byte(seq, fi.seq, j)) {
+			printf("FAIL receive: seq %u frame %u byte %u is %u, want %u\n", seq,
+			       fi.seq, j, f[ODL_FRAME_HDR_BYTES + j], frame_byte(seq, fi.seq, j));
+			return 1;
+		}
+	}
+	next[fi.stream] = (int)fi.seq;
+	return 0;
+}
+
+/* A device-only udmabuf import with the payloads of @n split frames of @seq. */
+static int split_import(int dev, struct dbuf *d, unsigned int seq, unsigned int n,
+			uint32_t *h)
+{
+	struct odl_tb5_dmabuf_import im;
+	unsigned int k;
+
+	if (dbuf_create(d, n)) {
+		check("split: create a udmabuf", 0);
+		return -1;
+	}
+	dbuf_sync(d, DMA_BUF_SYNC_START);
+	for (k = 0; k < n; k++)
+		write_split_payload(d->va + split_off(k, frame_len(seq, k)), seq, k);
+	dbuf_sync(d, DMA_BUF_SYNC_END);
+	memset(&im, 0, sizeof(im));
+	im.fd = d->fd;
+	im.flags = ODL_TB5_DMABUF_F_DEVICE;
+	if (ioctl(dev, ODL_TB5_IOC_DMABUF_IMPORT, &im) || im.oflags != ODL_TB5_DMABUF_DEVICE) {
+		expect("split: IMPORT device-only", -1, 0);
+		return -1;
+	}
+	*h = im.handle;
+	return 0;
+}
+
+/*
+ * "split A|B": send ODL_SPLIT_FRAMES split pairs of our sequence from a
+ * device-only import while receiving the peer's, in one bounded loop (a
+ * small ring cannot hold all of them unread).
+ */
+static int split_session(const char *path, int a)
+{
+	unsigned int seq = a ? ODL_SPLIT_SEQ + 1 : ODL_SPLIT_SEQ + 2;
+	unsigned int pseq = a ? ODL_SPLIT_SEQ + 2 : ODL_SPLIT_SEQ + 1;
+	const unsigned int n = ODL_SPLIT_FRAMES;
+	static struct odl_tb5_split_entry ents[ODL_SPLIT_FRAMES];
+	static uint32_t freebuf[16384];
+	static unsigned char seen[ODL_SPLIT_FRAMES];
+	struct odl_tb5_stats st0, st1;
+	struct odl_tb5_info info;
+	struct dev_map m;
+	struct dbuf d;
+	unsigned int nfree = 0, sent = 0, paid = 0, hdrs = 0, got = 0, bad = 0, k, b;
+	int next[4] = { -1, -1, -1, -1 };
+	uint32_t txc, rxc, h;
+	uint64_t eagain = 0;
+	double t0;
+	long rc;
+	int dev = open(path, O_RDWR | O_NONBLOCK);
+
+	if (dev < 0 || stats(dev, &st0)) {
+		printf("FAIL split: open or STATS %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	if (wait_session(dev, &info) || map_all(dev, &m))
+		return 1;
+	check("split: INFO split 1 (the peer takes split frames)", info.split == 1);
+	if (split_import(dev, &d, seq, n, &h))
+		return 1;
+	txc = ctl(&m)->tx_cq.cons;
+	rxc = ctl(&m)->rx_cq.cons;
+	for (t0 = now_s(); (paid < n || hdrs < n || got < n) && now_s() - t0 < 120;) {
+		int idle = 1;
+
+		/* Tx queue: free Tx buffers, and each payload's completion. */
+		while (txc != __atomic_load_n(&ctl(&m)->tx_cq.prod, __ATOMIC_ACQUIRE)) {
+			struct odl_tb5_cqe e = *cqe(&m, 1, txc);
+
+			__atomic_store_n(&ctl(&m)->tx_cq.cons, ++txc, __ATOMIC_RELEASE);
+			idle = 0;
+			if (!(e.index & ODL_TB5_CQE_DMABUF)) {
+				if (e.index >= m.mi.tx_count || nfree >= 16384) {
+					bad++;
+					continue;
+				}
+				freebuf[nfree++] = e.index;
+				if (sent)
+					hdrs++;
+				continue;
+			}
+			for (k = 0; k < sent && (ents[k].offset != e.len || seen[k]); k++)
+				;
+			if ((e.index & ~ODL_TB5_CQE_DMABUF) != h || k == sent) {
+				printf("FAIL split: Tx completion index %#x len %u\n", e.index, e.len);
+				bad++;
+				continue;
+			}
+			seen[k] = 1;
+			paid++;
+		}
+		/* Post what the free Tx buffers allow. */
+		for (b = 0; sent + b < n && b < nfree && b < 64; b++) {
+			k = sent + b;
+			ents[k].tx_index = freebuf[nfree - 1 - b];
+			ents[k].handle = h;
+			ents[k].len = frame_len(seq, k);
+			ents[k].offset = split_off(k, ents[k].len);
+			write_split_hdr(m.tx + (size_t)ents[k].tx_index * m.mi.buf_size, seq, k);
+		}
+		if (b) {
+			rc = post_split(dev, b, ents + sent);
+			if (rc > 0) {
+				nfree -= rc;
+				sent += rc;
+				idle = 0;
+			} else if (errno == EAGAIN) {
+				eagain++;
+			} else {
+				expect("split: POST_SEND_SPLIT", rc, 0);
+				break;
+			}
+		}
+		/* Rx queue: the peer's frames, ordinary ones. */
+		while (rxc != __atomic_load_n(&ctl(&m)->rx_cq.prod, __ATOMIC_ACQUIRE)) {
+			struct odl_tb5_cqe e = *cqe(&m, 0, rxc);
+			struct odl_tb5_post p = { .count = 1, .entries = (uintptr_t)&e.index };
+
+			__atomic_store_n(&ctl(&m)->rx_cq.cons, ++rxc, __ATOMIC_RELEASE);
+			idle = 0;
+			if (e.index >= m.mi.rx_count ||
+			    check_frame(m.rx + (size_t)e.index * m.mi.buf_size, e.len, pseq, n, next))
+				bad++;
+			else
+				got++;
+			if (ioctl(dev, ODL_TB5_IOC_POST_RECV, &p) != 1)
+				bad++;
+		}
+		if (bad)
+			break;
+		if (idle) {
+			struct pollfd pfd = { .fd = dev, .events = POLLIN };
+
+			poll(&pfd, 1, 2);
+		}
+	}
+	printf("     split %s: %u pairs posted (%llu EAGAIN), %u Tx buffers and %u payloads back, %u received, %u bad\n",
+	       a ? "A" : "B", sent, (unsigned long long)eagain, hdrs, paid, got, bad);
+	check("split: every pair posted, its Tx buffer and its payload completed once",
+	      sent == n && paid == n && hdrs >= n && !bad);
+	check("split: every frame of the peer received as an ordinary frame, bytes and order checked",
+	      got == n && !bad);
+	/* The peer's last Tx completions may still be coming: give it time. */
+	usleep(500000);
+	expect("split: STATS", stats(dev, &st1), 0);
+	printf("     split %s: STATS tx_split %llu rx_split %llu rx_bad_split %llu (since open: %llu, %llu)\n",
+	       a ? "A" : "B", (unsigned long long)st1.tx_split, (unsigned long long)st1.rx_split,
+	       (unsigned long long)st1.rx_bad_split,
+	       (unsigned long long)(st1.tx_split - st0.tx_split),
+	       (unsigned long long)(st1.rx_split - st0.rx_split));
+	check("split: STATS tx_split and rx_split count the pairs each way",
+	      st1.tx_split - st0.tx_split == n && st1.rx_split - st0.rx_split == n);
+	check("split: STATS rx_bad_split 0", st1.rx_bad_split == 0);
+	expect("split: RELEASE", release_h(dev, h), 0);
+	unmap_all(&m);
+	close(dev);
+	dbuf_destroy(&d);
+	printf("%s: dmabuf split %s, %d failure(s)\n", failures ? "FAIL" : "PASS", a ? "A" : "B",
+	       failures);
+	return failures ? 1 : 0;
+}
+
+/*
+ * "window S|R": S sends rx_capacity split pairs at once, all on stream 0
+ * (one ring); R holds every frame (no POST_RECV) and must get all of them:
+ * two descriptors per pair in flight must fit the ring (docs/kmod.md).
+ */
+static int window(const char *path, int sender)
+{
+	static struct odl_tb5_split_entry ents[8192];
+	static uint32_t held[8192];
+	struct odl_tb5_stats st0, st1;
+	struct odl_tb5_info info;
+	struct dev_map m;
+	struct dbuf d;
+	unsigned int c, k, got = 0, bad = 0, paid = 0, hdrs = 0;
+	int next[4] = { -1, -1, -1, -1 };
+	uint32_t cons, h;
+	double t0, tfull;
+	long rc;
+	int dev = open(path, O_RDWR | O_NONBLOCK);
+
+	if (dev < 0 || stats(dev, &st0) || wait_session(dev, &info) || map_all(dev, &m)) {
+		printf("FAIL window: open, session or map: %s\n", strerror(errno));
+		return 1;
+	}
+	/* Both hosts run the same parameters: the peer's capacity is ours. */
+	c = info.rx_capacity;
+	printf("     window %s: ring_size %u rx_capacity %u local_split %u rings %u\n",
+	       sender ? "S" : "R", info.ring_size, c, info.local_split, info.rings);
+	if (c > 8192 || c > m.mi.tx_count) {
+		printf("FAIL window: rx_capacity %u too large for this test\n", c);
+		return 1;
+	}
+	if (sender) {
+		if (split_import(dev, &d, ODL_WINDOW_SEQ, c, &h))
+			return 1;
+		cons = ctl(&m)->tx_cq.cons;
+		/* Every Tx buffer is ours after MAP_INFO: take the first c. */
+		for (k = 0; k < c; k++) {
+			struct odl_tb5_cqe e = *cqe(&m, 1, cons + k);
+
+			ents[k].tx_index = e.index;
+			ents[k].handle = h;
+			ents[k].len = frame_len(ODL_WINDOW_SEQ, k);
+			ents[k].offset = split_off(k, ents[k].len);
+			write_split_hdr(m.tx + (size_t)e.index * m.mi.buf_size, ODL_WINDOW_SEQ, k);
+		}
+		cons += m.mi.tx_count;
+		__atomic_store_n(&ctl(&m)->tx_cq.cons, cons, __ATOMIC_RELEASE);
+		rc = post_split(dev, c, ents);
+		check("window S: rx_capacity pairs posted in one call", rc == (long)c);
+		for (t0 = now_s(); (paid < c || hdrs < c) && now_s() - t0 < 60;) {
+			if (cons == __atomic_load_n(&ctl(&m)->tx_cq.prod, __ATOMIC_ACQUIRE)) {
+				usleep(2000);
+				continue;
+			}
+			if (cqe(&m, 1, cons)->index & ODL_TB5_CQE_CANCELED)
+				bad++;
+			else if (cqe(&m, 1, cons)->index & ODL_TB5_CQE_DMABUF)
+				paid++;
+			else
+				hdrs++;
+			__atomic_store_n(&ctl(&m)->tx_cq.cons, ++cons, __ATOMIC_RELEASE);
+		}
+		check("window S: every pair sent (Tx buffer and payload completed)",
+		      paid == c && hdrs == c && !bad);
+		/* Stay until R has them all: our close would end its session. */
+		for (t0 = now_s(); dev_state(dev) == ODL_TB5_STATE_SESSION && now_s() - t0 < 60;)
+			usleep(20000);
+		release_h(dev, h);
+		dbuf_destroy(&d);
+	} else {
+		cons = ctl(&m)->rx_cq.cons;
+		/* Until all came, then 2 s more: nothing else may come. */
+		for (t0 = now_s(), tfull = 0; now_s() - t0 < 60 &&
+		     !(tfull && now_s() - tfull > 2);) {
+			struct odl_tb5_cqe e;
+
+			if (got >= c && !tfull)
+				tfull = now_s();
+
+			if (cons == __atomic_load_n(&ctl(&m)->rx_cq.prod, __ATOMIC_ACQUIRE)) {
+				struct pollfd pfd = { .fd = dev, .events = POLLIN };
+
+				poll(&pfd, 1, 50);
+				continue;
+			}
+			e = *cqe(&m, 0, cons);
+			__atomic_store_n(&ctl(&m)->rx_cq.cons, ++cons, __ATOMIC_RELEASE);
+			if (e.index >= m.mi.rx_count || got >= c ||
+			    check_frame(m.rx + (size_t)e.index * m.mi.buf_size, e.len,
+					ODL_WINDOW_SEQ, c, next))
+				bad++;
+			else
+				held[got] = e.index;
+			got++;
+		}
+		printf("     window R: holding %u of %u frames, %u bad\n", got, c, bad);
+		check("window R: all rx_capacity frames arrived while held, none lost, bytes checked",
+		      got == c && !bad);
+		expect("window R: STATS", stats(dev, &st1), 0);
+		printf("     window R: rx_split %llu rx_bad_split %llu rx_bad_pdf %llu\n",
+		       (unsigned long long)(st1.rx_split - st0.rx_split),
+		       (unsigned long long)st1.rx_bad_split, (unsigned long long)st1.rx_bad_pdf);
+		check("window R: STATS rx_split counts them, rx_bad_split 0",
+		      st1.rx_split - st0.rx_split == c && st1.rx_bad_split == 0);
+		for (k = 0; k < got && k < c; k++) {
+			struct odl_tb5_post p = { .count = 1, .entries = (uintptr_t)&held[k] };
+
+			if (ioctl(dev, ODL_TB5_IOC_POST_RECV, &p) != 1)
+				bad++;
+		}
+		check("window R: every held buffer given back", !bad);
+	}
+	unmap_all(&m);
+	close(dev);
+	printf("%s: dmabuf window %s, %d failure(s)\n", failures ? "FAIL" : "PASS",
+	       sender ? "S" : "R", failures);
+	return failures ? 1 : 0;
+}
+
+/*
+ * "bench whole|split N" (sender) and "bench recv N" (receiver): N frames of
+ * ODL_FRAME_MAX_PAYLOAD bytes on stream 0, whole frames from a dma-buf
+ * (POST_SEND_DMABUF) or split pairs from a device-only import
+ * (POST_SEND_SPLIT), up to 256 in flight; the receiver times its first to
+ * its last frame. Not a test: numbers for docs (payloads not checked).
+ */
+static int bench(const char *path, const char *mode, unsigned int n)
+{
+	static struct odl_tb5_split_entry se[256];
+	static struct odl_tb5_dmabuf_entry de[256];
+	static uint32_t freebuf[16384];
+	struct odl_tb5_dmabuf_import im;
+	struct odl_tb5_info info;
+	struct dev_map m;
+	struct dbuf d;
+	unsigned int sent = 0, done = 0, nfree = 0, b, k, got = 0;
+	int split = !strcmp(mode, "split"), recv = !strcmp(mode, "recv");
+	uint32_t txc, rxc, h;
+	double t0 = 0, t1 = 0, tstart;
+	long rc;
+	int dev = open(path, O_RDWR | O_NONBLOCK);
+
+	if (dev < 0 || wait_session(dev, &info) || map_all(dev, &m))
+		return 1;
+	if (recv) {
+		rxc = ctl(&m)->rx_cq.cons;
+		for (tstart = now_s(); got < n && now_s() - tstart < 300;) {
+			struct odl_tb5_cqe e;
+			struct odl_tb5_post p = { .count = 1 };
+
+			if (rxc == __atomic_load_n(&ctl(&m)->rx_cq.prod, __ATOMIC_ACQUIRE)) {
+				struct pollfd pfd = { .fd = dev, .events = POLLIN };
+
+				poll(&pfd, 1, 10);
+				continue;
+			}
+			e = *cqe(&m, 0, rxc);
+			__atomic_store_n(&ctl(&m)->rx_cq.cons, ++rxc, __ATOMIC_RELEASE);
+			p.entries = (uintptr_t)&e.index;
+			if (ioctl(dev, ODL_TB5_IOC_POST_RECV, &p) != 1)
+				return 1;
+			if (!got++)
+				t0 = now_s();
+			t1 = now_s();
+		}
+		printf("bench recv: %u frames of %u payload bytes in %.3f s: %.3f Gb/s\n", got,
+		       ODL_FRAME_MAX_PAYLOAD, t1 - t0,
+		       got > 1 ? (got - 1) * (double)ODL_FRAME_MAX_PAYLOAD * 8 / (t1 - t0) / 1e9 : 0);
+		unmap_all(&m);
+		close(dev);
+		return got == n ? 0 : 1;
+	}
+	if (dbuf_create(&d, ODL_DB_PAGES) || import_fd(dev, d.fd, &im))
+		return 1;
+	h = im.handle;
+	/* Whole frames: one per page, headers written once; split: payloads. */
+	for (k = 0; k < ODL_DB_PAGES; k++) {
+		struct odl_frame_info fi = { .type = ODL_FRAME_DATA,
+					     .flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM,
+					     .len = ODL_FRAME_MAX_PAYLOAD,
+					     .msg_len = ODL_FRAME_MAX_PAYLOAD };
+
+		odl_frame_encode((struct odl_frame_hdr *)(d.va + (size_t)k * page_size), &fi);
+	}
+	txc = ctl(&m)->tx_cq.cons;
+	for (tstart = now_s(); done < n && now_s() - tstart < 300;) {
+		while (txc != __atomic_load_n(&ctl(&m)->tx_cq.prod, __ATOMIC_ACQUIRE)) {
+			struct odl_tb5_cqe e = *cqe(&m, 1, txc);
+
+			__atomic_store_n(&ctl(&m)->tx_cq.cons, ++txc, __ATOMIC_RELEASE);
+			if (e.index & ODL_TB5_CQE_DMABUF)
+				done++;
+			else if (nfree < 16384)
+				freebuf[nfree++] = e.index;
+		}
+		b = n - sent < 64 ? n - sent : 64;
+		if (sent - done + b > 256)
+			b = 256 - (sent - done);
+		if (split && b > nfree)
+			b = nfree;
+		for (k = 0; k < b; k++) {
+			unsigned int page = (sent + k) % ODL_DB_PAGES;
+
+			if (split) {
+				struct odl_frame_info fi = { .type = ODL_FRAME_DATA,
+							     .flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM,
+							     .len = ODL_FRAME_MAX_PAYLOAD,
+							     .msg_len = ODL_FRAME_MAX_PAYLOAD };
+
+				se[k] = (struct odl_tb5_split_entry){ .tx_index = freebuf[nfree - 1 - k],
+								      .handle = h,
+								      .offset = (uint64_t)page * page_size,
+								      .len = ODL_FRAME_MAX_PAYLOAD };
+				odl_frame_encode((struct odl_frame_hdr *)(m.tx + (size_t)se[k].tx_index *
+									  m.mi.buf_size), &fi);
+			} else {
+				de[k] = (struct odl_tb5_dmabuf_entry){ .handle = h,
+								       .len = ODL_FRAME_MAX_BYTES,
+								       .offset = (uint64_t)page * page_size };
+			}
+		}
+		if (!b) {
+			usleep(100);
+			continue;
+		}
+		rc = split ? post_split(dev, b, se) : post_db(dev, b, de);
+		if (rc > 0) {
+			sent += rc;
+			if (split)
+				nfree -= rc;
+		} else if (errno != EAGAIN) {
+			expect("bench: post", rc, 0);
+			break;
+		}
+	}
+	printf("bench %s: %u of %u frames sent\n", mode, done, n);
+	/* Stay until the receiver closes: our close would end its session. */
+	for (tstart = now_s(); dev_state(dev) == ODL_TB5_STATE_SESSION && now_s() - tstart < 60;)
+		usleep(20000);
+	release_h(dev, h);
+	unmap_all(&m);
+	close(dev);
+	dbuf_destroy(&d);
+	return done == n ? 0 : 1;
+}
+
 static uint32_t dev_state(int dev)
 {
 	struct odl_tb5_info info = { 0 };
@@ -759,6 +1391,13 @@ int main(int argc, char **argv)
 		return unplug(argv[1]);
 	if (argc > 2 && !strcmp(argv[2], "sink"))
 		return sink(argv[1]);
-	fprintf(stderr, "usage: %s /dev/odl_tb5_0 table|session A|B|unplug|sink\n", argv[0]);
+	if (argc > 3 && !strcmp(argv[2], "split"))
+		return split_session(argv[1], !strcmp(argv[3], "A"));
+	if (argc > 3 && !strcmp(argv[2], "window"))
+		return window(argv[1], !strcmp(argv[3], "S"));
+	if (argc > 4 && !strcmp(argv[2], "bench"))
+		return bench(argv[1], argv[3], (unsigned int)strtoul(argv[4], NULL, 0));
+	fprintf(stderr, "usage: %s /dev/odl_tb5_0 table|session A|B|unplug|sink|split A|B|window S|R|bench whole|split|recv N\n",
+		argv[0]);
 	return 1;
 }

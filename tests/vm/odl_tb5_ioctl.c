@@ -609,23 +609,24 @@ int main(int argc, char **argv)
 		       info.abi_version, info.ring_size, info.frame_bytes);
 		failures++;
 	} else {
-		printf("ok   INFO state %u ring %u tx HopID %u rx HopID %u peer %s rx_poll %u irq_throttle_ns %u rings %u local_rings %u peer_rings %u\n",
+		printf("ok   INFO state %u ring %u tx HopID %u rx HopID %u peer %s rx_poll %u irq_throttle_ns %u rings %u local_rings %u peer_rings %u split %u local_split %u rx_capacity %u\n",
 		       info.state, info.ring_size, info.tx_hopid, info.rx_hopid,
 		       info.peer_name, info.rx_poll, info.irq_throttle_ns,
-		       info.rings, info.local_rings, info.peer_rings);
+		       info.rings, info.local_rings, info.peer_rings,
+		       info.split, info.local_split, info.rx_capacity);
 	}
 	memset(&info, 0, sizeof(info));
 	info.flags = 1;
 	expect("INFO flags != 0", ioctl(fd, ODL_TB5_IOC_INFO, &info), EINVAL);
 	memset(&info, 0, sizeof(info));
-	info.reserved[2] = 1;
+	info.reserved[0] = 1;
 	expect("INFO reserved != 0", ioctl(fd, ODL_TB5_IOC_INFO, &info), EINVAL);
 	expect("INFO NULL", ioctl(fd, ODL_TB5_IOC_INFO, NULL), EFAULT);
 	expect("INFO bad pointer", ioctl(fd, ODL_TB5_IOC_INFO, (void *)16), EFAULT);
 
 	memset(&st, 0, sizeof(st));
 	expect("STATS valid", ioctl(fd, ODL_TB5_IOC_STATS, &st), 0);
-	printf("ok   STATS logins %llu logouts %llu login_failures %llu reannounces %llu xd_bad %llu rx_frames %llu rx_poll_starts %llu ring_tx %u,%u,%u,%u ring_rx %u,%u,%u,%u\n",
+	printf("ok   STATS logins %llu logouts %llu login_failures %llu reannounces %llu xd_bad %llu rx_frames %llu rx_poll_starts %llu ring_tx %u,%u,%u,%u ring_rx %u,%u,%u,%u tx_split %llu rx_split %llu rx_bad_split %llu\n",
 	       (unsigned long long)st.logins, (unsigned long long)st.logouts,
 	       (unsigned long long)st.login_failures,
 	       (unsigned long long)st.reannounces,
@@ -635,7 +636,10 @@ int main(int argc, char **argv)
 	       st.ring_tx_frames[0], st.ring_tx_frames[1],
 	       st.ring_tx_frames[2], st.ring_tx_frames[3],
 	       st.ring_rx_frames[0], st.ring_rx_frames[1],
-	       st.ring_rx_frames[2], st.ring_rx_frames[3]);
+	       st.ring_rx_frames[2], st.ring_rx_frames[3],
+	       (unsigned long long)st.tx_split,
+	       (unsigned long long)st.rx_split,
+	       (unsigned long long)st.rx_bad_split);
 	memset(&st, 0, sizeof(st));
 	st.flags = 1u << 5;
 	expect("STATS unknown flag", ioctl(fd, ODL_TB5_IOC_STATS, &st), EINVAL);

@@ -108,6 +108,42 @@ TEST(FrameCodec, RejectsInconsistentRanges) {
     EXPECT_EQ(decode(encode(data_info(0xffffffff, 0xfffffff0, 0x20, ODL_FRAME_F_EOM))), ODL_FRAME_ERR_RANGE);
 }
 
+// ODL_FRAME_F_SPLIT is the odl_tb5 transport's: plain decode refuses it, the
+// module's option takes it on DATA only, with the payload not inline.
+TEST(FrameCodec, SplitHeaderOnlyWithTheTransportOption) {
+    odl_frame_info fi = data_info(100, 0, 100, ODL_FRAME_F_SOM | ODL_FRAME_F_EOM | ODL_FRAME_F_SPLIT);
+    std::vector<unsigned char> hdr(ODL_FRAME_HDR_BYTES);
+    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(hdr.data()), &fi);
+    odl_frame_info out{};
+    EXPECT_EQ(odl_frame_decode(hdr.data(), hdr.size(), 4, &out), ODL_FRAME_ERR_LEN);  // payload missing
+    EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_FLAGS);  // inline payload: still an unknown flag
+    ASSERT_EQ(odl_frame_decode_opt(hdr.data(), hdr.size(), 4, ODL_FRAME_DEC_SPLIT, &out), ODL_FRAME_OK);
+    EXPECT_EQ(out.len, 100);
+    EXPECT_EQ(out.flags, ODL_FRAME_F_SOM | ODL_FRAME_F_EOM | ODL_FRAME_F_SPLIT);
+    // The DATA range rules still apply to the announced payload.
+    fi = data_info(100, 0, 50, ODL_FRAME_F_SOM | ODL_FRAME_F_EOM | ODL_FRAME_F_SPLIT);
+    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(hdr.data()), &fi);
+    EXPECT_EQ(odl_frame_decode_opt(hdr.data(), hdr.size(), 4, ODL_FRAME_DEC_SPLIT, &out), ODL_FRAME_ERR_RANGE);
+    fi = data_info(100, 0, 100, ODL_FRAME_F_SOM | ODL_FRAME_F_EOM | ODL_FRAME_F_SPLIT);
+    fi.stream = 4;
+    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(hdr.data()), &fi);
+    EXPECT_EQ(odl_frame_decode_opt(hdr.data(), hdr.size(), 4, ODL_FRAME_DEC_SPLIT, &out), ODL_FRAME_ERR_STREAM);
+    fi = data_info(5000, 0, ODL_FRAME_MAX_PAYLOAD + 1, ODL_FRAME_F_SOM | ODL_FRAME_F_SPLIT);
+    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(hdr.data()), &fi);
+    EXPECT_EQ(odl_frame_decode_opt(hdr.data(), hdr.size(), 4, ODL_FRAME_DEC_SPLIT, &out), ODL_FRAME_ERR_LEN);
+    // Only DATA may be split.
+    fi = data_info(24, 0, 24, ODL_FRAME_F_SOM | ODL_FRAME_F_EOM | ODL_FRAME_F_SPLIT);
+    fi.type = ODL_FRAME_RNDV;
+    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(hdr.data()), &fi);
+    EXPECT_EQ(odl_frame_decode_opt(hdr.data(), hdr.size(), 4, ODL_FRAME_DEC_SPLIT, &out), ODL_FRAME_ERR_LEN);
+    EXPECT_EQ(decode(encode(fi)), ODL_FRAME_ERR_FLAGS);
+    // A header cut short, and an unknown option.
+    EXPECT_EQ(odl_frame_decode_opt(hdr.data(), ODL_FRAME_HDR_BYTES - 1, 4, ODL_FRAME_DEC_SPLIT, &out), ODL_FRAME_ERR_SHORT);
+    const auto whole = encode(data_info(10, 0, 10, ODL_FRAME_F_SOM | ODL_FRAME_F_EOM));
+    EXPECT_EQ(odl_frame_decode_opt(whole.data(), whole.size(), 4, ODL_FRAME_DEC_SPLIT, &out), ODL_FRAME_OK);
+    EXPECT_EQ(odl_frame_decode_opt(whole.data(), whole.size(), 4, 2u, &out), ODL_FRAME_ERR_FLAGS);
+}
+
 TEST(FrameCodec, ControlFramesHaveFixedShapes) {
     odl_frame_info fi{};
     fi.type = ODL_FRAME_GOODBYE;

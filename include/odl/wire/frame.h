@@ -49,6 +49,16 @@ enum odl_frame_type {
 #define ODL_FRAME_F_CREDIT (1u << 3) /* @credit is valid */
 #define ODL_FRAME_F_KNOWN (ODL_FRAME_F_SOM | ODL_FRAME_F_EOM | \
 			   ODL_FRAME_F_CSUM | ODL_FRAME_F_CREDIT)
+/*
+ * Transport only (odl_tb5 with ODL_XD_FEAT_SPLIT, never seen by userspace):
+ * a DATA header frame of exactly ODL_FRAME_HDR_BYTES whose @len payload
+ * bytes follow in the next frame of the same ring, a raw frame (payload
+ * only, PDFs ODL_XD_PDF_RAW_SOF/EOF). The receiving module puts the two
+ * together into one ordinary frame with this flag cleared. Not in
+ * ODL_FRAME_F_KNOWN: odl_frame_decode() refuses it; only
+ * odl_frame_decode_opt() with ODL_FRAME_DEC_SPLIT takes it.
+ */
+#define ODL_FRAME_F_SPLIT (1u << 4)
 
 /**
  * struct odl_frame_hdr - header at the start of every frame.
@@ -56,6 +66,7 @@ enum odl_frame_type {
  * @flags: ODL_FRAME_F_*; unknown bits make the frame invalid
  * @stream: stream id, < negotiated stream count (0 for HELLO/GOODBYE)
  * @len: payload bytes following this header, <= ODL_FRAME_MAX_PAYLOAD
+ *	(with ODL_FRAME_F_SPLIT: in the next frame instead)
  * @reserved0: zero
  * @seq: per-stream, per-direction frame counter, starts at 0, wraps at 2^32
  * @tag: DATA: the message's user tag; else 0

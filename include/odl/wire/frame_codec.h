@@ -84,11 +84,22 @@ static inline void odl_frame_encode(struct odl_frame_hdr *hdr,
 	hdr->csum = odl_cpu_le32(info->csum);
 }
 
+/* odl_frame_decode_opt() options */
+/*
+ * Accept ODL_FRAME_F_SPLIT on DATA: the header's @len payload bytes are
+ * not in @buf (its first ODL_FRAME_HDR_BYTES are checked; the caller checks
+ * that the frame is exactly a header). Only the odl_tb5 module passes it.
+ */
+#define ODL_FRAME_DEC_SPLIT (1u << 0)
+#define ODL_FRAME_DEC_KNOWN ODL_FRAME_DEC_SPLIT
+
 /**
- * odl_frame_decode() - check and decode the frame in @buf.
+ * odl_frame_decode_opt() - check and decode the frame in @buf.
  * @buf: received bytes (header first)
  * @buf_len: number of bytes actually received
  * @streams: negotiated number of streams (stream ids must be below it)
+ * @opts: ODL_FRAME_DEC_* (0 for everything but the odl_tb5 transport);
+ *	unknown bits refuse every frame (ODL_FRAME_ERR_FLAGS)
  * @info: filled on success
  *
  * Checks, in order: header fits, payload fits in the buffer and in a frame,
@@ -99,10 +110,12 @@ static inline void odl_frame_encode(struct odl_frame_hdr *hdr,
  * Return: ODL_FRAME_OK or the first check that failed.
  */
 static inline enum odl_frame_err
-odl_frame_decode(const void *buf, size_t buf_len, unsigned int streams,
-		 struct odl_frame_info *info)
+odl_frame_decode_opt(const void *buf, size_t buf_len, unsigned int streams,
+		     unsigned int opts, struct odl_frame_info *info)
 {
 	struct odl_frame_hdr hdr;
+	__u8 known = ODL_FRAME_F_KNOWN;
+	size_t inline_len;
 	__u64 end;
 
 	if (buf_len < sizeof(hdr))
@@ -119,10 +132,16 @@ odl_frame_decode(const void *buf, size_t buf_len, unsigned int streams,
 	info->credit = odl_le32(hdr.credit);
 	info->csum = odl_le32(hdr.csum);
 
+	if (opts & ~ODL_FRAME_DEC_KNOWN)
+		return ODL_FRAME_ERR_FLAGS;
+	/* A split header's payload comes in the next frame. */
+	if ((opts & ODL_FRAME_DEC_SPLIT) && info->type == ODL_FRAME_DATA)
+		known |= ODL_FRAME_F_SPLIT;
+	inline_len = (info->flags & known & ODL_FRAME_F_SPLIT) ? 0 : info->len;
 	if (info->len > ODL_FRAME_MAX_PAYLOAD ||
-	    sizeof(hdr) + (size_t)info->len > buf_len)
+	    sizeof(hdr) + inline_len > buf_len)
 		return ODL_FRAME_ERR_LEN;
-	if (info->flags & ~ODL_FRAME_F_KNOWN)
+	if (info->flags & ~known)
 		return ODL_FRAME_ERR_FLAGS;
 	if (hdr.reserved0)
 		return ODL_FRAME_ERR_RESERVED;
@@ -198,6 +217,14 @@ odl_frame_decode(const void *buf, size_t buf_len, unsigned int streams,
 	default:
 		return ODL_FRAME_ERR_TYPE;
 	}
+}
+
+/* odl_frame_decode_opt() without options: what every endpoint uses. */
+static inline enum odl_frame_err
+odl_frame_decode(const void *buf, size_t buf_len, unsigned int streams,
+		 struct odl_frame_info *info)
+{
+	return odl_frame_decode_opt(buf, buf_len, streams, 0, info);
 }
 
 /**

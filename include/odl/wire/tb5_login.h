@@ -18,16 +18,32 @@
 #define ODL_XD_PRTCVERS 1             /* protocol version in the directory */
 #define ODL_XD_PRTCREVS 0             /* protocol revision in the directory */
 #define ODL_XD_VERSION_MAJOR 1        /* login: incompatible changes */
-#define ODL_XD_VERSION_MINOR 1        /* login: compatible additions (1: rings) */
+/* login: compatible additions (1: rings, 2: split frames) */
+#define ODL_XD_VERSION_MINOR 2
 
-/* Frame PDFs on the DMA path: every frame is one whole OdinLink frame. */
+/* Frame PDFs on the DMA path: a whole OdinLink frame (header first). */
 #define ODL_XD_PDF_SOF 1
 #define ODL_XD_PDF_EOF 2
+/*
+ * (1.2, ODL_XD_FEAT_SPLIT) a raw frame: only the payload of the split DATA
+ * header (ODL_FRAME_F_SPLIT) that came right before it on the same ring,
+ * 1..ODL_FRAME_MAX_PAYLOAD bytes.
+ */
+#define ODL_XD_PDF_RAW_SOF 3
+#define ODL_XD_PDF_RAW_EOF 4
 
 /* Capability bits (odl_xd_login.features). */
 #define ODL_XD_FEAT_CREDITS (1u << 0) /* OdinLink frame credits (always) */
 #define ODL_XD_FEAT_RINGS (1u << 1)   /* (1.1) several ring pairs: rings fields */
-#define ODL_XD_FEAT_KNOWN (ODL_XD_FEAT_CREDITS | ODL_XD_FEAT_RINGS)
+/*
+ * (1.2) the sender of this LOGIN / LOGIN_RESP takes split frames (a DATA
+ * header with ODL_FRAME_F_SPLIT, then a raw frame) and reassembles them:
+ * its peer may send them. A peer that does not know the bit ignores it
+ * (1.0 and 1.1 check only ODL_XD_FEAT_CREDITS).
+ */
+#define ODL_XD_FEAT_SPLIT (1u << 2)
+#define ODL_XD_FEAT_KNOWN (ODL_XD_FEAT_CREDITS | ODL_XD_FEAT_RINGS | \
+			   ODL_XD_FEAT_SPLIT)
 
 /*
  * (1.1) Ring pairs per peer: each side offers 1..ODL_XD_RINGS_MAX and both
