@@ -47,3 +47,26 @@ tbnet_up() {
 	# The first packets wait for thunderbolt_net's login; allow for it.
 	wait_in A 60 'ping -c 1 -W 2 10.99.0.2' || fail "no ping reply over thunderbolt0 within 60 s"
 }
+
+# linkd_ctl CMD...: one command on odl-linkd's control socket (e.g. "fault
+# add SPEC", "fault status"); prints the reply, fails unless it is "ok ...".
+linkd_ctl() {
+	python3 - "$ODL_VM_DIR/linkd.ctl" "$*" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.send(sys.argv[2].encode())
+reply = s.recv(65536).decode()
+print(reply)
+sys.exit(0 if reply.startswith("ok") else 1)
+PY
+}
+
+# kernel_log_clean VM [WHEN]: no BUG, WARNING, Oops, general protection
+# fault, KASAN or UBSAN report in VM's kernel log.
+kernel_log_clean() {
+	local out
+	out=$(vexec "$1" 'dmesg | grep -E "BUG|WARNING|Oops|general protection|KASAN|UBSAN|Call Trace"' || true)
+	[ -z "$out" ] || fail "VM $1: kernel log not clean${2:+ ($2)}: $out"
+}

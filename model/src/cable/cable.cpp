@@ -28,6 +28,30 @@ bool cable::send(int from, frame_ptr f) {
         if (f->reserved && m_end[1 - from]) m_end[1 - from]->link_frame_lost(f);
         return false;
     }
+    if (m_tap) {
+        switch (m_tap(from, *f)) {
+        case tap_verdict::pass: break;
+        case tap_verdict::drop:
+            // Lost on the wire: the far end's receive credit comes back.
+            ++m_stats.frames_tapped;
+            if (f->reserved && m_end[1 - from]) m_end[1 - from]->link_frame_lost(f);
+            return true;
+        case tap_verdict::duplicate: {
+            ++m_stats.frames_tapped;
+            auto copy = make_frame();
+            *copy = *f;
+            copy->reserved = false;  // holds no receive credit of its own
+            transmit(from, std::move(f));
+            transmit(from, std::move(copy));
+            return true;
+        }
+        }
+    }
+    transmit(from, std::move(f));
+    return true;
+}
+
+void cable::transmit(int from, frame_ptr f) {
     const int to = 1 - from;
     const sc_time now = scheduler::now();
     const sc_time start = std::max({now, m_busy[from], m_ready});
@@ -51,7 +75,6 @@ bool cable::send(int from, frame_ptr f) {
         m_head[to] = true;
         schedule_arrival(to, std::move(x), true);
     }
-    return true;
 }
 
 void cable::schedule_arrival(int to, in_flight x, bool chained) {

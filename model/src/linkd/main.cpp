@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include <fstream>
 #include <memory>
@@ -15,6 +16,7 @@
 #ifdef ODL_LINKD_HAVE_MODEL
 #include <systemc>
 
+#include "odl/model/linkd/fault.h"
 #include "odl/model/linkd/model_backend_sc.h"
 // libsystemc owns main() and calls sc_main() after setting the kernel up.
 #define ODL_LINKD_MAIN sc_main
@@ -58,12 +60,40 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     app.add_flag("--no-shared-ram", no_shared_ram,
                  "refuse guest RAM offered by the devices: every DMA is a message round trip "
                  "(slower; for comparison)");
+    std::vector<std::string> faults;
+    app.add_option("--fault", faults,
+                   "hostile peer (model backend, repeatable): rewrite odl_tb5 LOGINs or damage "
+                   "DMA frames on the cable; each injection is logged. SPEC: "
+                   "login:FIELD=VALUE[,FIELD=VALUE...][,count=N][,skip=M][,every=K][,from=A|B] | "
+                   "login_resp:FIELD=VALUE[,...] (same keys) | "
+                   "data:MODE[,count=N][,skip=M][,every=K][,seed=S][,value=V][,bits=B]"
+                   "[,frames=data|all][,from=A|B] with MODE flip|payload|type|flags|stream|len|"
+                   "reserved|seq|msg_len|offset|truncate|drop|duplicate (docs/vm.md). Also at run "
+                   "time on --control: 'fault add SPEC', 'fault clear', 'fault status'");
     app.add_flag("-v,--verbose", cfg.verbose, "log connection details");
     CLI11_PARSE(app, argc, argv);
     cfg.shared_ram = !no_shared_ram;
+#ifdef ODL_LINKD_HAVE_MODEL
+    // Each injection is one line on stderr (the testbed's linkd.log).
+    odl::model::linkd::fault_injector injector(
+        [](const std::string& line) { fmt::print(stderr, "odl-linkd: {}\n", line); });
+    for (const auto& f : faults) {
+        std::string err;
+        auto spec = odl::model::linkd::parse_fault(f, err);
+        if (!spec) {
+            fmt::print(stderr, "odl-linkd: {}\n", err);
+            return 1;
+        }
+        injector.add(std::move(*spec));
+    }
+#endif
 
     std::unique_ptr<odl::model::linkd::model_backend> model;
     if (backend == "stub") {
+        if (!faults.empty()) {
+            fmt::print(stderr, "odl-linkd: --fault needs the model backend (it acts on the cable)\n");
+            return 1;
+        }
         model = std::make_unique<odl::model::linkd::stub_model>(hosts);
     } else {
 #ifdef ODL_LINKD_HAVE_MODEL
@@ -81,7 +111,24 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
             fmt::print(stderr, "odl-linkd: bad cable: {}\n", *why);
             return 1;
         }
-        model = std::make_unique<odl::model::linkd::sc_backend>(sc);
+        auto sc_model = std::make_unique<odl::model::linkd::sc_backend>(sc);
+        // The cable gets the tap only while a spec is armed: no faults, no
+        // per-frame cost. The control socket may arm or clear them later.
+        auto retap = [&injector, m = sc_model.get()] {
+            if (injector.armed())
+                m->set_tap([&injector](int from, odl::model::frame& f) {
+                    return injector.apply(from, f);
+                });
+            else
+                m->set_tap({});
+        };
+        retap();
+        cfg.fault_command = [&injector, retap](const std::string& cmd) {
+            std::string reply = injector.command(cmd);
+            retap();
+            return reply;
+        };
+        model = std::move(sc_model);
 #else
         fmt::print(stderr, "odl-linkd: built without the SystemC model\n");
         return 1;

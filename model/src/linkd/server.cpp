@@ -342,12 +342,13 @@ bool server::listen(std::string& err) {
     return true;
 }
 
-// One command per connection: "cable plug", "cable unplug", "status".
+// One command per connection: "cable plug", "cable unplug", "status",
+// "fault add SPEC|clear|status".
 void server::control_one() {
     const int fd = ::accept4(m_ctl_fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) return;
     struct pollfd p = {fd, POLLIN, 0};
-    char buf[128] = {};
+    char buf[512] = {};
     std::string reply = "error: no command";
     if (::poll(&p, 1, 1000) == 1) {
         const ssize_t n = ::recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
@@ -359,8 +360,14 @@ void server::control_one() {
             fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
         } else if (cmd == "status") {
             reply = fmt::format("ok hosts {} bad {}", attached_hosts(), m_total_bad);
+        } else if (cmd.rfind("fault ", 0) == 0 && m_cfg.fault_command) {
+            reply = m_cfg.fault_command(cmd.substr(6));
+            fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
         } else {
-            reply = "error: unknown command (have: cable plug, cable unplug, status)";
+            reply = m_cfg.fault_command
+                        ? "error: unknown command (have: cable plug, cable unplug, status, "
+                          "fault add SPEC, fault clear, fault status)"
+                        : "error: unknown command (have: cable plug, cable unplug, status)";
         }
     }
     ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -543,6 +544,62 @@ TEST(LinkdServerConfig, SharedRamCanBeTurnedOff) {
     }
     srv.stop();
     t.join();
+}
+
+/// One command on a control socket; the reply ("" if none came).
+std::string control(const std::string& path, const std::string& cmd) {
+    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sun {};
+    sun.sun_family = AF_UNIX;
+    std::snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path.c_str());
+    std::string reply;
+    if (::connect(fd, reinterpret_cast<struct sockaddr*>(&sun), sizeof(sun)) == 0 &&
+        ::send(fd, cmd.data(), cmd.size(), 0) == static_cast<ssize_t>(cmd.size())) {
+        struct pollfd p = {fd, POLLIN, 0};
+        char buf[1024];
+        if (::poll(&p, 1, 5000) == 1) {
+            const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+            if (n > 0) reply.assign(buf, static_cast<std::size_t>(n));
+        }
+    }
+    ::close(fd);
+    return reply;
+}
+
+// "fault ..." control commands go to the configured handler (odl-linkd's
+// fault injector) whole, after "fault "; without one they are unknown.
+TEST(LinkdServerConfig, FaultCommandsReachTheirHandler) {
+    const std::string base = "/tmp/odl-linkd-test-fault-" + std::to_string(::getpid());
+    for (bool with : {true, false}) {
+        fake_model model;
+        server_config cfg;
+        cfg.socket_path = base + ".sock";
+        cfg.control_path = base + ".ctl";
+        std::vector<std::string> seen;
+        if (with)
+            cfg.fault_command = [&seen](const std::string& c) {
+                seen.push_back(c);
+                return c == "status" ? std::string("ok injected 0 armed 0") : "error: nope";
+            };
+        server srv(cfg, model);
+        std::string err;
+        ASSERT_TRUE(srv.listen(err)) << err;
+        std::thread t([&] { srv.run(); });
+        const std::string st = control(cfg.control_path, "fault status");
+        const std::string add = control(cfg.control_path, "fault add data:len,count=2\n");
+        srv.stop();
+        t.join();
+        if (with) {
+            EXPECT_EQ(st, "ok injected 0 armed 0");
+            EXPECT_EQ(add, "error: nope");
+            ASSERT_EQ(seen.size(), 2u);
+            EXPECT_EQ(seen[0], "status");
+            EXPECT_EQ(seen[1], "add data:len,count=2");
+        } else {
+            EXPECT_EQ(st.rfind("error: unknown command", 0), 0u) << st;
+            EXPECT_EQ(st.find("fault"), std::string::npos) << st;
+        }
+    }
 }
 
 }  // namespace

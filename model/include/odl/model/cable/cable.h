@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <random>
 #include <string>
 
@@ -37,6 +38,11 @@ public:
 
 enum class link_state { unplugged, training, up };
 
+/// What a frame tap (fault injection, odl-linkd --fault) decides for a frame.
+enum class tap_verdict { pass, drop, duplicate };
+/// Sees (and may rewrite) every frame entering the cable at end @from.
+using frame_tap = std::function<tap_verdict(int from, frame& f)>;
+
 /// Link statistics, per cable.
 struct cable_stats {
     std::uint64_t frames_sent = 0;
@@ -46,6 +52,7 @@ struct cable_stats {
     std::uint64_t errors_corrected = 0;       ///< Gen4 RS-FEC fixed them
     std::uint64_t packets_damaged = 0;        ///< uncorrectable transport packets
     std::uint64_t frames_damaged = 0;         ///< delivered with a CRC error
+    std::uint64_t frames_tapped = 0;          ///< dropped or duplicated by the tap
 };
 
 /// A point-to-point USB4 link. Starts unplugged; plug() trains it.
@@ -80,6 +87,9 @@ public:
     void degrade(generation gen, unsigned lanes);
     /// Bit-error rate before FEC (0 = none).
     void set_ber(double ber) { m_ber = ber; }
+    /// Installs (or with an empty function removes) a tap that sees every
+    /// frame send() accepts: a hostile cable. No tap: one branch per frame.
+    void set_tap(frame_tap tap) { m_tap = std::move(tap); }
 
     link_state state() const { return m_state; }
     bool up() const { return m_state == link_state::up; }
@@ -98,6 +108,8 @@ private:
         std::uint64_t epoch;
         frame_ptr f;
     };
+    /// send() after the tap: serialise and schedule the arrival.
+    void transmit(int from, frame_ptr f);
     void schedule_arrival(int to, in_flight x, bool chained);
     void arrive(int to, std::uint64_t epoch, frame_ptr f);
     /// In-flight frames of a dying epoch become one action each (later
@@ -122,6 +134,7 @@ private:
     sc_core::sc_time m_ready;   ///< CL0 reached (or will be) at this time
     double m_ber = 0.0;
     cable_stats m_stats;
+    frame_tap m_tap;
     std::deque<in_flight> m_flight[2];  ///< index: receiving end, head excluded
     bool m_head[2] = {false, false};    ///< a chained arrival is scheduled
     std::uint64_t m_chain = 0;          ///< bumped by flush_flight()

@@ -44,6 +44,8 @@ public:
         return m_cable.up() ? static_cast<int>(1 - h) : -1;
     }
     const trace_log& log() const { return m_log; }
+    /// Fault injection on the cable (odl-linkd --fault): see fault.h.
+    void set_tap(frame_tap tap) { m_cable.set_tap(std::move(tap)); }
 
 private:
     struct host;

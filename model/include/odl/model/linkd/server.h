@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,9 @@ struct server_config {
     int max_poll_ms = 10;                 ///< longest sleep between model steps
     bool shared_ram = true;               ///< accept guest RAM (MEM_MAP) for direct DMA
     bool verbose = false;
+    /// Control commands starting with "fault " go here (odl-linkd's fault
+    /// injector); the reply starts with "ok" or "error". Unset: refused.
+    std::function<std::string(const std::string&)> fault_command;
 };
 
 /// Per-connection counters (also the unit tests' window into the server).

@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: MIT
+// odl-linkd fault injection (odl/model/linkd/fault.h): the spec grammar and
+// its refusals, LOGIN / LOGIN_RESP rewrites on real encoded control packets
+// (CRC valid afterwards, the field changed, every other byte unchanged,
+// count / skip / from respected, foreign packets untouched), every data
+// mode on real encoded frames, the control commands, and the cable tap
+// (drop returns the receive credit, duplicate delivers twice).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <systemc>
+#include <vector>
+
+#include "odl/model/cable/cable.h"
+#include "odl/model/linkd/fault.h"
+#include "odl/model/router/ctl_packet.h"
+#include "odl/wire/frame.h"
+#include "odl/wire/frame_codec.h"
+#include "odl/wire/tb5_login.h"
+#include "odl/wire/usb4_ctl.h"
+
+namespace odl::model::linkd {
+namespace {
+
+std::vector<std::uint32_t> struct_dwords(const void* p, std::size_t n) {
+    std::vector<std::uint32_t> dw(n / 4);
+    std::memcpy(dw.data(), p, n);  // x86: CPU order, as Linux hands them to tb_ctl
+    return dw;
+}
+
+void fill_hdr(odl_xd_hdr& h, std::uint32_t type, std::size_t size, const std::uint8_t* uuid) {
+    h.route_hi = 0;
+    h.route_lo = 1;
+    h.length_sn = static_cast<std::uint32_t>((size - 12) / 4);
+    std::memcpy(h.uuid, uuid, 16);
+    for (int i = 0; i < 16; ++i) {
+        h.initiator_uuid[i] = static_cast<std::uint8_t>(0xa0 + i);
+        h.target_uuid[i] = static_cast<std::uint8_t>(0xb0 + i);
+    }
+    h.type = type;
+    h.command_id = 7;
+}
+
+/// An odl_tb5 LOGIN as the module sends it (rings=1: the 1.0 form).
+odl_xd_login login_req() {
+    odl_xd_login l{};
+    fill_hdr(l.hdr, ODL_XD_LOGIN, sizeof(l), odl_service_uuid);
+    l.version_major = ODL_XD_VERSION_MAJOR;
+    l.version_minor = ODL_XD_VERSION_MINOR;
+    l.features = ODL_XD_FEAT_CREDITS;
+    l.ring_size = 256;
+    l.frame_bytes = ODL_FRAME_MAX_BYTES;
+    l.transmit_path = 8;
+    return l;
+}
+
+odl_xd_login_resp login_resp() {
+    odl_xd_login_resp r{};
+    fill_hdr(r.hdr, ODL_XD_LOGIN_RESP, sizeof(r), odl_service_uuid);
+    r.status = ODL_XD_ST_OK;
+    r.version_major = ODL_XD_VERSION_MAJOR;
+    r.version_minor = ODL_XD_VERSION_MINOR;
+    r.features = ODL_XD_FEAT_CREDITS;
+    r.ring_size = 256;
+    r.frame_bytes = ODL_FRAME_MAX_BYTES;
+    return r;
+}
+
+template <class T>
+frame ctl_frame(const T& pkt, std::uint8_t pdf = ODL_USB4_PDF_XDOMAIN_RESP) {
+    frame f;
+    f.bytes = ctl::encode(struct_dwords(&pkt, sizeof(pkt)));
+    f.len = static_cast<std::uint32_t>(f.bytes.size());
+    f.control = true;
+    f.eof = pdf;
+    return f;
+}
+
+template <class T>
+T decode_as(const frame& f, bool* crc_ok) {
+    auto dw = ctl::decode(f.bytes, crc_ok);
+    T out{};
+    EXPECT_TRUE(dw.has_value());
+    if (dw && dw->size() * 4 == sizeof(T)) std::memcpy(&out, dw->data(), sizeof(T));
+    return out;
+}
+
+/// A DATA frame of @payload bytes (middle of a message unless it is short).
+frame data_frame(std::uint32_t payload, std::uint32_t seq = 5) {
+    frame f;
+    f.bytes.resize(ODL_FRAME_HDR_BYTES + payload);
+    odl_frame_info fi{};
+    fi.type = ODL_FRAME_DATA;
+    fi.flags = payload == ODL_FRAME_MAX_PAYLOAD ? 0 : ODL_FRAME_F_EOM;
+    fi.stream = 0;
+    fi.len = payload;
+    fi.seq = seq;
+    fi.tag = 3;
+    fi.msg_len = 10 * ODL_FRAME_MAX_PAYLOAD;
+    fi.offset = fi.msg_len - payload;
+    if (fi.flags == 0) fi.offset = ODL_FRAME_MAX_PAYLOAD;
+    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(f.bytes.data()), &fi);
+    for (std::uint32_t i = 0; i < payload; ++i)
+        f.bytes[ODL_FRAME_HDR_BYTES + i] = static_cast<std::uint8_t>(i * 7 + 1);
+    f.len = static_cast<std::uint32_t>(f.bytes.size());
+    f.sof = ODL_XD_PDF_SOF;
+    f.eof = ODL_XD_PDF_EOF;
+    f.hop = 8;
+    return f;
+}
+
+/// A CREDIT frame (header only) on stream 0.
+frame credit_frame() {
+    frame f = data_frame(0);
+    odl_frame_info fi{};
+    fi.type = ODL_FRAME_CREDIT;
+    fi.flags = ODL_FRAME_F_CREDIT;
+    fi.credit = 9;
+    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(f.bytes.data()), &fi);
+    return f;
+}
+
+odl_frame_err decode_err(const frame& f) {
+    odl_frame_info fi{};
+    return odl_frame_decode(f.bytes.data(), f.bytes.size(), ODL_MAX_STREAMS, &fi);
+}
+
+fault_spec parse_ok(const std::string& s) {
+    std::string err;
+    auto spec = parse_fault(s, err);
+    EXPECT_TRUE(spec.has_value()) << s << ": " << err;
+    return spec ? *spec : fault_spec{};
+}
+
+std::size_t bytes_differing(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b,
+                            std::size_t from, std::size_t to) {
+    std::size_t n = 0;
+    for (std::size_t i = from; i < to && i < a.size() && i < b.size(); ++i) n += a[i] != b[i];
+    return n;
+}
+
+struct injector_with_log {
+    std::vector<std::string> lines;
+    fault_injector inj{[this](const std::string& l) { lines.push_back(l); }};
+};
+
+// ------------------------------------------------------------------ grammar
+
+TEST(FaultSpec, ParsesEveryTargetAndKey) {
+    auto s = parse_ok("login:rings=5,features=3,count=2,skip=1,from=A");
+    EXPECT_EQ(s.target, fault_target::login);
+    ASSERT_EQ(s.assigns.size(), 2u);
+    EXPECT_EQ(s.assigns[0].field, "rings");
+    EXPECT_EQ(s.assigns[0].dword, offsetof(odl_xd_login, rings) / 4);
+    EXPECT_EQ(s.assigns[0].value, 5u);
+    EXPECT_EQ(s.count, 2u);
+    EXPECT_EQ(s.skip, 1u);
+    EXPECT_EQ(s.from, 0);
+    auto v = parse_ok("login:version_minor=0x7");
+    ASSERT_EQ(v.assigns.size(), 1u);
+    EXPECT_EQ(v.assigns[0].shift, 16u);
+    EXPECT_EQ(v.assigns[0].mask, 0xffffu);
+    auto r = parse_ok("login_resp:reserved1=1,from=B");
+    EXPECT_EQ(r.target, fault_target::login_resp);
+    EXPECT_EQ(r.assigns[0].dword, offsetof(odl_xd_login_resp, reserved) / 4 + 1);
+    EXPECT_EQ(r.from, 1);
+    auto d = parse_ok("data:flip,bits=3,seed=9,every=4,count=10,frames=all");
+    EXPECT_EQ(d.target, fault_target::data);
+    EXPECT_EQ(d.mode, data_mode::flip);
+    EXPECT_EQ(d.bits, 3u);
+    EXPECT_EQ(d.seed, 9u);
+    EXPECT_EQ(d.every, 4u);
+    EXPECT_EQ(d.count, 10u);
+    EXPECT_TRUE(d.all_frames);
+    EXPECT_EQ(parse_ok("data:len,value=4000").value.value_or(0), 4000u);
+    EXPECT_EQ(parse_ok("data:truncate").mode, data_mode::truncate);
+}
+
+TEST(FaultSpec, RefusesBadSpecsNamingTheProblem) {
+    const std::pair<const char*, const char*> bad[] = {
+        {"", "no ':'"},
+        {"login", "no ':'"},
+        {"bogus:x=1", "unknown target 'bogus'"},
+        {"login:", "empty item"},
+        {"login:count=2", "no FIELD=VALUE"},
+        {"login:nosuch=1", "unknown login field 'nosuch'"},
+        {"login:rings=abc", "rings=abc: not a number"},
+        {"login:rings=-1", "not a number"},
+        {"login:version_major=0x10000", "does not fit 2 bytes"},
+        {"login:rings=0x100000000", "does not fit 4 bytes"},
+        {"login:rings=1,rings=2", "'rings' given twice"},
+        {"login:rings=1,count=0", "count=0: want 1.."},
+        {"login:rings=1,count=1000001", "count=1000001"},
+        {"login:rings=1,every=0", "every=0"},
+        {"login:rings=1,from=C", "from=C: want A or B"},
+        {"login:rings=1,seed=3", "unknown login field 'seed'"},
+        {"login_resp:transmit_path=1", "unknown login_resp field 'transmit_path'"},
+        {"data:", "unknown data mode ''"},
+        {"data:explode", "unknown data mode 'explode'"},
+        {"data:len,value=0x10000", "value=0x10000: want 0..65535"},
+        {"data:drop,value=1", "value= does not apply to data:drop"},
+        {"data:truncate,value=0", "want 1..4095"},
+        {"data:len,bits=2", "bits= is for data:flip"},
+        {"data:flip,bits=0", "bits=0"},
+        {"data:flip,bits=257", "bits=257"},
+        {"data:len,frames=some", "frames=some: want data or all"},
+        {"login:rings=1,frames=all", "frames= is for data faults"},
+        {"data:len,count", "'count' is not KEY=VALUE"},
+        {"data:len,,count=1", "empty item"},
+        {"data:len,nosuch=1", "unknown key 'nosuch'"},
+    };
+    for (const auto& [spec, why] : bad) {
+        std::string err;
+        EXPECT_FALSE(parse_fault(spec, err).has_value()) << spec;
+        EXPECT_NE(err.find(why), std::string::npos) << spec << " -> " << err;
+        EXPECT_NE(err.find("bad fault"), std::string::npos) << err;
+    }
+}
+
+// ------------------------------------------------------------------ login
+
+TEST(FaultLogin, RewritesFieldWithValidCrcAndNothingElse) {
+    injector_with_log t;
+    t.inj.add(parse_ok("login:rings=5,transmit_path_ext1=0x90000"));
+    const odl_xd_login req = login_req();
+    frame f = ctl_frame(req);
+    const auto before = f.bytes;
+    EXPECT_EQ(t.inj.apply(0, f), tap_verdict::pass);
+    ASSERT_EQ(f.bytes.size(), before.size());
+    bool crc_ok = false;
+    odl_xd_login got = decode_as<odl_xd_login>(f, &crc_ok);
+    EXPECT_TRUE(crc_ok) << "CRC not recomputed";
+    EXPECT_EQ(got.rings, 5u);
+    EXPECT_EQ(got.transmit_path_ext[1], 0x90000u);
+    // Every other byte of the struct is what the sender wrote.
+    odl_xd_login want = req;
+    want.rings = 5;
+    want.transmit_path_ext[1] = 0x90000;
+    EXPECT_EQ(std::memcmp(&got, &want, sizeof(got)), 0);
+    const std::size_t rings_at = offsetof(odl_xd_login, rings);
+    EXPECT_EQ(bytes_differing(before, f.bytes, 0, rings_at), 0u);
+    EXPECT_EQ(t.inj.injected(), 1u);
+    ASSERT_EQ(t.lines.size(), 1u);
+    EXPECT_NE(t.lines[0].find("A->B: LOGIN rings 0x0 -> 0x5"), std::string::npos) << t.lines[0];
+    EXPECT_NE(t.lines[0].find("CRC recomputed"), std::string::npos);
+}
+
+TEST(FaultLogin, SixteenBitHalvesKeepTheirNeighbour) {
+    fault_injector inj;
+    inj.add(parse_ok("login:version_major=2"));
+    frame f = ctl_frame(login_req());
+    inj.apply(1, f);
+    bool crc_ok = false;
+    auto got = decode_as<odl_xd_login>(f, &crc_ok);
+    EXPECT_TRUE(crc_ok);
+    EXPECT_EQ(got.version_major, 2u);
+    EXPECT_EQ(got.version_minor, ODL_XD_VERSION_MINOR);
+}
+
+TEST(FaultLogin, CountSkipAndDirectionAreRespected) {
+    injector_with_log t;
+    t.inj.add(parse_ok("login:transmit_path=2,count=2,skip=1,from=B"));
+    auto rewritten = [&](int from) {
+        frame f = ctl_frame(login_req());
+        t.inj.apply(from, f);
+        bool ok = false;
+        return decode_as<odl_xd_login>(f, &ok).transmit_path == 2;
+    };
+    EXPECT_FALSE(rewritten(0)) << "from=B touched A's LOGIN";
+    EXPECT_FALSE(rewritten(1)) << "skip=1: the first is let through";
+    EXPECT_TRUE(rewritten(1));
+    EXPECT_FALSE(rewritten(0));
+    EXPECT_TRUE(t.inj.armed());
+    EXPECT_TRUE(rewritten(1));
+    EXPECT_FALSE(t.inj.armed());
+    EXPECT_FALSE(rewritten(1)) << "count=2 exceeded";
+    EXPECT_EQ(t.inj.injected(), 2u);
+    EXPECT_EQ(t.lines.size(), 2u);
+    EXPECT_NE(t.inj.status().find("done 2/2"), std::string::npos) << t.inj.status();
+}
+
+TEST(FaultLogin, LeavesOtherPacketsAlone) {
+    fault_injector inj;
+    inj.add(parse_ok("login:rings=5,count=100"));
+    inj.add(parse_ok("login_resp:status=2,count=100"));
+    // A LOGIN_RESP for a login spec and vice versa: only the matching one.
+    frame resp = ctl_frame(login_resp());
+    inj.apply(0, resp);
+    bool ok = false;
+    EXPECT_EQ(decode_as<odl_xd_login_resp>(resp, &ok).status, 2u);
+    EXPECT_EQ(decode_as<odl_xd_login_resp>(resp, &ok).rings, 0u);
+    // Another protocol's packet of the same size and type (ThunderboltIP's
+    // LOGIN_RESPONSE is also 100 bytes): different UUID, untouched.
+    const std::uint8_t other_uuid[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    odl_xd_login foreign = login_req();
+    fill_hdr(foreign.hdr, ODL_XD_LOGIN, sizeof(foreign), other_uuid);
+    frame f = ctl_frame(foreign);
+    auto before = f.bytes;
+    inj.apply(0, f);
+    EXPECT_EQ(f.bytes, before);
+    // A damaged packet (bad CRC) is not the injector's to judge.
+    frame bad = ctl_frame(login_req());
+    bad.bytes.back() ^= 1;
+    before = bad.bytes;
+    inj.apply(0, bad);
+    EXPECT_EQ(bad.bytes, before);
+    // A config read (not XDomain) and a data frame with LOGIN-like bytes.
+    frame cfg = ctl_frame(login_req(), ODL_USB4_PDF_READ);
+    before = cfg.bytes;
+    inj.apply(0, cfg);
+    EXPECT_EQ(cfg.bytes, before);
+    frame data = ctl_frame(login_req());
+    data.control = false;
+    before = data.bytes;
+    inj.apply(0, data);
+    EXPECT_EQ(data.bytes, before);
+    EXPECT_EQ(inj.injected(), 1u);
+}
+
+// ------------------------------------------------------------------ data
+
+TEST(FaultData, FieldModesMakeTheCodecRefuseTheFrame) {
+    const std::pair<const char*, odl_frame_err> cases[] = {
+        {"data:len", ODL_FRAME_ERR_LEN},         {"data:stream", ODL_FRAME_ERR_STREAM},
+        {"data:type", ODL_FRAME_ERR_TYPE},       {"data:flags", ODL_FRAME_ERR_FLAGS},
+        {"data:reserved", ODL_FRAME_ERR_RESERVED}, {"data:msg_len", ODL_FRAME_ERR_RANGE},
+        {"data:offset", ODL_FRAME_ERR_RANGE},
+    };
+    for (const auto& [spec, err] : cases) {
+        fault_injector inj;
+        inj.add(parse_ok(spec));
+        frame f = data_frame(ODL_FRAME_MAX_PAYLOAD);
+        ASSERT_EQ(decode_err(f), ODL_FRAME_OK);
+        const auto before = f.bytes;
+        EXPECT_EQ(inj.apply(0, f), tap_verdict::pass);
+        EXPECT_EQ(decode_err(f), err) << spec;
+        EXPECT_EQ(f.bytes.size(), before.size());
+        EXPECT_GE(bytes_differing(before, f.bytes, 0, ODL_FRAME_HDR_BYTES), 1u) << spec;
+        EXPECT_EQ(bytes_differing(before, f.bytes, ODL_FRAME_HDR_BYTES, before.size()), 0u)
+            << spec << ": payload changed";
+        EXPECT_EQ(inj.injected(), 1u);
+    }
+}
+
+TEST(FaultData, ExplicitValueAndSeqPassTheCodec) {
+    fault_injector inj;
+    inj.add(parse_ok("data:stream,value=3"));
+    frame f = data_frame(100);
+    inj.apply(0, f);
+    odl_frame_info fi{};
+    ASSERT_EQ(odl_frame_decode(f.bytes.data(), f.bytes.size(), ODL_MAX_STREAMS, &fi), ODL_FRAME_OK);
+    EXPECT_EQ(fi.stream, 3u);
+    fault_injector seq;
+    seq.add(parse_ok("data:seq"));
+    frame g = data_frame(100, 41);
+    seq.apply(1, g);
+    ASSERT_EQ(odl_frame_decode(g.bytes.data(), g.bytes.size(), ODL_MAX_STREAMS, &fi), ODL_FRAME_OK);
+    EXPECT_EQ(fi.seq, 1041u) << "seq: a gap only the receiving engine can see";
+}
+
+TEST(FaultData, FlipIsSeededAndTouchesOnlyTheHeader) {
+    auto flipped = [](std::uint64_t seed) {
+        fault_injector inj;
+        inj.add(parse_ok("data:flip,bits=5,seed=" + std::to_string(seed)));
+        frame f = data_frame(ODL_FRAME_MAX_PAYLOAD);
+        const auto before = f.bytes;
+        inj.apply(0, f);
+        unsigned bits = 0;
+        for (std::size_t i = 0; i < ODL_FRAME_HDR_BYTES; ++i)
+            bits += static_cast<unsigned>(__builtin_popcount(before[i] ^ f.bytes[i]));
+        EXPECT_EQ(bits, 5u);
+        EXPECT_EQ(bytes_differing(before, f.bytes, ODL_FRAME_HDR_BYTES, before.size()), 0u);
+        return f.bytes;
+    };
+    EXPECT_EQ(flipped(7), flipped(7)) << "same seed, different damage";
+    EXPECT_NE(flipped(7), flipped(8));
+}
+
+TEST(FaultData, PayloadFlipLeavesHeaderAndChangesOneBit) {
+    fault_injector inj;
+    inj.add(parse_ok("data:payload"));
+    frame f = data_frame(1000);
+    const auto before = f.bytes;
+    inj.apply(0, f);
+    EXPECT_EQ(bytes_differing(before, f.bytes, 0, ODL_FRAME_HDR_BYTES), 0u);
+    unsigned bits = 0;
+    for (std::size_t i = 0; i < before.size(); ++i)
+        bits += static_cast<unsigned>(__builtin_popcount(before[i] ^ f.bytes[i]));
+    EXPECT_EQ(bits, 1u);
+    EXPECT_EQ(decode_err(f), ODL_FRAME_OK);
+}
+
+TEST(FaultData, TruncateShortensTheFrame) {
+    fault_injector inj;
+    inj.add(parse_ok("data:truncate,value=100,count=2"));
+    frame f = data_frame(ODL_FRAME_MAX_PAYLOAD);
+    const auto before = f.bytes;
+    inj.apply(0, f);
+    EXPECT_EQ(f.len, 100u);
+    ASSERT_EQ(f.bytes.size(), 100u);
+    EXPECT_EQ(bytes_differing(before, f.bytes, 0, 100), 0u);
+    EXPECT_EQ(decode_err(f), ODL_FRAME_ERR_LEN);
+    // Frames no longer than the cut are not counted.
+    frame small = data_frame(50);
+    inj.apply(0, small);
+    EXPECT_EQ(small.len, 82u);
+    EXPECT_EQ(inj.injected(), 1u);
+    fault_injector rnd;
+    rnd.add(parse_ok("data:truncate,seed=3"));
+    frame g = data_frame(ODL_FRAME_MAX_PAYLOAD);
+    rnd.apply(0, g);
+    EXPECT_GE(g.len, 1u);
+    EXPECT_LT(g.len, ODL_FRAME_MAX_BYTES);
+    EXPECT_EQ(g.bytes.size(), g.len);
+}
+
+TEST(FaultData, OnlyDataFramesUnlessAskedAndEverySkipCount) {
+    injector_with_log t;
+    t.inj.add(parse_ok("data:drop,skip=1,every=3,count=2,from=A"));
+    frame credit = credit_frame();
+    ASSERT_EQ(decode_err(credit), ODL_FRAME_OK);
+    EXPECT_EQ(t.inj.apply(0, credit), tap_verdict::pass) << "frames=data: CREDIT dropped";
+    std::vector<tap_verdict> got;
+    for (int i = 0; i < 10; ++i) {
+        frame f = data_frame(100, static_cast<std::uint32_t>(i));
+        got.push_back(t.inj.apply(0, f));
+        frame b = data_frame(100);
+        EXPECT_EQ(t.inj.apply(1, b), tap_verdict::pass) << "from=A: B's frame dropped";
+    }
+    // Matching frames 0..9: skip 0, then 1, 4 (every 3), then spent.
+    for (int i = 0; i < 10; ++i)
+        EXPECT_EQ(got[i], (i == 1 || i == 4) ? tap_verdict::drop : tap_verdict::pass) << i;
+    EXPECT_EQ(t.inj.injected(), 2u);
+    ASSERT_EQ(t.lines.size(), 2u);
+    EXPECT_NE(t.lines[1].find("seq 4"), std::string::npos) << t.lines[1];
+    EXPECT_NE(t.lines[1].find("dropped"), std::string::npos);
+    fault_injector all;
+    all.add(parse_ok("data:duplicate,frames=all"));
+    frame h2 = credit_frame();
+    EXPECT_EQ(all.apply(0, h2), tap_verdict::duplicate);
+    // Frames that are not whole valid OdinLink frames: another protocol's
+    // PDFs, a header the codec refuses (thunderbolt_net's, say).
+    fault_injector strict;
+    strict.add(parse_ok("data:len,frames=all,count=5"));
+    frame raw = data_frame(100);
+    raw.sof = 3;
+    EXPECT_EQ(strict.apply(0, raw), tap_verdict::pass);
+    frame junk = data_frame(100);
+    junk.bytes[2] = 0xff;  // stream 0xff..: refused by the codec
+    const auto junk_before = junk.bytes;
+    strict.apply(0, junk);
+    EXPECT_EQ(junk.bytes, junk_before);
+    EXPECT_EQ(strict.injected(), 0u);
+    frame ctl = ctl_frame(login_req());
+    fault_injector any;
+    any.add(parse_ok("data:flip,frames=all"));
+    auto before = ctl.bytes;
+    EXPECT_EQ(any.apply(0, ctl), tap_verdict::pass);
+    EXPECT_EQ(ctl.bytes, before) << "control packets are not data frames";
+}
+
+TEST(FaultCommand, AddStatusClearAndErrors) {
+    fault_injector inj;
+    EXPECT_FALSE(inj.armed());
+    EXPECT_EQ(inj.command("add data:len,count=2"), "ok armed #0");
+    EXPECT_TRUE(inj.armed());
+    const std::string bad = inj.command("add data:nope");
+    EXPECT_EQ(bad.rfind("error: bad fault 'data:nope': unknown data mode", 0), 0u) << bad;
+    EXPECT_EQ(inj.command("status"), "ok injected 0 armed 1; #0 data:len,count=2 done 0/2");
+    frame f = data_frame(100);
+    inj.apply(0, f);
+    EXPECT_EQ(inj.command("status"), "ok injected 1 armed 1; #0 data:len,count=2 done 1/2");
+    EXPECT_EQ(inj.command("clear"), "ok cleared 1");
+    EXPECT_FALSE(inj.armed());
+    EXPECT_EQ(inj.command("status"), "ok injected 1 armed 0");
+    EXPECT_EQ(inj.command("frobnicate").rfind("error: unknown fault command", 0), 0u);
+}
+
+// ------------------------------------------------------------------ cable tap
+
+/// A cable end that records what reaches it.
+struct sink final : odl::model::link_endpoint {
+    void link_frame_arrived(frame_ptr f) override { got.push_back(std::move(f)); }
+    void link_frame_lost(const frame_ptr& f) override { lost.push_back(f); }
+    void link_state_changed(bool u) override { up = u; }
+    bool link_reserve(std::uint16_t) override { return true; }
+    void link_credits_returned() override {}
+    std::vector<frame_ptr> got, lost;
+    bool up = false;
+};
+
+TEST(FaultCable, TapDropsAndDuplicatesOnTheWire) {
+    scheduler sched("sched");
+    trace_log log(false);
+    cable c("cable", sched, log, link_config{}, link_physics{}, sc_core::sc_time(1, sc_core::SC_US),
+            1);
+    sink a, b;
+    c.attach(0, &a);
+    c.attach(1, &b);
+    c.plug();
+    sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_MS));
+    ASSERT_TRUE(c.up());
+    fault_injector inj;
+    inj.add(parse_ok("data:drop,from=A"));
+    inj.add(parse_ok("data:duplicate,from=B"));
+    c.set_tap([&inj](int from, frame& f) { return inj.apply(from, f); });
+    auto send = [&](int from, std::uint32_t seq, bool reserved) {
+        frame_ptr f = make_frame();
+        *f = data_frame(100, seq);
+        f->reserved = reserved;
+        EXPECT_TRUE(c.send(from, std::move(f)));
+    };
+    send(0, 1, true);   // dropped: its receive credit must come back
+    send(0, 2, false);  // through
+    send(1, 3, true);   // duplicated
+    send(1, 4, false);  // through
+    sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_MS));
+    ASSERT_EQ(b.got.size(), 1u);
+    EXPECT_EQ(b.got[0]->bytes[8], 2u);  // seq, little-endian low byte
+    ASSERT_EQ(b.lost.size(), 1u);
+    EXPECT_TRUE(b.lost[0]->reserved);
+    ASSERT_EQ(a.got.size(), 3u);
+    EXPECT_EQ(a.got[0]->bytes[8], 3u);
+    EXPECT_EQ(a.got[1]->bytes[8], 3u);
+    EXPECT_TRUE(a.got[0]->reserved);
+    EXPECT_FALSE(a.got[1]->reserved) << "the copy must not hold a second credit";
+    EXPECT_EQ(a.got[2]->bytes[8], 4u);
+    EXPECT_EQ(c.stats().frames_tapped, 2u);
+    // Tap removed: frames pass untouched, nothing counted.
+    c.set_tap({});
+    send(0, 5, false);
+    sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_MS));
+    ASSERT_EQ(b.got.size(), 2u);
+    EXPECT_EQ(inj.injected(), 2u);
+}
+
+}  // namespace
+}  // namespace odl::model::linkd
+
+// libsystemc may own main() and call sc_main(); run the tests either way.
+extern "C" int sc_main(int argc, char** argv) {
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}
