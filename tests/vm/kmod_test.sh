@@ -312,6 +312,13 @@ for cycle in 1 2 3 4 5; do
 	if [ "$cycle" = 1 ]; then
 		rings_in A 1
 		perf_pair A B mimo --streams 4 -s 64K --bytes 1M --checksum
+		if [ "$kernel" != 6.1 ]; then
+			# split=0 (default) on B: A's split sends are refused.
+			vexec B '(odl_tb5_dmabuf /dev/odl_tb5_0 sink >/tmp/sink.log 2>&1; echo rc=$? >>/tmp/sink.log) &' ||
+				fail "B: sink did not start"
+			vexec A 'odl_tb5_dmabuf /dev/odl_tb5_0 refused' || fail "A: split sends to a peer with split=0"
+			wait_in B 60 'grep -q "^rc=" /tmp/sink.log' || fail "B: sink did not finish"
+		fi
 	elif [ "$cycle" = 3 ]; then
 		# A offers 4, B (default) 1: both use one ring pair.
 		rings_in A 1

@@ -39,10 +39,13 @@
  * stream (one ring) at once; R holds every frame it gets (no POST_RECV)
  * and must get them all, none lost, then gives them back.
  *
+ * "refused" (the peer runs split=0 and "sink"): POST_SEND_SPLIT answers
+ * -EOPNOTSUPP.
+ *
  * "bench whole|split|recv N": throughput numbers only (not a test).
  *
  * Usage: odl_tb5_dmabuf /dev/odl_tb5_0 table|session A|B|unplug|sink|
- *	split A|B|window S|R|bench whole|split|recv N
+ *	split A|B|window S|R|refused|bench whole|split|recv N
  * Exit: 0 all passed, 1 a failure, 2 no exporter (partial, not a pass).
  */
 #define _GNU_SOURCE
@@ -1101,6 +1104,45 @@ static int window(const char *path, int sender)
 }
 
 /*
+ * "refused" (in a session with a peer that runs split=0; the peer runs
+ * "sink"): INFO split is 0 and a valid POST_SEND_SPLIT answers -EOPNOTSUPP,
+ * twice (the Tx buffer stays the user's).
+ */
+static int refused(const char *path)
+{
+	struct odl_tb5_split_entry se = { 0 };
+	struct odl_tb5_dmabuf_import im;
+	struct odl_tb5_info info;
+	struct dev_map m;
+	struct dbuf d;
+	int dev = open(path, O_RDWR | O_NONBLOCK);
+
+	if (dev < 0 || wait_session(dev, &info) || map_all(dev, &m) || dbuf_create(&d, 1)) {
+		printf("FAIL refused: open, session, map or udmabuf: %s\n", strerror(errno));
+		return 1;
+	}
+	check("refused: INFO split 0 (the peer runs split=0)", info.split == 0);
+	memset(&im, 0, sizeof(im));
+	im.fd = d.fd;
+	im.flags = ODL_TB5_DMABUF_F_DEVICE;
+	expect("refused: IMPORT device-only", ioctl(dev, ODL_TB5_IOC_DMABUF_IMPORT, &im), 0);
+	se.tx_index = cqe(&m, 1, ctl(&m)->tx_cq.cons)->index;
+	se.handle = im.handle;
+	se.len = frame_len(ODL_SPLIT_SEQ, 5);
+	write_split_hdr(m.tx + (size_t)se.tx_index * m.mi.buf_size, ODL_SPLIT_SEQ, 5);
+	expect("refused: POST_SEND_SPLIT to a peer without split", post_split(dev, 1, &se),
+	       EOPNOTSUPP);
+	expect("refused: again (the Tx buffer is still the user's)", post_split(dev, 1, &se),
+	       EOPNOTSUPP);
+	expect("refused: RELEASE", release_h(dev, im.handle), 0);
+	unmap_all(&m);
+	close(dev);
+	dbuf_destroy(&d);
+	printf("%s: dmabuf refused, %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+	return failures ? 1 : 0;
+}
+
+/*
  * "bench whole|split N" (sender) and "bench recv N" (receiver): N frames of
  * ODL_FRAME_MAX_PAYLOAD bytes on stream 0, whole frames from a dma-buf
  * (POST_SEND_DMABUF) or split pairs from a device-only import
@@ -1395,9 +1437,11 @@ int main(int argc, char **argv)
 		return split_session(argv[1], !strcmp(argv[3], "A"));
 	if (argc > 3 && !strcmp(argv[2], "window"))
 		return window(argv[1], !strcmp(argv[3], "S"));
+	if (argc > 2 && !strcmp(argv[2], "refused"))
+		return refused(argv[1]);
 	if (argc > 4 && !strcmp(argv[2], "bench"))
 		return bench(argv[1], argv[3], (unsigned int)strtoul(argv[4], NULL, 0));
-	fprintf(stderr, "usage: %s /dev/odl_tb5_0 table|session A|B|unplug|sink|split A|B|window S|R|bench whole|split|recv N\n",
+	fprintf(stderr, "usage: %s /dev/odl_tb5_0 table|session A|B|unplug|sink|split A|B|window S|R|refused|bench whole|split|recv N\n",
 		argv[0]);
 	return 1;
 }
