@@ -70,8 +70,7 @@ static bool odl_rx_split_hdr(struct odl_tb5 *odl, struct odl_ring *r,
 {
 	unsigned long flags;
 
-	/* Only a peer we offered ODL_XD_FEAT_SPLIT may send them. */
-	if (!odl_split || size != ODL_FRAME_HDR_BYTES || !fi->len)
+	if (size != ODL_FRAME_HDR_BYTES || !fi->len)
 		return false;
 	spin_lock_irqsave(&odl->rx_lock, flags);
 	memcpy(r->split_hdr, va, ODL_FRAME_HDR_BYTES);
@@ -116,7 +115,7 @@ static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 	struct odl_ring *r = &odl->ring[b->ring];
 	struct device *dma_dev = tb_ring_dma_device(ring);
 	struct odl_frame_info fi;
-	bool split = false;
+	bool split = false, raw;
 	u32 *ring_rx;
 	enum odl_frame_err err;
 	unsigned long flags;
@@ -131,8 +130,19 @@ static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 
 	size = odl_frame_size(frame);
 	dma_sync_single_for_cpu(dma_dev, b->dma, PAGE_SIZE, DMA_FROM_DEVICE);
-	if (frame->sof == ODL_XD_PDF_RAW_SOF &&
-	    frame->eof == ODL_XD_PDF_RAW_EOF) {
+	/*
+	 * Split frames only when we offered ODL_XD_FEAT_SPLIT; with split=0
+	 * a raw frame is a bad PDF and a split header an unknown flag, as
+	 * before the feature.
+	 */
+	raw = odl_split && frame->sof == ODL_XD_PDF_RAW_SOF &&
+	      frame->eof == ODL_XD_PDF_RAW_EOF;
+	if (!raw && READ_ONCE(r->split_pending)) {
+		/* A split header whose payload did not come next: dropped. */
+		odl_rx_split_reset(odl, r);
+		odl_stat_inc(odl, rx_bad_split, 1);
+	}
+	if (raw) {
 		/* The payload of the split header right before it. */
 		size = odl_rx_split_join(odl, r, odl_buf_va(b), size);
 		if (!size) {
@@ -144,13 +154,10 @@ static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 		   frame->eof != ODL_XD_PDF_EOF) {
 		odl_stat_inc(odl, rx_bad_pdf, 1);
 		goto repost;
-	} else if (READ_ONCE(r->split_pending)) {
-		/* A split header whose payload did not come next: dropped. */
-		odl_rx_split_reset(odl, r);
-		odl_stat_inc(odl, rx_bad_split, 1);
 	}
 	err = odl_frame_decode_opt(odl_buf_va(b), size, ODL_MAX_STREAMS,
-				   split ? 0 : ODL_FRAME_DEC_SPLIT, &fi);
+				   !split && odl_split ? ODL_FRAME_DEC_SPLIT : 0,
+				   &fi);
 	if (err != ODL_FRAME_OK) {
 		odl_stat_inc(odl, rx_bad[err], 1);
 		goto repost;

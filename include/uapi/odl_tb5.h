@@ -230,7 +230,7 @@ ODL_TB5_UAPI_SIZE(struct odl_tb5_info, 216);
  * @rx_bad_split: split frames dropped: a raw frame without a split header
  *	right before it on its ring, a split header followed by anything but
  *	its raw frame, a length mismatch, a split header frame longer than a
- *	header, a split frame while this host does not take them (split=0)
+ *	header (with split=0 such frames count in @rx_bad_pdf and @rx_bad)
  * @reserved: zero
  */
 struct odl_tb5_stats {
