@@ -8,9 +8,8 @@
 
 #include "odl_tb5.h"
 
-/* 2f1a7c3e-5b0d-4e6a-9c1b-0d1e4f5a6b7c: the OdinLink service protocol */
-const uuid_t odl_svc_uuid = UUID_INIT(0x2f1a7c3e, 0x5b0d, 0x4e6a, 0x9c, 0x1b,
-				      0x0d, 0x1e, 0x4f, 0x5a, 0x6b, 0x7c);
+/* The OdinLink service protocol; the bytes are defined in tb5_login.h. */
+const uuid_t odl_svc_uuid = { .b = ODL_XD_SERVICE_UUID_BYTES };
 
 unsigned int odl_ring_size = 1024;
 module_param_named(ring_size, odl_ring_size, uint, 0444);

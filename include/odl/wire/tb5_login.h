@@ -14,6 +14,14 @@
 #include "odl/wire/wire_common.h"
 
 #define ODL_XD_SERVICE_KEY "odinlink" /* property directory key, <= 8 chars */
+/*
+ * The OdinLink service protocol UUID, 2f1a7c3e-5b0d-4e6a-9c1b-0d1e4f5a6b7c,
+ * as a 16-byte initializer in uuid_t (big-endian, RFC 4122) byte order:
+ * the kernel wraps it as { .b = ... }, userspace takes it as a __u8[16].
+ */
+#define ODL_XD_SERVICE_UUID_BYTES                                      \
+	{ 0x2f, 0x1a, 0x7c, 0x3e, 0x5b, 0x0d, 0x4e, 0x6a,              \
+	  0x9c, 0x1b, 0x0d, 0x1e, 0x4f, 0x5a, 0x6b, 0x7c }
 #define ODL_XD_PRTCID 1               /* protocol id in the directory */
 #define ODL_XD_PRTCVERS 1             /* protocol version in the directory */
 #define ODL_XD_PRTCREVS 0             /* protocol revision in the directory */

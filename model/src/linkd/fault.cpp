@@ -18,9 +18,8 @@
 
 namespace odl::model::linkd {
 
-// 2f1a7c3e-5b0d-4e6a-9c1b-0d1e4f5a6b7c, bytes as uuid_t holds them.
-const std::uint8_t odl_service_uuid[16] = {0x2f, 0x1a, 0x7c, 0x3e, 0x5b, 0x0d, 0x4e, 0x6a,
-                                           0x9c, 0x1b, 0x0d, 0x1e, 0x4f, 0x5a, 0x6b, 0x7c};
+// Bytes as uuid_t holds them; the one definition is in tb5_login.h.
+const std::uint8_t odl_service_uuid[16] = ODL_XD_SERVICE_UUID_BYTES;
 
 namespace {
 

@@ -74,7 +74,8 @@ struct fault_spec {
 std::optional<fault_spec> parse_fault(const std::string& text, std::string& err);
 
 /// The OdinLink service protocol UUID as it appears in odl_tb5's XDomain
-/// packets (kmod/main.c odl_svc_uuid; the wire header has no copy).
+/// packets (ODL_XD_SERVICE_UUID_BYTES of odl/wire/tb5_login.h, which
+/// kmod/main.c's odl_svc_uuid uses too).
 extern const std::uint8_t odl_service_uuid[16];
 
 /// The armed specs and what they did; installed on the cable as its tap.
