@@ -81,6 +81,23 @@ const mode_def k_modes[] = {
 };
 #undef ODL_HDR_FIELD
 
+struct split_mode_def {
+    const char* name;
+    split_mode mode;
+};
+const split_mode_def k_split_modes[] = {
+    {"drop-header", split_mode::drop_header},
+    {"drop-raw", split_mode::drop_raw},
+    {"len", split_mode::len},
+    {"raw-pdf", split_mode::raw_pdf},
+};
+
+const char* split_mode_name(split_mode m) {
+    for (const auto& d : k_split_modes)
+        if (d.mode == m) return d.name;
+    return "?";
+}
+
 const mode_def& mode_of(data_mode m) {
     for (const auto& d : k_modes)
         if (d.mode == m) return d;
@@ -145,7 +162,7 @@ std::optional<fault_spec> parse_fault(const std::string& text, std::string& err)
     };
     const std::size_t colon = text.find(':');
     if (colon == std::string::npos)
-        return bad("want login:..., login_resp:... or data:... (no ':')");
+        return bad("want login:..., login_resp:..., data:... or split:... (no ':')");
     fault_spec s;
     s.text = text;
     const std::string kind = text.substr(0, colon);
@@ -161,8 +178,10 @@ std::optional<fault_spec> parse_fault(const std::string& text, std::string& err)
         nfields = std::size(k_resp_fields);
     } else if (kind == "data") {
         s.target = fault_target::data;
+    } else if (kind == "split") {
+        s.target = fault_target::split;
     } else {
-        return bad(fmt::format("unknown target '{}' (have: login, login_resp, data)", kind));
+        return bad(fmt::format("unknown target '{}' (have: login, login_resp, data, split)", kind));
     }
     auto parts = split(text.substr(colon + 1), ',');
     std::size_t first = 0;
@@ -177,6 +196,16 @@ std::optional<fault_spec> parse_fault(const std::string& text, std::string& err)
                                    "drop, duplicate)",
                                    m));
         s.mode = found->mode;
+        first = 1;
+    } else if (s.target == fault_target::split) {
+        const split_mode_def* found = nullptr;
+        for (const auto& d : k_split_modes)
+            if (parts[0] == d.name) found = &d;
+        if (!found)
+            return bad(fmt::format("unknown split mode '{}' (have: drop-header, drop-raw, len, "
+                                   "raw-pdf)",
+                                   parts[0]));
+        s.smode = found->mode;
         first = 1;
     }
     std::vector<std::string> keys_seen;
@@ -219,6 +248,11 @@ std::optional<fault_spec> parse_fault(const std::string& text, std::string& err)
             if (n == 0 || n > k_max_count)
                 return bad(fmt::format("every={}: want 1..{}", val, k_max_count));
             s.every = n;
+        } else if (s.target == fault_target::split && key == "value") {
+            if (s.smode != split_mode::len)
+                return bad(fmt::format("value= does not apply to split:{}", split_mode_name(s.smode)));
+            if (n > 0xffff) return bad(fmt::format("value={}: want 0..65535 for split:len", val));
+            s.value = static_cast<std::uint32_t>(n);
         } else if (s.target == fault_target::data && key == "seed") {
             s.seed = n;
         } else if (s.target == fault_target::data && key == "bits") {
@@ -258,12 +292,14 @@ std::optional<fault_spec> parse_fault(const std::string& text, std::string& err)
             a.value = static_cast<std::uint32_t>(n);
             s.assigns.push_back(a);
         } else {
-            return bad(fmt::format("unknown key '{}' (have: count, skip, every, seed, value, bits, "
-                                   "frames, from)",
-                                   key));
+            return bad(fmt::format("unknown key '{}' (have: count, skip, every, {}from)", key,
+                                   s.target == fault_target::split
+                                       ? "value, "
+                                       : "seed, value, bits, frames, "));
         }
     }
-    if (s.target != fault_target::data && s.assigns.empty())
+    if ((s.target == fault_target::login || s.target == fault_target::login_resp) &&
+        s.assigns.empty())
         return bad("no FIELD=VALUE to rewrite");
     return s;
 }
@@ -330,8 +366,9 @@ tap_verdict fault_injector::apply(int from, frame& f) {
     for (auto& a : m_specs) {
         if (a.done >= a.spec.count) continue;
         if (a.spec.from >= 0 && a.spec.from != from) continue;
-        if (a.spec.target == fault_target::data) {
-            const tap_verdict d = apply_data(a, from, f);
+        if (a.spec.target == fault_target::data || a.spec.target == fault_target::split) {
+            const tap_verdict d = a.spec.target == fault_target::data ? apply_data(a, from, f)
+                                                                      : apply_split(a, from, f);
             if (d != tap_verdict::pass) v = d;
             if (v == tap_verdict::drop) return v;
         } else {
@@ -442,6 +479,67 @@ tap_verdict fault_injector::apply_data(armed_spec& a, int from, frame& f) {
         what += fmt::format(" {} {:#x} -> {:#x}", d.name, old, val);
         break;
     }
+    }
+    ++a.done;
+    note(a, from, what);
+    return v;
+}
+
+tap_verdict fault_injector::apply_split(armed_spec& a, int from, frame& f) {
+    if (f.control || f.bytes.size() != f.len) return tap_verdict::pass;
+    // Frames of one ring from one host reach the cable in ring order, each
+    // ring on its own HopID: "next frame on the same ring" is the next one
+    // with this key.
+    bool& after_hdr = a.split_hdr[static_cast<std::uint32_t>(from) << 16 | f.hop];
+    const bool raw = after_hdr && f.sof == ODL_XD_PDF_RAW_SOF && f.eof == ODL_XD_PDF_RAW_EOF &&
+                     f.len >= 1;
+    odl_frame_info fi{};
+    const bool hdr = f.sof == ODL_XD_PDF_SOF && f.eof == ODL_XD_PDF_EOF &&
+                     f.len == ODL_FRAME_HDR_BYTES &&
+                     odl_frame_decode_opt(f.bytes.data(), f.bytes.size(), ODL_MAX_STREAMS,
+                                          ODL_FRAME_DEC_SPLIT, &fi) == ODL_FRAME_OK &&
+                     fi.type == ODL_FRAME_DATA && (fi.flags & ODL_FRAME_F_SPLIT) && fi.len > 0;
+    after_hdr = hdr;
+    const split_mode m = a.spec.smode;
+    const bool on_hdr = m == split_mode::drop_header || m == split_mode::len;
+    if (!(on_hdr ? hdr : raw) || !fire(a)) return tap_verdict::pass;
+    std::string what;
+    tap_verdict v = tap_verdict::pass;
+    if (on_hdr) {
+        what = fmt::format("split header stream {} seq {} len {}:", fi.stream, fi.seq, fi.len);
+    } else {
+        what = fmt::format("split raw frame of {} bytes on HopID {}:", f.len, f.hop);
+    }
+    switch (m) {
+    case split_mode::drop_header:
+        what += " header dropped";
+        v = tap_verdict::drop;
+        // Its raw frame is now nobody's payload: not this spec's either.
+        after_hdr = false;
+        break;
+    case split_mode::drop_raw:
+        what += " dropped";
+        v = tap_verdict::drop;
+        break;
+    case split_mode::len: {
+        const std::uint32_t val = a.spec.value ? *a.spec.value : fi.len > 1 ? fi.len - 1 : 2;
+        le_store(f.bytes.data() + offsetof(odl_frame_hdr, len), 2, val);
+        what += fmt::format(" len {:#x} -> {:#x}", fi.len, val);
+        // Default on a message's last frame: msg_len moves with len, so the
+        // header stays valid for the codec and only the receiver's join can
+        // see that it does not match its raw frame.
+        if (!a.spec.value && (fi.flags & ODL_FRAME_F_EOM)) {
+            const std::uint32_t ml = fi.msg_len + val - fi.len;
+            le_store(f.bytes.data() + offsetof(odl_frame_hdr, msg_len), 4, ml);
+            what += fmt::format(", msg_len {:#x} -> {:#x}", fi.msg_len, ml);
+        }
+        break;
+    }
+    case split_mode::raw_pdf:
+        what += fmt::format(" PDFs {}/{} -> {}/{}", f.sof, f.eof, ODL_XD_PDF_SOF, ODL_XD_PDF_EOF);
+        f.sof = ODL_XD_PDF_SOF;
+        f.eof = ODL_XD_PDF_EOF;
+        break;
     }
     ++a.done;
     note(a, from, what);

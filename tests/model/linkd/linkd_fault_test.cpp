@@ -7,7 +7,10 @@
 // (drop returns the receive credit, duplicate delivers twice).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <string>
+#include <tuple>
 #include <systemc>
 #include <vector>
 
@@ -137,6 +140,14 @@ std::size_t bytes_differing(const std::vector<std::uint8_t>& a, const std::vecto
     std::size_t n = 0;
     for (std::size_t i = from; i < to && i < a.size() && i < b.size(); ++i) n += a[i] != b[i];
     return n;
+}
+
+std::uint32_t le_u16(const std::uint8_t* p) { return p[0] | (std::uint32_t{p[1]} << 8); }
+
+std::string fmt_len(std::uint32_t from, std::uint32_t to) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "len %#x -> %#x", from, to);
+    return buf;
 }
 
 struct injector_with_log {
@@ -457,6 +468,278 @@ TEST(FaultData, OnlyDataFramesUnlessAskedAndEverySkipCount) {
     auto before = ctl.bytes;
     EXPECT_EQ(any.apply(0, ctl), tap_verdict::pass);
     EXPECT_EQ(ctl.bytes, before) << "control packets are not data frames";
+}
+
+// ------------------------------------------------------------------ split
+
+/// An odl_tb5 split pair as it enters the cable: the F_SPLIT DATA header
+/// frame (exactly a header) and its raw payload frame, both on HopID @hop.
+struct split_pair {
+    frame hdr, raw;
+};
+split_pair make_split(std::uint32_t payload, std::uint32_t seq, std::uint16_t hop = 8) {
+    split_pair p;
+    p.hdr.bytes.resize(ODL_FRAME_HDR_BYTES);
+    odl_frame_info fi{};
+    fi.type = ODL_FRAME_DATA;
+    fi.flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM | ODL_FRAME_F_SPLIT;
+    fi.len = payload;
+    fi.seq = seq;
+    fi.tag = 3;
+    fi.msg_len = payload;
+    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(p.hdr.bytes.data()), &fi);
+    p.hdr.len = ODL_FRAME_HDR_BYTES;
+    p.hdr.sof = ODL_XD_PDF_SOF;
+    p.hdr.eof = ODL_XD_PDF_EOF;
+    p.hdr.hop = hop;
+    p.raw.bytes.resize(payload);
+    for (std::uint32_t i = 0; i < payload; ++i)
+        p.raw.bytes[i] = static_cast<std::uint8_t>(i * 5 + seq);
+    p.raw.len = payload;
+    p.raw.sof = ODL_XD_PDF_RAW_SOF;
+    p.raw.eof = ODL_XD_PDF_RAW_EOF;
+    p.raw.hop = hop;
+    return p;
+}
+
+odl_frame_err decode_split_hdr(const frame& f, odl_frame_info* fi) {
+    return odl_frame_decode_opt(f.bytes.data(), f.bytes.size(), ODL_MAX_STREAMS,
+                                ODL_FRAME_DEC_SPLIT, fi);
+}
+
+/// What happened to one pair: each frame's verdict and whether it changed.
+struct pair_result {
+    tap_verdict hdr_v, raw_v;
+    bool hdr_changed, raw_changed;
+};
+pair_result send_pair(fault_injector& inj, int from, split_pair& p) {
+    const frame h0 = p.hdr, r0 = p.raw;
+    pair_result r{};
+    r.hdr_v = inj.apply(from, p.hdr);
+    r.raw_v = inj.apply(from, p.raw);
+    r.hdr_changed = p.hdr.bytes != h0.bytes || p.hdr.len != h0.len || p.hdr.sof != h0.sof ||
+                    p.hdr.eof != h0.eof;
+    r.raw_changed = p.raw.bytes != r0.bytes || p.raw.len != r0.len || p.raw.sof != r0.sof ||
+                    p.raw.eof != r0.eof;
+    return r;
+}
+
+TEST(FaultSplit, GrammarAndRefusals) {
+    auto s = parse_ok("split:drop-header,count=2,skip=1,every=3,from=B");
+    EXPECT_EQ(s.target, fault_target::split);
+    EXPECT_EQ(s.smode, split_mode::drop_header);
+    EXPECT_EQ(s.count, 2u);
+    EXPECT_EQ(s.skip, 1u);
+    EXPECT_EQ(s.every, 3u);
+    EXPECT_EQ(s.from, 1);
+    EXPECT_EQ(parse_ok("split:drop-raw").smode, split_mode::drop_raw);
+    EXPECT_EQ(parse_ok("split:raw-pdf").smode, split_mode::raw_pdf);
+    auto l = parse_ok("split:len,value=0x7");
+    EXPECT_EQ(l.smode, split_mode::len);
+    EXPECT_EQ(l.value.value_or(0), 7u);
+    const std::pair<const char*, const char*> bad[] = {
+        {"split:", "unknown split mode ''"},
+        {"split:drop", "unknown split mode 'drop'"},
+        {"split:len,value=0x10000", "value=0x10000: want 0..65535 for split:len"},
+        {"split:drop-raw,value=1", "value= does not apply to split:drop-raw"},
+        {"split:raw-pdf,seed=2", "unknown key 'seed'"},
+        {"split:len,bits=1", "unknown key 'bits'"},
+        {"split:len,frames=all", "frames= is for data faults"},
+        {"split:len,count=0", "count=0: want 1.."},
+        {"split:len,from=C", "from=C: want A or B"},
+        {"split:len,skip=x", "skip=x: not a number"},
+        {"split", "no ':'"},
+    };
+    for (const auto& [spec, why] : bad) {
+        std::string err;
+        EXPECT_FALSE(parse_fault(spec, err).has_value()) << spec;
+        EXPECT_NE(err.find(why), std::string::npos) << spec << " -> " << err;
+    }
+}
+
+TEST(FaultSplit, PairIsEncodedAsTheModuleSendsIt) {
+    // The helper's frames are what the injector must recognise: check them
+    // against the codec, so the tests below cannot pass on bad fixtures.
+    split_pair p = make_split(ODL_FRAME_MAX_PAYLOAD, 1);
+    odl_frame_info fi{};
+    ASSERT_EQ(decode_split_hdr(p.hdr, &fi), ODL_FRAME_OK);
+    EXPECT_TRUE(fi.flags & ODL_FRAME_F_SPLIT);
+    EXPECT_EQ(fi.len, ODL_FRAME_MAX_PAYLOAD);
+    EXPECT_NE(decode_err(p.hdr), ODL_FRAME_OK) << "without DEC_SPLIT the header is refused";
+}
+
+TEST(FaultSplit, DropHeaderDropsOnlyTheHeaderAfterSkip) {
+    injector_with_log t;
+    t.inj.add(parse_ok("split:drop-header,skip=1,from=A"));
+    std::vector<pair_result> got;
+    for (std::uint32_t i = 0; i < 4; ++i) {
+        split_pair p = make_split(100, i);
+        got.push_back(send_pair(t.inj, 0, p));
+        split_pair q = make_split(100, i);
+        const pair_result b = send_pair(t.inj, 1, q);
+        EXPECT_EQ(b.hdr_v, tap_verdict::pass) << "from=A: B's pair touched";
+        EXPECT_FALSE(b.hdr_changed || b.raw_changed);
+    }
+    for (std::uint32_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(got[i].hdr_v, i == 1 ? tap_verdict::drop : tap_verdict::pass) << i;
+        EXPECT_EQ(got[i].raw_v, tap_verdict::pass) << i;
+        EXPECT_FALSE(got[i].hdr_changed || got[i].raw_changed) << i;
+    }
+    EXPECT_EQ(t.inj.injected(), 1u);
+    ASSERT_EQ(t.lines.size(), 1u);
+    EXPECT_NE(t.lines[0].find("A->B: split header stream 0 seq 1 len 100: header dropped"),
+              std::string::npos)
+        << t.lines[0];
+}
+
+TEST(FaultSplit, DropRawDropsTheRawFrameOnly) {
+    injector_with_log t;
+    t.inj.add(parse_ok("split:drop-raw,count=2,every=2"));
+    std::vector<pair_result> got;
+    for (std::uint32_t i = 0; i < 5; ++i) {
+        split_pair p = make_split(64, i);
+        got.push_back(send_pair(t.inj, 1, p));
+    }
+    // Matching raw frames 0..4: 0 and 2 (every 2), then spent.
+    for (std::uint32_t i = 0; i < 5; ++i) {
+        EXPECT_EQ(got[i].hdr_v, tap_verdict::pass) << i;
+        EXPECT_EQ(got[i].raw_v, (i == 0 || i == 2) ? tap_verdict::drop : tap_verdict::pass) << i;
+        EXPECT_FALSE(got[i].hdr_changed || got[i].raw_changed) << i;
+    }
+    ASSERT_EQ(t.lines.size(), 2u);
+    EXPECT_NE(t.lines[1].find("B->A: split raw frame of 64 bytes on HopID 8: dropped"),
+              std::string::npos)
+        << t.lines[1];
+    EXPECT_FALSE(t.inj.armed());
+}
+
+TEST(FaultSplit, LenChangesOnlyTheHeaderLen) {
+    for (const auto& [spec, payload, want] :
+         {std::tuple<const char*, std::uint32_t, std::uint32_t>{"split:len", ODL_FRAME_MAX_PAYLOAD,
+                                                                ODL_FRAME_MAX_PAYLOAD - 1},
+          {"split:len", 1, 2},
+          {"split:len,value=9", 100, 9}}) {
+        injector_with_log t;
+        t.inj.add(parse_ok(spec));
+        split_pair p = make_split(payload, 4);
+        const auto hdr0 = p.hdr.bytes;
+        const pair_result r = send_pair(t.inj, 0, p);
+        EXPECT_EQ(r.hdr_v, tap_verdict::pass);
+        EXPECT_FALSE(r.raw_changed) << spec;
+        ASSERT_EQ(p.hdr.bytes.size(), ODL_FRAME_HDR_BYTES);
+        EXPECT_EQ(le_u16(p.hdr.bytes.data() + offsetof(odl_frame_hdr, len)), want) << spec;
+        // Nothing but len changed (and, by default, on this EOM header
+        // msg_len by the same amount).
+        const bool dflt = std::string(spec) == "split:len";
+        const std::size_t lo = offsetof(odl_frame_hdr, len), mo = offsetof(odl_frame_hdr, msg_len);
+        EXPECT_EQ(bytes_differing(hdr0, p.hdr.bytes, 0, lo), 0u);
+        EXPECT_EQ(bytes_differing(hdr0, p.hdr.bytes, lo + 2, mo), 0u);
+        EXPECT_EQ(bytes_differing(hdr0, p.hdr.bytes, mo + 4, ODL_FRAME_HDR_BYTES), 0u);
+        odl_frame_info fi{};
+        const odl_frame_err e = decode_split_hdr(p.hdr, &fi);
+        if (dflt) {
+            EXPECT_EQ(e, ODL_FRAME_OK) << spec << " " << payload;
+            EXPECT_EQ(fi.msg_len, want) << spec;
+        } else {
+            EXPECT_EQ(bytes_differing(hdr0, p.hdr.bytes, mo, mo + 4), 0u);
+            EXPECT_EQ(e, ODL_FRAME_ERR_RANGE) << "value= rewrites len alone";
+        }
+        ASSERT_EQ(t.lines.size(), 1u) << spec;
+        EXPECT_NE(t.lines[0].find(fmt_len(payload, want)), std::string::npos) << t.lines[0];
+    }
+    // The default keeps the header valid for the codec: only the join can
+    // see that it does not match its raw frame.
+    fault_injector inj;
+    inj.add(parse_ok("split:len"));
+    split_pair p = make_split(500, 2);
+    send_pair(inj, 0, p);
+    odl_frame_info fi{};
+    ASSERT_EQ(decode_split_hdr(p.hdr, &fi), ODL_FRAME_OK);
+    EXPECT_EQ(fi.len, 499u);
+    EXPECT_EQ(fi.msg_len, 499u);
+    EXPECT_EQ(p.raw.len, 500u);
+    // A header in the middle of a message (no EOM) keeps its msg_len.
+    fault_injector mid;
+    mid.add(parse_ok("split:len"));
+    split_pair q = make_split(ODL_FRAME_MAX_PAYLOAD, 3);
+    q.hdr.bytes[offsetof(odl_frame_hdr, flags)] &= static_cast<std::uint8_t>(~ODL_FRAME_F_EOM);
+    q.hdr.bytes[offsetof(odl_frame_hdr, msg_len) + 1] = 0x40;  // msg_len += 0x4000
+    const auto q0 = q.hdr.bytes;
+    ASSERT_EQ(decode_split_hdr(q.hdr, &fi), ODL_FRAME_OK);
+    send_pair(mid, 0, q);
+    EXPECT_EQ(bytes_differing(q0, q.hdr.bytes, offsetof(odl_frame_hdr, msg_len),
+                              offsetof(odl_frame_hdr, msg_len) + 4),
+              0u);
+    EXPECT_EQ(le_u16(q.hdr.bytes.data() + offsetof(odl_frame_hdr, len)), ODL_FRAME_MAX_PAYLOAD - 1);
+}
+
+TEST(FaultSplit, RawPdfGivesTheRawFrameWholeFramePdfs) {
+    injector_with_log t;
+    t.inj.add(parse_ok("split:raw-pdf,skip=2,count=1"));
+    for (std::uint32_t i = 0; i < 4; ++i) {
+        split_pair p = make_split(300, i);
+        const auto raw0 = p.raw.bytes;
+        const pair_result r = send_pair(t.inj, 0, p);
+        EXPECT_FALSE(r.hdr_changed) << i;
+        EXPECT_EQ(r.raw_v, tap_verdict::pass);
+        EXPECT_EQ(p.raw.bytes, raw0) << "payload bytes must not change";
+        EXPECT_EQ(p.raw.sof, i == 2 ? ODL_XD_PDF_SOF : ODL_XD_PDF_RAW_SOF) << i;
+        EXPECT_EQ(p.raw.eof, i == 2 ? ODL_XD_PDF_EOF : ODL_XD_PDF_RAW_EOF) << i;
+    }
+    ASSERT_EQ(t.lines.size(), 1u);
+    EXPECT_NE(t.lines[0].find("PDFs 3/4 -> 1/2"), std::string::npos) << t.lines[0];
+}
+
+TEST(FaultSplit, LeavesEverythingButSplitPairsAlone) {
+    fault_injector inj;
+    inj.add(parse_ok("split:drop-header,count=100"));
+    inj.add(parse_ok("split:raw-pdf,count=100"));
+    // Whole DATA frames, CREDIT frames and control packets: not split frames.
+    frame d = data_frame(100);
+    const auto d0 = d.bytes;
+    EXPECT_EQ(inj.apply(0, d), tap_verdict::pass);
+    EXPECT_EQ(d.bytes, d0);
+    frame c = credit_frame();
+    EXPECT_EQ(inj.apply(0, c), tap_verdict::pass);
+    frame ctl = ctl_frame(login_req());
+    const auto ctl0 = ctl.bytes;
+    EXPECT_EQ(inj.apply(0, ctl), tap_verdict::pass);
+    EXPECT_EQ(ctl.bytes, ctl0);
+    // A raw frame with no header before it on its HopID, or after a header
+    // on another HopID or from the other host, or after a whole frame.
+    split_pair lone = make_split(50, 1);
+    EXPECT_EQ(inj.apply(0, lone.raw), tap_verdict::pass);
+    EXPECT_EQ(lone.raw.sof, ODL_XD_PDF_RAW_SOF);
+    split_pair other = make_split(50, 2, 9);
+    split_pair here = make_split(50, 3, 8);
+    // Header on hop 8 dropped (spec 0); raw-pdf then sees no header there.
+    EXPECT_EQ(inj.apply(0, here.hdr), tap_verdict::drop);
+    EXPECT_EQ(inj.apply(0, other.raw), tap_verdict::pass);
+    EXPECT_EQ(other.raw.sof, ODL_XD_PDF_RAW_SOF);
+    fault_injector pdf;
+    pdf.add(parse_ok("split:raw-pdf,count=100"));
+    split_pair x = make_split(50, 4, 8);
+    EXPECT_EQ(pdf.apply(0, x.hdr), tap_verdict::pass);
+    EXPECT_EQ(pdf.apply(1, x.raw), tap_verdict::pass);  // other host: not its payload
+    EXPECT_EQ(x.raw.sof, ODL_XD_PDF_RAW_SOF);
+    split_pair y = make_split(50, 5, 8);
+    EXPECT_EQ(pdf.apply(0, y.hdr), tap_verdict::pass);
+    frame whole = data_frame(40);
+    EXPECT_EQ(pdf.apply(0, whole), tap_verdict::pass);
+    EXPECT_EQ(pdf.apply(0, y.raw), tap_verdict::pass);  // a whole frame came between
+    EXPECT_EQ(y.raw.sof, ODL_XD_PDF_RAW_SOF);
+    // A header frame that is longer than a header, or lacks F_SPLIT.
+    fault_injector hdrs;
+    hdrs.add(parse_ok("split:drop-header,count=100"));
+    split_pair z = make_split(50, 6);
+    z.hdr.bytes.push_back(0);
+    z.hdr.len += 1;
+    EXPECT_EQ(hdrs.apply(0, z.hdr), tap_verdict::pass);
+    frame nosplit = data_frame(0);
+    EXPECT_EQ(hdrs.apply(0, nosplit), tap_verdict::pass);
+    EXPECT_EQ(pdf.injected(), 0u);
+    EXPECT_EQ(hdrs.injected(), 0u);
+    EXPECT_EQ(inj.injected(), 1u);
 }
 
 TEST(FaultCommand, AddStatusClearAndErrors) {

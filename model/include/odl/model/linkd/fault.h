@@ -11,12 +11,15 @@
 //   login_resp:FIELD=VALUE[,...][,count=N][,skip=M][,every=K][,from=A|B]
 //   data:MODE[,count=N][,skip=M][,every=K][,seed=S][,value=V][,bits=B]
 //        [,frames=data|all][,from=A|B]
+//   split:MODE[,count=N][,skip=M][,every=K][,value=V][,from=A|B]
 // FIELD is a field of struct odl_xd_login / odl_xd_login_resp
-// (include/odl/wire/tb5_login.h); MODE one of the data_modes below.
+// (include/odl/wire/tb5_login.h); MODE one of the data_modes below, or
+// for split: one of the split_modes.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -27,7 +30,19 @@
 
 namespace odl::model::linkd {
 
-enum class fault_target { login, login_resp, data };
+enum class fault_target { login, login_resp, data, split };
+
+/// What a split fault does to odl_tb5's split pairs: a DATA header frame
+/// with ODL_FRAME_F_SPLIT of exactly ODL_FRAME_HDR_BYTES (PDFs
+/// ODL_XD_PDF_SOF/EOF), then, next on the same HopID from the same host,
+/// its raw payload frame (PDFs ODL_XD_PDF_RAW_SOF/EOF).
+enum class split_mode {
+    drop_header,  ///< the header is lost: its raw frame arrives alone
+    drop_raw,     ///< the raw frame is lost: the header waits in vain
+    len,          ///< header len := value; default len - 1 (2 for 1), and on
+                  ///< an EOM header msg_len moved alike (header stays valid)
+    raw_pdf,      ///< the raw frame gets the whole-frame PDFs (SOF/EOF)
+};
 
 /// What a data fault does to a frame (the header is struct odl_frame_hdr).
 enum class data_mode {
@@ -60,6 +75,7 @@ struct fault_spec {
     fault_target target = fault_target::data;
     std::vector<login_assign> assigns;  ///< login / login_resp
     data_mode mode = data_mode::flip;
+    split_mode smode = split_mode::drop_header;
     std::optional<std::uint32_t> value;
     unsigned bits = 1;
     bool all_frames = false;  ///< data: not only DATA (0x40) frames
@@ -103,6 +119,9 @@ public:
         std::uint64_t seen = 0;  ///< matching packets/frames so far
         std::uint64_t done = 0;  ///< faults injected
         std::mt19937_64 rng;
+        /// split: (from << 16 | HopID) -> the last frame there was a
+        /// split header (so a raw frame there is its payload).
+        std::map<std::uint32_t, bool> split_hdr;
     };
     const std::vector<armed_spec>& specs() const { return m_specs; }
 
@@ -110,6 +129,7 @@ private:
     bool fire(armed_spec& a);
     bool apply_login(armed_spec& a, int from, frame& f);
     tap_verdict apply_data(armed_spec& a, int from, frame& f);
+    tap_verdict apply_split(armed_spec& a, int from, frame& f);
     void note(const armed_spec& a, int from, const std::string& what);
 
     log_fn m_log;
