@@ -84,15 +84,18 @@ static int odl_ioctl_info(struct odl_tb5 *odl, void __user *uarg)
 	return 0;
 }
 
-static int odl_ioctl_stats(struct odl_tb5 *odl, void __user *uarg)
+/* @size: sizeof(struct odl_tb5_stats), or ABI 2's ODL_TB5_STATS_SIZE_V2 */
+static int odl_ioctl_stats(struct odl_tb5 *odl, void __user *uarg, size_t size)
 {
-	struct odl_tb5_stats in, out;
+	struct odl_tb5_stats in = {}, out;
+	bool v2 = size == ODL_TB5_STATS_SIZE_V2;
 	unsigned long flags;
 
-	if (copy_from_user(&in, uarg, sizeof(in)))
+	if (copy_from_user(&in, uarg, size))
 		return -EFAULT;
 	if ((in.flags & ~ODL_TB5_STATS_F_KNOWN) || in.reserved0 ||
-	    !odl_all_zero(in.reserved, sizeof(in.reserved)))
+	    !odl_all_zero(in.reserved, sizeof(in.reserved)) ||
+	    (v2 && (in.tx_split || in.rx_split)))
 		return -EINVAL;
 
 	spin_lock_irqsave(&odl->stats_lock, flags);
@@ -103,7 +106,12 @@ static int odl_ioctl_stats(struct odl_tb5 *odl, void __user *uarg)
 	out.flags = 0;
 	out.reserved0 = 0;
 	memset(out.reserved, 0, sizeof(out.reserved));
-	if (copy_to_user(uarg, &out, sizeof(out)))
+	if (v2) {
+		/* reserved (zero) in ABI 2 */
+		out.tx_split = 0;
+		out.rx_split = 0;
+	}
+	if (copy_to_user(uarg, &out, size))
 		return -EFAULT;
 	return 0;
 }
@@ -117,7 +125,9 @@ long odl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case ODL_TB5_IOC_INFO:
 		return odl_ioctl_info(odl, uarg);
 	case ODL_TB5_IOC_STATS:
-		return odl_ioctl_stats(odl, uarg);
+		return odl_ioctl_stats(odl, uarg, sizeof(struct odl_tb5_stats));
+	case ODL_TB5_IOC_STATS_V2:
+		return odl_ioctl_stats(odl, uarg, ODL_TB5_STATS_SIZE_V2);
 	case ODL_TB5_IOC_MAP_INFO:
 		return odl_ioctl_map_info(odl, uarg);
 	case ODL_TB5_IOC_POST_SEND:

@@ -37,6 +37,8 @@
 
 static_assert(ODL_RINGS_MAX == ODL_TB5_RINGS_MAX);
 static_assert(ODL_RINGS_MAX <= BITS_PER_LONG); /* odl_tb5.rx_poll bits */
+/* ABI 2 callers of STATS get the struct up to here (ioctl.c) */
+static_assert(offsetof(struct odl_tb5_stats, rx_bad_split) == ODL_TB5_STATS_SIZE_V2);
 
 extern unsigned int odl_ring_size;
 extern unsigned int odl_rings;

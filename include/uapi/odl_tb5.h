@@ -259,6 +259,15 @@ struct odl_tb5_stats {
 	__u64 reserved[2];
 };
 ODL_TB5_UAPI_SIZE(struct odl_tb5_stats, 320);
+/*
+ * ABI 2's struct odl_tb5_stats ended before @rx_bad_split (its last two
+ * reserved words are now @tx_split and @rx_split). Its STATS command, with
+ * that size, is still answered: the counters up to @ring_rx_frames, those
+ * two words zero; on input they must be zero as its reserved words were.
+ */
+#define ODL_TB5_STATS_SIZE_V2 296
+#define ODL_TB5_IOC_STATS_V2 \
+	_IOC(_IOC_READ | _IOC_WRITE, ODL_TB5_IOC_MAGIC, 0x02, ODL_TB5_STATS_SIZE_V2)
 
 /**
  * struct odl_tb5_cq - head of a completion queue in the control area.

@@ -49,7 +49,7 @@ for series in 6.12 6.1; do
 	[ "$(field license)" = "Dual MIT/GPL" ] || fail "$kver: license '$(field license)'"
 	field alias | grep -qx 'tbsvc:kodinlinkp00000001v\*r\*' ||
 		fail "$kver: no tbsvc alias for the odinlink service: $(field alias)"
-	for p in ring_size poll irq_throttle_us announce; do
+	for p in ring_size rings poll irq_throttle_us announce split; do
 		field parm | grep -q "^$p:" || fail "$kver: parameter $p missing"
 	done
 	[ -n "$(field sig_id)" ] || fail "$kver: module not signed (sig_id empty)"
