@@ -5,7 +5,8 @@
  * reason, XDomain packets refused, login failures) on one line:
  *
  *   state S logins N login_failures N xd_bad N rx_frames N rx_bad_pdf N
- *   rx_bad N (size N short N length N ...)
+ *   rx_split N rx_bad_split N rx_dropped_closed N rx_bad N (size N short N
+ *   length N ...)
  *
  * Usage: hostile_peer_stats [/dev/odl_tb5_0]. Exit 1 with a message when
  * the device cannot be opened or an ioctl fails.
@@ -44,12 +45,15 @@ int main(int argc, char **argv)
 	close(fd);
 	for (i = 0; i < ODL_TB5_RX_BAD_SLOTS; i++)
 		bad += st.rx_bad[i];
-	printf("state %u logins %llu login_failures %llu xd_bad %llu rx_frames %llu rx_bad_pdf %llu rx_bad %llu (size %llu",
+	printf("state %u logins %llu login_failures %llu xd_bad %llu rx_frames %llu rx_bad_pdf %llu rx_split %llu rx_bad_split %llu rx_dropped_closed %llu rx_bad %llu (size %llu",
 	       info.state, (unsigned long long)st.logins,
 	       (unsigned long long)st.login_failures,
 	       (unsigned long long)st.xd_bad,
 	       (unsigned long long)st.rx_frames,
-	       (unsigned long long)st.rx_bad_pdf, bad,
+	       (unsigned long long)st.rx_bad_pdf,
+	       (unsigned long long)st.rx_split,
+	       (unsigned long long)st.rx_bad_split,
+	       (unsigned long long)st.rx_dropped_closed, bad,
 	       (unsigned long long)st.rx_bad[0]);
 	for (i = 1; i < ODL_FRAME_ERR_COUNT && i < ODL_TB5_RX_BAD_SLOTS; i++)
 		printf(" %s %llu", odl_frame_err_name((enum odl_frame_err)i),

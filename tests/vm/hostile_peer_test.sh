@@ -20,6 +20,11 @@
 # run one way or the other. Never a hang (every run bounded), never a
 # damaged run reported as passed; fresh sessions work afterwards (each
 # case runs 40 good DATA frames first; a whole good run after each kind).
+# Split pairs (split=1 on both, odl_tb5_dmabuf's bench sender and receiver):
+# a dropped header, a dropped raw frame, a header len that does not match
+# its raw frame and a raw frame with whole-frame PDFs must each cost exactly
+# the damaged pair (rx_bad_split), every other pair must be joined
+# (rx_split), the receiver must get exactly the good ones; a clean run after.
 # Throughout: no BUG/WARNING/Oops/general protection/KASAN/UBSAN in either
 # guest, both guests alive, odl_tb5 unloads cleanly at the end.
 #
@@ -221,6 +226,85 @@ for spec in "len module" "stream module" "offset module" "msg_len module" "trunc
 done
 echo "data cases: $cases"
 for v in A B; do kernel_log_clean "$v" "data faults"; done
+
+# ---------------------------------------------------------------- split
+# split_case MODE LENGTH: A sends $split_n split pairs to B (odl_tb5_dmabuf
+# 'bench split' on A, 'bench recv' of the good ones on B, both bounded);
+# odl-linkd damages the 7th and the 13th (skip=6,every=6,count=2). B's
+# module (kmod/ring.c, odl_rx_callback) must drop each damaged pair and
+# count it once in rx_bad_split:
+#   drop-header: its raw frame comes with no header pending: the join finds
+#                none (+1);
+#   drop-raw:    the next pair's header comes while the header waits: the
+#                waiting one is dropped (+1), the next pair is joined;
+#   len:         the header (len and msg_len one less: still valid for the
+#                codec) waits; the join sees len != the raw frame's size (+1);
+#   raw-pdf:     a frame with whole-frame PDFs while a header waits: the
+#                header is dropped (+1), and the payload, read as a frame,
+#                is refused by the codec: bench's payload pages start with a
+#                DATA header of len 4064, longer than the 4064-byte frame
+#                (+1 rx_bad "length": LENGTH is 2 for this mode, else 0).
+# Every other pair is joined: rx_split and rx_frames rise by $split_n - 2,
+# the receiver gets exactly that many, nothing is dropped as closed.
+split_n=24
+split_case() {
+	local mode=$1 want_len=$2 good=$((split_n - 2)) before after d out recv f want
+	before=$(stats B)
+	local n0
+	n0=$(injected)
+	linkd_ctl fault add "split:$mode,from=A,skip=6,every=6,count=2" >/dev/null || fail "arm split:$mode"
+	vexec B "(timeout 40 odl_tb5_dmabuf /dev/odl_tb5_0 bench recv $good >/tmp/split-recv.log 2>&1; echo rc=\$? >>/tmp/split-recv.log) &" ||
+		fail "split:$mode: receiver on B"
+	set +e
+	out=$(ODL_VM_EXEC_TIMEOUT=90 vexec A "timeout 60 odl_tb5_dmabuf /dev/odl_tb5_0 bench split $split_n 2>&1; echo rc=\$?")
+	set -e
+	wait_in B 50 'grep -q "^rc=" /tmp/split-recv.log' || fail "split:$mode: receiver on B did not end"
+	recv=$(vexec B 'cat /tmp/split-recv.log')
+	linkd_ctl fault clear >/dev/null
+	after=$(stats B)
+	d=$(($(injected) - n0))
+	echo "split:$mode: injected $d; A: $(echo "$out" | tr '\n' ' '); B: $(echo "$recv" | tr '\n' ' ')"
+	echo "    B before: $before"
+	echo "    B after:  $after"
+	grep "odl-linkd: fault .*split:$mode" "$linkd_log" | tail -n 2 | sed 's/^/    /'
+	[ "$d" = 2 ] || fail "split:$mode: odl-linkd injected $d faults, want 2"
+	echo "$out" | grep -q "^bench split: $split_n of $split_n frames sent" && echo "$out" | grep -q '^rc=0' ||
+		fail "split:$mode: sender A: $out"
+	echo "$recv" | grep -q "^bench recv: $good frames" && echo "$recv" | grep -q '^rc=0' ||
+		fail "split:$mode: receiver B did not get exactly $good pairs: $recv"
+	for f in rx_bad_split:2 rx_split:$good rx_frames:$good rx_bad:$want_len length:$want_len \
+		rx_bad_pdf:0 rx_dropped_closed:0; do
+		want=${f#*:} f=${f%%:*}
+		[ $(($(field "$after" "$f") - $(field "$before" "$f"))) = "$want" ] ||
+			fail "split:$mode: B's $f rose by $(($(field "$after" "$f") - $(field "$before" "$f"))), want $want: $before -> $after"
+	done
+	alive
+}
+step "split pairs A -> B (split=1 on both): damaged pairs dropped and counted, the rest joined"
+unload_both
+load_a_then_b split=1
+wait_login 90 "split=1"
+split_case drop-header 0
+split_case drop-raw 0
+split_case len 0
+split_case raw-pdf 2
+step "a clean split run afterwards: every pair joined"
+before=$(stats B)
+vexec B "(timeout 40 odl_tb5_dmabuf /dev/odl_tb5_0 bench recv $split_n >/tmp/split-recv.log 2>&1; echo rc=\$? >>/tmp/split-recv.log) &" ||
+	fail "clean split: receiver on B"
+out=$(ODL_VM_EXEC_TIMEOUT=90 vexec A "timeout 60 odl_tb5_dmabuf /dev/odl_tb5_0 bench split $split_n 2>&1") ||
+	fail "clean split: sender A: $out"
+wait_in B 50 'grep -q "^rc=" /tmp/split-recv.log' || fail "clean split: receiver on B did not end"
+recv=$(vexec B 'cat /tmp/split-recv.log')
+after=$(stats B)
+echo "clean split: A: $(echo "$out" | tr '\n' ' '); B: $(echo "$recv" | tr '\n' ' ')"
+echo "$recv" | grep -q '^rc=0' || fail "clean split: receiver B: $recv"
+for f in rx_split:$split_n rx_bad_split:0 rx_bad:0; do
+	want=${f#*:} f=${f%%:*}
+	[ $(($(field "$after" "$f") - $(field "$before" "$f"))) = "$want" ] ||
+		fail "clean split: B's $f rose by $(($(field "$after" "$f") - $(field "$before" "$f"))), want $want: $before -> $after"
+done
+for v in A B; do kernel_log_clean "$v" "split faults"; done
 
 step "unload both, kernel logs clean"
 unload_both
