@@ -49,7 +49,7 @@ static int odl_open(struct inode *inode, struct file *file)
 		up_read(&odl->io_rwsem);
 		odl_session_update(odl);
 		if (connected)
-			queue_work(system_long_wq, &odl->port_work);
+			odl_queue_work(odl, &odl->port_work);
 	}
 	mutex_unlock(&odl->lock);
 	if (ret) {
@@ -83,7 +83,7 @@ static int odl_release(struct inode *inode, struct file *file)
 	}
 	up_read(&odl->io_rwsem);
 	if (connected)
-		queue_work(system_long_wq, &odl->port_work);
+		odl_queue_work(odl, &odl->port_work);
 	mutex_unlock(&odl->lock);
 	put_device(&odl->dev);
 	return 0;

@@ -216,6 +216,37 @@ static int odl_login_request(struct odl_tb5 *odl)
 	return 0;
 }
 
+/*
+ * Queue @work unless the service is going away: odl_remove() sets gone under
+ * state_lock before it cancels the work items, so nothing queued from an
+ * XDomain packet, a close or another work item can outlive the device.
+ */
+void odl_queue_work(struct odl_tb5 *odl, struct work_struct *work)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&odl->state_lock, flags);
+	if (!odl->gone)
+		queue_work(system_long_wq, work);
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+}
+
+/*
+ * The login attempt in @delay jiffies, as odl_queue_work(); @rearm moves an
+ * attempt already pending, else that one stays.
+ */
+void odl_queue_login(struct odl_tb5 *odl, unsigned long delay, bool rearm)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&odl->state_lock, flags);
+	if (!odl->gone && rearm)
+		mod_delayed_work(system_long_wq, &odl->login_work, delay);
+	else if (!odl->gone)
+		queue_delayed_work(system_long_wq, &odl->login_work, delay);
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+}
+
 void odl_login_work(struct work_struct *work)
 {
 	struct odl_tb5 *odl = container_of(work, struct odl_tb5, login_work.work);
@@ -243,7 +274,7 @@ void odl_login_work(struct work_struct *work)
 		received = READ_ONCE(odl->login_received);
 		dev_dbg(&odl->svc->dev, "login accepted by peer\n");
 		if (received)
-			queue_work(system_long_wq, &odl->connect_work);
+			odl_queue_work(odl, &odl->connect_work);
 	} else {
 		odl_stat_inc(odl, login_failures, 1);
 		dev_dbg(&odl->svc->dev, "login attempt failed: %d\n", ret);
@@ -258,8 +289,8 @@ void odl_login_work(struct work_struct *work)
 			reannounce = true;
 		}
 		if (--odl->login_retries > 0)
-			queue_delayed_work(system_long_wq, &odl->login_work,
-					   msecs_to_jiffies(ODL_LOGIN_RETRY_MS));
+			odl_queue_login(odl, msecs_to_jiffies(ODL_LOGIN_RETRY_MS),
+					false);
 		else
 			dev_warn(&odl->svc->dev, "no login answer from the peer, waiting for its login\n");
 	}
@@ -388,7 +419,7 @@ void odl_connect_work(struct work_struct *work)
 		n, odl->ring[0].tx_hopid, odl->ring[0].tx->hop,
 		odl->ring[0].rx_hopid, odl->ring[0].rx->hop);
 	if (open)
-		queue_work(system_long_wq, &odl->port_work);
+		odl_queue_work(odl, &odl->port_work);
 	wake_up_all(&odl->rq);
 	wake_up_all(&odl->wq);
 out_unlock:
@@ -448,8 +479,8 @@ void odl_reset_work(struct work_struct *work)
 	odl_disconnect(odl);
 	odl->login_received = relogin;
 	odl->login_retries = ODL_LOGIN_RETRIES;
-	mod_delayed_work(system_long_wq, &odl->login_work,
-			 msecs_to_jiffies(relogin ? 0 : ODL_LOGIN_RETRY_MS));
+	odl_queue_login(odl, msecs_to_jiffies(relogin ? 0 : ODL_LOGIN_RETRY_MS),
+			true);
 	mutex_unlock(&odl->lock);
 }
 
@@ -587,11 +618,11 @@ static void odl_handle_login(struct odl_tb5 *odl, const struct odl_xd_login *req
 	spin_unlock_irqrestore(&odl->state_lock, flags);
 
 	if (reset)
-		queue_work(system_long_wq, &odl->reset_work);
+		odl_queue_work(odl, &odl->reset_work);
 	else if (READ_ONCE(odl->login_sent))
-		queue_work(system_long_wq, &odl->connect_work);
+		odl_queue_work(odl, &odl->connect_work);
 	else
-		mod_delayed_work(system_long_wq, &odl->login_work, 0);
+		odl_queue_login(odl, 0, true);
 }
 
 static void odl_handle_port(struct odl_tb5 *odl, const struct odl_xd_port *req,
@@ -616,10 +647,10 @@ static void odl_handle_port(struct odl_tb5 *odl, const struct odl_xd_port *req,
 }
 
 /**
- * odl_handle_packet() - XDomain protocol handler for the OdinLink UUID.
+ * odl_handle_request() - an XDomain packet for the OdinLink UUID.
+ * @odl: the device whose protocol handler got it
  * @buf: the packet, CPU order
  * @size: its size in bytes
- * @data: struct odl_tb5
  *
  * Every field is checked before use; packets for another XDomain or of an
  * unknown shape are left to others.
@@ -627,9 +658,8 @@ static void odl_handle_port(struct odl_tb5 *odl, const struct odl_xd_port *req,
  * Return: 1 if the packet was a request for this device and was handled,
  * 0 to let the Thunderbolt core match it against pending requests.
  */
-int odl_handle_packet(const void *buf, size_t size, void *data)
+static int odl_handle_request(struct odl_tb5 *odl, const void *buf, size_t size)
 {
-	struct odl_tb5 *odl = data;
 	const struct odl_xd_hdr *hdr = buf;
 	u64 route;
 	u32 length, sn;
@@ -660,7 +690,7 @@ int odl_handle_packet(const void *buf, size_t size, void *data)
 			goto bad;
 		odl_respond_status(odl, hdr->command_id, sn, ODL_XD_ST_OK);
 		odl_stat_inc(odl, logouts, 1);
-		queue_work(system_long_wq, &odl->reset_work);
+		odl_queue_work(odl, &odl->reset_work);
 		return 1;
 	case ODL_XD_PORT:
 		if (size != sizeof(struct odl_xd_port))
@@ -676,4 +706,21 @@ int odl_handle_packet(const void *buf, size_t size, void *data)
 bad:
 	odl_stat_inc(odl, xd_bad, 1);
 	return 0;
+}
+
+/*
+ * thunderbolt.ko calls a protocol handler without holding anything that
+ * tb_unregister_protocol_handler() waits for, so odl_remove() waits out the
+ * handlers in flight through @handler_rwsem.
+ */
+int odl_handle_packet(const void *buf, size_t size, void *data)
+{
+	struct odl_tb5 *odl = data;
+	int ret = 0;
+
+	down_read(&odl->handler_rwsem);
+	if (!READ_ONCE(odl->gone))
+		ret = odl_handle_request(odl, buf, size);
+	up_read(&odl->handler_rwsem);
+	return ret;
 }

@@ -106,6 +106,7 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	mutex_init(&odl->lock);
 	mutex_init(&odl->xd_lock);
 	init_rwsem(&odl->io_rwsem);
+	init_rwsem(&odl->handler_rwsem);
 	spin_lock_init(&odl->state_lock);
 	spin_lock_init(&odl->tx_ring_lock);
 	spin_lock_init(&odl->tx_lock);
@@ -171,6 +172,9 @@ static void odl_remove(struct tb_service *svc)
 	wake_up_all(&odl->wq);
 
 	tb_unregister_protocol_handler(&odl->handler);
+	/* Handlers in flight are done; with gone set nothing queues work. */
+	down_write(&odl->handler_rwsem);
+	up_write(&odl->handler_rwsem);
 	cancel_delayed_work_sync(&odl->login_work);
 	cancel_work_sync(&odl->connect_work);
 	cancel_work_sync(&odl->reset_work);

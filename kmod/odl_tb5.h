@@ -298,6 +298,8 @@ struct odl_tb5 {
 	struct mutex lock;		/* login, connect, open, close, remove */
 	struct mutex xd_lock;		/* one outgoing XDomain request */
 	struct rw_semaphore io_rwsem;
+	/* held for reading by odl_handle_packet(); remove waits it out */
+	struct rw_semaphore handler_rwsem;
 	struct delayed_work login_work;
 	struct work_struct connect_work;
 	struct work_struct reset_work;
@@ -380,6 +382,8 @@ int odl_reannounce(void);
 
 /* login.c */
 int odl_handle_packet(const void *buf, size_t size, void *data);
+void odl_queue_work(struct odl_tb5 *odl, struct work_struct *work);
+void odl_queue_login(struct odl_tb5 *odl, unsigned long delay, bool rearm);
 void odl_login_work(struct work_struct *work);
 void odl_connect_work(struct work_struct *work);
 void odl_reset_work(struct work_struct *work);
