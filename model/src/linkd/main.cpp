@@ -63,12 +63,14 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     std::vector<std::string> faults;
     app.add_option("--fault", faults,
                    "hostile peer (model backend, repeatable): rewrite odl_tb5 LOGINs or damage "
-                   "DMA frames on the cable; each injection is logged. SPEC: "
+                   "DMA frames or split pairs on the cable; each injection is logged. SPEC: "
                    "login:FIELD=VALUE[,FIELD=VALUE...][,count=N][,skip=M][,every=K][,from=A|B] | "
                    "login_resp:FIELD=VALUE[,...] (same keys) | "
                    "data:MODE[,count=N][,skip=M][,every=K][,seed=S][,value=V][,bits=B]"
                    "[,frames=data|all][,from=A|B] with MODE flip|payload|type|flags|stream|len|"
-                   "reserved|seq|msg_len|offset|truncate|drop|duplicate (docs/vm.md). Also at run "
+                   "reserved|seq|msg_len|offset|truncate|drop|duplicate | "
+                   "split:MODE[,count=N][,skip=M][,every=K][,value=V][,from=A|B] with MODE "
+                   "drop-header|drop-raw|len|raw-pdf (odl_tb5 split pairs) (docs/vm.md). Also at run "
                    "time on --control: 'fault add SPEC', 'fault clear', 'fault status'");
     app.add_flag("-v,--verbose", cfg.verbose, "log connection details");
     CLI11_PARSE(app, argc, argv);
