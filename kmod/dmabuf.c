@@ -308,6 +308,36 @@ odl_dmabuf_find(const struct odl_dmabuf *imp, u64 off, u32 len)
  * set). The entry and the header are checked first, so a bad one is
  * -EINVAL in any state, as with POST_SEND.
  */
+/*
+ * A free dma-buf slot for a frame at @offset of @imp, counted in flight, or
+ * NULL (counted in tx_ring_full) when none is free or the Tx completion
+ * queue could not take one more completion.
+ */
+static struct odl_dmabuf_slot *odl_dmabuf_slot_get(struct odl_tb5 *odl,
+						   struct odl_dmabuf *imp,
+						   u32 offset)
+{
+	struct odl_dmabuf_slot *s;
+	unsigned long flags;
+
+	spin_lock_irqsave(&odl->tx_lock, flags);
+	s = list_first_entry_or_null(&odl->dmabuf_free, struct odl_dmabuf_slot,
+				     list);
+	if (!s || !odl->tx_map ||
+	    !odl_map_tx_room(odl->tx_map, odl->dmabuf_inflight + 1)) {
+		spin_unlock_irqrestore(&odl->tx_lock, flags);
+		odl_stat_inc(odl, tx_ring_full, 1);
+		return NULL;
+	}
+	list_del(&s->list);
+	s->imp = imp;
+	s->offset = offset;
+	imp->inflight++;
+	odl->dmabuf_inflight++;
+	spin_unlock_irqrestore(&odl->tx_lock, flags);
+	return s;
+}
+
 static int odl_post_send_dmabuf_one(struct odl_tb5 *odl, const void *entry)
 {
 	const struct odl_tb5_dmabuf_entry *e = entry;
@@ -344,22 +374,11 @@ static int odl_post_send_dmabuf_one(struct odl_tb5 *odl, const void *entry)
 	if (ret)
 		goto out_unlock;
 
-	spin_lock_irqsave(&odl->tx_lock, flags);
-	s = list_first_entry_or_null(&odl->dmabuf_free, struct odl_dmabuf_slot,
-				     list);
-	if (!s || !odl->tx_map ||
-	    !odl_map_tx_room(odl->tx_map, odl->dmabuf_inflight + 1)) {
-		spin_unlock_irqrestore(&odl->tx_lock, flags);
-		odl_stat_inc(odl, tx_ring_full, 1);
+	s = odl_dmabuf_slot_get(odl, imp, e->offset);
+	if (!s) {
 		ret = -EAGAIN;
 		goto out_unlock;
 	}
-	list_del(&s->list);
-	s->imp = imp;
-	s->offset = e->offset;
-	imp->inflight++;
-	odl->dmabuf_inflight++;
-	spin_unlock_irqrestore(&odl->tx_lock, flags);
 
 	s->frame.buffer_phy = sg->dma + (e->offset - sg->start);
 	ret = odl_tx_frame(odl, &s->frame, imp->va + e->offset, &fi);
@@ -473,22 +492,11 @@ static int odl_post_send_split_one(struct odl_tb5 *odl, const void *entry)
 	if (!odl_split_peer(odl))
 		goto out_unclaim;
 
-	spin_lock_irqsave(&odl->tx_lock, flags);
-	s = list_first_entry_or_null(&odl->dmabuf_free, struct odl_dmabuf_slot,
-				     list);
-	if (!s || !odl->tx_map ||
-	    !odl_map_tx_room(odl->tx_map, odl->dmabuf_inflight + 1)) {
-		spin_unlock_irqrestore(&odl->tx_lock, flags);
-		odl_stat_inc(odl, tx_ring_full, 1);
+	s = odl_dmabuf_slot_get(odl, imp, e->offset);
+	if (!s) {
 		ret = -EAGAIN;
 		goto out_unclaim;
 	}
-	list_del(&s->list);
-	s->imp = imp;
-	s->offset = e->offset;
-	imp->inflight++;
-	odl->dmabuf_inflight++;
-	spin_unlock_irqrestore(&odl->tx_lock, flags);
 
 	s->frame.buffer_phy = sg->dma + (e->offset - sg->start);
 	ret = odl_tx_split(odl, b, &s->frame, &fi);
