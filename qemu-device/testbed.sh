@@ -12,6 +12,7 @@
 #   testbed.sh console A|B [--follow]                 print (or follow) a guest's serial console log
 #   testbed.sh kill A|B                               SIGKILL one QEMU (tests: the peer must survive)
 #   testbed.sh cable plug|unplug                      scenario event on the modelled cable
+#   testbed.sh ctl CMD...                             any odl-linkd control command (e.g. "fault status"); prints the reply
 #   testbed.sh status                                 what runs
 # Environment:
 #   ODL_LINKD      odl-linkd binary (default: $ODL_BUILD_DIR/model/src/linkd/odl-linkd)
@@ -254,7 +255,8 @@ cmd_kill() {
 	say "VM $v killed"
 }
 
-# Scenario command to odl-linkd's control socket.
+# One command on odl-linkd's control socket; prints the reply, fails
+# unless it is "ok ..." (replies such as "fault status" can be long).
 linkd_ctl() {
 	alive "$dir/linkd.pid" || die "odl-linkd is not running"
 	python3 - "$dir/linkd.ctl" "$*" <<'PY'
@@ -263,7 +265,7 @@ s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.settimeout(5)
 s.connect(sys.argv[1])
 s.send(sys.argv[2].encode())
-reply = s.recv(256).decode()
+reply = s.recv(65536).decode()
 print(reply)
 sys.exit(0 if reply.startswith("ok") else 1)
 PY
@@ -292,6 +294,7 @@ exec) shift; cmd_exec "$@" ;;
 console) shift; cmd_console "$@" ;;
 kill) shift; cmd_kill "$@" ;;
 cable) shift; cmd_cable "$@" ;;
+ctl) shift; [ $# -ge 1 ] || die "usage: ctl CMD..."; linkd_ctl "$@" ;;
 status) cmd_status ;;
-*) die "usage: testbed.sh up|down|exec A|B CMD|console A|B|kill A|B|cable plug|unplug|status" ;;
+*) die "usage: testbed.sh up|down|exec A|B CMD|console A|B|kill A|B|cable plug|unplug|ctl CMD|status" ;;
 esac

@@ -50,18 +50,7 @@ tbnet_up() {
 
 # linkd_ctl CMD...: one command on odl-linkd's control socket (e.g. "fault
 # add SPEC", "fault status"); prints the reply, fails unless it is "ok ...".
-linkd_ctl() {
-	python3 - "$ODL_VM_DIR/linkd.ctl" "$*" <<'PY'
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.settimeout(5)
-s.connect(sys.argv[1])
-s.send(sys.argv[2].encode())
-reply = s.recv(65536).decode()
-print(reply)
-sys.exit(0 if reply.startswith("ok") else 1)
-PY
-}
+linkd_ctl() { "$tb" ctl "$@"; }
 
 # kernel_log_clean VM [WHEN]: no BUG, WARNING, Oops, general protection
 # fault, KASAN or UBSAN report in VM's kernel log.
