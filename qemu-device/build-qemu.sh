@@ -16,6 +16,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 cache=${ODL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/odl}
+mkdir -p "$cache"
 jobs=${ODL_JOBS:-$(nproc)}
 
 say() { printf 'odl: qemu: %s\n' "$*" >&2; }
@@ -64,16 +65,20 @@ ensure_deb_src() {
 	fi
 	rm -f "$tmp"
 	say "apt-get update (source lists)"
-	as_root apt-get update -q >&2 || die "apt-get update failed"
+	as_root apt-get update -q >"$cache/apt-update.log" 2>&1 ||
+		{ cat "$cache/apt-update.log" >&2; die "apt-get update failed"; }
+	rm -f "$cache/apt-update.log"
 }
 
 ensure_deb_src
 srcver=$(apt-cache showsrc qemu | sed -n 's/^Version: //p' |
 	sort -V | tail -n1)
 [ -n "$srcver" ] || die "apt-cache showsrc qemu: no version"
-srcver=${srcver#*:} # the epoch is not part of file names
+# apt needs the full version (epoch included: "1:7.2+dfsg-..."); file names
+# (the .dsc, the cache key) carry it without the epoch.
+filever=${srcver#*:}
 hash=$(cat "${device_files[@]}" | sha256sum | cut -c1-12)
-dest="$cache/qemu-$srcver-$hash"
+dest="$cache/qemu-$filever-$hash"
 bin="$dest/qemu-system-x86_64"
 
 if [ "${1:-}" = "--print-path" ]; then
@@ -87,18 +92,36 @@ if [ -x "$bin" ]; then
 fi
 
 mkdir -p "$cache/dl"
-dsc="$cache/dl/qemu_$srcver.dsc"
+dsc="$cache/dl/qemu_$filever.dsc"
 if [ ! -f "$dsc" ]; then
 	say "downloading the qemu $srcver source package"
-	(cd "$cache/dl" && apt-get source --download-only -q "qemu=$srcver" >&2) ||
-		die "apt-get source qemu failed"
+	# As root, apt's _apt sandbox user cannot write into ~/.cache (its warning
+	# would be the only output); the files are checked against the signed
+	# index either way.
+	sandbox=()
+	[ "$(id -u)" -ne 0 ] || sandbox=(-o APT::Sandbox::User=root)
+	if ! (cd "$cache/dl" && apt-get source "${sandbox[@]}" --download-only -q "qemu=$srcver" \
+		>"$cache/dl/apt-source.log" 2>&1); then
+		cat "$cache/dl/apt-source.log" >&2
+		# Stale package lists name a version the archive no longer has
+		# (a point release replaced it): refresh once, resolve again.
+		[ -z "${ODL_QEMU_LISTS_REFRESHED:-}" ] || die "apt-get source qemu=$srcver failed"
+		say "download failed; refreshing the package lists and resolving again"
+		as_root apt-get update -q >"$cache/apt-update.log" 2>&1 ||
+			{ cat "$cache/apt-update.log" >&2; die "apt-get update failed"; }
+		ODL_QEMU_LISTS_REFRESHED=1 exec "$0" "$@"
+	fi
+	[ -f "$dsc" ] || die "apt-get source gave no $(basename "$dsc")"
 fi
 
-src="$cache/qemu-src-$srcver"
+src="$cache/qemu-src-$filever"
 if [ ! -f "$src/build/build.ninja" ]; then
 	rm -rf "$src"
-	say "unpacking $srcver (Debian patches applied)"
-	dpkg-source -q -x "$dsc" "$src" >&2 || die "dpkg-source -x failed"
+	say "unpacking $filever (Debian patches applied)"
+	# (dpkg-source has no keyring to check the .dsc signature against and
+	# says so; apt already checked every file against the signed index.)
+	dpkg-source -q -x "$dsc" "$src" >"$cache/dl/dpkg-source.log" 2>&1 ||
+		{ cat "$cache/dl/dpkg-source.log" >&2; die "dpkg-source -x failed"; }
 	# The dfsg tarball has no EDK2 blobs; their unpack step must not run.
 	sed -i 's/^    unpack_edk2_blobs = bzip2.found()$/    unpack_edk2_blobs = false/' \
 		"$src/meson.build"
@@ -164,7 +187,7 @@ cp "$src/build/qemu-system-x86_64" "$bin.tmp"
 mv "$bin.tmp" "$bin"
 echo "$srcver" >"$dest/SOURCE_VERSION"
 # Older device builds of this source version are dead weight now.
-for old in "$cache/qemu-$srcver-"*; do
+for old in "$cache/qemu-$filever-"*; do
 	[ "$old" = "$dest" ] || rm -rf "$old"
 done
 echo "$bin"

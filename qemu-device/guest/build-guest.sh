@@ -52,7 +52,22 @@ mkdir -p "$cache/dl"
 deb=$(ls "$cache/dl/${pkg}_"*.deb 2>/dev/null | head -n1 || true)
 if [ -z "$deb" ]; then
 	say "downloading $pkg $ver"
-	(cd "$cache/dl" && apt-get download -q "$pkg=$ver" >&2) || die "apt-get download $pkg failed"
+	# As root, apt's _apt sandbox user cannot write into ~/.cache; say so
+	# instead of letting apt warn (the file is checked against the index).
+	sandbox=()
+	[ "$(id -u)" -ne 0 ] || sandbox=(-o APT::Sandbox::User=root)
+	if ! (cd "$cache/dl" && apt-get download "${sandbox[@]}" -q "$pkg=$ver" \
+		>"$cache/dl/apt-download.log" 2>&1); then
+		cat "$cache/dl/apt-download.log" >&2
+		# Stale package lists: the archive dropped this kernel at a point
+		# release. Refresh once and resolve the newest again.
+		[ -z "${ODL_GUEST_LISTS_REFRESHED:-}" ] || die "apt-get download $pkg=$ver failed"
+		say "download failed; refreshing the package lists and resolving again"
+		if [ "$(id -u)" -eq 0 ]; then apt-get update -q; else sudo apt-get update -q; fi \
+			>"$cache/dl/apt-update.log" 2>&1 ||
+			{ cat "$cache/dl/apt-update.log" >&2; die "apt-get update failed"; }
+		ODL_GUEST_LISTS_REFRESHED=1 exec "$0" "$@"
+	fi
 	deb=$(ls "$cache/dl/${pkg}_"*.deb | head -n1)
 fi
 

@@ -4,7 +4,7 @@
 # the shared wire and uapi headers are also compiled as userspace C/C++, where
 # the kernel's BIT() and friends do not exist, so they are not checked here).
 # checkpatch.pl comes from Debian's linux-source-6.1 package (downloaded once
-# with apt-get, cached in ~/.cache/odl). Every finding fails the test except
+# with apt-get, cached in ODL_CACHE_DIR, default ~/.cache/odl). Every finding fails the test except
 # the version checks that keep one source building against 6.1 and 6.12:
 # LINUX_VERSION_CODE, and CONSTANT_COMPARISON on a line that compares
 # LINUX_VERSION_CODE.
@@ -15,7 +15,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/odl/checkpatch-6.1
+cache=${ODL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/odl}/checkpatch-6.1
 cp=${ODL_CHECKPATCH:-$cache/scripts/checkpatch.pl}
 
 fetch() {

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -41,6 +42,41 @@ int run(const std::vector<std::string>& argv) {
     return 128 + WTERMSIG(status);
 }
 
+/// Wall time per phase on stderr, so a slow run says where its time went.
+class phase_clock {
+public:
+    void lap(const char* phase) {
+        const auto now = std::chrono::steady_clock::now();
+        fmt::print(stderr, "odl: test: {} took {} s\n", phase,
+                   std::chrono::duration_cast<std::chrono::seconds>(now - last_).count());
+        last_ = now;
+    }
+
+private:
+    std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+int run_sanitizer_pass(const std::string& src, const std::string& build, const std::string& jobs,
+                       phase_clock& clock) {
+    const std::string san = build + "-asan";
+    if (run({"cmake", "-S", src, "-B", san, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+             "-DODL_SANITIZE=address,undefined", "-DODL_BUILD_BENCHMARKS=OFF",
+             // The pass runs the unit label only: the model has its own label.
+             "-DODL_BUILD_MODEL=OFF"}) != 0) {
+        fmt::print(stderr, "odl: test: configuring the sanitizer build failed\n");
+        return 1;
+    }
+    if (run({"cmake", "--build", san, "-j", jobs}) != 0) {
+        fmt::print(stderr, "odl: test: the sanitizer build failed\n");
+        return 1;
+    }
+    clock.lap("sanitizer build");
+    const int rc = run({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", "unit"});
+    clock.lap("sanitizer tests");
+    if (rc != 0) fmt::print(stderr, "odl: test: sanitizer ctest failed (exit {})\n", rc);
+    return rc;
+}
+
 struct test_options {
     std::string label;
     bool sanitize = true;
@@ -59,29 +95,16 @@ int run_tests(const test_options& opt) {
         ctest.push_back("-L");
         ctest.push_back(opt.label);
     }
-    int rc = run(ctest);
-    if (rc != 0) {
-        fmt::print(stderr, "odl: test: ctest failed (exit {})\n", rc);
-        return rc;
-    }
+    phase_clock clock;
+    const int rc = run(ctest);
+    clock.lap("ctest");
+    if (rc != 0) fmt::print(stderr, "odl: test: ctest failed (exit {})\n", rc);
     // The sanitizer pass covers the unit label; it is skipped when a label
-    // other than `unit` was asked for.
-    if (!opt.sanitize || (!opt.label.empty() && opt.label != "unit")) return 0;
-    const std::string san = build + "-asan";
-    if (run({"cmake", "-S", src, "-B", san, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
-             "-DODL_SANITIZE=address,undefined", "-DODL_BUILD_BENCHMARKS=OFF",
-             // The pass runs the unit label only: the model has its own label.
-             "-DODL_BUILD_MODEL=OFF"}) != 0) {
-        fmt::print(stderr, "odl: test: configuring the sanitizer build failed\n");
-        return 1;
-    }
-    if (run({"cmake", "--build", san, "-j", jobs}) != 0) {
-        fmt::print(stderr, "odl: test: the sanitizer build failed\n");
-        return 1;
-    }
-    rc = run({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", "unit"});
-    if (rc != 0) fmt::print(stderr, "odl: test: sanitizer ctest failed (exit {})\n", rc);
-    return rc;
+    // other than `unit` was asked for. It runs after a failed ctest too: a
+    // broken VM stack must not hide what the sanitizers find.
+    if (!opt.sanitize || (!opt.label.empty() && opt.label != "unit")) return rc;
+    const int san_rc = run_sanitizer_pass(src, build, jobs, clock);
+    return rc != 0 ? rc : san_rc;
 }
 
 }  // namespace
