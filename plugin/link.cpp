@@ -195,6 +195,8 @@ void link::post_ctrl_recv() {
                                  ctx_of(this, kCtxCtrlRecv));
     if (rc == ODL_OK)
         m_ctrl_posted = true;
+    else if (rc == ODL_ERR_PEER_CLOSED)  // an orderly end, seen before refresh_state()
+        ODL_INFO("%s: peer closed the link", m_name.c_str());
     else
         ODL_WARN("%s: cannot post control receive: %s (%s)", m_name.c_str(), odl_strerror(rc), odl_last_error());
 }
@@ -210,9 +212,12 @@ void link::refresh_state() {
                 m_peer_max_msg.store(info.max_msg_bytes, std::memory_order_release);
                 copy_str(m_stats->peer, sizeof(m_stats->peer), m_peer);
                 ODL_INFO("%s: link up to %s", m_name.c_str(), info.peer_name);
+            } else if (info.link_state == ODL_LINK_PEER_CLOSED) {
+                // A goodbye is how every job ends; what it cuts short fails
+                // in its own call and is reported there.
+                ODL_INFO("%s: link to %s closed by the peer", m_name.c_str(), m_peer.c_str());
             } else if (info.link_state > ODL_LINK_UP) {
-                ODL_WARN("%s: link to %s is %s", m_name.c_str(), m_peer.c_str(),
-                         info.link_state == ODL_LINK_PEER_CLOSED ? "closed by the peer" : "lost");
+                ODL_WARN("%s: link to %s is lost", m_name.c_str(), m_peer.c_str());
             }
             m_state.store(info.link_state, std::memory_order_release);
             stat_store(m_stats->link_state, info.link_state);

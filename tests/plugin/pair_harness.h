@@ -77,6 +77,7 @@ inline uint64_t mono_ns() {
 struct log_counter {
     static inline std::atomic<int> lines{0};
     static inline std::atomic<int> net_lines{0};
+    static inline std::atomic<int> warn_lines{0};
     static inline std::mutex mu;
     static inline std::vector<std::string> kept;
     static void fn(ncclDebugLogLevel lvl, unsigned long flags, const char*, int, const char* fmt, ...) {
@@ -99,6 +100,7 @@ struct log_counter {
         }
         ++lines;
         if (flags & NCCL_NET_SUBSYS) ++net_lines;
+        if (lvl == NCCL_LOG_WARN) ++warn_lines;
     }
     static void dump() {
         std::lock_guard<std::mutex> lk(mu);

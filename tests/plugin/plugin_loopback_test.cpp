@@ -331,6 +331,42 @@ TEST(PluginLifecycle, InitFinalizeCyclesAcrossDlclose) {
     });
 }
 
+/// An orderly end logs nothing at WARN (NCCL prints those to every user):
+/// one side finalizes first, and the other's link sees the peer's goodbye
+/// while still running, as at the end of every NCCL job.
+TEST(PluginLifecycle, OrderlyCloseLogsNoWarning) {
+    run_pair(11, [](side& s) {
+        PCHECK_OK(s.api.init(&log_counter::fn));
+        conn_pair c = connect_both(s);
+        void *sreq = nullptr, *rreq = nullptr;
+        char tx[64] = "bye", rx[64] = {};
+        void* d = rx;
+        size_t cap = sizeof(rx);
+        int tag = 1;
+        PCHECK_OK(s.api.irecv(c.rc, 1, &d, &cap, &tag, nullptr, &rreq));
+        PCHECK_OK(s.api.isend(c.sc, tx, sizeof(tx), 1, nullptr, &sreq));
+        wait_done(s.api, sreq, nullptr);
+        wait_done(s.api, rreq, nullptr);
+        s.ch.barrier();
+        close_all(s, c);
+        if (s.server) {
+            PCHECK_OK(s.api.finalize());
+            s.ch.barrier();
+        } else {
+            s.ch.barrier();
+            // The server's link is gone: give this side's progress thread
+            // time to see the goodbye before its own finalize.
+            usleep(300'000);
+            PCHECK_OK(s.api.finalize());
+        }
+        if (log_counter::warn_lines != 0) {
+            std::fprintf(stderr, "%s logged %d warning(s) on an orderly close (ODL_TEST_VERBOSE=warn shows them)\n",
+                         s.server ? "server" : "client", log_counter::warn_lines.load());
+            PCHECK(log_counter::warn_lines == 0);
+        }
+    });
+}
+
 TEST(PluginConfig, RejectsBadDeviceList) {
     loaded_plugin lp(plugin_path(), 11);
     setenv("ODL_NCCL_DEVICES", "loopback", 1);
