@@ -11,10 +11,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "commands.h"
-#ifdef ODL_HAVE_MODEL
+#include "model_commands.h"
 #include "odl/model/sweep/sweep.h"
-#endif
 
 namespace odl::cli {
 namespace {
@@ -58,7 +56,6 @@ std::string out_dir(const model_opts& o, const char* what) {
     return std::string(b && *b ? b : ODL_BINARY_DIR_DEFAULT) + "/model/" + what;
 }
 
-#ifdef ODL_HAVE_MODEL
 namespace m = odl::model;
 
 m::calibration load_cal(const std::string& sub, const model_opts& o) {
@@ -166,7 +163,6 @@ int do_calibrate(const model_opts& o) {
     for (const auto& p : pts) bad += !p.within();
     return bad == 0 ? 0 : 1;
 }
-#endif
 
 void add_common(CLI::App* c, model_opts& o) {
     c->add_option("--generations", o.generations, "tb3, tb4, tb5, tb5-asym")->delimiter(',');
@@ -195,17 +191,12 @@ void add_model_command(CLI::App& app) {
     auto* ca = model->add_subcommand("calibrate", "model vs published calibration points (markdown)");
     ca->add_option("--calibration", o->calibration, "calibration YAML (default: the shipped one)");
     ca->add_option("--out", o->out, "also write the markdown to this file");
-#ifdef ODL_HAVE_MODEL
     sw->callback([o] { std::exit(do_sweep(*o)); });
     rp->callback([o] {
         if (o->modes.size() == 2) o->modes = {"poll"};
         std::exit(do_report(*o));
     });
     ca->callback([o] { std::exit(do_calibrate(*o)); });
-#else
-    for (auto* c : {sw, rp, ca})
-        c->callback([] { die("", "this odl was built without the SystemC model (ODL_BUILD_MODEL=OFF)"); });
-#endif
 }
 
 }  // namespace odl::cli

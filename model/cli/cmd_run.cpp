@@ -9,11 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "commands.h"
+#include "model_commands.h"
 #include "run_vm.h"
-#ifdef ODL_HAVE_MODEL
 #include "odl/model/scenario/runner.h"
-#endif
 
 namespace odl::cli {
 namespace {
@@ -41,9 +39,6 @@ std::string default_out(const std::string& name) {
 
 int run(const run_opts& o) {
     if (o.on == "vm") {
-#ifndef ODL_HAVE_MODEL
-        die("this odl was built without the SystemC model (ODL_BUILD_MODEL=OFF); --on vm needs odl-linkd");
-#else
         vm_run_opts v = o.vm;
         v.file = o.file;
         v.out = o.out;
@@ -51,15 +46,11 @@ int run(const run_opts& o) {
         if (o.seed >= 0)
             std::fprintf(stderr, "odl: run: --seed has no effect on vm (no bit-error generator there)\n");
         return run_on_vm(v);
-#endif
     }
     if (o.on != "model")
         die(fmt::format("--on {}: replay on real hosts is not available yet (see `odl hil`); "
                         "use --on model",
                         o.on));
-#ifndef ODL_HAVE_MODEL
-    die("this odl was built without the SystemC model (ODL_BUILD_MODEL=OFF)");
-#else
     namespace m = odl::model;
     m::scenario s;
     try {
@@ -100,7 +91,6 @@ int run(const run_opts& o) {
     else
         fmt::print("{}", r.to_text());
     return r.passed() ? 0 : 1;
-#endif
 }
 
 }  // namespace

@@ -11,7 +11,6 @@
 // ping / iperf3 over thunderbolt0 (thunderbolt_net). Assertions whose metric
 // the VM path cannot measure are "not evaluated". The testbed is always torn
 // down, also on errors and on Ctrl-C.
-#ifdef ODL_HAVE_MODEL
 #include "run_vm.h"
 
 #include <csignal>
@@ -715,4 +714,3 @@ int run_on_vm(const vm_run_opts& o) {
 }
 
 }  // namespace odl::cli
-#endif  // ODL_HAVE_MODEL

@@ -14,10 +14,16 @@ void add_perf_command(CLI::App& app);
 void add_stats_command(CLI::App& app);
 /// Adds `odl vm up|down|exec A|B CMD|console A|B|cable plug|unplug|status`.
 void add_vm_command(CLI::App& app);
+/// Adds `odl package [--build-dir D] [--out D]`: the Debian packages (cpack).
+void add_package_command(CLI::App& app);
 
-/// Adds `odl run <scenario.yaml> [--on model]`: scenario replay.
-void add_run_command(CLI::App& app);
-/// Adds `odl model sweep|report|calibrate`: latency modelling.
-void add_model_command(CLI::App& app);
+/// Adds `odl run` and `odl model` to the help; they live in odl-model
+/// (model/cli), which forward_to_model() execs.
+void add_model_forwards(CLI::App& app);
+/// When argv[1] is a modelling command, execs odl-model with the same
+/// arguments (looked for next to this binary, then on PATH). Returns only
+/// when argv[1] is not one: -1; or when odl-model cannot be run: the exit
+/// status, after one line on stderr naming the package that provides it.
+int forward_to_model(int argc, char** argv);
 
 }  // namespace odl::cli

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The install and the Debian packages of a built tree (cmake/OdlPackaging.cmake):
+#  1. a staged install (cmake --install --prefix TMP) holds every part;
+#  2. a program outside the tree builds and runs against it through
+#     find_package(odl) and through pkg-config (C and C++);
+#  3. cpack makes the packages; their contents, versions and dependencies are
+#     checked: the runtime package needs no SystemC (Depends, and the odl
+#     binary's DT_NEEDED), every package carries the build's version + source id;
+#  4. lintian shows no error (warnings are listed, they do not fail).
+#
+# Usage: package_test.sh BUILD_DIR [--model 0|1]
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build=$(cd "${1:?usage: package_test.sh BUILD_DIR [--model 0|1]}" && pwd)
+model=1
+[ "${2:-}" = --model ] && model=${3:?}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { echo "ok: $*"; }
+for tool in cpack dpkg-deb dpkg-shlibdeps lintian pkg-config readelf cc c++; do
+	command -v "$tool" >/dev/null || fail "$tool is not installed (./odl installs the package list)"
+done
+
+tmp=$(mktemp -d /tmp/odl-package-test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+cache() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
+version=$(cache CMAKE_PROJECT_VERSION)
+libdir=$(cache CMAKE_INSTALL_LIBDIR)
+source_id=$(head -n1 "$build/build-info/odl-source-id.txt")
+full="$version+$source_id"
+[ -n "$version" ] && [ -n "$libdir" ] && [ -n "$source_id" ] || fail "cannot read version/libdir/source id of $build"
+
+# --- 1. staged install --------------------------------------------------------
+stage=$tmp/stage
+cmake --install "$build" --prefix "$stage" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "cmake --install"; }
+for f in bin/odl "$libdir/libodl.so.0" "$libdir/libodl.so" include/odl/odl.h include/odl/odl.hpp \
+	include/odl/wire/frame.h include/odl/uapi/odl_tb5.h "$libdir/cmake/odl/odlConfig.cmake" \
+	"$libdir/cmake/odl/odlConfigVersion.cmake" "$libdir/pkgconfig/odl.pc" \
+	"$libdir/odl/libnccl-net-odl.so" "$libdir/odl/librccl-net-odl.so" \
+	"src/odl_tb5-$version/dkms.conf" "src/odl_tb5-$version/Kbuild" "src/odl_tb5-$version/main.c" \
+	"src/odl_tb5-$version/include/odl/wire/frame.h" "src/odl_tb5-$version/include/uapi/odl_tb5.h" \
+	lib/udev/rules.d/71-odl-tb5.rules lib/modules-load.d/odl_tb5.conf share/doc/odl/copyright; do
+	[ -e "$stage/$f" ] || fail "staged install lacks $f"
+done
+if [ "$model" = 1 ]; then
+	for f in bin/odl-model bin/odl-linkd; do [ -e "$stage/$f" ] || fail "staged install lacks $f"; done
+fi
+grep -qx "PACKAGE_VERSION=\"$version\"" "$stage/src/odl_tb5-$version/dkms.conf" ||
+	fail "dkms.conf: PACKAGE_VERSION is not $version"
+ok "staged install ($(find "$stage" -type f | wc -l) files)"
+
+# The installed odl names the build; run with the staged libodl.
+export LD_LIBRARY_PATH=$stage/$libdir
+v=$("$stage/bin/odl" --version)
+[ "$v" = "odl $full (libodl $version)" ] || fail "odl --version: '$v', want 'odl $full (libodl $version)'"
+ok "odl --version: $v"
+
+# --- 2. consumers ---------------------------------------------------------------
+want="odl_version=$version api="
+cmake -S "$here/consumer" -B "$tmp/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$stage" \
+	>"$tmp/consumer.log" 2>&1 && cmake --build "$tmp/consumer" >>"$tmp/consumer.log" 2>&1 ||
+	{ cat "$tmp/consumer.log"; fail "find_package(odl) consumer does not build"; }
+out=$("$tmp/consumer/consumer_c") || fail "find_package consumer (C) exits $?"
+case "$out" in "$want"*" strerror="?*) ;; *) fail "find_package consumer (C) printed '$out'" ;; esac
+out=$("$tmp/consumer/consumer_cxx") || fail "find_package consumer (C++) exits $?"
+[ "$out" = "odl_version=$version" ] || fail "find_package consumer (C++) printed '$out'"
+ok "find_package(odl) consumer: $("$tmp/consumer/consumer_c")"
+
+export PKG_CONFIG_PATH=$stage/$libdir/pkgconfig
+[ "$(pkg-config --modversion odl)" = "$version" ] || fail "pkg-config --modversion odl: $(pkg-config --modversion odl)"
+# shellcheck disable=SC2046
+cc -o "$tmp/pc_c" "$here/consumer/consumer.c" $(pkg-config --cflags --libs odl) ||
+	fail "pkg-config consumer (C) does not build"
+out=$("$tmp/pc_c") || fail "pkg-config consumer exits $?"
+case "$out" in "$want"*) ;; *) fail "pkg-config consumer printed '$out'" ;; esac
+ok "pkg-config consumer: $(pkg-config --cflags --libs odl)"
+unset LD_LIBRARY_PATH PKG_CONFIG_PATH
+
+# --- 3. packages ----------------------------------------------------------------
+cpack --config "$build/CPackConfig.cmake" -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1 ||
+	{ cat "$tmp/cpack.log"; fail "cpack"; }
+deb() { ls "$tmp/pkg/$1_"*.deb 2>/dev/null | head -n1; }
+pkgs=(odl libodl-dev odl-nccl-plugin odl-tb5-dkms)
+[ "$model" = 1 ] && pkgs+=(odl-model)
+for p in "${pkgs[@]}"; do
+	d=$(deb "$p")
+	[ -n "$d" ] || fail "cpack made no $p package: $(ls "$tmp/pkg")"
+	[ "$(dpkg-deb -f "$d" Version)" = "$full" ] || fail "$p: Version $(dpkg-deb -f "$d" Version), want $full"
+	dpkg-deb -c "$d" | awk '{print $6}' >"$tmp/$p.list"
+done
+has() { grep -qx "./$2" "$tmp/$1.list" || fail "$1 lacks /$2"; }
+lacks() { ! grep -q "$2" "$tmp/$1.list" || fail "$1 has $(grep "$2" "$tmp/$1.list" | head -n1)"; }
+
+has odl usr/bin/odl
+has odl "usr/$libdir/libodl.so.0"
+has odl usr/lib/udev/rules.d/71-odl-tb5.rules
+has odl usr/lib/modules-load.d/odl_tb5.conf
+lacks odl 'odl-model\|odl-linkd\|/include/\|libodl\.so$\|nccl'
+dep=$(dpkg-deb -f "$(deb odl)" Depends)
+case "$dep" in *systemc* | *yaml* | *odl-model*) fail "odl depends on the model: $dep" ;; esac
+dpkg-deb -x "$(deb odl)" "$tmp/odl-root"
+needed=$(readelf -d "$tmp/odl-root/usr/bin/odl" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+case "$needed" in *systemc* | *yaml*) fail "usr/bin/odl needs the model: $needed" ;; esac
+case "$needed" in *libodl.so.0*) ;; *) fail "usr/bin/odl does not use libodl.so.0: $needed" ;; esac
+ok "odl: Depends: $dep; odl NEEDED: $needed"
+
+has libodl-dev usr/include/odl/odl.h
+has libodl-dev usr/include/odl/uapi/odl_tb5.h
+has libodl-dev "usr/$libdir/libodl.so"
+has libodl-dev "usr/$libdir/pkgconfig/odl.pc"
+has libodl-dev "usr/$libdir/cmake/odl/odlTargets.cmake"
+dpkg-deb -f "$(deb libodl-dev)" Depends | grep -q "odl (= $full)" ||
+	fail "libodl-dev does not depend on odl (= $full): $(dpkg-deb -f "$(deb libodl-dev)" Depends)"
+
+has odl-nccl-plugin "usr/$libdir/odl/libnccl-net-odl.so"
+has odl-nccl-plugin "usr/$libdir/odl/librccl-net-odl.so"
+
+d=$(deb odl-tb5-dkms)
+[ "$(dpkg-deb -f "$d" Architecture)" = all ] || fail "odl-tb5-dkms is not Architecture: all"
+dpkg-deb -f "$d" Depends | grep -q dkms || fail "odl-tb5-dkms does not depend on dkms"
+has odl-tb5-dkms "usr/src/odl_tb5-$version/dkms.conf"
+has odl-tb5-dkms "usr/src/odl_tb5-$version/include/odl/wire/frame.h"
+dpkg-deb -e "$d" "$tmp/dkms-ctl"
+grep -q "dkms add -m \"\$name\" -v \"\$version\"" "$tmp/dkms-ctl/postinst" || fail "dkms postinst adds nothing"
+grep -q "mokutil --import" "$tmp/dkms-ctl/postinst" || fail "dkms postinst does not say how to enrol a key"
+grep -q "dkms remove -m odl_tb5 -v $version --all" "$tmp/dkms-ctl/prerm" || fail "dkms prerm removes nothing"
+for s in "$tmp/dkms-ctl/postinst" "$tmp/dkms-ctl/prerm"; do sh -n "$s" || fail "$s: syntax"; done
+
+if [ "$model" = 1 ]; then
+	has odl-model usr/bin/odl-model
+	has odl-model usr/bin/odl-linkd
+	dpkg-deb -f "$(deb odl-model)" Depends | grep -q systemc ||
+		fail "odl-model does not depend on SystemC: $(dpkg-deb -f "$(deb odl-model)" Depends)"
+fi
+ok "packages (version $full): $(cd "$tmp/pkg" && ls ./*.deb | tr '\n' ' ')"
+
+# --- 4. lintian -----------------------------------------------------------------
+lintian --no-tag-display-limit "$tmp"/pkg/*.deb >"$tmp/lintian.log" 2>&1 || true
+errors=$(grep -c '^E: ' "$tmp/lintian.log" || true)
+warnings=$(grep -c '^W: ' "$tmp/lintian.log" || true)
+grep '^[EW]: ' "$tmp/lintian.log" || true
+[ "$errors" = 0 ] || fail "lintian: $errors error(s)"
+ok "lintian: no errors, $warnings warning(s)"
+echo "PASS: install, consumers, packages, lintian"
