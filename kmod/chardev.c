@@ -300,14 +300,15 @@ static void odl_dev_release(struct device *dev)
 
 /**
  * odl_chardev_add() - create /dev/odl_tb5_N for a newly bound service.
- * @odl: device being probed
+ * @odl: device being probed (->svc not set yet)
+ * @svc: the service, the device's parent
  *
  * On success and on failure alike, @odl is freed by the device's release
  * once the last reference is dropped (odl_chardev_del() drops the first).
  *
  * Return: 0 or -errno (then @odl is already freed).
  */
-int odl_chardev_add(struct odl_tb5 *odl)
+int odl_chardev_add(struct odl_tb5 *odl, struct tb_service *svc)
 {
 	int ret;
 
@@ -319,7 +320,7 @@ int odl_chardev_add(struct odl_tb5 *odl)
 	odl->index = ret;
 	device_initialize(&odl->dev);
 	odl->dev.class = &odl_class;
-	odl->dev.parent = &odl->svc->dev;
+	odl->dev.parent = &svc->dev;
 	odl->dev.devt = MKDEV(MAJOR(odl_devt), odl->index);
 	odl->dev.release = odl_dev_release;
 	dev_set_drvdata(&odl->dev, odl);

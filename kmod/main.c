@@ -99,7 +99,6 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	odl = kzalloc(sizeof(*odl), GFP_KERNEL);
 	if (!odl)
 		return -ENOMEM;
-	odl->svc = svc;
 	odl->xd = xd;
 	odl->ring_size = odl_ring_size;
 	odl->rings = odl_rings;
@@ -128,13 +127,23 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	odl->stats.flags = 0;
 
 	/* From here on the device's release frees @odl. */
-	ret = odl_chardev_add(odl);
+	ret = odl_chardev_add(odl, svc);
 	if (ret)
 		return ret;
 
 	ret = odl_rings_alloc(odl);
 	if (ret)
 		goto err_del_chardev;
+	/*
+	 * The device node is open to userspace since odl_chardev_add(), and
+	 * every file operation takes ->svc as "the rings and buffers exist"
+	 * (under io_rwsem): publish it only now. An INFO ioctl that came
+	 * between the two once read ring 0 before it was allocated (NULL
+	 * dereference, 6.1, polling INFO while the peer was replugged).
+	 */
+	down_write(&odl->io_rwsem);
+	odl->svc = svc;
+	up_write(&odl->io_rwsem);
 
 	odl->handler.uuid = &odl_svc_uuid;
 	odl->handler.callback = odl_handle_packet;
@@ -151,7 +160,10 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	return 0;
 
 err_free_rings:
+	down_write(&odl->io_rwsem);
+	odl->svc = NULL;
 	odl_rings_free(odl);
+	up_write(&odl->io_rwsem);
 err_del_chardev:
 	odl_chardev_del(odl);
 	return ret;

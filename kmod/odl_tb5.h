@@ -202,7 +202,9 @@ struct odl_dmabuf_slot {
  *	open files (through the cdev) keep it alive after remove
  * @cdev: /dev/odl_tb5_N
  * @index: N
- * @svc: the bound service; NULL after remove (@lock)
+ * @svc: the bound service, set by probe once the rings and buffers exist,
+ *	NULL after remove (written under @lock or in probe, and under
+ *	@io_rwsem for write: the file operations check it under it)
  * @xd: the peer XDomain (valid until remove)
  * @handler: XDomain protocol handler for the OdinLink UUID
  * @lock: serializes login, connect, disconnect, open, close and remove
@@ -435,7 +437,7 @@ static inline unsigned int odl_frame_size(const struct ring_frame *f)
 /* chardev.c */
 int odl_chardev_init(void);
 void odl_chardev_exit(void);
-int odl_chardev_add(struct odl_tb5 *odl);
+int odl_chardev_add(struct odl_tb5 *odl, struct tb_service *svc);
 void odl_chardev_del(struct odl_tb5 *odl);
 
 /* mmap.c */
