@@ -333,11 +333,15 @@ static void odl_disable_paths(struct odl_tb5 *odl, unsigned int n)
 	}
 }
 
-/* Caller holds @odl->lock: stop the rings in use (cancels what they hold). */
+/*
+ * Caller holds @odl->lock, ->connected is false: stop the rings in use
+ * (cancels what they hold), their Rx interrupts unmasked first in poll mode.
+ */
 static void odl_stop_rings(struct odl_tb5 *odl)
 {
 	unsigned int i;
 
+	odl_rx_poll_quiesce(odl);
 	for (i = 0; i < odl->nrings; i++)
 		tb_ring_stop(odl->ring[i].rx);
 	for (i = 0; i < odl->nrings; i++)
@@ -383,6 +387,8 @@ void odl_connect_work(struct work_struct *work)
 	WRITE_ONCE(odl->rx_poll, 0);
 	WRITE_ONCE(odl->nrings, n);
 	for (i = 0; i < n; i++) {
+		/* Stopped: no interrupt reads it until the start. */
+		WRITE_ONCE(odl->ring[i].rx_stopping, false);
 		tb_ring_start(odl->ring[i].tx);
 		tb_ring_start(odl->ring[i].rx);
 	}
@@ -449,10 +455,7 @@ void odl_disconnect(struct odl_tb5 *odl)
 
 	if (was) {
 		odl_disable_paths(odl, odl->nrings);
-		odl_rx_poll_quiesce(odl);
 		odl_stop_rings(odl);
-		/* The stop cancelled what the rings held: nothing to poll. */
-		WRITE_ONCE(odl->rx_poll, 0);
 		odl_irq_throttle_restore(odl);
 		dev_dbg(&odl->svc->dev, "disconnected\n");
 	}

@@ -89,6 +89,10 @@ struct odl_buf {
  *	(ODL_FRAME_F_SPLIT); its raw payload frame must come next (rx_lock)
  * @split_hdr: that header, kept until the payload comes (its buffer went
  *	back to the ring at once; rx_lock)
+ * @rx_stopping: poll mode: the Rx ring is about to be stopped, so its
+ *	interrupt must stay unmasked (odl_rx_poll_quiesce(); set under
+ *	@odl->lock and io_rwsem, cleared by connect before the ring starts;
+ *	read by the interrupt under the NHI's lock)
  */
 struct odl_ring {
 	struct odl_tb5 *odl;
@@ -102,6 +106,7 @@ struct odl_ring {
 	u32 throttle_saved[2];
 	bool split_pending;
 	u8 split_hdr[ODL_FRAME_HDR_BYTES];
+	bool rx_stopping;
 };
 
 /**

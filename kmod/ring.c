@@ -194,16 +194,39 @@ repost:
 }
 
 /*
+ * Unmask Rx ring @ring's interrupt: tb_ring_poll_complete() for a caller
+ * that already holds the locks it takes (the ring's interrupt path holds
+ * @ring->nhi->lock and @ring->lock around the start_poll callback). The
+ * same read-modify-write of the ring's enable bit as thunderbolt.ko's
+ * __ring_interrupt_mask() (6.1 and 6.12): Rx bits follow the hop_count Tx
+ * bits.
+ */
+static void odl_rx_unmask_locked(struct tb_ring *ring)
+{
+	unsigned int bit = ring->nhi->hop_count + ring->hop;
+	void __iomem *reg = ring->nhi->iobase + ODL_NHI_REG_INT_ENABLE_BASE +
+			    bit / 32 * 4;
+
+	iowrite32(ioread32(reg) | BIT(bit % 32), reg);
+}
+
+/*
  * Poll mode: the Rx ring's interrupt handler (hard IRQ, the ring's
  * interrupt now masked) calls this instead of scheduling the ring's work
  * item. The reader takes the frames itself in read() or poll(), one wakeup
- * instead of two; with nobody open, a work item drops them.
+ * instead of two; with nobody open, a work item drops them. While the ring
+ * is being stopped the mask is undone at once (odl_rx_poll_quiesce()): the
+ * stop cancels what the ring holds.
  */
 static void odl_rx_start_poll(void *data)
 {
 	struct odl_ring *r = data;
 	struct odl_tb5 *odl = r->odl;
 
+	if (READ_ONCE(r->rx_stopping)) {
+		odl_rx_unmask_locked(r->rx);
+		return;
+	}
 	set_bit(r->index, &odl->rx_poll);
 	odl_stat_inc(odl, rx_poll_starts, 1);
 	if (READ_ONCE(odl->local_open))
@@ -270,37 +293,47 @@ void odl_rx_harvest(struct odl_tb5 *odl)
 }
 
 /**
- * odl_rx_poll_quiesce() - poll mode: unmask the Rx interrupt before a stop.
- * @odl: device; caller holds @odl->lock, the paths are disabled and
- *	->connected is false (so no harvester starts again)
+ * odl_rx_poll_quiesce() - poll mode: keep the Rx interrupts of the rings in
+ *	use unmasked until they are stopped.
+ * @odl: device; caller holds @odl->lock, ->connected is false (no harvester
+ *	starts again) and the rings in use are running
  *
- * A pending poll leaves the ring's interrupt masked, and stopping a ring
- * whose interrupt is already off warns (ring_interrupt_active() on 6.1).
- * Wait for a running harvester, return what the ring still holds to the
- * idle list (as the stop would) and re-arm, as thunderbolt_net completes
- * its NAPI poll before tb_ring_stop().
+ * tb_ring_stop() warns when the ring's interrupt is already disabled
+ * (ring_interrupt_active(), 6.1 and 6.12), and the poll mask clears that
+ * same enable bit. Unmasking each masked ring once before the stop is not
+ * enough: the NHI keeps the status of frames that completed while masked
+ * and interrupts again as soon as the ring is unmasked (so does a frame
+ * still in flight), and __ring_interrupt() masks the ring again before it
+ * calls odl_rx_start_poll(). The stop of ring N comes after the stops of
+ * rings 0..N-1, each of which waits for a work item, so that interrupt had
+ * time to land in between (issue 13: "interrupt for RX ring 3 is already
+ * disabled" in tb_ring_stop() on an unplug in polling mode, 6.1).
+ *
+ * So: wait out harvesters (io_rwsem; one finishing after the stop would
+ * unmask a stopped ring, and tb_ring_start() would then warn), set
+ * ->rx_stopping, which makes odl_rx_start_poll() undo the mask itself, and
+ * unmask every ring. tb_ring_poll_complete() takes the NHI lock that the
+ * interrupt path holds: an interrupt before it is undone by it, one after
+ * it sees the flag. tb_ring_stop() then finds every ring unmasked, and
+ * after it the interrupt path no longer calls start_poll (the ring is not
+ * running). The stop cancels the frames the rings hold, as in interrupt
+ * mode.
  */
 void odl_rx_poll_quiesce(struct odl_tb5 *odl)
 {
-	struct ring_frame *f;
 	struct odl_ring *r;
-	unsigned int i, n;
+	unsigned int i;
 
 	if (!odl_poll_mode)
 		return;
 	down_write(&odl->io_rwsem);
 	for (i = 0; i < odl->nrings; i++) {
 		r = &odl->ring[i];
-		if (!test_and_clear_bit(i, &odl->rx_poll))
-			continue;
-		for (n = 0; n < odl->ring_size; n++) {
-			f = tb_ring_poll(r->rx);
-			if (!f)
-				break;
-			odl_rx_callback(r->rx, f, true);
-		}
+		WRITE_ONCE(r->rx_stopping, true);
 		tb_ring_poll_complete(r->rx);
 	}
+	/* Nothing to poll: the stop cancels what the rings hold. */
+	WRITE_ONCE(odl->rx_poll, 0);
 	up_write(&odl->io_rwsem);
 }
 

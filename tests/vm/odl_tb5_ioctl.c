@@ -17,7 +17,15 @@
  * mapped page is still there, that the posts answer ENODEV and poll()
  * EPOLLHUP.
  *
- * Usage: odl_tb5_ioctl [/dev/odl_tb5_0] [stress-iterations] [session|gone]
+ * With "flood" (on both hosts at once) it waits for the session, then sends
+ * and receives DATA frames through read()/write() on streams 0..3 (so on
+ * every ring pair in use), both ways, until the session ends or the device
+ * goes (cable unplug, peer or own removal); prints "flooding" once a frame
+ * of each stream came in. Exit 0 when it ended that way, 1 on anything
+ * else (a bad frame, no session, still running after the time limit).
+ *
+ * Usage: odl_tb5_ioctl [/dev/odl_tb5_0] [stress-iterations]
+ *	[session|gone|flood [seconds]]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -358,6 +366,117 @@ static int gone_check(const char *path)
 	return failures ? 1 : 0;
 }
 
+/*
+ * Both hosts at once: frames both ways on every stream until the link goes,
+ * so each Rx ring is busy (and in polling mode often masked) when it does.
+ * Each frame's first 8 payload bytes carry how many frames the sender has
+ * received: a sender keeps at most ODL_FLOOD_WINDOW frames beyond what the
+ * peer reported, less than one ring holds, so no Rx ring runs dry; with
+ * the window closed it still sends one frame when it has received more
+ * since its last one (otherwise both could wait for the other's report).
+ */
+#define ODL_FLOOD_STREAMS 4
+#define ODL_FLOOD_PAYLOAD 64
+#define ODL_FLOOD_BATCH 32
+#define ODL_FLOOD_WINDOW 512
+static int flood(const char *path, unsigned int secs)
+{
+	static unsigned char rbuf[64 * ODL_FRAME_MAX_BYTES];
+	unsigned char wbuf[ODL_FLOOD_BATCH * (ODL_FRAME_HDR_BYTES + ODL_FLOOD_PAYLOAD)];
+	uint64_t sent = 0, got = 0, acked = 0, told = 0, v;
+	uint64_t per[ODL_FLOOD_STREAMS] = { 0 };
+	struct odl_tb5_info info;
+	struct odl_frame_info fi;
+	int fd, err = 0, said = 0;
+	unsigned int i, n, s;
+	size_t off, len;
+	ssize_t rc;
+	double t0;
+
+	fd = open(path, O_RDWR | O_NONBLOCK);
+	if (fd < 0) {
+		printf("FAIL flood: open %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	if (wait_session(fd, &info))
+		return 1;
+	for (t0 = now_s(); !err; ) {
+		int progress = 0;
+
+		if (now_s() - t0 > secs) {
+			printf("FAIL flood: the link was still up after %u s\n", secs);
+			return 1;
+		}
+		/* Round robin over the streams, stream 0 first. */
+		for (n = 0; n < ODL_FLOOD_BATCH; n++) {
+			unsigned char *f = wbuf + n * (ODL_FRAME_HDR_BYTES + ODL_FLOOD_PAYLOAD);
+
+			if (sent + n >= acked + ODL_FLOOD_WINDOW && (n || got == told))
+				break;
+			make_frame_on(f, (sent + n) % ODL_FLOOD_STREAMS, ODL_FLOOD_PAYLOAD,
+				      0xa5, ODL_FRAME_DATA);
+			memcpy(f + ODL_FRAME_HDR_BYTES, &got, sizeof(got));
+		}
+		if (n) {
+			rc = write(fd, wbuf, n * (ODL_FRAME_HDR_BYTES + ODL_FLOOD_PAYLOAD));
+			if (rc > 0) {
+				/* Whole frames only: each has the same size. */
+				sent += rc / (ODL_FRAME_HDR_BYTES + ODL_FLOOD_PAYLOAD);
+				told = got;
+				progress = 1;
+			} else if (rc < 0 && errno != EAGAIN) {
+				err = errno;
+				break;
+			}
+		}
+		rc = read(fd, rbuf, sizeof(rbuf));
+		if (rc < 0 && errno != EAGAIN) {
+			err = errno;
+			break;
+		}
+		for (off = 0; rc > 0 && off < (size_t)rc; off += len) {
+			if (odl_frame_decode(rbuf + off, rc - off, ODL_MAX_STREAMS, &fi) ||
+			    fi.type != ODL_FRAME_DATA || fi.len != ODL_FLOOD_PAYLOAD ||
+			    fi.stream >= ODL_FLOOD_STREAMS) {
+				printf("FAIL flood: bad frame %llu at offset %zu\n",
+				       (unsigned long long)got, off);
+				return 1;
+			}
+			len = ODL_FRAME_HDR_BYTES + fi.len;
+			memcpy(&v, rbuf + off + ODL_FRAME_HDR_BYTES, sizeof(v));
+			if (v > acked)
+				acked = v;
+			per[fi.stream]++;
+			got++;
+			progress = 1;
+		}
+		for (s = 0; !said && s < ODL_FLOOD_STREAMS && per[s]; s++)
+			;
+		if (!said && s == ODL_FLOOD_STREAMS) {
+			said = 1;
+			printf("flooding\n");
+			fflush(stdout);
+		}
+		if (!progress) {
+			struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLOUT };
+
+			poll(&pfd, 1, 10);
+		}
+	}
+	printf("flood: sent %llu received %llu (streams", (unsigned long long)sent,
+	       (unsigned long long)got);
+	for (i = 0; i < ODL_FLOOD_STREAMS; i++)
+		printf(" %llu", (unsigned long long)per[i]);
+	printf("), ended: %s\n", strerror(err));
+	close(fd);
+	/* The device went (ENODEV) or the session ended (EPIPE, ENOTCONN). */
+	if (err != ENODEV && err != EPIPE && err != ENOTCONN) {
+		printf("FAIL flood: unexpected end\n");
+		return 1;
+	}
+	return 0;
+}
+
 /* The mmap/post table; @fd has no session. Leaves the file mapped in @m. */
 static void mmap_table(int fd, struct dev_map *m)
 {
@@ -591,6 +710,8 @@ int main(int argc, char **argv)
 		return session_check(path);
 	if (argc > 3 && !strcmp(argv[3], "gone"))
 		return gone_check(path);
+	if (argc > 3 && !strcmp(argv[3], "flood"))
+		return flood(path, argc > 4 ? strtoul(argv[4], NULL, 0) : 120);
 	fd = open(path, O_RDWR | O_NONBLOCK);
 	if (fd < 0) {
 		printf("FAIL open %s: %s\n", path, strerror(errno));
