@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: MIT
 // `odl test`: run the suite through ctest, then the unit label again in a
-// sanitizer build (address + undefined) so memory errors fail the run; in a
-// whole run that build happens beside ctest, at the lowest priority.
+// sanitizer build (address + undefined) so memory errors fail the run.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,11 +56,13 @@ private:
     std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-/// Configures and builds the sanitizer tree (address + undefined, unit
-/// tests only: the model has its own label). Returns 0 or 1.
-int build_sanitizer_tree(const std::string& src, const std::string& san, const std::string& jobs) {
+int run_sanitizer_pass(const std::string& src, const std::string& build, const std::string& jobs,
+                       phase_clock& clock) {
+    const std::string san = build + "-asan";
     if (run({"cmake", "-S", src, "-B", san, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
-             "-DODL_SANITIZE=address,undefined", "-DODL_BUILD_BENCHMARKS=OFF", "-DODL_BUILD_MODEL=OFF"}) != 0) {
+             "-DODL_SANITIZE=address,undefined", "-DODL_BUILD_BENCHMARKS=OFF",
+             // The pass runs the unit label only: the model has its own label.
+             "-DODL_BUILD_MODEL=OFF"}) != 0) {
         fmt::print(stderr, "odl: test: configuring the sanitizer build failed\n");
         return 1;
     }
@@ -70,55 +70,7 @@ int build_sanitizer_tree(const std::string& src, const std::string& san, const s
         fmt::print(stderr, "odl: test: the sanitizer build failed\n");
         return 1;
     }
-    return 0;
-}
-
-/// The sanitizer build started beside ctest, at the lowest CPU priority: the
-/// two-VM tests leave the cores partly idle (guests wait on the modelled
-/// link and on each other) and the build takes that time instead of minutes
-/// of its own afterwards. Its output goes to LOG, shown if it fails.
-class background_build {
-public:
-    background_build(const std::string& src, const std::string& san, const std::string& jobs)
-        : m_log(san + ".log") {
-        fmt::print(stderr, "odl: test: building the sanitizer tree beside ctest (log: {})\n", m_log);
-        std::fflush(stderr);
-        m_pid = fork();
-        if (m_pid == 0) {
-            if (nice(19) == -1) { /* still correct at normal priority */
-            }
-            if (!std::freopen(m_log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0) _exit(1);
-            std::fflush(nullptr);
-            _exit(build_sanitizer_tree(src, san, jobs));
-        }
-    }
-    background_build(const background_build&) = delete;
-    background_build& operator=(const background_build&) = delete;
-    ~background_build() {
-        if (m_pid > 0) wait();
-    }
-    /// Waits for the build; 0 when it succeeded.
-    int wait() {
-        if (m_pid < 0) return 1;
-        int status = 0;
-        while (waitpid(m_pid, &status, 0) < 0) {
-        }
-        m_pid = -1;
-        const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (!ok) {
-            fmt::print(stderr, "odl: test: the sanitizer build failed; its log ({}):\n", m_log);
-            std::fflush(stderr);
-            run({"tail", "-n", "40", m_log});
-        }
-        return ok ? 0 : 1;
-    }
-
-private:
-    std::string m_log;
-    pid_t m_pid = -1;
-};
-
-int run_sanitizer_tests(const std::string& san, const std::string& jobs, phase_clock& clock) {
+    clock.lap("sanitizer build");
     const int rc = run({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", "unit"});
     clock.lap("sanitizer tests");
     if (rc != 0) fmt::print(stderr, "odl: test: sanitizer ctest failed (exit {})\n", rc);
@@ -143,22 +95,15 @@ int run_tests(const test_options& opt) {
         ctest.push_back("-L");
         ctest.push_back(opt.label);
     }
-    // The sanitizer pass covers the unit label; it is skipped when a label
-    // other than `unit` was asked for. It runs after a failed ctest too: a
-    // broken VM stack must not hide what the sanitizers find. In a whole run
-    // its build overlaps ctest (the vm tests take most of it).
-    const bool sanitize = opt.sanitize && (opt.label.empty() || opt.label == "unit");
-    const std::string san = build + "-asan";
-    std::optional<background_build> bg;
-    if (sanitize && opt.label.empty()) bg.emplace(src, san, jobs);
     phase_clock clock;
     const int rc = run(ctest);
     clock.lap("ctest");
     if (rc != 0) fmt::print(stderr, "odl: test: ctest failed (exit {})\n", rc);
-    if (!sanitize) return rc;
-    const int build_rc = bg ? bg->wait() : build_sanitizer_tree(src, san, jobs);
-    clock.lap(bg ? "sanitizer build (after ctest)" : "sanitizer build");
-    const int san_rc = build_rc != 0 ? build_rc : run_sanitizer_tests(san, jobs, clock);
+    // The sanitizer pass covers the unit label; it is skipped when a label
+    // other than `unit` was asked for. It runs after a failed ctest too: a
+    // broken VM stack must not hide what the sanitizers find.
+    if (!opt.sanitize || (!opt.label.empty() && opt.label != "unit")) return rc;
+    const int san_rc = run_sanitizer_pass(src, build, jobs, clock);
     return rc != 0 ? rc : san_rc;
 }
 
