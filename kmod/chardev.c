@@ -17,6 +17,7 @@ static dev_t odl_devt;
 static DEFINE_IDA(odl_ida);
 static struct class odl_class = {
 	.name = "odl_tb5",
+	.dev_groups = odl_dev_groups,
 };
 
 static int odl_open(struct inode *inode, struct file *file)

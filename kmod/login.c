@@ -153,7 +153,7 @@ static int odl_login_request(struct odl_tb5 *odl)
 	req.version_major = ODL_XD_VERSION_MAJOR;
 	req.version_minor = ODL_XD_VERSION_MINOR;
 	/* Split frames: only when we take them (they halve rx_capacity). */
-	req.features = ODL_XD_FEAT_CREDITS |
+	req.features = ODL_XD_FEAT_CREDITS | ODL_XD_FEAT_PING |
 		       (odl_split ? ODL_XD_FEAT_SPLIT : 0);
 	req.ring_size = odl->ring_size;
 	req.frame_bytes = ODL_FRAME_MAX_BYTES;
@@ -520,6 +520,39 @@ void odl_send_logout(struct odl_tb5 *odl)
 	odl_simple_request(odl, &req, sizeof(req));
 }
 
+/**
+ * odl_ping() - one PING over the control channel, answered by the peer's
+ * odl_tb5 (not by a program): the link and the peer module are alive.
+ * @odl: the device; the caller holds io_rwsem for reading with ->svc set
+ * @rtt_ns: the round trip, on success
+ *
+ * Return: 0, -ENOTCONN (not logged in), -EOPNOTSUPP (the peer predates
+ * 1.3), or the request's error (-ETIMEDOUT when nothing came back).
+ */
+int odl_ping(struct odl_tb5 *odl, u64 *rtt_ns)
+{
+	struct odl_xd_hdr req;
+	unsigned long flags;
+	bool up, feat;
+	ktime_t start;
+	int ret;
+
+	spin_lock_irqsave(&odl->state_lock, flags);
+	up = odl->connected && !odl->gone;
+	feat = odl->peer_features & ODL_XD_FEAT_PING;
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+	if (!up)
+		return -ENOTCONN;
+	if (!feat)
+		return -EOPNOTSUPP;
+	memset(&req, 0, sizeof(req));
+	odl_fill_header(odl, &req, ODL_XD_PING, sizeof(req), 0);
+	start = ktime_get();
+	ret = odl_simple_request(odl, &req, sizeof(req));
+	*rtt_ns = ktime_to_ns(ktime_sub(ktime_get(), start));
+	return ret;
+}
+
 void odl_port_work(struct work_struct *work)
 {
 	struct odl_tb5 *odl = container_of(work, struct odl_tb5, port_work);
@@ -591,7 +624,7 @@ static void odl_handle_login(struct odl_tb5 *odl, const struct odl_xd_login *req
 	 * A 1.0 requester refuses anything in the (to it) reserved words;
 	 * unknown feature bits it ignores.
 	 */
-	resp.features = ODL_XD_FEAT_CREDITS |
+	resp.features = ODL_XD_FEAT_CREDITS | ODL_XD_FEAT_PING |
 			(odl_split ? ODL_XD_FEAT_SPLIT : 0);
 	if (req->features & ODL_XD_FEAT_RINGS) {
 		resp.features |= ODL_XD_FEAT_RINGS;
@@ -699,6 +732,11 @@ static int odl_handle_request(struct odl_tb5 *odl, const void *buf, size_t size)
 		if (size != sizeof(struct odl_xd_port))
 			goto bad;
 		odl_handle_port(odl, buf, sn);
+		return 1;
+	case ODL_XD_PING:
+		if (size != sizeof(struct odl_xd_hdr))
+			goto bad;
+		odl_respond_status(odl, hdr->command_id, sn, ODL_XD_ST_OK);
 		return 1;
 	case ODL_XD_LOGIN_RESP:
 	case ODL_XD_STATUS:

@@ -396,9 +396,13 @@ void odl_connect_work(struct work_struct *work);
 void odl_reset_work(struct work_struct *work);
 void odl_port_work(struct work_struct *work);
 void odl_disconnect(struct odl_tb5 *odl);
+int odl_ping(struct odl_tb5 *odl, u64 *rtt_ns);
 void odl_send_logout(struct odl_tb5 *odl);
 void odl_session_update(struct odl_tb5 *odl);
 u32 odl_state(struct odl_tb5 *odl);
+
+/* sysfs.c */
+extern const struct attribute_group *odl_dev_groups[];
 
 /* ring.c */
 int odl_rings_alloc(struct odl_tb5 *odl);

@@ -12,6 +12,8 @@ void add_test_command(CLI::App& app);
 void add_perf_command(CLI::App& app);
 /// Adds `odl stats [--json] [--dir D] [--clean]`: the NCCL plugin's statistics.
 void add_stats_command(CLI::App& app);
+/// Adds `odl doctor [--json] [--expect genNxL] [--no-nccl]`: the first broken layer.
+void add_doctor_command(CLI::App& app);
 /// Adds `odl vm up|down|exec A|B CMD|console A|B|cable plug|unplug|status`.
 void add_vm_command(CLI::App& app);
 /// Adds `odl package [--build-dir D] [--out D]`: the Debian packages (cpack).

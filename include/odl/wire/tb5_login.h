@@ -26,8 +26,8 @@
 #define ODL_XD_PRTCVERS 1             /* protocol version in the directory */
 #define ODL_XD_PRTCREVS 0             /* protocol revision in the directory */
 #define ODL_XD_VERSION_MAJOR 1        /* login: incompatible changes */
-/* login: compatible additions (1: rings, 2: split frames) */
-#define ODL_XD_VERSION_MINOR 2
+/* login: compatible additions (1: rings, 2: split frames, 3: ping) */
+#define ODL_XD_VERSION_MINOR 3
 
 /* Frame PDFs on the DMA path: a whole OdinLink frame (header first). */
 #define ODL_XD_PDF_SOF 1
@@ -50,8 +50,13 @@
  * (1.0 and 1.1 check only ODL_XD_FEAT_CREDITS).
  */
 #define ODL_XD_FEAT_SPLIT (1u << 2)
+/*
+ * (1.3) the sender answers ODL_XD_PING; a peer without the bit is never
+ * pinged (it would count the request as malformed and not answer).
+ */
+#define ODL_XD_FEAT_PING (1u << 3)
 #define ODL_XD_FEAT_KNOWN (ODL_XD_FEAT_CREDITS | ODL_XD_FEAT_RINGS | \
-			   ODL_XD_FEAT_SPLIT)
+			   ODL_XD_FEAT_SPLIT | ODL_XD_FEAT_PING)
 
 /*
  * (1.1) Ring pairs per peer: each side offers 1..ODL_XD_RINGS_MAX and both
@@ -75,6 +80,7 @@ enum odl_xd_type {
 	ODL_XD_LOGOUT = 3,     /* odl_xd_hdr only; answered with ODL_XD_STATUS */
 	ODL_XD_PORT = 4,       /* odl_xd_port; answered with ODL_XD_STATUS */
 	ODL_XD_STATUS = 5,     /* odl_xd_status */
+	ODL_XD_PING = 6,       /* (1.3) odl_xd_hdr only; answered with ODL_XD_STATUS */
 };
 
 /* odl_xd_login_resp.status / odl_xd_status.status */

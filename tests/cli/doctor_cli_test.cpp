@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: MIT
+// `odl doctor --root DIR` over made-up sysfs trees: each broken layer gives
+// its exit code and first_broken, the walk stops there, a degraded link is
+// a warning, --expect is parsed strictly. The real faults are made in the
+// two-VM testbed (tests/vm/doctor_test.sh); this covers the decision logic
+// and the parsing of each file on every layer.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct result {
+    int rc = -1;
+    nlohmann::json json;
+    std::string text;
+};
+
+/// A host's tree: builds the healthy case, tests break one layer.
+class fake_host {
+public:
+    fake_host() {
+        char tmpl[] = "/tmp/odl-doctor-XXXXXX";
+        root = mkdtemp(tmpl);
+        put("proc/sys/kernel/osrelease", "6.12.0-test");
+        put("proc/cmdline", "console=ttyS0");
+        const std::string pci = "sys/devices/pci0000:00/0000:00:03.0";
+        put(pci + "/class", "0x0c0340");
+        put(pci + "/vendor", "0x1af4");
+        put(pci + "/device", "0x10f0");
+        mkdir("sys/bus/pci/drivers/thunderbolt");
+        link("sys/bus/pci/drivers/thunderbolt", pci + "/driver");
+        link(pci, "sys/bus/pci/devices/0000:00:03.0");
+        const std::string dom = pci + "/domain0";
+        put(dom + "/uevent", "DEVTYPE=thunderbolt_domain");
+        put(dom + "/security", "user");
+        put(dom + "/iommu_dma_protection", "0");
+        put(dom + "/deauthorization", "1");
+        put(dom + "/0-0/uevent", "DEVTYPE=thunderbolt_device");
+        put(dom + "/0-0/generation", "4");
+        xd = dom + "/0-0/0-1";
+        put(xd + "/uevent", "DEVTYPE=thunderbolt_xdomain");
+        put(xd + "/device_name", "peer-host");
+        put(xd + "/vendor_name", "Vendor");
+        for (const char* d : {"rx", "tx"}) {
+            put(xd + "/" + d + "_speed", "40.0 Gb/s");
+            put(xd + "/" + d + "_lanes", "2");
+        }
+        svc = xd + "/0-1.1";
+        put(svc + "/uevent", "DEVTYPE=thunderbolt_service");
+        put(svc + "/key", "odinlink");
+        mkdir("sys/bus/thunderbolt/drivers/odl_tb5");
+        link("sys/bus/thunderbolt/drivers/odl_tb5", svc + "/driver");
+        put(xd + "/0-1.0/uevent", "DEVTYPE=thunderbolt_service");
+        put(xd + "/0-1.0/key", "network");
+        for (const char* n : {"domain0", "0-0", "0-1", "0-1.0", "0-1.1"}) {
+            std::string target = dom;
+            if (std::string(n) == "0-0") target = dom + "/0-0";
+            if (std::string(n) == "0-1") target = xd;
+            if (std::string(n) == "0-1.0") target = xd + "/0-1.0";
+            if (std::string(n) == "0-1.1") target = svc;
+            link(target, std::string("sys/bus/thunderbolt/devices/") + n);
+        }
+        // debugfs: the lane adapter capability of port 1 (Gen2-4, x1/x2).
+        put("sys/kernel/debug/thunderbolt/0-0/port1/regs",
+            "offset relative_offset cap_id vs_cap_id value\n0x0000    0 0x00 0x00 0x00000000\n"
+            "0x0008    0 0x01 0x00 0x003e0110\n0x0009    1 0x01 0x00 0x0822001c\n");
+        put("sys/module/odl_tb5/parameters/rings", "1");
+        dev = svc + "/odl_tb5/odl_tb5_0";
+        put(dev + "/abi_version", "3");
+        put(dev + "/state", "connected");
+        put(dev + "/open", "0 0");
+        put(dev + "/rings", "1 1");
+        put(dev + "/connect_count", "1");
+        put(dev + "/peer_version", "1.3");
+        put(dev + "/ping", "812345");
+        link(svc, dev + "/device");
+        link(dev, "sys/class/odl_tb5/odl_tb5_0");
+        put("dev/odl_tb5_0", "");
+    }
+    ~fake_host() {
+        std::error_code ec;
+        fs::remove_all(root, ec);
+    }
+
+    void put(const std::string& rel, const std::string& content) {
+        fs::create_directories((fs::path(root) / rel).parent_path());
+        std::ofstream(fs::path(root) / rel) << content << "\n";
+    }
+    void mkdir(const std::string& rel) { fs::create_directories(fs::path(root) / rel); }
+    /// A symlink at @rel pointing at @target (both relative to the root).
+    void link(const std::string& target, const std::string& rel) {
+        fs::create_directories((fs::path(root) / rel).parent_path());
+        fs::create_symlink(fs::path(root) / target, fs::path(root) / rel);
+    }
+    void remove(const std::string& rel) { fs::remove_all(fs::path(root) / rel); }
+
+    result doctor(const std::string& args = "") const {
+        result r;
+        const std::string cmd = std::string(ODL_BIN) + " doctor --no-nccl --json --root " + root + " " + args;
+        FILE* p = popen(cmd.c_str(), "r");
+        if (!p) return r;
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.text.append(buf, n);
+        const int st = pclose(p);
+        r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        r.json = nlohmann::json::parse(r.text, nullptr, false);
+        return r;
+    }
+
+    std::string root, xd, svc, dev;
+};
+
+std::string status_of(const result& r, const std::string& layer) {
+    for (const auto& c : r.json["checks"])
+        if (c["layer"] == layer) return c["status"];
+    return "absent";
+}
+
+TEST(DoctorCli, HealthyTreeIsHealthyWithPingAndRating) {
+    fake_host h;
+    const result r = h.doctor();
+    ASSERT_FALSE(r.json.is_discarded()) << r.text;
+    EXPECT_EQ(r.rc, 0) << r.text;
+    EXPECT_TRUE(r.json["healthy"].get<bool>());
+    EXPECT_TRUE(r.json["first_broken"].is_null());
+    EXPECT_EQ(status_of(r, "link"), "ok") << r.text;
+    EXPECT_EQ(status_of(r, "ping"), "ok") << r.text;
+    EXPECT_NE(r.text.find("median 812.3 us"), std::string::npos) << r.text;
+    EXPECT_EQ(status_of(r, "nccl"), "not_checked");
+}
+
+TEST(DoctorCli, EachBrokenLayerHasItsCodeAndStopsTheWalk) {
+    struct fault {
+        const char* name;
+        const char* layer;
+        int code;
+        std::function<void(fake_host&)> make;
+    };
+    const fault faults[] = {
+        {"no thunderbolt bus", "kernel", 10, [](fake_host& h) { h.remove("sys/bus/thunderbolt"); }},
+        {"no host interface", "nhi", 11, [](fake_host& h) { h.remove("sys/bus/pci/devices/0000:00:03.0"); }},
+        {"host interface unbound", "nhi", 12,
+         [](fake_host& h) { h.remove("sys/devices/pci0000:00/0000:00:03.0/driver"); }},
+        {"no peer", "peer", 13, [](fake_host& h) { h.remove("sys/bus/thunderbolt/devices/0-1"); }},
+        {"module not loaded", "module", 14, [](fake_host& h) { h.remove("sys/module/odl_tb5"); }},
+        {"peer offers no OdinLink", "service", 15, [](fake_host& h) { h.put(h.svc + "/key", "other"); }},
+        {"service unbound", "service", 16, [](fake_host& h) { h.remove(h.svc + "/driver"); }},
+        {"ABI mismatch", "device", 17, [](fake_host& h) { h.put(h.dev + "/abi_version", "2"); }},
+        {"no device node", "device", 16, [](fake_host& h) { h.remove("dev/odl_tb5_0"); }},
+        {"not logged in", "login", 19, [](fake_host& h) { h.put(h.dev + "/state", "login"); }},
+        {"peer gone", "login", 19, [](fake_host& h) { h.put(h.dev + "/state", "gone"); }},
+    };
+    for (const auto& f : faults) {
+        fake_host h;
+        f.make(h);
+        const result r = h.doctor();
+        ASSERT_FALSE(r.json.is_discarded()) << f.name << ": " << r.text;
+        EXPECT_EQ(r.rc, f.code) << f.name << ": " << r.text;
+        EXPECT_EQ(r.json["exit_code"], f.code) << f.name;
+        EXPECT_EQ(r.json["first_broken"], f.layer) << f.name << ": " << r.text;
+        EXPECT_EQ(status_of(r, f.layer), "fail") << f.name;
+        // Every layer after the broken one is not checked.
+        bool after = false;
+        for (const auto& c : r.json["checks"]) {
+            if (after) {
+                EXPECT_EQ(c["status"], "not_checked") << f.name << ": " << c.dump();
+            }
+            if (c["layer"] == f.layer && c["status"] == "fail") after = true;
+        }
+    }
+}
+
+TEST(DoctorCli, TrainedBelowTheRatingIsAWarningNotAFailure) {
+    fake_host h;
+    h.put(h.xd + "/tx_speed", "20.0 Gb/s");
+    h.put(h.xd + "/tx_lanes", "1");
+    const result r = h.doctor();
+    EXPECT_EQ(r.rc, 30) << r.text;
+    EXPECT_TRUE(r.json["first_broken"].is_null());
+    EXPECT_EQ(status_of(r, "link"), "warn");
+    EXPECT_NE(r.text.find("Gen3 x1 (20 Gb/s) below its rating Gen4 x2 (80 Gb/s)"), std::string::npos) << r.text;
+    EXPECT_NE(r.text.find("asymmetric"), std::string::npos) << r.text;
+    // The layers above still ran.
+    EXPECT_EQ(status_of(r, "login"), "ok");
+    // Held to what the cable is rated for, it is healthy (nothing trained
+    // below Gen3 x1); a failure above outranks the warning.
+    EXPECT_EQ(h.doctor("--expect gen3x1").rc, 0);
+    EXPECT_EQ(h.doctor("--expect gen3x2").rc, 30);
+    h.put(h.dev + "/state", "login");
+    EXPECT_EQ(h.doctor().rc, 19);
+}
+
+TEST(DoctorCli, RatingUnknownWithoutDebugfsIsInfo) {
+    fake_host h;
+    h.remove("sys/kernel/debug");
+    const result r = h.doctor();
+    EXPECT_EQ(r.rc, 0) << r.text;
+    EXPECT_EQ(status_of(r, "link"), "info");
+    EXPECT_NE(r.text.find("rating unknown"), std::string::npos) << r.text;
+    // A regs file without a lane adapter capability gives no rating either.
+    h.put("sys/kernel/debug/thunderbolt/0-0/port1/regs", "0x0000    0 0x00 0x00 0x00000000");
+    EXPECT_NE(h.doctor().text.find("has no lane adapter capability"), std::string::npos);
+}
+
+TEST(DoctorCli, ExpectIsParsedStrictly) {
+    fake_host h;
+    for (const char* bad : {"gen5", "gen4x3", "gen4x", "gen4x2x", "4x2", "Gen4x2", "gen4x0", ""}) {
+        const std::string cmd = std::string(ODL_BIN) + " doctor --no-nccl --root " + h.root + " --expect '" + bad +
+                                "' >/dev/null 2>&1";
+        const int st = std::system(cmd.c_str());
+        // "" means no --expect at all (the port's rating): healthy.
+        EXPECT_EQ(WEXITSTATUS(st), std::string(bad).empty() ? 0 : 2) << bad;
+    }
+    EXPECT_EQ(h.doctor("--expect gen4").rc, 0);
+    EXPECT_EQ(h.doctor("--expect gen4x2").rc, 0);
+    EXPECT_EQ(h.doctor("--expect gen2x1").rc, 0);
+}
+
+TEST(DoctorCli, IommuModeIsReported) {
+    fake_host h;
+    h.mkdir("sys/class/iommu/dmar0");
+    h.put("sys/devices/pci0000:00/0000:00:03.0/iommu_group/type", "identity");
+    EXPECT_NE(h.doctor().text.find("IOMMU passthrough"), std::string::npos);
+    h.put("sys/devices/pci0000:00/0000:00:03.0/iommu_group/type", "DMA-FQ");
+    EXPECT_NE(h.doctor().text.find("IOMMU translated (DMA-FQ)"), std::string::npos);
+}
+
+}  // namespace

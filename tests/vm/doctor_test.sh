@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# `odl doctor` across the two-VM testbed: each fault is made for real and
+# doctor must name its layer with its exit code (docs/doctor.md):
+# odl_tb5 not loaded (14), the peer's module absent (15), the link trained
+# below the port's rating (30, the testbed's cable is Gen3 x1 on a Gen4 x2
+# port), the device node not accessible to the user (18), the NCCL plugin
+# not findable (21), NCCL_NET unset (31), cable unplugged (13); and healthy
+# (0, ping measured) once the rating is given as what the cable trained.
+# Every wait is bounded; the testbed is always torn down.
+#
+# Usage: doctor_test.sh [--kernel 6.12|6.1]
+# Environment: ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR (odl, libodl, plugin)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+kernel=6.12
+[ "${1:-}" = --kernel ] && kernel=$2
+tb="$repo/qemu-device/testbed.sh"
+build=${ODL_BUILD_DIR:-$repo/build}
+export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-doctor-$kernel}
+extra="$ODL_VM_DIR.extra"
+
+step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
+. "$here/vm_lib.sh"
+
+plugin=/usr/lib/odl/libnccl-net-odl.so
+nccl_env="NCCL_NET_PLUGIN=$plugin NCCL_NET=ODL"
+
+# doctor WANT_RC WANT_TEXT VM [ENV/ARGS...]: odl doctor on VM exits WANT_RC
+# and prints WANT_TEXT (a grep -E pattern).
+doctor() {
+	local want=$1 text=$2 v=$3 out rc
+	shift 3
+	set +e
+	out=$(vexec "$v" "$* 2>&1; echo rc=\$?")
+	set -e
+	echo "$out" | sed 's/^/    /'
+	rc=$(echo "$out" | sed -n 's/^rc=//p' | tail -n1)
+	[ "$rc" = "$want" ] || fail "doctor on $v ($*): exit $rc, want $want"
+	echo "$out" | grep -Eq "$text" || fail "doctor on $v ($*): no '$text' in its report"
+}
+
+step "build odl_tb5.ko ($kernel) and guest extras (odl, libodl, the NCCL plugin)"
+"$repo/kmod/guest-extra.sh" "$kernel" "$extra" "$build" \
+	"$build/lib/libnccl-net-odl.so:$plugin" >/dev/null || fail "guest extras"
+step "testbed up: a Gen3 x1 cable between two Gen4 x2 ports"
+ODL_GUEST_EXTRA="$extra" "$tb" up --kernel "$kernel" --gen gen3 --lanes 1 || fail "testbed up"
+
+wait_in A 60 'test -e /sys/bus/thunderbolt/devices/0-1' || fail "A: no XDomain peer within 60 s"
+step "odl_tb5 not loaded"
+doctor 14 'FAIL +module +odl_tb5 is not loaded' A "$nccl_env odl doctor"
+doctor 14 '"first_broken": "module"' A "$nccl_env odl doctor --json"
+
+step "odl_tb5 on A only: the peer does not offer the service"
+vexec A 'insmod /lib/modules/odl_tb5.ko' || fail "insmod A"
+doctor 15 'FAIL +service +peer 0-1 .* does not offer the OdinLink service' A "$nccl_env odl doctor"
+
+step "odl_tb5 on both: degraded link (Gen3 x1 on a Gen4 x2 port), ping measured"
+vexec B 'insmod /lib/modules/odl_tb5.ko' || fail "insmod B"
+wait_in A 60 'grep -qx connected /sys/class/odl_tb5/odl_tb5_0/state' || fail "A: no login within 60 s"
+doctor 30 'warn +link +link degraded: 0-1 trained Gen3 x1 \(20 Gb/s\) below its rating Gen4 x2 \(80 Gb/s\)' \
+	A "$nccl_env odl doctor"
+doctor 30 'ok +ping +peer answers, round trip' A "$nccl_env odl doctor"
+
+step "healthy when held to what the cable is rated for (--expect gen3x1)"
+doctor 0 'odl doctor: healthy' A "$nccl_env odl doctor --expect gen3x1"
+doctor 0 'ok +link +Gen3 x1 \(20 Gb/s\) each way at its rating' B "$nccl_env odl doctor --expect gen3x1"
+doctor 2 "want genN or genNxL" A "odl doctor --expect gen5x9"
+
+step "NCCL: plugin not findable; NCCL_NET unset"
+doctor 21 'FAIL +nccl +NCCL would not find the OdinLink plugin' A \
+	"NCCL_NET_PLUGIN=/nonexistent/libnccl-net-odl.so NCCL_NET=ODL odl doctor --expect gen3x1"
+doctor 21 'FAIL +nccl +NCCL would not find' A "NCCL_NET=ODL odl doctor --expect gen3x1"
+doctor 31 'warn +nccl .*NCCL_NET is unset' A "NCCL_NET_PLUGIN=$plugin odl doctor --expect gen3x1"
+
+step "device node not accessible to an unprivileged user"
+vexec A 'grep -q ^nobody: /etc/passwd || echo nobody:x:65534:65534:nobody:/:/bin/sh >>/etc/passwd' ||
+	fail "A: cannot add the user nobody"
+doctor 18 'FAIL +device +/dev/odl_tb5_0: Permission denied' A "su -s /bin/sh nobody -c 'odl doctor --no-nccl'"
+
+step "cable unplugged"
+"$tb" cable unplug || fail "unplug"
+wait_in A 30 '! test -e /sys/bus/thunderbolt/devices/0-1' || fail "A still sees the peer after unplug"
+doctor 13 'FAIL +peer +no peer host seen' A "$nccl_env odl doctor --expect gen3x1"
+"$tb" cable plug || fail "plug"
+wait_in A 60 'grep -qx connected /sys/class/odl_tb5/odl_tb5_0/state' || fail "A: no login after replug"
+doctor 0 'odl doctor: healthy' A "$nccl_env odl doctor --expect gen3x1"
+
+kernel_log_clean A "doctor"
+kernel_log_clean B "doctor"
+step "PASS"
