@@ -172,7 +172,7 @@ cmd_up() {
 		say "starting VM $v ($(cat "$image/KERNEL_VERSION"), ${ODL_VM_ACCEL:-tcg})"
 		setsid "$qemu" ${ODL_VM_BIOS_DIR:+-L "$ODL_VM_BIOS_DIR"} -L /usr/share/qemu -L /usr/share/seabios \
 			-name "odl-$v" "${accel[@]}" "${machine[@]}" -smp 1 \
-			-display none -vga none -monitor none -no-reboot -net none \
+			-display none -vga none -monitor none -no-reboot -net none -parallel none \
 			-kernel "$image/vmlinuz" -initrd "$initrd" \
 			-append "console=ttyS0 panic=-1 odl.host=$v" \
 			-chardev "file,id=con,path=$dir/$v.console.log" -serial chardev:con \
