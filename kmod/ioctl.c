@@ -75,7 +75,7 @@ static int odl_ioctl_info(struct odl_tb5 *odl, void __user *uarg)
 	/* Racy against connect/disconnect, like the rest: a snapshot. */
 	if (odl_irq_throttle_active(odl))
 		info.irq_throttle_ns =
-			DIV_ROUND_UP(odl_irq_throttle_us * NSEC_PER_USEC,
+			DIV_ROUND_UP(READ_ONCE(odl->irq_throttle_us) * NSEC_PER_USEC,
 				     ODL_NHI_THROTTLE_UNIT_NS) *
 			ODL_NHI_THROTTLE_UNIT_NS;
 

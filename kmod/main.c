@@ -102,6 +102,7 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	odl->xd = xd;
 	odl->ring_size = odl_ring_size;
 	odl->rings = odl_rings;
+	odl->irq_throttle_us = odl_irq_throttle_us;
 	mutex_init(&odl->lock);
 	mutex_init(&odl->xd_lock);
 	init_rwsem(&odl->io_rwsem);

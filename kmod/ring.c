@@ -367,22 +367,26 @@ static void odl_ring_throttle_set(struct odl_ring *r, u32 val)
 	struct tb_ring *rings[2] = { r->tx, r->rx };
 	int i;
 
-	if (r->throttle_set)
-		return;
-	for (i = 0; i < 2; i++)
-		if (rings[i]->irq <= 0 || rings[i]->vector >= ODL_NHI_MSIX_VECTORS)
-			return;
-	for (i = 0; i < 2; i++) {
-		r->throttle_saved[i] = ioread32(odl_throttle_reg(rings[i]));
-		iowrite32(val & ODL_NHI_THROTTLE_MASK, odl_throttle_reg(rings[i]));
+	/* A second call (the knob changed) keeps the values saved by the first. */
+	if (!r->throttle_set) {
+		for (i = 0; i < 2; i++)
+			if (rings[i]->irq <= 0 ||
+			    rings[i]->vector >= ODL_NHI_MSIX_VECTORS)
+				return;
+		for (i = 0; i < 2; i++)
+			r->throttle_saved[i] =
+				ioread32(odl_throttle_reg(rings[i]));
 	}
+	for (i = 0; i < 2; i++)
+		iowrite32(val & ODL_NHI_THROTTLE_MASK,
+			  odl_throttle_reg(rings[i]));
 	r->throttle_set = true;
 }
 
 /* Caller holds odl->lock; the rings in use (nrings) are started. */
 void odl_irq_throttle_set(struct odl_tb5 *odl)
 {
-	u32 val = DIV_ROUND_UP(odl_irq_throttle_us * NSEC_PER_USEC,
+	u32 val = DIV_ROUND_UP(READ_ONCE(odl->irq_throttle_us) * NSEC_PER_USEC,
 			       ODL_NHI_THROTTLE_UNIT_NS);
 	unsigned int i;
 

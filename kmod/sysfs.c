@@ -123,6 +123,41 @@ static ssize_t ping_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_ADMIN_RO(ping);
 
+/*
+ * The interrupt throttle of this device's rings, in us (module parameter
+ * irq_throttle_us at bind): a write takes effect at once on a connected
+ * link and is kept for later logins.
+ */
+static ssize_t irq_throttle_us_show(struct device *dev,
+				    struct device_attribute *attr, char *buf)
+{
+	struct odl_tb5 *odl = dev_get_drvdata(dev);
+
+	return sysfs_emit(buf, "%u\n", READ_ONCE(odl->irq_throttle_us));
+}
+
+static ssize_t irq_throttle_us_store(struct device *dev,
+				     struct device_attribute *attr,
+				     const char *buf, size_t count)
+{
+	struct odl_tb5 *odl = dev_get_drvdata(dev);
+	unsigned int us;
+	int ret;
+
+	ret = kstrtouint(buf, 10, &us);
+	if (ret)
+		return ret;
+	if (us > ODL_IRQ_THROTTLE_MAX_US)
+		return -EINVAL;
+	mutex_lock(&odl->lock);
+	WRITE_ONCE(odl->irq_throttle_us, us);
+	if (READ_ONCE(odl->connected) && !READ_ONCE(odl->gone))
+		odl_irq_throttle_set(odl);
+	mutex_unlock(&odl->lock);
+	return count;
+}
+static DEVICE_ATTR_RW(irq_throttle_us);
+
 static struct attribute *odl_dev_attrs[] = {
 	&dev_attr_abi_version.attr,
 	&dev_attr_state.attr,
@@ -131,6 +166,7 @@ static struct attribute *odl_dev_attrs[] = {
 	&dev_attr_connect_count.attr,
 	&dev_attr_peer_version.attr,
 	&dev_attr_ping.attr,
+	&dev_attr_irq_throttle_us.attr,
 	NULL,
 };
 
@@ -138,7 +174,80 @@ static const struct attribute_group odl_dev_group = {
 	.attrs = odl_dev_attrs,
 };
 
+/* One u64 counter of struct odl_tb5_stats at byte @off (ioctl STATS too). */
+static ssize_t odl_stat_show(struct odl_tb5 *odl, size_t off, char *buf)
+{
+	unsigned long flags;
+	u64 v;
+
+	spin_lock_irqsave(&odl->stats_lock, flags);
+	v = *(u64 *)((u8 *)&odl->stats + off);
+	spin_unlock_irqrestore(&odl->stats_lock, flags);
+	return sysfs_emit(buf, "%llu\n", v);
+}
+
+#define ODL_STAT_ATTR(field)						\
+static ssize_t field##_show(struct device *dev,				\
+			    struct device_attribute *attr, char *buf)	\
+{									\
+	return odl_stat_show(dev_get_drvdata(dev),			\
+			     offsetof(struct odl_tb5_stats, field), buf);	\
+}									\
+static DEVICE_ATTR_RO(field)
+
+ODL_STAT_ATTR(tx_frames);
+ODL_STAT_ATTR(tx_bytes);
+ODL_STAT_ATTR(rx_frames);
+ODL_STAT_ATTR(rx_bytes);
+ODL_STAT_ATTR(tx_ring_full);
+ODL_STAT_ATTR(rx_dropped_closed);
+ODL_STAT_ATTR(rx_bad_pdf);
+ODL_STAT_ATTR(logins);
+ODL_STAT_ATTR(logouts);
+ODL_STAT_ATTR(login_failures);
+ODL_STAT_ATTR(xd_bad);
+
+/* All refused frames, every enum odl_frame_err together. */
+static ssize_t rx_bad_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	struct odl_tb5 *odl = dev_get_drvdata(dev);
+	unsigned long flags;
+	u64 sum = 0;
+	int i;
+
+	spin_lock_irqsave(&odl->stats_lock, flags);
+	for (i = 0; i < ODL_TB5_RX_BAD_SLOTS; i++)
+		sum += odl->stats.rx_bad[i];
+	spin_unlock_irqrestore(&odl->stats_lock, flags);
+	return sysfs_emit(buf, "%llu\n", sum);
+}
+static DEVICE_ATTR_RO(rx_bad);
+
+static struct attribute *odl_stat_attrs[] = {
+	&dev_attr_tx_frames.attr,
+	&dev_attr_tx_bytes.attr,
+	&dev_attr_rx_frames.attr,
+	&dev_attr_rx_bytes.attr,
+	&dev_attr_tx_ring_full.attr,
+	&dev_attr_rx_dropped_closed.attr,
+	&dev_attr_rx_bad_pdf.attr,
+	&dev_attr_rx_bad.attr,
+	&dev_attr_logins.attr,
+	&dev_attr_logouts.attr,
+	&dev_attr_login_failures.attr,
+	&dev_attr_xd_bad.attr,
+	NULL,
+};
+
+/* statistics/: the ioctl's main counters, readable without an open. */
+static const struct attribute_group odl_stat_group = {
+	.name = "statistics",
+	.attrs = odl_stat_attrs,
+};
+
 const struct attribute_group *odl_dev_groups[] = {
 	&odl_dev_group,
+	&odl_stat_group,
 	NULL,
 };

@@ -338,6 +338,9 @@ ncclResult_t core_devices(int* ndev) {
     return ncclSuccess;
 }
 
+/// NCCL's speed for a device whose backend knows no rate: a TB5 port.
+constexpr int kDefaultSpeedMbps = 80000;
+
 ncclResult_t core_get_properties(int dev, ncclNetProperties_v12_t* props) {
     nccl_device* d = device_at(dev);
     if (!d || !props) return ncclInternalError;
@@ -346,7 +349,11 @@ ncclResult_t core_get_properties(int dev, ncclNetProperties_v12_t* props) {
     props->pciPath = nullptr;                              // attach to the first CPU
     props->guid = 0x4f444c0000000000ull | uint64_t(dev);
     props->ptrSupport = NCCL_PTR_HOST;
-    props->speed = 80000;  // TB5 link rate, Mb/s
+    // The links' trained transmit rate (Mb/s), summed over the device's
+    // lanes; a TB5 port's 80 Gb/s where a backend does not know it.
+    uint64_t speed = 0;
+    for (const link* l : d->lanes) speed += l->rate_mbps();
+    props->speed = speed ? int(std::min<uint64_t>(speed, INT32_MAX)) : kDefaultSpeedMbps;
     props->port = 1;
     props->maxComms = int((kStreams - 1) * d->lanes.size());
     props->maxRecvs = kMaxRecvs;

@@ -75,6 +75,10 @@ link::link(int dev, const std::string& backend, uint32_t index, const std::strin
     if (rc != ODL_OK)
         throw std::runtime_error(m_name + ": " + odl_strerror(rc) + " (" + odl_last_error() + ")");
     copy_str(m_stats->name, sizeof(m_stats->name), m_name);
+    // Before the progress thread: NCCL asks for the speed from its own.
+    odl_dev_info info{};
+    info.struct_size = sizeof(info);
+    if (odl_query(m_dev, &info) == ODL_OK) m_rate_mbps = info.link_rate_mbps;
     post_ctrl_recv();
     try {
         m_thread = std::thread([this] { run(); });

@@ -58,6 +58,8 @@ public:
     bool failed() const { return m_state.load(std::memory_order_acquire) > ODL_LINK_UP; }
     /// Valid once up() was seen true.
     const std::string& peer() const { return m_peer; }
+    /// The link's rate when opened, Mb/s (0: the backend does not know).
+    uint32_t rate_mbps() const { return m_rate_mbps; }
     uint64_t peer_max_msg() const { return m_peer_max_msg.load(std::memory_order_acquire); }
     int send_comms() const { return m_send_comms.load(std::memory_order_relaxed); }
 
@@ -97,6 +99,7 @@ private:
     void idle_wait(uint64_t timeout_ns);
 
     odl_dev* m_dev = nullptr;
+    uint32_t m_rate_mbps = 0;
     int m_nccl_dev;
     std::string m_name;
     stats_link* m_stats;

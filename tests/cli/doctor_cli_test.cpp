@@ -85,6 +85,10 @@ public:
         put(dev + "/connect_count", "1");
         put(dev + "/peer_version", "1.3");
         put(dev + "/ping", "812345");
+        put(dev + "/statistics/tx_frames", "1200");
+        put(dev + "/statistics/rx_bad", "0");
+        put("sys/module/odl_tb5/parameters/poll", "N");
+        put("sys/module/odl_tb5/parameters/irq_throttle_us", "8");
         link(svc, dev + "/device");
         link(dev, "sys/class/odl_tb5/odl_tb5_0");
         put("dev/odl_tb5_0", "");
@@ -106,9 +110,11 @@ public:
     }
     void remove(const std::string& rel) { fs::remove_all(fs::path(root) / rel); }
 
-    result doctor(const std::string& args = "") const {
+    result doctor(const std::string& args = "") const { return odl("doctor --no-nccl --json " + args); }
+    result link(const std::string& args = "--json") const { return odl("link " + args); }
+    result odl(const std::string& args) const {
         result r;
-        const std::string cmd = std::string(ODL_BIN) + " doctor --no-nccl --json --root " + root + " " + args;
+        const std::string cmd = std::string(ODL_BIN) + " " + args + " --root " + root;
         FILE* p = popen(cmd.c_str(), "r");
         if (!p) return r;
         char buf[4096];
@@ -236,6 +242,44 @@ TEST(DoctorCli, IommuModeIsReported) {
     EXPECT_NE(h.doctor().text.find("IOMMU passthrough"), std::string::npos);
     h.put("sys/devices/pci0000:00/0000:00:03.0/iommu_group/type", "DMA-FQ");
     EXPECT_NE(h.doctor().text.find("IOMMU translated (DMA-FQ)"), std::string::npos);
+}
+
+TEST(LinkCli, ShowsEachPeerAgainstItsRatingWithTheDevice) {
+    fake_host h;
+    h.put(h.xd + "/tx_speed", "20.0 Gb/s");
+    const result r = h.link();
+    ASSERT_FALSE(r.json.is_discarded()) << r.text;
+    EXPECT_EQ(r.rc, 0);
+    ASSERT_EQ(r.json["peers"].size(), 1u) << r.text;
+    const auto& p = r.json["peers"][0];
+    EXPECT_EQ(p["peer"], "peer-host");
+    EXPECT_EQ(p["tx"]["generation"], "Gen3");
+    EXPECT_EQ(p["tx"]["gbps"], 40);
+    EXPECT_EQ(p["rx"]["gbps"], 80);
+    EXPECT_EQ(p["rated"]["gbps"], 80);
+    EXPECT_TRUE(p["below_rating"].get<bool>());
+    ASSERT_EQ(p["devices"].size(), 1u);
+    EXPECT_EQ(p["devices"][0]["state"], "connected");
+    EXPECT_EQ(p["devices"][0]["counters"]["tx_frames"], 1200);
+    EXPECT_EQ(r.json["knobs"], "irq_throttle_us=8 poll=N rings=1");
+    const result t = h.link("");
+    EXPECT_NE(t.text.find("WARNING  0-1 trained Gen3 x2 (40 Gb/s) below its rating Gen4 x2 (80 Gb/s)"),
+              std::string::npos)
+        << t.text;
+    EXPECT_NE(t.text.find("counters: rx_bad 0, tx_frames 1200"), std::string::npos) << t.text;
+    // At its rating: no warning.
+    h.put(h.xd + "/tx_speed", "40.0 Gb/s");
+    EXPECT_FALSE(h.link().json["peers"][0]["below_rating"].get<bool>());
+    EXPECT_EQ(h.link("").text.find("WARNING"), std::string::npos);
+}
+
+TEST(LinkCli, NoPeerIsAnErrorNamingDoctor) {
+    fake_host h;
+    h.remove("sys/bus/thunderbolt/devices/0-1");
+    const result r = h.link("");
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_EQ(h.link().rc, 1);
+    EXPECT_EQ(h.link("--expect gen9").rc, 2);
 }
 
 }  // namespace

@@ -215,6 +215,12 @@ public:
         int ndev = 0;
         CHECK_OK(m_api.devices(&ndev));
         CHECK(ndev >= 1, "no NCCL device");
+        // The speed NCCL is told: the link's trained rate (the test script
+        // compares it with the testbed's cable).
+        common_props props;
+        CHECK_OK(m_api.props(0, &props));
+        std::printf("plugin_vm_peer %c: speed %d Mb/s\n", m_o.role, props.speed);
+        std::fflush(stdout);
         handshake();
         uint64_t t0 = mono_ns();
         const size_t sizes[] = {0, 1, 7, 4095, 4096, 4097, 65536, (1u << 20) + 3, 4u << 20};

@@ -69,6 +69,32 @@ doctor 0 'odl doctor: healthy' A "$nccl_env odl doctor --expect gen3x1"
 doctor 0 'ok +link +Gen3 x1 \(20 Gb/s\) each way at its rating' B "$nccl_env odl doctor --expect gen3x1"
 doctor 2 "want genN or genNxL" A "odl doctor --expect gen5x9"
 
+step "odl link: the trained link against the rating, the device, its counters after traffic"
+out=$(vexec A 'odl link') || fail "odl link on A failed"
+echo "$out" | sed 's/^/    /'
+echo "$out" | grep -q 'link     tx Gen3 x1 (20 Gb/s), rx Gen3 x1 (20 Gb/s)' || fail "odl link: no Gen3 x1 line"
+echo "$out" | grep -q 'WARNING  0-1 trained Gen3 x1 (20 Gb/s) below its rating Gen4 x2 (80 Gb/s)' ||
+	fail "odl link: no warning about the rating"
+vexec A 'odl link --json | grep -q "\"below_rating\": true"' || fail "odl link --json: below_rating not true"
+vexec A 'odl link --expect gen3x1 | grep -q WARNING' && fail "odl link --expect gen3x1 still warns"
+vexec B '(odl perf latency --backend kernel --server -d 0 --connect-timeout 60 -s 64 -n 20 --warmup 2 >/tmp/srv.log 2>&1; echo rc=$? >>/tmp/srv.log) &' ||
+	fail "B: perf server did not start"
+ODL_VM_EXEC_TIMEOUT=120 vexec A 'odl perf latency --backend kernel --client 0 --connect-timeout 60 -s 64 -n 20 --warmup 2 -q' >/dev/null ||
+	fail "odl perf latency A -> B: $(vexec B 'cat /tmp/srv.log')"
+wait_in B 30 'grep -q "^rc=0" /tmp/srv.log' || fail "B: perf server: $(vexec B 'cat /tmp/srv.log')"
+frames=$(vexec A 'cat /sys/class/odl_tb5/odl_tb5_0/statistics/tx_frames')
+[ "${frames:-0}" -ge 22 ] || fail "A: statistics/tx_frames $frames after 22 messages"
+vexec A 'odl link' | grep -q "counters: .*tx_frames $frames" || fail "odl link does not show tx_frames $frames"
+
+step "runtime knob: irq_throttle_us written while logged in"
+vexec A 'echo 64 >/sys/class/odl_tb5/odl_tb5_0/irq_throttle_us' || fail "A: cannot write irq_throttle_us"
+vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "irq_throttle_ns 64000"' ||
+	fail "A: throttle not applied: $(vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "INFO state"')"
+vexec A 'odl link | grep -q "irq_throttle_us 64"' || fail "odl link does not show irq_throttle_us 64"
+vexec A 'echo 5000 >/sys/class/odl_tb5/odl_tb5_0/irq_throttle_us' && fail "irq_throttle_us=5000 was accepted"
+vexec A 'echo 8 >/sys/class/odl_tb5/odl_tb5_0/irq_throttle_us' || fail "A: cannot write irq_throttle_us back"
+vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "irq_throttle_ns 8192"' || fail "A: throttle 8 not applied"
+
 step "NCCL: plugin not findable; NCCL_NET unset"
 doctor 21 'FAIL +nccl +NCCL would not find the OdinLink plugin' A \
 	"NCCL_NET_PLUGIN=/nonexistent/libnccl-net-odl.so NCCL_NET=ODL odl doctor --expect gen3x1"

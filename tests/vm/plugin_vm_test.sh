@@ -83,6 +83,11 @@ for v in A B; do
 	printf '%s\n' "$log" | grep -q "plugin_vm_peer $v: OK" || ok=0
 done
 [ "$ok" = 1 ] || fail "plugin_vm_peer failed"
+# The testbed's default cable is Gen3 x2: 40 Gb/s, not the 80 of a TB5 port.
+for v in A B; do
+	vexec "$v" 'grep -q "speed 40000 Mb/s" /tmp/pv/log' ||
+		fail "VM $v: NCCL was not told the link's 40000 Mb/s: $(vexec "$v" 'grep speed /tmp/pv/log')"
+done
 for v in A B; do
 	if vexec "$v" 'dmesg | grep -v "module verification failed" | grep -E "WARNING:|BUG:|Oops"'; then
 		fail "VM $v: kernel log has warnings"

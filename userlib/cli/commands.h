@@ -14,6 +14,8 @@ void add_perf_command(CLI::App& app);
 void add_stats_command(CLI::App& app);
 /// Adds `odl doctor [--json] [--expect genNxL] [--no-nccl]`: the first broken layer.
 void add_doctor_command(CLI::App& app);
+/// Adds `odl link [--json] [--expect genNxL]`: per peer, the link and device state.
+void add_link_command(CLI::App& app);
 /// Adds `odl vm up|down|exec A|B CMD|console A|B|cable plug|unplug|status`.
 void add_vm_command(CLI::App& app);
 /// Adds `odl package [--build-dir D] [--out D]`: the Debian packages (cpack).

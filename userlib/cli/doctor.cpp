@@ -26,16 +26,6 @@ namespace {
 
 using code = doctor_code;
 
-std::string speed_text(const lane_speed& s) {
-    if (!s.gbps_per_lane || !s.lanes) return "unknown";
-    return fmt::format("{} x{} ({} Gb/s)", generation_name(s.gbps_per_lane), s.lanes, s.total_gbps());
-}
-
-std::string rating_text(const port_rating& r) {
-    return fmt::format("{} x{} ({} Gb/s)", generation_name(r.max_gbps_per_lane), r.max_lanes,
-                       r.max_gbps_per_lane * r.max_lanes);
-}
-
 /// Collects findings; after the first failure the rest are not checked.
 class walk {
 public:
@@ -160,11 +150,7 @@ void check_link(const host_view& v, const doctor_options& opt, walk& w) {
         if (x.tx.lanes != x.rx.lanes) line += " (asymmetric)";
         if (r) {
             line += fmt::format("; rated {} ({})", rating_text(*r), expect ? "--expect" : r->source);
-            const unsigned want = r->max_gbps_per_lane * r->max_lanes;
-            for (const auto* s : {&x.tx, &x.rx}) {
-                if (s->total_gbps() && s->total_gbps() < want && degraded.empty())
-                    degraded = fmt::format("{} trained {} below its rating {}", x.name, speed_text(*s), rating_text(*r));
-            }
+            if (degraded.empty()) degraded = below_rating(x, *r);
         } else {
             line += "; rating unknown: " + x.rating_error;
         }

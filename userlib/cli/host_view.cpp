@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -140,6 +141,9 @@ void read_devices(host_view& v) {
         rings >> o.rings_used >> o.rings_offered;
         o.connect_count = leading_uint(line_or(d / "connect_count"));
         o.peer_version = line_or(d / "peer_version");
+        o.irq_throttle_us = line_or(d / "irq_throttle_us");
+        for (const auto& c : sorted_entries(d / "statistics"))
+            if (auto l = read_line(c)) o.counters.emplace_back(c.filename().string(), std::strtoull(l->c_str(), nullptr, 10));
         // device -> the service "0-1.1"; its parent is the XDomain "0-1".
         std::error_code ec;
         const fs::path svc = fs::canonical(d / "device", ec);
@@ -166,6 +170,25 @@ std::string generation_name(unsigned gbps_per_lane) {
     case 40: return "Gen4";
     default: return gbps_per_lane ? std::to_string(gbps_per_lane) + " Gb/s/lane" : "unknown";
     }
+}
+
+std::string speed_text(const lane_speed& s) {
+    if (!s.gbps_per_lane || !s.lanes) return "unknown";
+    return generation_name(s.gbps_per_lane) + " x" + std::to_string(s.lanes) + " (" + std::to_string(s.total_gbps()) +
+           " Gb/s)";
+}
+
+std::string rating_text(const port_rating& r) {
+    return generation_name(r.max_gbps_per_lane) + " x" + std::to_string(r.max_lanes) + " (" +
+           std::to_string(r.max_gbps_per_lane * r.max_lanes) + " Gb/s)";
+}
+
+std::string below_rating(const xdomain& x, const port_rating& r) {
+    const unsigned want = r.max_gbps_per_lane * r.max_lanes;
+    for (const auto* s : {&x.tx, &x.rx})
+        if (s->total_gbps() && s->total_gbps() < want)
+            return x.name + " trained " + speed_text(*s) + " below its rating " + rating_text(r);
+    return "";
 }
 
 std::optional<port_rating> parse_port_regs(const std::string& text) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace odl::cli {
@@ -70,8 +71,11 @@ struct odl_device {
     bool local_open = false, peer_open = false;
     unsigned rings_used = 0, rings_offered = 0;
     unsigned connect_count = 0;
+    std::string irq_throttle_us;  ///< the device's knob ("" when absent)
     std::string peer_version;
     std::string xdomain;  ///< the XDomain it belongs to ("0-1")
+    /// statistics/: counter name and value, in name order.
+    std::vector<std::pair<std::string, std::uint64_t>> counters;
 };
 
 struct host_view {
@@ -94,6 +98,13 @@ host_view read_host_view(const std::string& root);
 
 /// "Gen4" for 40 Gb/s per lane, "Gen3" for 20, "Gen2" for 10.
 std::string generation_name(unsigned gbps_per_lane);
+
+/// "Gen3 x2 (40 Gb/s)", or "unknown".
+std::string speed_text(const lane_speed& s);
+/// "Gen4 x2 (80 Gb/s)".
+std::string rating_text(const port_rating& r);
+/// Empty when no direction of @x trained below @r; else which one, how.
+std::string below_rating(const xdomain& x, const port_rating& r);
 
 /// Parses one port's debugfs `regs` file: the lane adapter capability's
 /// first dword (supported speeds and widths). Empty when it is not there.

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
     odl::cli::add_perf_command(app);
     odl::cli::add_stats_command(app);
     odl::cli::add_doctor_command(app);
+    odl::cli::add_link_command(app);
     odl::cli::add_vm_command(app);
     odl::cli::add_package_command(app);
     odl::cli::add_model_forwards(app);

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -69,11 +70,29 @@ const char* state_name(uint32_t st) {
     }
 }
 
+/// Transmit rate of the link under /dev/odl_tb5_N in Mb/s, as the kernel
+/// reports it on the parent XDomain (tx_speed "40.0 Gb/s" per lane,
+/// tx_lanes; asymmetric links too); 0 when unreadable.
+uint32_t sysfs_tx_rate_mbps(uint32_t index) {
+    const std::string xd = fmt::format("/sys/class/odl_tb5/odl_tb5_{}/device/../", index);
+    unsigned gbps = 0, lanes = 0;
+    if (FILE* f = std::fopen((xd + "tx_speed").c_str(), "r")) {
+        if (std::fscanf(f, "%u", &gbps) != 1) gbps = 0;
+        std::fclose(f);
+    }
+    if (FILE* f = std::fopen((xd + "tx_lanes").c_str(), "r")) {
+        if (std::fscanf(f, "%u", &lanes) != 1) lanes = 0;
+        std::fclose(f);
+    }
+    return gbps <= 80 && lanes <= 4 ? gbps * lanes * 1000 : 0;
+}
+
 /// What both kernel links share: the device file, its state (INFO ioctl)
 /// and how a failure is reported.
 class kernel_link_base : public link {
 public:
-    kernel_link_base(int fd, uint32_t index, const odl_tb5_info& info) : m_fd(fd), m_index(index), m_info(info) {}
+    kernel_link_base(int fd, uint32_t index, const odl_tb5_info& info)
+        : m_fd(fd), m_index(index), m_info(info), m_rate_mbps(sysfs_tx_rate_mbps(index)) {}
     ~kernel_link_base() override { ::close(m_fd); }
     kernel_link_base(const kernel_link_base&) = delete;
     kernel_link_base& operator=(const kernel_link_base&) = delete;
@@ -89,6 +108,8 @@ public:
         m_info = info;
         switch (info.state) {
         case ODL_TB5_STATE_SESSION:
+            // The link may have trained anew since open (a re-plug).
+            if (!m_up) m_rate_mbps = sysfs_tx_rate_mbps(m_index);
             m_up = true;
             return link_state::up;
         case ODL_TB5_STATE_BROKEN:
@@ -109,7 +130,11 @@ public:
     std::string failure() const override { return m_failure; }
     std::string name() const override { return fmt::format("odl_tb5_{}", m_index); }
     uint32_t rate_mbps() const override {
-        return m_info.link_speed_gbps * std::max<uint32_t>(1, m_info.link_width) * 1000;
+        if (m_rate_mbps) return m_rate_mbps;
+        // INFO's link_width is a lane count on Linux 6.1 but a width code
+        // (4, 8: asymmetric) on 6.12: count it as one lane beyond 2.
+        const uint32_t w = m_info.link_width;
+        return m_info.link_speed_gbps * (w == 2 ? 2 : 1) * 1000;
     }
 
 protected:
@@ -143,6 +168,7 @@ protected:
     int m_fd;
     uint32_t m_index;
     odl_tb5_info m_info;
+    uint32_t m_rate_mbps;
     unsigned m_idle = 0;
     bool m_up = false;
     bool m_lost = false;

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+// `odl link [--json]`: per peer host, the link as the kernel trained it
+// (generation, lanes each way) against the port's rating, with a warning
+// when below it; per /dev/odl_tb5_N its session state, rings, the module's
+// knobs and counters. Reads sysfs only (host_view.h), never opens a device.
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "doctor.h"
+#include "host_view.h"
+
+namespace odl::cli {
+namespace {
+
+struct link_options {
+    bool json = false;
+    std::string expect;
+    std::string root;
+};
+
+nlohmann::json speed_json(const lane_speed& s) {
+    return {{"generation", generation_name(s.gbps_per_lane)}, {"gbps_per_lane", s.gbps_per_lane},
+            {"lanes", s.lanes}, {"gbps", s.total_gbps()}};
+}
+
+std::string state_text(const odl_device& d) {
+    std::string s = d.state.empty() ? "unknown" : d.state;
+    if (d.local_open && d.peer_open) return s + " (open on both hosts)";
+    if (d.local_open) return s + " (open here, not on the peer)";
+    if (d.peer_open) return s + " (open on the peer, not here)";
+    return s;
+}
+
+int run(const link_options& o) {
+    std::optional<port_rating> expect;
+    if (!o.expect.empty()) {
+        expect = parse_expect(o.expect);
+        if (!expect) {
+            fmt::print(stderr, "odl: link: --expect '{}': want genN or genNxL (N 2..4, L 1 or 2), e.g. gen4x2\n",
+                       o.expect);
+            return 2;
+        }
+    }
+    const host_view v = read_host_view(o.root);
+    std::string knobs;
+    for (const auto& p : v.module_params)
+        if (p.rfind("poll=", 0) == 0 || p.rfind("irq_throttle_us=", 0) == 0 || p.rfind("rings=", 0) == 0)
+            knobs += (knobs.empty() ? "" : " ") + p;
+
+    nlohmann::json peers = nlohmann::json::array();
+    for (const auto& x : v.peers) {
+        const std::optional<port_rating> r = expect ? expect : x.rating;
+        const std::string below = r ? below_rating(x, *r) : "";
+        nlohmann::json devs = nlohmann::json::array();
+        for (const auto& d : v.devices) {
+            if (d.xdomain != x.name) continue;
+            nlohmann::json counters = nlohmann::json::object();
+            for (const auto& [k, val] : d.counters) counters[k] = val;
+            devs.push_back({{"device", d.dev_path},
+                            {"state", d.state},
+                            {"open_here", d.local_open},
+                            {"open_on_peer", d.peer_open},
+                            {"peer_protocol", d.peer_version},
+                            {"rings", d.rings_used},
+                            {"rings_offered", d.rings_offered},
+                            {"logins", d.connect_count},
+                            {"irq_throttle_us", d.irq_throttle_us},
+                            {"counters", counters}});
+        }
+        peers.push_back({{"xdomain", x.name},
+                         {"peer", x.device_name},
+                         {"vendor", x.vendor_name},
+                         {"router", x.parent_router},
+                         {"port", x.port},
+                         {"tx", speed_json(x.tx)},
+                         {"rx", speed_json(x.rx)},
+                         {"asymmetric", x.tx.lanes != x.rx.lanes},
+                         {"rated", r ? nlohmann::json{{"generation", generation_name(r->max_gbps_per_lane)},
+                                                      {"lanes", r->max_lanes},
+                                                      {"gbps", r->max_gbps_per_lane * r->max_lanes},
+                                                      {"source", expect ? "--expect" : r->source}}
+                                     : nlohmann::json()},
+                         {"rating_error", r ? "" : x.rating_error},
+                         {"below_rating", !below.empty()},
+                         {"odinlink", x.odinlink_offered},
+                         {"devices", devs}});
+    }
+    if (o.json) {
+        fmt::print("{}\n", nlohmann::json{{"kernel", v.kernel_release},
+                                          {"module_loaded", v.module_loaded},
+                                          {"knobs", knobs},
+                                          {"peers", peers}}
+                               .dump(1));
+        return v.peers.empty() ? 1 : 0;
+    }
+    if (v.peers.empty()) {
+        fmt::print(stderr, "odl: link: no peer host seen (no XDomain); `odl doctor` says which layer is missing\n");
+        return 1;
+    }
+    for (const auto& x : v.peers) {
+        fmt::print("{}  peer {} ({}), port {} of router {}\n", x.name, x.device_name.empty() ? "?" : x.device_name,
+                   x.vendor_name.empty() ? "?" : x.vendor_name, x.port, x.parent_router);
+        fmt::print("    link     tx {}, rx {}{}\n", speed_text(x.tx), speed_text(x.rx),
+                   x.tx.lanes != x.rx.lanes ? " (asymmetric)" : "");
+        if (const std::optional<port_rating> r = expect ? expect : x.rating) {
+            fmt::print("    rated    {} ({})\n", rating_text(*r), expect ? "--expect" : r->source);
+            const std::string below = below_rating(x, *r);
+            if (!below.empty()) fmt::print("    WARNING  {}: check the cable and re-plug it\n", below);
+        } else {
+            fmt::print("    rated    unknown: {}\n", x.rating_error);
+        }
+        if (!x.odinlink_offered) fmt::print("    odinlink not offered by the peer (odl_tb5 not loaded there)\n");
+        for (const auto& d : v.devices) {
+            if (d.xdomain != x.name) continue;
+            fmt::print("    {}  {}, peer protocol {}, rings {} of {} offered, logins {}, irq_throttle_us {}\n",
+                       d.dev_path, state_text(d), d.peer_version, d.rings_used, d.rings_offered, d.connect_count,
+                       d.irq_throttle_us.empty() ? "?" : d.irq_throttle_us);
+            std::string line;
+            for (const auto& [k, val] : d.counters) line += fmt::format("{}{} {}", line.empty() ? "" : ", ", k, val);
+            if (!line.empty()) fmt::print("        counters: {}\n", line);
+        }
+    }
+    if (v.module_loaded) fmt::print("odl_tb5: {}\n", knobs.empty() ? "(no parameters readable)" : knobs);
+    return 0;
+}
+
+}  // namespace
+
+void add_link_command(CLI::App& app) {
+    auto o = std::make_shared<link_options>();
+    auto* cmd = app.add_subcommand("link", "Show each peer's link (generation, lanes, speed vs rating) and device");
+    cmd->add_flag("--json", o->json, "JSON instead of text");
+    cmd->add_option("--expect", o->expect, "The rating to hold the link to (genN or genNxL) instead of the port's");
+    cmd->add_option("--root", o->root, "Read /sys, /dev and /proc under this directory");
+    cmd->callback([o] { std::exit(run(*o)); });
+}
+
+}  // namespace odl::cli
