@@ -17,7 +17,32 @@ series=${1:?usage: guest-extra.sh 6.12|6.1 OUTDIR [BUILD_DIR]}
 out=${2:?usage: guest-extra.sh 6.12|6.1 OUTDIR [BUILD_DIR]}
 build=${3:-${ODL_BUILD_DIR:-$repo/build}}
 
-ko=$("$here/build.sh" "$series" "$out.kbuild" | tail -n1)
+# odl_tb5.ko and the two static checkers depend only on sources and the
+# headers package: built once per content in the build tree, so the vm
+# tests, which each prepare their own extras, do not rebuild them.
+pkg=$("$here/headers.sh" "$series")
+key=$({
+	echo "$series $pkg"
+	cat "$here"/Kbuild "$here"/*.c "$here"/*.h "$here/build.sh" "$0" \
+		"$repo"/include/odl/wire/*.h "$repo"/include/uapi/*.h \
+		"$repo/tests/vm/odl_tb5_ioctl.c" "$repo/tests/vm/odl_tb5_dmabuf.c" \
+		"$repo/tests/vm/odl_tb5_check.h"
+} | sha256sum | cut -c1-16)
+cached="$build/guest-extra-cache/$series-$key"
+if [ ! -f "$cached/done" ]; then
+	rm -rf "$build/guest-extra-cache/$series-"*
+	mkdir -p "$cached"
+	ko=$("$here/build.sh" "$series" "$out.kbuild" | tail -n1)
+	install -m 0644 "$ko" "$cached/odl_tb5.ko"
+	# The guest-side ABI checker (tests/vm/odl_tb5_ioctl.c), static.
+	gcc -O2 -Wall -Wextra -Werror -static -I"$repo/include" \
+		"$repo/tests/vm/odl_tb5_ioctl.c" -o "$cached/odl_tb5_ioctl"
+	# The dma-buf send path checker (tests/vm/odl_tb5_dmabuf.c), static.
+	gcc -O2 -Wall -Wextra -Werror -static -I"$repo/include" \
+		"$repo/tests/vm/odl_tb5_dmabuf.c" -o "$cached/odl_tb5_dmabuf"
+	touch "$cached/done"
+fi
+ko="$cached/odl_tb5.ko"
 rm -rf "$out"
 mkdir -p "$out/lib/modules" "$out/usr/bin" "$out/usr/lib"
 install -m 0644 "$ko" "$out/lib/modules/odl_tb5.ko"
@@ -46,10 +71,5 @@ for spec in "$@"; do
 	install -m 0755 "$src" "$out$dst"
 	copy_libs "$src"
 done
-# The guest-side ABI checker (tests/vm/odl_tb5_ioctl.c), static.
-gcc -O2 -Wall -Wextra -Werror -static -I"$repo/include" \
-	"$repo/tests/vm/odl_tb5_ioctl.c" -o "$out/usr/bin/odl_tb5_ioctl"
-# The dma-buf send path checker (tests/vm/odl_tb5_dmabuf.c), static.
-gcc -O2 -Wall -Wextra -Werror -static -I"$repo/include" \
-	"$repo/tests/vm/odl_tb5_dmabuf.c" -o "$out/usr/bin/odl_tb5_dmabuf"
+install -m 0755 "$cached/odl_tb5_ioctl" "$cached/odl_tb5_dmabuf" "$out/usr/bin/"
 echo "$out"

@@ -293,8 +293,10 @@ out=$(vexec B 'tr "\n" " " </tmp/race.log; odl_tb5_ioctl /dev/odl_tb5_0 0 | grep
 echo "B: $out"
 echo "$out" | grep -q "insmod rc=0" || fail "B: insmod in the discovery window failed: $out"
 
-step "load/unload loop: 5 cycles, login each time (rings=1; 3: rings=4 against rings=1; 5: polling mode, rings=4)"
-for cycle in 1 2 3 4 5; do
+# Each cycle a different pairing (a plain repeat adds nothing the
+# unplug/unbind steps below do not).
+step "load/unload loop: 3 cycles, login each time (1: rings=1; 3: rings=4 against rings=1; 5: polling mode, rings=4)"
+for cycle in 1 3 5; do
 	args= argsb=
 	[ "$cycle" = 3 ] && args=$RINGS
 	[ "$cycle" = 5 ] && args="poll=1 irq_throttle_us=2 $RINGS" argsb=$args
