@@ -92,10 +92,29 @@ public:
         struct msghdr mh {};
         mh.msg_iov = iov;
         mh.msg_iovlen = len ? 2 : 1;
+        // Never block in sendmsg(): a QEMU whose vCPU is itself blocked
+        // sending to us (holding its big lock) cannot read until we read.
+        // While there is no room, take in what it sends (kept, in order,
+        // for the main loop, as during a DMA wait); give up after 5 s
+        // without room (a QEMU that stopped reading).
+        const std::int64_t deadline = mono_ns() + 5'000'000'000;
+        std::vector<std::uint8_t> in;
         ssize_t n;
-        do {
-            n = ::sendmsg(m_fd, &mh, MSG_NOSIGNAL);
-        } while (n < 0 && errno == EINTR);
+        for (;;) {
+            n = ::sendmsg(m_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (n >= 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) break;
+            if (errno == EINTR) continue;
+            if (mono_ns() > deadline) break;
+            struct pollfd p = {m_fd, static_cast<short>(POLLOUT | (m_stash.size() < max_stash ? POLLIN : 0)), 0};
+            if (::poll(&p, 1, 100) < 0 && errno != EINTR) break;
+            if (!(p.revents & POLLIN)) continue;
+            const ssize_t got = recv(in, 0);
+            if (got < 0) return false;  // dropped by recv()
+            if (got == 0) continue;
+            in.resize(std::min<std::size_t>(static_cast<std::size_t>(got), ODL_LINKD_MAX_DATAGRAM + 1));
+            m_stash.push_back(in);
+            m_stats.send_waits++;
+        }
         if (n != static_cast<ssize_t>(sizeof(m) + len)) {
             m_srv.drop(*this, n < 0 ? std::strerror(errno) : "short send");
             return false;
@@ -580,9 +599,10 @@ void server::reap() {
             const conn_stats& st = (*it)->stats();
             fmt::print(stderr,
                        "odl-linkd: host {} detached (DMA: {} from shared RAM in {} MiB, "
-                       "{} reads and {} writes by message; {} MMIO reads, {} irqs)\n",
+                       "{} reads and {} writes by message; {} MMIO reads, {} irqs; {} taken in "
+                       "while a send waited)\n",
                        (*it)->host(), st.dma_direct, (*it)->ram().bytes() >> 20,
-                       st.dma_reads, st.dma_writes, st.mmio_reads, st.irqs);
+                       st.dma_reads, st.dma_writes, st.mmio_reads, st.irqs, st.send_waits);
         }
         it = m_conns.erase(it);
     }

@@ -43,6 +43,7 @@ struct conn_stats {
     std::uint64_t dma_direct = 0;  ///< DMAs served from shared guest RAM
     std::uint64_t mem_maps = 0;    ///< guest RAM ranges mapped
     std::uint64_t irqs = 0;
+    std::uint64_t send_waits = 0;  ///< datagrams taken in while our send waited for room
 };
 
 class connection;

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Safe unload under traffic: both hosts flood every ring both ways
+# (odl_tb5_ioctl flood, rings=4); B kills its flood and unloads odl_tb5 at
+# once, while A's frames are still arriving and B's completions are still
+# queued, then loads it again; N cycles (default 20). A's flood must end
+# with a clean error each time (the peer's service went), A must log in
+# again and flood again. No warning, oops or leak on either side: every
+# cycle reallocates B's rings and HopIDs (a leak would run the NHI out of
+# them), and B's unreclaimable slab may not grow by more than 4 MiB.
+# Both loops run inside the guests (one exec per host), so a cycle costs
+# seconds, not host round trips. Every wait is bounded; the testbed is
+# always torn down.
+#
+# Usage: unload_test.sh [--kernel 6.12|6.1] [--cycles N]
+# Environment: ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+kernel=6.12
+cycles=20
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kernel) kernel=$2; shift 2 ;;
+	--cycles) cycles=$2; shift 2 ;;
+	*) echo "usage: unload_test.sh [--kernel 6.12|6.1] [--cycles N]" >&2; exit 2 ;;
+	esac
+done
+tb="$repo/qemu-device/testbed.sh"
+export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-unload-$kernel}
+extra="$ODL_VM_DIR.extra"
+
+step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
+. "$here/vm_lib.sh"
+
+ARGS="rings=4"
+state=/sys/class/odl_tb5/odl_tb5_0/state
+# In-guest: until the device is logged in, 0.1 s steps, at most 90 s.
+wait_connected="i=0; until grep -qx -e connected -e session $state 2>/dev/null; do i=\$((i + 1)); [ \$i -lt 900 ] || exit 1; sleep 0.1; done"
+
+step "build odl_tb5.ko ($kernel) and guest extras"
+"$repo/kmod/guest-extra.sh" "$kernel" "$extra" >/dev/null || fail "guest extras"
+step "testbed up"
+ODL_GUEST_EXTRA="$extra" "$tb" up --kernel "$kernel" || fail "testbed up"
+load_cable_out $ARGS
+wait_login 90 "first load"
+slab() { vexec B 'sed -n "s/^SUnreclaim: *\([0-9]*\) kB/\1/p" /proc/meminfo'; }
+slab0=$(slab)
+
+step "$cycles cycles: A floods and logs in again each time, B floods, unloads mid-traffic, reloads"
+# A: flood until the link goes, wait for the next login, again; the flood
+# of each cycle logs to /tmp/a.N.
+vexec A "(n=0; while [ \$n -lt $cycles ]; do n=\$((n + 1)); odl_tb5_ioctl /dev/odl_tb5_0 0 flood 90 >/tmp/a.\$n 2>&1; echo rc=\$? >>/tmp/a.\$n; $wait_connected || { echo \"no login after cycle \$n\" >>/tmp/a.log; exit 1; }; done; echo done >>/tmp/a.log) >/dev/null 2>&1 &" ||
+	fail "A: flood loop did not start"
+# B: wait for the login, flood until every stream carries frames both ways,
+# a varying moment later kill the flood and unload at once, load again.
+vexec B "(n=0; while [ \$n -lt $cycles ]; do n=\$((n + 1)); $wait_connected || { echo \"cycle \$n: no login\" >>/tmp/b.log; exit 1; }; odl_tb5_ioctl /dev/odl_tb5_0 0 flood 90 >/tmp/b.\$n 2>&1 & p=\$!; i=0; until grep -q ^flooding /tmp/b.\$n; do i=\$((i + 1)); [ \$i -lt 900 ] || { echo \"cycle \$n: no flood\" >>/tmp/b.log; exit 1; }; sleep 0.1; done; sleep 0.\$((n * 3 % 10)); kill -9 \$p; wait \$p; rmmod odl_tb5 || { echo \"cycle \$n: rmmod failed\" >>/tmp/b.log; exit 1; }; insmod /lib/modules/odl_tb5.ko $ARGS || { echo \"cycle \$n: insmod failed\" >>/tmp/b.log; exit 1; }; echo \"cycle \$n: reloaded\" >>/tmp/b.log; done; echo done >>/tmp/b.log) >/dev/null 2>&1 &" ||
+	fail "B: unload loop did not start"
+t0=$SECONDS
+# Bounded: 30 s a cycle at most.
+for v in a b; do
+	V=$(echo "$v" | tr a-z A-Z)
+	wait_in "$V" $((cycles * 30)) "grep -q -e ^done -e ^no -e failed -e 'no flood' -e 'no login' /tmp/$v.log" ||
+		fail "VM $V: loop did not finish in $((cycles * 30)) s: $(vexec "$V" "tail -n 3 /tmp/$v.log; ls /tmp")"
+	vexec "$V" "grep -qx done /tmp/$v.log" || fail "VM $V: $(vexec "$V" "cat /tmp/$v.log")"
+done
+echo "$cycles cycles in $((SECONDS - t0)) s"
+
+step "A's floods: each ended with a clean error when B's module went"
+for n in $(seq "$cycles"); do
+	out=$(vexec A "cat /tmp/a.$n")
+	echo "$out" | grep -q '^rc=0' || fail "A, cycle $n: flood: $out"
+	echo "$out" | grep -q '^flood: .*ended: ' || fail "A, cycle $n: flood did not report its end: $out"
+done
+vexec A "grep -h '^flood:' /tmp/a.1 /tmp/a.$cycles"
+[ "$(vexec B 'grep -c reloaded /tmp/b.log')" = "$cycles" ] || fail "B: $(vexec B 'cat /tmp/b.log')"
+for v in A B; do
+	vexec "$v" "grep -qx connected $state" || fail "VM $v: not logged in after the last cycle: $(vexec "$v" "cat $state")"
+done
+
+step "no leak, kernel logs clean"
+slab1=$(slab)
+echo "B SUnreclaim: $slab0 kB before, $slab1 kB after $cycles cycles"
+[ $((slab1 - slab0)) -lt 4096 ] || fail "B: unreclaimable slab grew by $((slab1 - slab0)) kB over $cycles cycles"
+for v in A B; do
+	if vexec "$v" 'dmesg | grep -v "module verification failed" | grep -E "WARNING:|BUG:|Oops|already (disabled|enabled|stopped)|refcount|leak|general protection"'; then
+		fail "VM $v: kernel log has warnings"
+	fi
+done
+vexec A 'rmmod odl_tb5' || fail "rmmod A"
+vexec B 'rmmod odl_tb5' || fail "rmmod B"
+step "PASS"
