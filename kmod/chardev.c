@@ -146,7 +146,7 @@ static ssize_t odl_read(struct file *file, char __user *ubuf, size_t count,
 		if (done)
 			return done;
 		ret = odl_io_error(odl);
-		if (ret && odl_poll_mode && !drained) {
+		if (ret && odl->poll && !drained) {
 			/*
 			 * The peer's close notice may overtake the interrupt
 			 * of its last frames: take what the ring holds first.
@@ -258,7 +258,7 @@ static __poll_t odl_poll(struct file *file, poll_table *wait)
 		 * the session ended (the peer's close notice may overtake
 		 * the interrupt of its last frames): poll() does it.
 		 */
-		if (odl->map && odl_poll_mode && st == ODL_TB5_STATE_BROKEN)
+		if (odl->map && odl->poll && st == ODL_TB5_STATE_BROKEN)
 			odl_rx_poll_all(odl);
 		odl_rx_harvest(odl);
 	}

@@ -71,7 +71,7 @@ static int odl_ioctl_info(struct odl_tb5 *odl, void __user *uarg)
 	info.connect_count = odl->connect_count;
 	info.session = odl->session;
 	spin_unlock_irqrestore(&odl->state_lock, flags);
-	info.rx_poll = odl_poll_mode;
+	info.rx_poll = odl->poll;
 	/* Racy against connect/disconnect, like the rest: a snapshot. */
 	if (odl_irq_throttle_active(odl))
 		info.irq_throttle_ns =

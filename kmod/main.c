@@ -22,9 +22,10 @@ MODULE_PARM_DESC(rings,
 		 "NHI Tx/Rx ring pairs (and HopIDs) offered to each peer, 1..4; both use the smaller offer, streams are spread over them (default: 1)");
 
 bool odl_poll_mode;
-module_param_named(poll, odl_poll_mode, bool, 0444);
+/* Writable: each device takes it when bound (rebind to switch a device). */
+module_param_named(poll, odl_poll_mode, bool, 0644);
 MODULE_PARM_DESC(poll,
-		 "Rx polling mode: the ring interrupt wakes the reader, which takes frames off the ring itself (default: 0, interrupt mode)");
+		 "Rx polling mode: the ring interrupt wakes the reader, which takes frames off the ring itself (default: 0, interrupt mode); read by each device when its service is bound");
 
 unsigned int odl_irq_throttle_us = 8;
 module_param_named(irq_throttle_us, odl_irq_throttle_us, uint, 0444);
@@ -103,6 +104,7 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	odl->ring_size = odl_ring_size;
 	odl->rings = odl_rings;
 	odl->irq_throttle_us = odl_irq_throttle_us;
+	odl->poll = READ_ONCE(odl_poll_mode);
 	mutex_init(&odl->lock);
 	mutex_init(&odl->xd_lock);
 	init_rwsem(&odl->io_rwsem);

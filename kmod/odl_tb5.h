@@ -339,6 +339,7 @@ struct odl_tb5 {
 	unsigned int rings;
 	unsigned int ring_size;
 	unsigned int irq_throttle_us;	/* sysfs knob; module parameter at bind */
+	bool poll;			/* Rx polling mode, module parameter at bind */
 	unsigned int tx_count;
 	unsigned int rx_count;
 	struct odl_buf *tx_bufs;

@@ -324,7 +324,7 @@ void odl_rx_poll_quiesce(struct odl_tb5 *odl)
 	struct odl_ring *r;
 	unsigned int i;
 
-	if (!odl_poll_mode)
+	if (!odl->poll)
 		return;
 	down_write(&odl->io_rwsem);
 	for (i = 0; i < odl->nrings; i++) {
@@ -780,8 +780,8 @@ static int odl_ring_alloc(struct odl_tb5 *odl, struct odl_ring *r)
 				 r->tx->hop,
 				 BIT(ODL_XD_PDF_SOF) | BIT(ODL_XD_PDF_RAW_SOF),
 				 BIT(ODL_XD_PDF_EOF) | BIT(ODL_XD_PDF_RAW_EOF),
-				 odl_poll_mode ? odl_rx_start_poll : NULL,
-				 odl_poll_mode ? r : NULL);
+				 odl->poll ? odl_rx_start_poll : NULL,
+				 odl->poll ? r : NULL);
 	if (!r->rx) {
 		odl_ring_free(odl, r);
 		return -ENOMEM;

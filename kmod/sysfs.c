@@ -6,6 +6,7 @@
  * The link's speed and lanes are the parent XDomain's own attributes.
  */
 #include <linux/device.h>
+#include <linux/string.h>
 #include <linux/sysfs.h>
 
 #include "odl_tb5.h"
@@ -158,6 +159,16 @@ static ssize_t irq_throttle_us_store(struct device *dev,
 }
 static DEVICE_ATTR_RW(irq_throttle_us);
 
+/* The device's Rx mode: 1 polling, 0 interrupt (module parameter at bind). */
+static ssize_t poll_show(struct device *dev, struct device_attribute *attr,
+			 char *buf)
+{
+	struct odl_tb5 *odl = dev_get_drvdata(dev);
+
+	return sysfs_emit(buf, "%d\n", odl->poll);
+}
+static DEVICE_ATTR_RO(poll);
+
 static struct attribute *odl_dev_attrs[] = {
 	&dev_attr_abi_version.attr,
 	&dev_attr_state.attr,
@@ -167,6 +178,7 @@ static struct attribute *odl_dev_attrs[] = {
 	&dev_attr_peer_version.attr,
 	&dev_attr_ping.attr,
 	&dev_attr_irq_throttle_us.attr,
+	&dev_attr_poll.attr,
 	NULL,
 };
 
@@ -186,14 +198,42 @@ static ssize_t odl_stat_show(struct odl_tb5 *odl, size_t off, char *buf)
 	return sysfs_emit(buf, "%llu\n", v);
 }
 
-#define ODL_STAT_ATTR(field)						\
-static ssize_t field##_show(struct device *dev,				\
-			    struct device_attribute *attr, char *buf)	\
-{									\
-	return odl_stat_show(dev_get_drvdata(dev),			\
-			     offsetof(struct odl_tb5_stats, field), buf);	\
-}									\
-static DEVICE_ATTR_RO(field)
+/* The counters by name: one show function looks its attribute up here. */
+struct odl_stat_field {
+	const char *name;
+	size_t off;
+};
+
+#define ODL_STAT(f) { #f, offsetof(struct odl_tb5_stats, f) }
+static const struct odl_stat_field odl_stat_fields[] = {
+	ODL_STAT(tx_frames),
+	ODL_STAT(tx_bytes),
+	ODL_STAT(rx_frames),
+	ODL_STAT(rx_bytes),
+	ODL_STAT(tx_ring_full),
+	ODL_STAT(rx_dropped_closed),
+	ODL_STAT(rx_bad_pdf),
+	ODL_STAT(logins),
+	ODL_STAT(logouts),
+	ODL_STAT(login_failures),
+	ODL_STAT(xd_bad),
+};
+
+static ssize_t odl_stat_attr_show(struct device *dev,
+				  struct device_attribute *attr, char *buf)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(odl_stat_fields); i++)
+		if (!strcmp(attr->attr.name, odl_stat_fields[i].name))
+			return odl_stat_show(dev_get_drvdata(dev),
+					     odl_stat_fields[i].off, buf);
+	return -EINVAL;
+}
+
+#define ODL_STAT_ATTR(f) \
+	static struct device_attribute dev_attr_##f = \
+		__ATTR(f, 0444, odl_stat_attr_show, NULL)
 
 ODL_STAT_ATTR(tx_frames);
 ODL_STAT_ATTR(tx_bytes);

@@ -23,7 +23,11 @@ fetch() {
 	tmp=$(mktemp -d)
 	trap 'rm -rf "${tmp:-}"' EXIT
 	echo "checkpatch: fetching Debian's linux-source-6.1 for scripts/checkpatch.pl (once)"
-	(cd "$tmp" && apt-get download linux-source-6.1 >/dev/null) ||
+	# As root, apt's _apt sandbox user cannot write into the temporary
+	# folder (its warning would be the only output).
+	sandbox=()
+	[ "$(id -u)" -ne 0 ] || sandbox=(-o APT::Sandbox::User=root)
+	(cd "$tmp" && apt-get download "${sandbox[@]}" linux-source-6.1 >/dev/null) ||
 		{ echo "FAIL: apt-get download linux-source-6.1 failed" >&2; exit 1; }
 	mkdir -p "$tmp/x"
 	dpkg-deb --fsys-tarfile "$tmp"/linux-source-6.1_*.deb |

@@ -95,6 +95,18 @@ vexec A 'echo 5000 >/sys/class/odl_tb5/odl_tb5_0/irq_throttle_us' && fail "irq_t
 vexec A 'echo 8 >/sys/class/odl_tb5/odl_tb5_0/irq_throttle_us' || fail "A: cannot write irq_throttle_us back"
 vexec A 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "irq_throttle_ns 8192"' || fail "A: throttle 8 not applied"
 
+step "runtime knob: poll written to the module parameter, A's service rebound"
+rebind_a='s=$(ls /sys/bus/thunderbolt/drivers/odl_tb5 | grep "^[0-9]*-"); echo $s >/sys/bus/thunderbolt/drivers/odl_tb5/unbind && echo $s >/sys/bus/thunderbolt/drivers/odl_tb5/bind'
+vexec A "echo 1 >/sys/module/odl_tb5/parameters/poll && $rebind_a" || fail "A: poll=1 and rebind"
+wait_in A 60 'grep -qx connected /sys/class/odl_tb5/odl_tb5_0/state' || fail "A: no login after the rebind"
+vexec A 'grep -qx 1 /sys/class/odl_tb5/odl_tb5_0/poll && odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "rx_poll 1"' ||
+	fail "A: not in polling mode after poll=1 and a rebind"
+vexec A 'odl link | grep -q "polling mode"' || fail "odl link does not show polling mode"
+vexec B 'grep -qx 0 /sys/class/odl_tb5/odl_tb5_0/poll' || fail "B changed mode too"
+vexec A "echo 0 >/sys/module/odl_tb5/parameters/poll && $rebind_a" || fail "A: poll=0 and rebind"
+wait_in A 60 'grep -qx 0 /sys/class/odl_tb5/odl_tb5_0/poll && grep -qx connected /sys/class/odl_tb5/odl_tb5_0/state' ||
+	fail "A: not back in interrupt mode, logged in"
+
 step "NCCL: plugin not findable; NCCL_NET unset"
 doctor 21 'FAIL +nccl +NCCL would not find the OdinLink plugin' A \
 	"NCCL_NET_PLUGIN=/nonexistent/libnccl-net-odl.so NCCL_NET=ODL odl doctor --expect gen3x1"

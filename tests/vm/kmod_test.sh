@@ -383,7 +383,7 @@ perf_pair B A mimo --streams 4 -s 64K --bytes 1M --checksum
 # removal runs): the module before the fix warned in 7 of 8 unbinds and 5 of
 # 50 unplug cycles (6.1 and 6.12 together).
 STOP_UNPLUGS=${ODL_STOP_UNPLUGS:-3}
-STOP_UNBINDS=${ODL_STOP_UNBINDS:-3}
+STOP_UNBINDS=${ODL_STOP_UNBINDS:-1}
 # wait_guest VM SECONDS CMD: wait_in's loop run inside the guest in 0.1 s
 # steps, one exec instead of one per second (the cycles below repeat it).
 wait_guest() {

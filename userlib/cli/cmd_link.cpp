@@ -70,6 +70,7 @@ int run(const link_options& o) {
                             {"rings_offered", d.rings_offered},
                             {"logins", d.connect_count},
                             {"irq_throttle_us", d.irq_throttle_us},
+                            {"rx_mode", d.poll == "1" ? "polling" : d.poll == "0" ? "interrupt" : ""},
                             {"counters", counters}});
         }
         peers.push_back({{"xdomain", x.name},
@@ -117,9 +118,9 @@ int run(const link_options& o) {
         if (!x.odinlink_offered) fmt::print("    odinlink not offered by the peer (odl_tb5 not loaded there)\n");
         for (const auto& d : v.devices) {
             if (d.xdomain != x.name) continue;
-            fmt::print("    {}  {}, peer protocol {}, rings {} of {} offered, logins {}, irq_throttle_us {}\n",
+            fmt::print("    {}  {}, peer protocol {}, rings {} of {} offered, logins {}, {} mode, irq_throttle_us {}\n",
                        d.dev_path, state_text(d), d.peer_version, d.rings_used, d.rings_offered, d.connect_count,
-                       d.irq_throttle_us.empty() ? "?" : d.irq_throttle_us);
+                       d.poll == "1" ? "polling" : "interrupt", d.irq_throttle_us.empty() ? "?" : d.irq_throttle_us);
             std::string line;
             for (const auto& [k, val] : d.counters) line += fmt::format("{}{} {}", line.empty() ? "" : ", ", k, val);
             if (!line.empty()) fmt::print("        counters: {}\n", line);

@@ -142,6 +142,7 @@ void read_devices(host_view& v) {
         o.connect_count = leading_uint(line_or(d / "connect_count"));
         o.peer_version = line_or(d / "peer_version");
         o.irq_throttle_us = line_or(d / "irq_throttle_us");
+        o.poll = line_or(d / "poll");
         for (const auto& c : sorted_entries(d / "statistics"))
             if (auto l = read_line(c)) o.counters.emplace_back(c.filename().string(), std::strtoull(l->c_str(), nullptr, 10));
         // device -> the service "0-1.1"; its parent is the XDomain "0-1".

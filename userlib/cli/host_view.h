@@ -72,6 +72,7 @@ struct odl_device {
     unsigned rings_used = 0, rings_offered = 0;
     unsigned connect_count = 0;
     std::string irq_throttle_us;  ///< the device's knob ("" when absent)
+    std::string poll;  ///< "1" polling, "0" interrupt mode ("" when absent)
     std::string peer_version;
     std::string xdomain;  ///< the XDomain it belongs to ("0-1")
     /// statistics/: counter name and value, in name order.
