@@ -34,3 +34,26 @@ function(odl_add_test)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
 endfunction()
+
+# odl_man_page(TARGET t NAME n COMPONENT c DESCRIPTION "...")
+# Section 1 page n.1.gz made by help2man from t's --help, installed with
+# component c. Without help2man (./odl installs it) no page is made and the
+# package test says so.
+find_program(ODL_HELP2MAN help2man)
+function(odl_man_page)
+  cmake_parse_arguments(M "" "TARGET;NAME;COMPONENT;DESCRIPTION" "" ${ARGN})
+  if(NOT ODL_HELP2MAN)
+    return()
+  endif()
+  set(page ${PROJECT_BINARY_DIR}/man/${M_NAME}.1)
+  add_custom_command(OUTPUT ${page}.gz
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+    COMMAND ${ODL_HELP2MAN} --no-info --no-discard-stderr --section 1
+            --name "${M_DESCRIPTION}" --version-string "${PROJECT_VERSION}"
+            --output ${page} $<TARGET_FILE:${M_TARGET}>
+    COMMAND gzip -9nf ${page}
+    DEPENDS ${M_TARGET}
+    COMMENT "man page ${M_NAME}(1)" VERBATIM)
+  add_custom_target(man_${M_NAME} ALL DEPENDS ${page}.gz)
+  install(FILES ${page}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT ${M_COMPONENT})
+endfunction()

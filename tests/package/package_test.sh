@@ -97,6 +97,7 @@ has odl usr/bin/odl
 has odl "usr/$libdir/libodl.so.0"
 has odl usr/lib/udev/rules.d/71-odl-tb5.rules
 has odl usr/lib/modules-load.d/odl_tb5.conf
+has odl usr/share/man/man1/odl.1.gz
 lacks odl 'odl-model\|odl-linkd\|/include/\|libodl\.so$\|nccl'
 dep=$(dpkg-deb -f "$(deb odl)" Depends)
 case "$dep" in *systemc* | *yaml* | *odl-model*) fail "odl depends on the model: $dep" ;; esac
@@ -131,6 +132,8 @@ for s in "$tmp/dkms-ctl/postinst" "$tmp/dkms-ctl/prerm"; do sh -n "$s" || fail "
 if [ "$model" = 1 ]; then
 	has odl-model usr/bin/odl-model
 	has odl-model usr/bin/odl-linkd
+	has odl-model usr/share/man/man1/odl-model.1.gz
+	has odl-model usr/share/man/man1/odl-linkd.1.gz
 	dpkg-deb -f "$(deb odl-model)" Depends | grep -q systemc ||
 		fail "odl-model does not depend on SystemC: $(dpkg-deb -f "$(deb odl-model)" Depends)"
 fi

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The packages of this build installed, removed and purged with dpkg in a
+# throw-away Debian root: this machine's own root under an overlay in a
+# private mount namespace (every write lands in a tmpfs that goes with the
+# namespace; nothing on the machine changes). Checks, in that root: the
+# maintainer scripts run (group odl; odl_tb5 added to DKMS; without headers
+# for the running kernel the DKMS postinst says which package is missing);
+# DKMS builds the installed module source for each Debian kernel whose
+# headers are installed; `odl --version` and `odl doctor` run from the
+# installed files; remove takes the module out of DKMS for every kernel;
+# purge leaves no file behind (only dpkg's own database and log, the
+# indexes that triggers and depmod rewrite, DKMS's signing key, and the
+# group files, which keep the group odl by design).
+#
+# Usage: install_test.sh BUILD_DIR
+# Exit 77 (ctest: skipped, with the reason) when not root or without dkms,
+# which the odl-tb5-dkms package depends on (./odl test installs it).
+set -euo pipefail
+
+build=${1:?usage: install_test.sh BUILD_DIR}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { echo "ok: $*"; }
+if [ "$(id -u)" -ne 0 ]; then
+	echo "NOT RUN: needs root (a private mount namespace with an overlay over /)"
+	exit 77
+fi
+if ! command -v dkms >/dev/null; then
+	echo "NOT RUN: dkms is not installed (odl-tb5-dkms depends on it; ./odl test installs it)"
+	exit 77
+fi
+
+tmp=$(mktemp -d /tmp/odl-install-test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cpack --config "$build/CPackConfig.cmake" -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1 ||
+	{ cat "$tmp/cpack.log"; fail "cpack"; }
+debs=$(cd "$tmp/pkg" && ls ./*.deb | sed 's|^\./||')
+[ -n "$debs" ] || fail "cpack made no packages"
+names=$(for d in $debs; do dpkg-deb -f "$tmp/pkg/$d" Package; done | tr '\n' ' ')
+version=$(dpkg-deb -f "$tmp/pkg/$(echo "$debs" | grep '^odl-tb5-dkms_')" Version)
+mver=${version%%+*}
+# Kernels whose headers are installed: DKMS builds the module for each.
+kernels=$(for k in 6.12 6.1; do
+	p=$("$repo/kmod/headers.sh" "$k" 2>/dev/null) || continue
+	[ -f "/usr/src/linux-headers-${p#linux-headers-}/Makefile" ] && echo "${p#linux-headers-}"
+done | tr '\n' ' ')
+
+# Runs in the private mount namespace; $1 is the work dir.
+cat >"$tmp/inner.sh" <<'INNER'
+set -euo pipefail
+w=$1 debs=$2 names=$3 mver=$4 kernels=$5
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { echo "ok: $*"; }
+mount -t tmpfs tmpfs "$w/ovl"
+mkdir -p "$w/ovl/up" "$w/ovl/work" "$w/root"
+mount -t overlay overlay -o "lowerdir=/,upperdir=$w/ovl/up,workdir=$w/ovl/work" "$w/root"
+r=$w/root
+mount --bind /dev "$r/dev"
+mount -t proc proc "$r/proc"
+mount -t tmpfs tmpfs "$r/tmp"
+mkdir -p "$r/tmp/debs"
+for d in $debs; do cp "$w/pkg/$d" "$r/tmp/debs/"; done
+in_root() { chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C "$@"; }
+
+# --- install ---------------------------------------------------------------------
+in_root sh -c 'dpkg -i /tmp/debs/*.deb' >"$w/install.log" 2>&1 || { cat "$w/install.log"; fail "dpkg -i"; }
+for p in $names; do
+	in_root dpkg-query -W -f '${Status}\n' "$p" | grep -qx 'install ok installed' || fail "$p is not installed"
+done
+ok "installed: $names"
+in_root getent group odl >/dev/null || fail "postinst made no group odl"
+grep -q "no headers for the running kernel" "$w/install.log" ||
+	fail "DKMS postinst did not say the running kernel's headers are missing: $(grep odl-tb5-dkms "$w/install.log")"
+in_root dkms status -m odl_tb5 -v "$mver" | grep -q "odl_tb5/$mver" ||
+	fail "odl_tb5 $mver is not in DKMS after install: $(in_root dkms status)"
+ok "maintainer scripts: group odl, odl_tb5 $mver added to DKMS, missing headers named"
+in_root odl --version | grep -q "^odl $mver" || fail "installed odl --version: $(in_root odl --version)"
+set +e
+in_root odl doctor --no-nccl >"$w/doctor.log" 2>&1
+rc=$?
+set -e
+# This machine has no USB4: the first layer fails, named, with code 10.
+[ "$rc" = 10 ] && grep -q "FAIL  kernel" "$w/doctor.log" || { cat "$w/doctor.log"; fail "installed odl doctor: exit $rc"; }
+ok "installed odl runs: $(in_root odl --version); odl doctor exit $rc (no USB4 here)"
+for k in $kernels; do
+	in_root dkms install -m odl_tb5 -v "$mver" -k "$k" >"$w/dkms-$k.log" 2>&1 ||
+		{ tail -n 30 "$w/dkms-$k.log"; fail "dkms install for $k"; }
+	ko=$(in_root sh -c "ls /lib/modules/$k/updates/dkms/odl_tb5.ko*" 2>/dev/null | head -n1)
+	[ -n "$ko" ] || fail "DKMS built no odl_tb5.ko for $k"
+	in_root modinfo -F vermagic "$ko" | grep -q "^$k " || fail "$ko: vermagic $(in_root modinfo -F vermagic "$ko")"
+	ok "DKMS built the installed source for $k: $ko"
+done
+
+# --- remove, purge -----------------------------------------------------------------
+in_root dpkg -r $names >"$w/remove.log" 2>&1 || { cat "$w/remove.log"; fail "dpkg -r"; }
+[ -z "$(in_root dkms status -m odl_tb5 2>/dev/null)" ] || fail "odl_tb5 still in DKMS after remove: $(in_root dkms status -m odl_tb5)"
+for k in $kernels; do
+	in_root sh -c "! ls /lib/modules/$k/updates/dkms/odl_tb5.ko* 2>/dev/null" || fail "odl_tb5.ko for $k left after remove"
+done
+in_root dpkg -P $names >"$w/purge.log" 2>&1 || { cat "$w/purge.log"; fail "dpkg -P"; }
+for p in $names; do
+	! in_root dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q installed || fail "$p still installed after purge"
+done
+# Every file the root gained or changed, but dpkg's own state and log, the
+# loader, man and depmod indexes (rewritten by triggers and DKMS), DKMS's
+# signing key and the group files (the group odl stays, by design).
+left=$(cd "$w/ovl/up" && find . \( -type f -o -type l \) | sed 's|^\./|/|' |
+	grep -Ev '^/var/lib/dpkg/|^/var/log/|^/var/cache/(debconf|ldconfig|man)/|^/etc/ld\.so\.cache$|^/etc/(group|gshadow)-?$|^/etc/\.pwd\.lock$|^/var/lib/dkms/mok\.(key|pub)$|^/root/\.|^/usr/lib/modules/[^/]+/modules\.[a-z.]+$' || true)
+[ -z "$left" ] || fail "files left after purge: $left"
+ok "remove took odl_tb5 out of DKMS; purge left no file behind"
+INNER
+
+[ -n "$kernels" ] || echo "NOT RUN: the DKMS build (no Debian 6.12 or 6.1 headers installed); the test is reported skipped"
+mkdir -p "$tmp/ovl"
+unshare -m --propagation private bash "$tmp/inner.sh" "$tmp" "$debs" "$names" "$mver" "$kernels" ||
+	fail "see above"
+[ -n "$kernels" ] || exit 77
+echo "PASS: install, DKMS build for $kernels, remove, purge in a throw-away root"
