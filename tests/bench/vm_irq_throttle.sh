@@ -28,10 +28,10 @@ p50() { # prints the p50 of one odl perf latency run, us
 	local out
 	vexec B "(odl perf latency --backend kernel --server -d 0 --connect-timeout 60 -s 64 -n 300 --warmup 30 >/tmp/srv.log 2>&1; echo rc=\$? >>/tmp/srv.log) &" ||
 		fail server
-	out=$(ODL_VM_EXEC_TIMEOUT=300 vexec A "odl perf latency --backend kernel --client 0 --connect-timeout 60 -s 64 -n 300 --warmup 30 --json") ||
+	out=$(ODL_VM_EXEC_TIMEOUT=300 vexec A "odl perf latency --backend kernel --client 0 --connect-timeout 60 -s 64 -n 300 --warmup 30 -q --json") ||
 		fail "client: $out"
 	wait_in B 30 'grep -q "^rc=0" /tmp/srv.log' || fail "server: $(vexec B 'cat /tmp/srv.log')"
-	echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); r=d["results"][0]; print(r.get("p50_us", r.get("p50")))'
+	echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); r=d["results"][0]; print(r["p50_us"])'
 }
 declare -A samples
 for round in $(seq "$rounds"); do

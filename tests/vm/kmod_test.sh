@@ -376,9 +376,9 @@ perf_pair B A mimo --streams 4 -s 64K --bytes 1M --checksum
 # issue 13; docs/kmod.md). Every ring stop path, with traffic both ways on
 # all 4 rings (the checker's flood mode, streams 0..3) when it comes: cable
 # unplug (removal by hot-unplug; the unplug comes at a different point of
-# the traffic each cycle), and unbinding one side's service, B's and A's in
-# turn (that side: remove, the unload path; the other: the peer's LOGOUT
-# resets it). Unbinding stops the rings while frames still arrive, so it hit
+# the traffic each cycle), and unbinding one side's service (B's; with
+# ODL_STOP_UNBINDS=N, B's and A's in turn; that side: remove, the other: the
+# peer's LOGOUT resets it; tests/vm/unload_test.sh unloads under traffic). Unbinding stops the rings while frames still arrive, so it hit
 # the race far more often than unplug (where the link is dead before the
 # removal runs): the module before the fix warned in 7 of 8 unbinds and 5 of
 # 50 unplug cycles (6.1 and 6.12 together).
