@@ -35,8 +35,7 @@ int run(const doctor_cli_options& o) {
     doctor_options opt;
     if (!o.expect.empty()) {
         if (!parse_expect(o.expect)) {
-            fmt::print(stderr, "odl: doctor: --expect '{}': want genN or genNxL (N 2..4, L 1 or 2), e.g. gen4x2\n",
-                       o.expect);
+            fmt::print(stderr, "odl: doctor: --expect '{}': {}\n", o.expect, kExpectUsage);
             return 2;
         }
         opt.expect = o.expect;

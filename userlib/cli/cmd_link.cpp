@@ -41,8 +41,7 @@ int run(const link_options& o) {
     if (!o.expect.empty()) {
         expect = parse_expect(o.expect);
         if (!expect) {
-            fmt::print(stderr, "odl: link: --expect '{}': want genN or genNxL (N 2..4, L 1 or 2), e.g. gen4x2\n",
-                       o.expect);
+            fmt::print(stderr, "odl: link: --expect '{}': {}\n", o.expect, kExpectUsage);
             return 2;
         }
     }

@@ -61,6 +61,8 @@ struct doctor_report {
 /// Parses "gen4x2", "gen3x1", "gen4" (2 lanes): a port rating. nullopt on
 /// anything else.
 std::optional<port_rating> parse_expect(const std::string& s);
+/// What --expect takes, for the error both doctor and link print.
+inline constexpr const char* kExpectUsage = "want genN or genNxL (N 2..4, L 1 or 2), e.g. gen4x2";
 
 /// Runs every check on @v. The NCCL checks read the process environment and
 /// try to load the plugin as NCCL would.
