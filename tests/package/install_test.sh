@@ -7,7 +7,9 @@
 # maintainer scripts run (group odl; odl_tb5 added to DKMS; without headers
 # for the running kernel the DKMS postinst says which package is missing);
 # DKMS builds the installed module source for each Debian kernel whose
-# headers are installed; `odl --version` and `odl doctor` run from the
+# headers are installed, and the module is the one users get (vermagic,
+# service alias, license, parameters, signed); the installed udev rule
+# parses; `odl --version` and `odl doctor` run from the
 # installed files; remove takes the module out of DKMS for every kernel;
 # purge leaves no file behind (only dpkg's own database and log, the
 # indexes that triggers and depmod rewrite, DKMS's signing key, and the
@@ -89,9 +91,32 @@ for k in $kernels; do
 		{ tail -n 30 "$w/dkms-$k.log"; fail "dkms install for $k"; }
 	ko=$(in_root sh -c "ls /lib/modules/$k/updates/dkms/odl_tb5.ko*" 2>/dev/null | head -n1)
 	[ -n "$ko" ] || fail "DKMS built no odl_tb5.ko for $k"
-	in_root modinfo -F vermagic "$ko" | grep -q "^$k " || fail "$ko: vermagic $(in_root modinfo -F vermagic "$ko")"
-	ok "DKMS built the installed source for $k: $ko"
+	# The module users get: right vermagic, the service alias udev loads it
+	# by, license, parameters, signed with DKMS's key, and DKMS says so.
+	info=$(in_root modinfo "$ko") || fail "modinfo $ko"
+	field() { printf '%s\n' "$info" | sed -n "s/^$1: *//p"; }
+	case "$(field vermagic)" in "$k "*) ;; *) fail "$k: vermagic '$(field vermagic)'" ;; esac
+	[ "$(field license)" = "Dual MIT/GPL" ] || fail "$k: license '$(field license)'"
+	field alias | grep -qx 'tbsvc:kodinlinkp00000001v\*r\*' ||
+		fail "$k: no tbsvc alias for the odinlink service: $(field alias)"
+	for p in ring_size rings poll irq_throttle_us announce split; do
+		field parm | grep -q "^$p:" || fail "$k: parameter $p missing"
+	done
+	[ -n "$(field sig_id)" ] || fail "$k: module not signed (sig_id empty)"
+	in_root dkms status -m odl_tb5 -v "$mver" -k "$k" | grep -q "$k.*installed" ||
+		fail "$k: dkms status does not say installed: $(in_root dkms status -m odl_tb5 -k "$k")"
+	ok "DKMS built the installed source for $k: $ko (vermagic, alias, license, parameters, signed)"
 done
+
+# The installed udev rule: comments, blank lines, or KEY{attr}OP"value"
+# pairs separated by ", " (udev(7)); a typo there silently does nothing.
+rules=$(in_root sh -c 'ls /usr/lib/udev/rules.d/*odl*.rules /lib/udev/rules.d/*odl*.rules 2>/dev/null' | head -n1)
+[ -n "$rules" ] || fail "no OdinLink udev rule installed"
+pair='[A-Z_]+(\{[A-Za-z0-9_]+\})?(==|!=|=|\+=|-=|:=)"[^"]*"'
+bad=$(grep -nEv "^[[:space:]]*(#.*)?$|^$pair(, $pair)*$" "$r$rules" || true)
+[ -z "$bad" ] || fail "$rules: malformed line(s): $bad"
+grep -q 'KERNEL=="odl_tb5_\[0-9\]\*"' "$r$rules" || fail "$rules: no rule for /dev/odl_tb5_N"
+ok "udev rule $rules"
 
 # --- remove, purge -----------------------------------------------------------------
 in_root dpkg -r $names >"$w/remove.log" 2>&1 || { cat "$w/remove.log"; fail "dpkg -r"; }
