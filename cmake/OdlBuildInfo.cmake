@@ -58,9 +58,11 @@ function(_odl_write_build_info src out version)
   else()
     set(old "")
   endif()
-  if(NOT old STREQUAL header)
+  if(NOT old STREQUAL header OR NOT EXISTS ${out}/odl-build-version.txt)
     file(WRITE ${h} "${header}")
     file(WRITE ${out}/odl-source-id.txt "${id}\n")
+    # The DKMS source's copy: odl_tb5's MODULE_VERSION (kmod/Kbuild).
+    file(WRITE ${out}/odl-build-version.txt "${full}\n")
   endif()
 endfunction()
 
@@ -78,7 +80,7 @@ function(odl_add_build_info)
   add_custom_target(odl_build_info_refresh
     COMMAND ${CMAKE_COMMAND} -DODL_SRC=${PROJECT_SOURCE_DIR} -DODL_OUT=${out}
             -DODL_VERSION=${PROJECT_VERSION} -P ${CMAKE_CURRENT_FUNCTION_LIST_FILE}
-    BYPRODUCTS ${out}/include/odl/build_info.h ${out}/odl-source-id.txt
+    BYPRODUCTS ${out}/include/odl/build_info.h ${out}/odl-source-id.txt ${out}/odl-build-version.txt
     COMMENT "" VERBATIM)
   add_library(odl_build_info INTERFACE)
   add_library(odl::build_info ALIAS odl_build_info)

@@ -296,3 +296,5 @@ module_exit(odl_exit);
 MODULE_DESCRIPTION("OdinLink host-to-host interconnect over Thunderbolt/USB4");
 MODULE_AUTHOR("OdinLink");
 MODULE_LICENSE("Dual MIT/GPL");
+/* Also makes modpost record a srcversion: hosts compare both. */
+MODULE_VERSION(ODL_TB5_VERSION);

@@ -37,16 +37,20 @@ device_files=(
 # The configuration: x86_64 TCG (and KVM where it works), no debug info (a
 # faster compile; QEMU's own crashes are not what the testbed debugs), and
 # the device set of qemu-device/testbed.sh: the q35 board, its ISA serial
-# ports (console, control channel), and VT-d for guests run with an IOMMU.
-# Nothing else: the testbed starts QEMU with -net none -vga none -parallel
-# none, and any other default device would be "unknown type". Our device is added to hw/misc/ under CONFIG_PCI, which q35 selects.
+# ports (console, control channel), VT-d for guests run with an IOMMU, and
+# for the Debian-root guests of `testbed.sh up --root` (the HIL targets) a
+# virtio disk and a virtio NIC on user networking (slirp) for their SSH
+# management port. Nothing else: the testbed starts QEMU with -vga none
+# -parallel none, and any other default device would be "unknown type".
+# Our device is added to hw/misc/ under CONFIG_PCI, which q35 selects.
 configure_args=(
 	--target-list=x86_64-softmmu --without-default-features
 	--without-default-devices --disable-docs --disable-tools
-	--enable-kvm --enable-fdt=system --disable-install-blobs
+	--enable-kvm --enable-fdt=system --enable-slirp --disable-install-blobs
 	--disable-werror --disable-debug-info
 )
-devices=(CONFIG_Q35=y CONFIG_SERIAL_ISA=y CONFIG_VTD=y)
+devices=(CONFIG_Q35=y CONFIG_SERIAL_ISA=y CONFIG_VTD=y
+	CONFIG_VIRTIO_PCI=y CONFIG_VIRTIO_BLK=y CONFIG_VIRTIO_NET=y)
 
 # deb-src entries with the same URIs, suites and keys as the machine's own
 # deb entries, so no archive host name is written anywhere in the repo.

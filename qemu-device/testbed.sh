@@ -6,6 +6,10 @@
 # Usage:
 #   testbed.sh up [--kernel 6.12|6.1] [--gen tb3|gen2|gen3|gen4] [--lanes 1|2] [--timeout S]
 #                 [--cmd-file F]                      F runs in both guests after the modules load
+#                 [--root]                            boot the Debian-root guests (HIL targets):
+#                                                     systemd, sshd on a loopback-forwarded port,
+#                                                     nothing of OdinLink installed; writes
+#                                                     $ODL_VM_DIR/hil/inventory.yaml
 #                                                     start, wait until both guests are ready
 #   testbed.sh down                                   stop everything (always safe)
 #   testbed.sh exec A|B CMD...                        run CMD in a guest, print output, exit with its status
@@ -92,11 +96,49 @@ wait_for() {
 	return 1
 }
 
+# A free loopback port (the kernel picks it; taken again by QEMU at once).
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# For --root: the SSH ports and an inventory that reaches both guests the
+# way a lab's reaches its hosts (docs/hil.md): the image's client key and a
+# known-hosts file naming the image's host key at exactly these ports.
+root_prepare() {
+	local image=$1 v port h="$dir/hil"
+	rm -rf "$h"
+	mkdir -p "$h"
+	install -m 600 "$image/id_ed25519" "$h/id_ed25519"
+	: >"$h/known_hosts"
+	for v in "${vms[@]}"; do
+		port=$(free_port) || die "no free loopback port for VM $v's SSH"
+		echo "$port" >"$dir/$v.ssh_port"
+		echo "[127.0.0.1]:$port $(cut -d' ' -f1,2 "$image/host_key.pub")" >>"$h/known_hosts"
+	done
+	cat >"$h/inventory.yaml" <<-EOF
+	# The testbed's Debian-root guests as a HIL pair (written by testbed.sh up --root).
+	inventory: 1
+	ssh:
+	  user: root
+	  key: id_ed25519
+	  known_hosts: known_hosts
+	  connect_timeout: 10
+	pairs:
+	  - name: testbed-vm
+	    profile: testbed-vm
+	    expect: ${gen/tb3/gen3}x${lanes}
+	    hosts:
+	      a: { destination: 127.0.0.1, port: $(cat "$dir/A.ssh_port") }
+	      b: { destination: 127.0.0.1, port: $(cat "$dir/B.ssh_port") }
+	EOF
+}
+
 cmd_up() {
-	local kernel=6.12 timeout=180 gen=gen3 lanes=2 cmd_file=""
+	local kernel=6.12 timeout=180 gen=gen3 lanes=2 cmd_file="" root=0
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--cmd-file) cmd_file=$2; shift 2 ;;
+		--root) root=1; shift ;;
 		--kernel) kernel=$2; shift 2 ;;
 		--gen) gen=$2; shift 2 ;;
 		--lanes) lanes=$2; shift 2 ;;
@@ -117,7 +159,10 @@ cmd_up() {
 	else
 		qemu=$("$here/build-qemu.sh" | tail -n1) || die "QEMU build failed"
 	fi
-	if [ -n "${ODL_GUEST_IMAGE:-}" ]; then
+	[ "$root" = 0 ] || [ -z "$cmd_file" ] || die "up: --cmd-file is for the busybox guests, not --root"
+	if [ "$root" = 1 ]; then
+		image=$("$here/guest/build-rootfs.sh" "$kernel" | tail -n1) || die "root filesystem build failed"
+	elif [ -n "${ODL_GUEST_IMAGE:-}" ]; then
 		for f in vmlinuz initrd.gz KERNEL_VERSION; do
 			[ -f "$ODL_GUEST_IMAGE/$f" ] || die "ODL_GUEST_IMAGE=$ODL_GUEST_IMAGE has no $f"
 		done
@@ -160,21 +205,38 @@ cmd_up() {
 	# Guest RAM in a shared memfd: the device hands it to odl-linkd, which
 	# then serves DMA into RAM itself (no socket round trip per access).
 	# ODL_VM_SHARED_RAM=0 keeps private RAM (every DMA a message).
-	local mem=${ODL_VM_MEM:-512} machine=(-M q35 -m "${ODL_VM_MEM:-512}")
+	local mem=${ODL_VM_MEM:-512}
+	# A root guest compiles odl_tb5 through DKMS: more room.
+	[ "$root" = 0 ] || mem=${ODL_VM_MEM:-1024}
+	local machine=(-M q35 -m "$mem")
 	if [ "${ODL_VM_SHARED_RAM:-1}" != 0 ]; then
 		machine=(-object "memory-backend-memfd,id=odl-ram,size=${mem}M,share=on"
 			-M q35,memory-backend=odl-ram -m "$mem")
 	fi
-	local v idx accel=(-accel tcg -cpu max)
+	local v idx accel=(-accel tcg -cpu max) boot=()
+	[ "$root" = 0 ] || root_prepare "$image"
 	[ "${ODL_VM_ACCEL:-tcg}" = kvm ] && accel=(-accel kvm -cpu host)
 	for v in "${vms[@]}"; do
 		idx=$(vm_index "$v")
+		if [ "$root" = 1 ]; then
+			# The disk is shared read-only by both guests (snapshot=on: writes
+			# go to a temporary file in TMPDIR, gone with QEMU); the
+			# management NIC reaches nothing but its forwarded SSH port.
+			boot=(-kernel "$image/vmlinuz" -initrd "$image/initrd.img"
+				-append "root=/dev/vda rw console=ttyS0 panic=-1 odl.host=$v"
+				-drive "file=$image/root.ext4,format=raw,if=none,id=root,snapshot=on"
+				-device virtio-blk-pci,drive=root
+				-netdev "user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:$(cat "$dir/$v.ssh_port")-:22"
+				-device virtio-net-pci,netdev=mgmt,romfile= ) # no PXE ROM: it boots from -kernel
+		else
+			boot=(-kernel "$image/vmlinuz" -initrd "$initrd"
+				-append "console=ttyS0 panic=-1 odl.host=$v" -net none)
+		fi
 		say "starting VM $v ($(cat "$image/KERNEL_VERSION"), ${ODL_VM_ACCEL:-tcg})"
-		setsid "$qemu" ${ODL_VM_BIOS_DIR:+-L "$ODL_VM_BIOS_DIR"} -L /usr/share/qemu -L /usr/share/seabios \
+		TMPDIR=$dir setsid "$qemu" ${ODL_VM_BIOS_DIR:+-L "$ODL_VM_BIOS_DIR"} -L /usr/share/qemu -L /usr/share/seabios \
 			-name "odl-$v" "${accel[@]}" "${machine[@]}" -smp 1 \
-			-display none -vga none -monitor none -no-reboot -net none -parallel none \
-			-kernel "$image/vmlinuz" -initrd "$initrd" \
-			-append "console=ttyS0 panic=-1 odl.host=$v" \
+			-display none -vga none -monitor none -no-reboot -parallel none \
+			"${boot[@]}" \
 			-chardev "file,id=con,path=$dir/$v.console.log" -serial chardev:con \
 			-chardev "socket,id=ctl,path=$dir/$v.ctl,server=on,wait=off" -serial chardev:ctl \
 			-device "odl-usb4-nhi,socket=$dir/linkd.sock,host-id=$idx" \

@@ -20,6 +20,8 @@ void add_link_command(CLI::App& app);
 void add_vm_command(CLI::App& app);
 /// Adds `odl package [--build-dir D] [--out D]`: the Debian packages (cpack).
 void add_package_command(CLI::App& app);
+/// Adds `odl hil check|deploy <inventory>`: a pair of hosts over SSH (hil/).
+void add_hil_command(CLI::App& app);
 
 /// Adds `odl run` and `odl model` to the help; they live in odl-model
 /// (model/cli), which forward_to_model() execs.

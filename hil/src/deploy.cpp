@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+// `odl hil deploy`: this build's Debian packages onto both hosts with apt
+// (DKMS builds odl_tb5 against each host's own kernel), the module loaded,
+// and both hosts checked to run the identical build.
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <mutex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "facts.h"
+#include "odl/hil/hil.h"
+#include "odl/hil/process.h"
+#include "odl/hil/ssh.h"
+
+namespace odl::hil {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kRemoteDir = "/var/tmp/odl-hil-deploy";
+
+std::mutex print_mutex;
+template <typename... Args>
+void progress(const std::string& who, fmt::format_string<Args...> f, Args&&... args) {
+    const std::lock_guard<std::mutex> lock(print_mutex);
+    fmt::print(stderr, "odl: hil: deploy: {}: {}\n", who, fmt::format(f, std::forward<Args>(args)...));
+}
+
+std::string last_lines(const std::string& text, int n) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    std::string out;
+    for (std::size_t i = lines.size() > static_cast<std::size_t>(n) ? lines.size() - n : 0; i < lines.size(); ++i)
+        out += "    " + lines[i] + "\n";
+    return out;
+}
+
+/// The packages a host gets: the runtime (odl, libodl, udev rule,
+/// modules-load) and the DKMS module source; the plugin when asked.
+std::vector<std::string> pick_debs(const std::vector<std::string>& all, bool plugin) {
+    std::vector<std::string> out;
+    for (const auto& d : all) {
+        const std::string name = fs::path(d).filename().string();
+        if (name.rfind("odl_", 0) == 0 || name.rfind("odl-tb5-dkms_", 0) == 0 ||
+            (plugin && name.rfind("odl-nccl-plugin_", 0) == 0))
+            out.push_back(d);
+    }
+    return out;
+}
+
+struct host_result {
+    std::string error;  ///< "" when deployed
+    int code = kOk;
+    std::string build, module_src;
+    double seconds = 0;
+};
+
+host_result deploy_host(const host& h, const std::string& sockets, const std::vector<std::string>& debs,
+                        const deploy_options& o) {
+    const auto t0 = std::chrono::steady_clock::now();
+    host_result res;
+    ssh_session s(h, sockets);
+    const std::string who = s.label();
+    if (const std::string why = s.connect(); !why.empty()) {
+        res.code = kUnreachable;
+        res.error = fmt::format("host {}: not reachable over SSH: {}", who, why);
+        return res;
+    }
+    const std::string sudo = privileged(h);
+    auto fail = [&](int code, const std::string& what, const process_result& r) {
+        res.code = code;
+        const std::string why = ssh_failure_reason(r);
+        res.error = why.empty() ? fmt::format("host {}: {} (exit {}):\n{}", who, what, r.status,
+                                              last_lines(r.out + r.err, 15))
+                                : fmt::format("host {}: {}: {}", who, what, why);
+        if (!why.empty()) res.code = kUnreachable;
+        return res;
+    };
+    process_result r = s.run(fmt::format("{}rm -rf {d} && {}mkdir -p {d} && {}chmod 1777 {d}", sudo, sudo, sudo,
+                                         fmt::arg("d", kRemoteDir)),
+                             60);
+    if (r.status != 0) return fail(kDeployFailed, "cannot make " + std::string(kRemoteDir), r);
+    progress(who, "copying {} packages", debs.size());
+    r = s.copy_to(debs, kRemoteDir, 600);
+    if (r.status != 0) return fail(kDeployFailed, "copying the packages (scp) failed", r);
+
+    // apt resolves the packages' dependencies from the host's own archive
+    // (none are downloaded when they are installed already); the DKMS
+    // package's postinst builds odl_tb5 for the running kernel.
+    std::string files;
+    for (const auto& d : debs) files += " " + shell_quote(std::string(kRemoteDir) + "/" + fs::path(d).filename().string());
+    progress(who, "installing (apt; DKMS builds odl_tb5 for the host's kernel)");
+    r = s.run(fmt::format("{}env DEBIAN_FRONTEND=noninteractive "
+                          "apt-get install -y -q --no-install-recommends --allow-downgrades --reinstall{}",
+                          sudo, files),
+              o.install_timeout_s);
+    if (r.status != 0) return fail(kDeployFailed, "installing the packages failed", r);
+    r = s.run(sudo + "sh -c 'dkms status -m odl_tb5 -k \"$(uname -r)\"'", 60);
+    if (r.status != 0 || r.out.find("installed") == std::string::npos)
+        return fail(kDeployFailed, "DKMS did not install odl_tb5 for the running kernel", r);
+    // Reload: a module loaded before (by us, or by udev the moment the
+    // peer's service appeared) is the old build. Whatever loads it after
+    // the unload, modprobe or udev, loads the file DKMS just installed.
+    r = s.run(fmt::format("if [ -d /sys/module/odl_tb5 ]; then {}modprobe -r odl_tb5 || "
+                          "{{ echo 'odl_tb5 is in use: close the programs using /dev/odl_tb5_*' >&2; exit 3; }}; fi; "
+                          "{}modprobe odl_tb5",
+                          sudo, sudo),
+              60);
+    if (r.status != 0) return fail(kDeployFailed, "reloading odl_tb5 failed", r);
+
+    host_facts f;
+    read_facts(s, 60, &f);
+    if (!f.reach.empty()) {
+        res.code = kUnreachable;
+        res.error = fmt::format("host {}: {}", who, f.reach);
+        return res;
+    }
+    if (f.odl_build.empty() || f.module_src.empty()) {
+        res.code = kNotDeployed;
+        res.error = fmt::format("host {}: installed, but odl {} and odl_tb5 {}", who,
+                                f.odl_build.empty() ? "does not run" : "runs",
+                                f.module_src.empty() ? "is not loaded" : "is loaded");
+        return res;
+    }
+    // The module DKMS built must be this build: its MODULE_VERSION is the
+    // version odl reports ("odl 0.1.0+N.gHASH (libodl ...)").
+    if (f.module_version.empty() || f.odl_build.find(" " + f.module_version + " ") == std::string::npos) {
+        res.code = kMixedBuilds;
+        res.error = fmt::format("host {}: odl_tb5 {} is loaded, but odl is '{}' (an older module still loaded?)",
+                                who, f.module_version.empty() ? "without a version" : f.module_version,
+                                f.odl_build);
+        return res;
+    }
+    res.build = f.odl_build;
+    res.module_src = f.module_src;
+    res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    progress(who, "{} with odl_tb5 srcversion {} ({:.0f} s)", f.odl_build, f.module_src, res.seconds);
+    return res;
+}
+
+}  // namespace
+
+int run_deploy(const inventory& inv, const deploy_options& o) {
+    const pair& p = inv.select(o.pair);
+    std::vector<std::string> all;
+    control_dir sockets;
+    if (!o.debs_dir.empty()) {
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(o.debs_dir, ec))
+            if (e.path().extension() == ".deb") all.push_back(fs::absolute(e.path()).string());
+        if (ec) {
+            fmt::print(stderr, "odl: hil: deploy: --debs {}: {}\n", o.debs_dir, ec.message());
+            return kUsage;
+        }
+    } else {
+        // This tree's packages, built now (`odl package`: paths on stdout).
+        const std::string out = sockets.path() + "/debs";
+        fmt::print(stderr, "odl: hil: deploy: building this tree's packages (odl package)\n");
+        const process_result r = run_process({o.odl_self, "package", "--out", out}, 1800);
+        if (r.status != 0) {
+            fmt::print(stderr, "odl: hil: deploy: odl package failed (exit {}):\n{}", r.status,
+                       last_lines(r.err, 20));
+            return kDeployFailed;
+        }
+        std::istringstream in(r.out);
+        for (std::string l; std::getline(in, l);)
+            if (!l.empty()) all.push_back(l);
+    }
+    const std::vector<std::string> debs = pick_debs(all, o.plugin);
+    bool have_runtime = false, have_dkms = false;
+    for (const auto& d : debs) {
+        const std::string n = fs::path(d).filename().string();
+        have_runtime |= n.rfind("odl_", 0) == 0;
+        have_dkms |= n.rfind("odl-tb5-dkms_", 0) == 0;
+    }
+    if (!have_runtime || !have_dkms) {
+        fmt::print(stderr, "odl: hil: deploy: {} has no {} package (want odl_*.deb and odl-tb5-dkms_*.deb)\n",
+                   o.debs_dir.empty() ? "odl package" : o.debs_dir, have_runtime ? "odl-tb5-dkms" : "odl");
+        return kUsage;
+    }
+
+    auto fa = std::async(std::launch::async, deploy_host, p.a, sockets.path(), debs, o);
+    auto fb = std::async(std::launch::async, deploy_host, p.b, sockets.path(), debs, o);
+    const host_result a = fa.get(), b = fb.get();
+    for (const auto* r : {&a, &b}) {
+        if (r->code != kOk) {
+            fmt::print(stderr, "odl hil deploy: {} (exit {})\n", r->error, r->code);
+            return r->code;
+        }
+    }
+    if (a.build != b.build || a.module_src != b.module_src) {
+        fmt::print(stderr,
+                   "odl hil deploy: mixed builds after deploying: a runs '{}' (odl_tb5 {}), b runs '{}' "
+                   "(odl_tb5 {}) (exit {})\n",
+                   a.build, a.module_src, b.build, b.module_src, kMixedBuilds);
+        return kMixedBuilds;
+    }
+    fmt::print("pair {}: both hosts run {} (odl_tb5 srcversion {}); a {:.0f} s, b {:.0f} s\n", p.name, a.build,
+               a.module_src, a.seconds, b.seconds);
+    return kOk;
+}
+
+}  // namespace odl::hil

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The HIL commands against the testbed's Debian-root guests, reached like
+# lab hosts (SSH to loopback-forwarded ports, host keys checked):
+#   check before anything is installed: exit 41 naming host a;
+#   deploy this build's packages (apt + DKMS in each guest, module loaded,
+#   identical build on both), timed;
+#   check afterwards: both healthy (doctor at the cable's rating), exit 0;
+#   a half-deployed pair (odl removed from b): exit 41 naming b;
+#   a host key that does not match: exit 40 naming it;
+#   a vanished host (QEMU B killed): exit 40 naming b, bounded; a rerun of
+#   check still answers for a.
+# Usage: hil_vm_test.sh ODL_BINARY [--kernel 6.12|6.1]
+# Environment: ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR
+set -euo pipefail
+
+odl=${1:?usage: hil_vm_test.sh ODL_BINARY [--kernel K]}
+shift
+kernel=6.12
+[ "${1:-}" = --kernel ] && kernel=$2
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+tb="$repo/qemu-device/testbed.sh"
+export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-hil-$kernel}
+step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
+fail() {
+	echo "FAIL: $*" >&2
+	for v in A B; do
+		echo "--- console $v (last 30 lines)" >&2
+		tail -n 30 "$ODL_VM_DIR/$v.console.log" >&2 2>/dev/null || true
+	done
+	exit 1
+}
+if [ "$(id -u)" -ne 0 ]; then
+	echo "NOT RUN: building the guests' root filesystem needs root (mmdebstrap)"
+	exit 77
+fi
+tmp=$(mktemp -d /tmp/odl-hil-test.XXXXXX)
+trap '"$tb" down quiet >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+
+# Runs odl hil with a bound; sets rc, out, err.
+hil() {
+	set +e
+	timeout 1500 "$odl" hil "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	set -e
+	out=$(cat "$tmp/out")
+	err=$(cat "$tmp/err")
+}
+
+step "packages of this build (odl package)"
+"$odl" package --out "$tmp/debs" >"$tmp/debs.list" 2>"$tmp/package.log" || { cat "$tmp/package.log"; fail "odl package"; }
+ls "$tmp/debs"/*.deb >/dev/null || fail "odl package made no .deb"
+
+step "testbed up --root ($kernel): two Debian-root guests, SSH on loopback ports"
+t=$SECONDS
+"$tb" up --root --kernel "$kernel" --timeout 400 || fail "testbed up --root"
+boot_s=$((SECONDS - t))
+inv="$ODL_VM_DIR/hil/inventory.yaml"
+[ -f "$inv" ] || fail "no inventory written at $inv"
+cat "$inv"
+
+step "check before deploying: odl missing, named"
+t=$SECONDS
+hil check "$inv"
+echo "$out"
+[ "$rc" = 41 ] || fail "check before deploy: exit $rc, want 41: $err"
+echo "$err" | grep -q "host a (root@127.0.0.1 port [0-9]*): odl is not installed" || fail "check did not name host a: $err"
+echo "$out" | grep -q "Debian GNU/Linux 12" || fail "check did not report the OS: $out"
+echo "$out" | grep -q "kernel       $kernel" || fail "check did not report the kernel: $out"
+echo "$out" | grep -q "secure boot  off (no EFI" || fail "check did not report Secure Boot: $out"
+check0_s=$((SECONDS - t))
+
+step "deploy: apt installs the packages, DKMS builds odl_tb5 in each guest, both run the same build"
+t=$SECONDS
+hil deploy "$inv" --debs "$tmp/debs"
+echo "$err" | grep -v '^$' | sed 's/^/  /'
+echo "$out"
+[ "$rc" = 0 ] || fail "deploy: exit $rc: $err"
+build=$("$odl" --version | cut -d' ' -f2)
+echo "$out" | grep -q "both hosts run odl $build" || fail "deploy did not report this build ($build) on both: $out"
+deploy_s=$((SECONDS - t))
+
+step "check after deploying: both healthy at the cable's rating"
+t=$SECONDS
+hil check "$inv"
+echo "$out"
+[ "$rc" = 0 ] || fail "check after deploy: exit $rc: $err"
+[ "$(echo "$out" | grep -c "doctor       ok")" = 2 ] || fail "doctor not ok on both: $out"
+[ "$(echo "$out" | grep -c "odl          odl $build")" = 2 ] || fail "build not reported on both: $out"
+hil check "$inv" --json
+echo "$out" | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+assert j["exit_code"] == 0, j
+assert [h["doctor_exit"] for h in j["hosts"]] == [0, 0], j
+assert j["hosts"][0]["odl_tb5_srcversion"] == j["hosts"][1]["odl_tb5_srcversion"] != "", j
+' || fail "check --json: $out"
+check1_s=$((SECONDS - t))
+
+# The guests as SSH sees them, for the fault steps.
+ssh_b() {
+	ssh -F /dev/null -o BatchMode=yes -o UserKnownHostsFile="$ODL_VM_DIR/hil/known_hosts" \
+		-o IdentityFile="$ODL_VM_DIR/hil/id_ed25519" -o IdentitiesOnly=yes -o ConnectTimeout=10 \
+		-p "$(cat "$ODL_VM_DIR/B.ssh_port")" root@127.0.0.1 "$@"
+}
+
+step "half-deployed pair: odl removed from b"
+ssh_b 'apt-get remove -y -q odl >/dev/null 2>&1' || fail "removing odl on b"
+hil check "$inv"
+[ "$rc" = 41 ] || fail "half-deployed: exit $rc, want 41: $err"
+echo "$err" | grep -q "host b (root@127.0.0.1 port [0-9]*): odl is not installed" || fail "half-deployed: b not named: $err"
+echo "ok: $err"
+
+step "a host key that is not the one in known_hosts"
+sed 's/^\(\[127.0.0.1\]:[0-9]* ssh-ed25519 \).*/\1AAAAC3NzaC1lZDI1NTE5AAAAIJdD7y3aLq8X2Vn0X7aXoRfGkB0o2pQvQ4U3m1Yq5VnS/' \
+	"$ODL_VM_DIR/hil/known_hosts" >"$tmp/known_hosts.bad"
+sed "s|known_hosts: known_hosts|known_hosts: $tmp/known_hosts.bad|; s|key: id_ed25519|key: $ODL_VM_DIR/hil/id_ed25519|" \
+	"$inv" >"$tmp/bad-key.yaml"
+hil check "$tmp/bad-key.yaml"
+[ "$rc" = 40 ] || fail "wrong host key: exit $rc, want 40: $err"
+echo "$err" | grep -q "host key differs" || fail "wrong host key not named: $err"
+echo "ok: $err"
+
+step "a vanished host: QEMU B killed"
+"$tb" kill B >/dev/null 2>&1 || fail "kill B"
+t=$SECONDS
+hil check "$inv"
+[ "$rc" = 40 ] || fail "vanished host: exit $rc, want 40: $err"
+echo "$err" | grep -q "host b (root@127.0.0.1 port [0-9]*): not reachable" || fail "vanished host: b not named: $err"
+[ $((SECONDS - t)) -lt 60 ] || fail "check took $((SECONDS - t)) s with a host gone"
+echo "$out" | grep -q "doctor       FAIL" || true
+echo "ok ($((SECONDS - t)) s): $err"
+pgrep -f "ssh .*ControlPath=/tmp/odl-hil-" >/dev/null && fail "an SSH master was left running"
+
+"$tb" down quiet
+echo "phases: boot ${boot_s} s, check ${check0_s} s, deploy ${deploy_s} s, check ${check1_s} s"
+echo "PASS: hil check / deploy against the testbed's Debian-root guests ($kernel)"

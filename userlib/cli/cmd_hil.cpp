@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+// `odl hil check|deploy <inventory.yaml>`: a pair of hosts over SSH
+// (hil/, docs/hil.md). run, compare and calibrate come with the model.
+#include <unistd.h>
+
+#include <climits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "odl/hil/hil.h"
+#include "odl/hil/inventory.h"
+
+namespace odl::cli {
+namespace {
+
+struct hil_options {
+    std::string inventory;
+    odl::hil::check_options check;
+    odl::hil::deploy_options deploy;
+};
+
+std::string self_path() {
+    char buf[PATH_MAX];
+    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "odl";
+}
+
+/// Loads the inventory and runs @fn; bad input is one line and exit 2.
+template <typename Fn>
+void run_with_inventory(const std::string& path, Fn fn) {
+    int rc = 0;
+    try {
+        const auto inv = odl::hil::load_inventory(path);
+        rc = fn(inv);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "odl: hil: {}\n", e.what());
+        rc = odl::hil::kUsage;
+    }
+    std::exit(rc);
+}
+
+}  // namespace
+
+void add_hil_command(CLI::App& app) {
+    auto o = std::make_shared<hil_options>();
+    auto* hil = app.add_subcommand("hil", "Hardware in the loop: a pair of hosts over SSH (inventory.yaml)");
+    hil->require_subcommand(1);
+
+    auto* check = hil->add_subcommand(
+        "check", "Reachability, OS, kernel, IOMMU, Secure Boot, build and odl doctor on both hosts");
+    check->add_option("inventory", o->inventory, "the inventory (docs/hil.md)")->required();
+    check->add_option("--pair", o->check.pair, "which pair (default: the only one)");
+    check->add_flag("--json", o->check.json, "JSON instead of the table");
+    check->add_option("--timeout", o->check.timeout_s, "seconds per remote command (default 60)")
+        ->check(CLI::Range(1, 3600));
+    check->callback([o] { run_with_inventory(o->inventory, [&](const auto& inv) { return run_check(inv, o->check); }); });
+
+    auto* deploy = hil->add_subcommand(
+        "deploy", "Install this build's packages on both hosts (DKMS builds the module there), load it, "
+                  "check both run the same build");
+    deploy->add_option("inventory", o->inventory, "the inventory (docs/hil.md)")->required();
+    deploy->add_option("--pair", o->deploy.pair, "which pair (default: the only one)");
+    deploy->add_option("--debs", o->deploy.debs_dir, "take the .deb files from this folder (default: odl package)")
+        ->check(CLI::ExistingDirectory);
+    deploy->add_flag("--plugin", o->deploy.plugin, "also install the NCCL/RCCL plugin package");
+    deploy->add_option("--timeout", o->deploy.install_timeout_s,
+                       "seconds for each host's install, DKMS build included (default 1200)")
+        ->check(CLI::Range(10, 7200));
+    deploy->callback([o] {
+        o->deploy.odl_self = self_path();
+        run_with_inventory(o->inventory, [&](const auto& inv) { return run_deploy(inv, o->deploy); });
+    });
+}
+
+}  // namespace odl::cli
