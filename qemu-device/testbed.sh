@@ -122,7 +122,7 @@ root_prepare() {
 	  user: root
 	  key: id_ed25519
 	  known_hosts: known_hosts
-	  connect_timeout: 10
+	  connect_timeout: 60
 	pairs:
 	  - name: testbed-vm
 	    profile: testbed-vm

@@ -2,7 +2,6 @@
 // Host facts over SSH: one shell script, key=value lines back.
 #include "facts.h"
 
-#include <stdlib.h>
 
 #include <filesystem>
 #include <sstream>
@@ -34,17 +33,6 @@ echo "end=1"
 )sh";
 
 }  // namespace
-
-control_dir::control_dir() {
-    char tmpl[] = "/tmp/odl-hil-XXXXXX";
-    if (!::mkdtemp(tmpl)) throw std::runtime_error("cannot make a folder in /tmp for the SSH sockets");
-    path_ = tmpl;
-}
-
-control_dir::~control_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-}
 
 std::string privileged(const host& h) { return h.ssh.user == "root" ? "" : "sudo -n "; }
 

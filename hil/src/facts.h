@@ -10,20 +10,6 @@
 
 namespace odl::hil {
 
-/// A private folder for the SSH control sockets (short path: socket names
-/// are limited to 107 bytes), removed with everything in it.
-class control_dir {
-public:
-    control_dir();
-    ~control_dir();
-    control_dir(const control_dir&) = delete;
-    control_dir& operator=(const control_dir&) = delete;
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-};
-
 /// "" for root, else "sudo -n " (never asks for a password: BatchMode).
 std::string privileged(const host& h);
 

@@ -2,9 +2,12 @@
 // ssh_session: OpenSSH client processes around one master connection.
 #include "odl/hil/ssh.h"
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <stdexcept>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -40,6 +43,17 @@ std::string ssh_failure_reason(const process_result& r) {
         return "the connection was closed (host went away?)";
     std::string first = e.substr(0, e.find('\n'));
     return first.empty() ? "ssh failed (exit 255)" : "ssh: " + first;
+}
+
+control_dir::control_dir() {
+    char tmpl[] = "/tmp/odl-hil-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw std::runtime_error("cannot make a folder in /tmp for the SSH sockets");
+    path_ = tmpl;
+}
+
+control_dir::~control_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
 }
 
 ssh_session::ssh_session(host h, std::string control_dir)

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "model_commands.h"
+#include "run_hosts.h"
 #include "run_vm.h"
 #include "odl/model/scenario/runner.h"
 
@@ -23,6 +24,7 @@ struct run_opts {
     bool json = false;
     bool frame_trace = true;
     long long seed = -1;
+    std::string pair;
     vm_run_opts vm;
 };
 
@@ -47,10 +49,25 @@ int run(const run_opts& o) {
             std::fprintf(stderr, "odl: run: --seed has no effect on vm (no bit-error generator there)\n");
         return run_on_vm(v);
     }
-    if (o.on != "model")
-        die(fmt::format("--on {}: replay on real hosts is not available yet (see `odl hil`); "
-                        "use --on model",
-                        o.on));
+    if (o.on != "model") {
+        // Anything else names a HIL inventory (docs/hil.md).
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(o.on, ec))
+            die(fmt::format("--on {}: expected model, vm or a HIL inventory file (no such file)", o.on));
+        hosts_run_opts h;
+        h.file = o.file;
+        h.inventory = o.on;
+        h.pair = o.pair;
+        h.out = o.out;
+        h.json = o.json;
+        h.settings = o.vm;
+        // Real links move a scenario's streams in full; the VM cap is for TCG.
+        h.settings.stream_cap_mib = 65536;
+        if (o.seed >= 0)
+            std::fprintf(stderr, "odl: run: --seed has no effect on real hosts (no bit-error generator there)\n");
+        return run_on_hosts(h);
+    }
+    if (!o.pair.empty()) die("--pair is for --on <inventory.yaml>");
     namespace m = odl::model;
     m::scenario s;
     try {
@@ -99,7 +116,9 @@ void add_run_command(CLI::App& app) {
     auto o = std::make_shared<run_opts>();
     auto* cmd = app.add_subcommand("run", "replay a scenario (YAML) and report");
     cmd->add_option("scenario", o->file, "scenario file, e.g. scenarios/quickstart.yaml")->required();
-    cmd->add_option("--on", o->on, "where to replay: model or vm (the two-VM testbed; hosts.yaml comes later)");
+    cmd->add_option("--on", o->on,
+                    "where to replay: model, vm (the two-VM testbed) or a HIL inventory (hosts.yaml, docs/hil.md)");
+    cmd->add_option("--pair", o->pair, "--on <inventory>: which pair (default: the only one)");
     cmd->add_option("--out", o->out, "folder for report.json, report.txt, trace.txt");
     cmd->add_option("--seed", o->seed, "override the scenario's seed");
     cmd->add_flag("--json", o->json, "print the JSON report on stdout");

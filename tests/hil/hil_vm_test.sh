@@ -6,6 +6,10 @@
 #   deploy this build's packages (apt + DKMS in each guest, module loaded,
 #   identical build on both), timed;
 #   check afterwards: both healthy (doctor at the cable's rating), exit 0;
+#   run quickstart on the pair (odl hil run): both workloads completed over
+#   odl_tb5, a results folder under the pair's profile with the report
+#   (JSON: the hosts' kernel, build, IOMMU), JUnit XML, link state before
+#   and after and the kernel log of the run;
 #   a half-deployed pair (odl removed from b): exit 41 naming b;
 #   a host key that does not match: exit 40 naming it;
 #   a vanished host (QEMU B killed): exit 40 naming b, bounded; a rerun of
@@ -98,6 +102,47 @@ assert j["hosts"][0]["odl_tb5_srcversion"] == j["hosts"][1]["odl_tb5_srcversion"
 ' || fail "check --json: $out"
 check1_s=$((SECONDS - t))
 
+step "run quickstart on the pair (odl hil run), results folder"
+t=$SECONDS
+hil run "$repo/scenarios/quickstart.yaml" "$inv" --out "$tmp/results"
+echo "$out"
+# The assertions are TB5 hardware's (p99 <= 8 us, >= 35 Gb/s): on TCG
+# guests they fail (exit 1); the run itself must complete (not 2/3).
+[ "$rc" = 0 ] || [ "$rc" = 1 ] || fail "hil run: exit $rc: $err"
+for f in report.json report.txt junit.xml a.link-before.json b.link-after.json a.kernel-log.txt; do
+	[ -s "$tmp/results/$f" ] || [ "$f" = a.kernel-log.txt ] || fail "results: no $f"
+	[ -e "$tmp/results/$f" ] || fail "results: no $f"
+done
+python3 - "$tmp/results" <<'PY' || fail "hil run results"
+import json, sys, xml.etree.ElementTree as ET
+d = sys.argv[1]
+r = json.load(open(d + "/report.json"))
+assert r["on"] == "hosts testbed-vm", r["on"]
+for w in r["workloads"]:
+    assert w["run"] and w["completed"], w
+    assert w["measured_with"].startswith("odl perf"), w
+lat = [w for w in r["workloads"] if w["name"] == "latency"][0]
+assert lat["one_way_us"]["p50"] > 0, lat
+bulk = [w for w in r["workloads"] if w["name"] == "bulk"][0]
+assert bulk["gbps"] > 0, bulk
+for role in "ab":
+    h = r["hosts"][role]
+    assert h["kernel"].startswith("6.12"), h
+    assert h["odl"].startswith("odl "), h
+    assert "IOMMU" in h["iommu"], h
+assert r["kernel_logs_clean"] is True, r["kernel_logs_clean"]
+j = ET.parse(d + "/junit.xml").getroot()
+suite = j.find("testsuite")
+assert int(suite.get("tests")) == len(r["workloads"]) + len(r["assertions"]) + 1, suite.attrib
+names = [c.get("name") for c in suite.iter("testcase")]
+assert "workload latency" in names and "kernel logs clean" in names, names
+link = json.load(open(d + "/a.link-before.json"))
+assert link["peers"] and link["peers"][0]["devices"], link
+print("results ok: latency p50 %.1f us, bulk %.3f Gb/s, junit %s tests, %s failures" %
+      (lat["one_way_us"]["p50"], bulk["gbps"], suite.get("tests"), suite.get("failures")))
+PY
+run_s=$((SECONDS - t))
+
 # The guests as SSH sees them, for the fault steps.
 ssh_b() {
 	ssh -F /dev/null -o BatchMode=yes -o UserKnownHostsFile="$ODL_VM_DIR/hil/known_hosts" \
@@ -134,5 +179,5 @@ echo "ok ($((SECONDS - t)) s): $err"
 pgrep -f "ssh .*ControlPath=/tmp/odl-hil-" >/dev/null && fail "an SSH master was left running"
 
 "$tb" down quiet
-echo "phases: boot ${boot_s} s, check ${check0_s} s, deploy ${deploy_s} s, check ${check1_s} s"
-echo "PASS: hil check / deploy against the testbed's Debian-root guests ($kernel)"
+echo "phases: boot ${boot_s} s, check ${check0_s} s, deploy ${deploy_s} s, check ${check1_s} s, run ${run_s} s"
+echo "PASS: hil check / deploy / run against the testbed's Debian-root guests ($kernel)"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// `odl hil check|deploy <inventory.yaml>`: a pair of hosts over SSH
-// (hil/, docs/hil.md). run, compare and calibrate come with the model.
+// `odl hil check|deploy|run`: a pair of hosts over SSH (hil/, docs/hil.md).
+// run replays a scenario, so it is odl-model's `run --on <inventory>`.
 #include <unistd.h>
 
 #include <climits>
@@ -19,6 +19,9 @@ namespace {
 
 struct hil_options {
     std::string inventory;
+    std::string scenario;
+    std::string run_pair, run_out;
+    bool run_json = false;
     odl::hil::check_options check;
     odl::hil::deploy_options deploy;
 };
@@ -73,6 +76,22 @@ void add_hil_command(CLI::App& app) {
     deploy->callback([o] {
         o->deploy.odl_self = self_path();
         run_with_inventory(o->inventory, [&](const auto& inv) { return run_deploy(inv, o->deploy); });
+    });
+
+    auto* run = hil->add_subcommand(
+        "run", "Replay a scenario on the pair with the real stack; results folder with JSON and JUnit XML "
+               "(= odl run SCENARIO --on INVENTORY)");
+    run->add_option("scenario", o->scenario, "scenario file, e.g. scenarios/quickstart.yaml")->required();
+    run->add_option("inventory", o->inventory, "the inventory (docs/hil.md)")->required();
+    run->add_option("--pair", o->run_pair, "which pair (default: the only one)");
+    run->add_option("--out", o->run_out, "results folder (default: <build>/runs/hil/<profile>/<pair>/...)");
+    run->add_flag("--json", o->run_json, "print the JSON report on stdout");
+    run->callback([o] {
+        std::vector<std::string> words{"run", o->scenario, "--on", o->inventory};
+        if (!o->run_pair.empty()) words.insert(words.end(), {"--pair", o->run_pair});
+        if (!o->run_out.empty()) words.insert(words.end(), {"--out", o->run_out});
+        if (o->run_json) words.push_back("--json");
+        std::exit(exec_model(words));
     });
 }
 

@@ -47,31 +47,37 @@ void add_model_forwards(CLI::App& app) {
 
 int forward_to_model(int argc, char** argv) {
     if (argc < 2 || !is_model_command(argv[1])) return -1;
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+    return exec_model(args);
+}
+
+int exec_model(const std::vector<std::string>& words) {
     std::vector<char*> args;
     args.push_back(const_cast<char*>(k_model_exe));
-    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+    for (const auto& w : words) args.push_back(const_cast<char*>(w.c_str()));
     args.push_back(nullptr);
+    const char* what = words.empty() ? "model" : words.front().c_str();
 
     const std::string dir = self_dir();
     if (!dir.empty()) {
         const std::string beside = dir + "/" + k_model_exe;
         if (access(beside.c_str(), X_OK) == 0) {
             execv(beside.c_str(), args.data());
-            std::fprintf(stderr, "odl: %s: cannot run %s: %s\n", argv[1], beside.c_str(),
-                         std::strerror(errno));
+            std::fprintf(stderr, "odl: %s: cannot run %s: %s\n", what, beside.c_str(), std::strerror(errno));
             return 126;
         }
     }
     execvp(k_model_exe, args.data());
     const int err = errno;
     if (err != ENOENT) {
-        std::fprintf(stderr, "odl: %s: cannot run %s: %s\n", argv[1], k_model_exe, std::strerror(err));
+        std::fprintf(stderr, "odl: %s: cannot run %s: %s\n", what, k_model_exe, std::strerror(err));
         return 126;
     }
     std::fprintf(stderr,
                  "odl: %s: the modelling commands are in %s, which is not installed (not found in %s "
                  "nor on PATH): install the Debian package %s, or build with -DODL_BUILD_MODEL=ON\n",
-                 argv[1], k_model_exe, dir.empty() ? "this binary's folder" : dir.c_str(), k_model_package);
+                 what, k_model_exe, dir.empty() ? "this binary's folder" : dir.c_str(), k_model_package);
     return 127;
 }
 

@@ -116,7 +116,7 @@ int run_tests(const test_options& opt) {
 void add_test_command(CLI::App& app) {
     auto opt = std::make_shared<test_options>();
     auto* cmd = app.add_subcommand("test", "Run the test suite through ctest");
-    cmd->add_option("--label,-L", opt->label, "Only tests with this ctest label (unit, model, vm, gpu)");
+    cmd->add_option("--label,-L", opt->label, "Only tests with this ctest label (unit, model, vm, hil, gpu, package)");
     cmd->add_flag("!--no-sanitize", opt->sanitize, "Skip the address/undefined sanitizer pass");
     cmd->add_option("--jobs,-j", opt->jobs, "Parallel tests (default: cores)");
     cmd->callback([opt] { std::exit(run_tests(*opt)); });

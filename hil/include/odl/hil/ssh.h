@@ -21,6 +21,20 @@ std::string shell_quote(const std::string& text);
 /// Why ssh could not reach a host, from its messages (empty when it did).
 std::string ssh_failure_reason(const process_result& r);
 
+/// A private folder for the SSH control sockets (short path: socket names
+/// are limited to 107 bytes), removed with everything in it.
+class control_dir {
+public:
+    control_dir();
+    ~control_dir();
+    control_dir(const control_dir&) = delete;
+    control_dir& operator=(const control_dir&) = delete;
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
 class ssh_session {
 public:
     /// @control_dir: a private folder for the master's socket (short path).

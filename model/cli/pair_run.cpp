@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: MIT
+// The shared half of `odl run --on vm|<inventory>`: signals, shell helpers,
+// the timeline runner and the report files (pair_run.h).
+#include "pair_run.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace odl::cli::pair {
+
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_signal(int) { g_interrupted = 1; }
+
+std::string g_where = "vm";
+
+}  // namespace
+
+void set_where(const std::string& where) { g_where = where; }
+void progress(const std::string& s) { fmt::print(stderr, "odl: run: {}: {}\n", g_where, s); }
+
+std::string env_or(const char* name, const std::string& fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? v : fallback;
+}
+
+std::string sq(const std::string& s) {
+    std::string r = "'";
+    for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return r + "'";
+}
+
+/// Runs @cmd with /bin/sh, stdout (and stderr if @merge) captured.
+sh_result sh(const std::string& cmd, bool merge) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    sh_result r;
+    FILE* p = popen((cmd + (merge ? " 2>&1" : "")).c_str(), "r");
+    if (!p) throw target_error("cannot run " + cmd);
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int st = pclose(p);
+    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    return r;
+}
+
+
+void check_interrupt() {
+    if (g_interrupted) throw interrupted();
+}
+
+signal_guard::signal_guard() {
+    g_interrupted = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+    sigaction(SIGHUP, &sa, &old_hup_);
+}
+
+signal_guard::~signal_guard() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGHUP, &old_hup_, nullptr);
+}
+
+const char* gen_arg(m::generation g) {
+    switch (g) {
+    case m::generation::tb3: return "tb3";
+    case m::generation::gen2: return "gen2";
+    case m::generation::gen3: return "gen3";
+    case m::generation::gen4: return "gen4";
+    }
+    return "?";
+}
+
+std::string event_name(m::event_kind k) {
+    switch (k) {
+    case m::event_kind::plug: return "plug";
+    case m::event_kind::unplug: return "unplug";
+    case m::event_kind::ber: return "ber";
+    case m::event_kind::degrade: return "degrade";
+    case m::event_kind::retrain: return "retrain";
+    case m::event_kind::host_reset: return "host-reset";
+    }
+    return "?";
+}
+
+namespace {
+
+/// Nearest-rank percentile, as the model computes it.
+double pct(std::vector<double> v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    std::size_t i = std::size_t(std::ceil(p / 100.0 * double(v.size())));
+    return v[std::min(v.size() - 1, i ? i - 1 : 0)];
+}
+
+std::optional<json> first_json(const std::string& s) {
+    const auto b = s.find('{');
+    const auto e = s.rfind('}');
+    if (b == std::string::npos || e == std::string::npos || e < b) return std::nullopt;
+    try {
+        return json::parse(s.substr(b, e - b + 1));
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
+}  // namespace
+
+std::string last_line(const std::string& s) {
+    std::string t = s;
+    while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+    const auto p = t.rfind('\n');
+    return p == std::string::npos ? t : t.substr(p + 1);
+}
+
+
+void target::mark_kernel_log(unsigned host) {
+    const auto r = exec(host, "dmesg | wc -l", 30);
+    log_mark_[host & 1] = r.rc == 0 ? std::strtoull(last_line(r.out).c_str(), nullptr, 10) : 0;
+}
+
+std::string target::kernel_log_problems(unsigned host) {
+    const auto r = exec(host, fmt::format("dmesg | tail -n +{} | grep -v 'module verification failed' | "
+                                          "grep -E 'WARNING:|BUG:|Oops|Call Trace'",
+                                          log_mark_[host & 1] + 1),
+                        60);
+    return r.rc == 0 ? r.out : "";
+}
+
+std::string target::kernel_log_since_mark(unsigned host) {
+    return exec(host, fmt::format("dmesg | tail -n +{}", log_mark_[host & 1] + 1), 60).out;
+}
+
+std::string target::logged_in_command(unsigned host) const {
+    // The module's own view (kmod/sysfs.c): logged in once "connected".
+    return fmt::format("grep -qE '^(connected|session)$' /sys/class/odl_tb5/odl_tb5_{}/state", device(host));
+}
+
+bool target::wait_in(unsigned host, int secs, const std::string& cmd) {
+    const auto end = clk::now() + std::chrono::seconds(secs);
+    while (clk::now() < end) {
+        check_interrupt();
+        if (exec(host, cmd, 30).rc == 0) return true;
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    return false;
+}
+
+namespace {
+
+class runner {
+public:
+    runner(const vm_run_opts& o, const m::scenario& s, target& tb, report& rep)
+        : o_(o), s_(s), tb_(tb), rep_(rep) {}
+
+    std::string vm(unsigned host) const { return tb_.name(host); }
+    std::string ip(unsigned host) const { return host == 0 ? "10.99.0.1" : "10.99.0.2"; }
+
+    /// Waits until the link carries traffic again (after up or a plug).
+    bool wait_link(int secs) {
+        if (o_.driver == "tbnet") {
+            // thunderbolt0 comes back as a new interface after a replug: address it each round.
+            const auto end = clk::now() + std::chrono::seconds(secs);
+            while (clk::now() < end) {
+                for (unsigned h = 0; h < 2; ++h)
+                    tb_.exec(h, fmt::format("ip link show thunderbolt0 >/dev/null 2>&1 && {{ ip addr show dev "
+                                                "thunderbolt0 | grep -q '{0}/' || ip addr add {0}/24 dev thunderbolt0; "
+                                                "ip link set thunderbolt0 up; }}",
+                                                ip(h)),
+                             30);
+                if (tb_.exec(0, "ping -c 1 -W 2 " + ip(1), 30).rc == 0) return true;
+                std::this_thread::sleep_for(std::chrono::seconds(1));
+            }
+            return false;
+        }
+        for (unsigned h = 0; h < 2; ++h)
+            if (!tb_.wait_in(h, secs, tb_.logged_in_command(h))) return false;
+        return true;
+    }
+
+    void run_workload(const m::scenario_workload& w, wl_result& r) {
+        r.run = true;
+        const unsigned from = w.hosts.at(0), to = w.hosts.at(1);
+        const auto t0 = clk::now();
+        if (w.kind == m::workload_kind::pingpong)
+            o_.driver == "tbnet" ? ping_tbnet(w, r, from, to) : perf(w, r, from, to, "latency");
+        else
+            o_.driver == "tbnet" ? stream_tbnet(w, r, from, to) : perf(w, r, from, to, "bandwidth");
+        r.wall_s = std::chrono::duration<double>(clk::now() - t0).count();
+    }
+
+    void ping_tbnet(const m::scenario_workload& w, wl_result& r, unsigned from, unsigned to) {
+        const unsigned n = std::min<unsigned>(w.count, o_.ping_cap);
+        const std::uint64_t size = std::min<std::uint64_t>(w.size, 65000);
+        r.count = n;
+        r.how = fmt::format("ping -A -c {} -s {} ({} -> {}, thunderbolt_net)", n, size, vm(from), vm(to));
+        if (n < w.count) rep_.not_applied.push_back(fmt::format("{}: {} of {} iterations (--vm-ping-cap)", w.name, n, w.count));
+        if (size < w.size) rep_.not_applied.push_back(fmt::format("{}: ping payload capped at {} B", w.name, size));
+        const auto res = tb_.exec(from, fmt::format("ping -A -c {} -s {} -W 3 -w {} {}", n, size, n * 3 + 5, ip(to)),
+                                  n * 3 + 30);
+        std::vector<double> us;
+        std::istringstream in(res.out);
+        for (std::string line; std::getline(in, line);) {
+            const auto p = line.find("time=");
+            if (p == std::string::npos) continue;
+            double ms = std::strtod(line.c_str() + p + 5, nullptr);
+            if (line.find(" us", p) != std::string::npos && line.find(" ms", p) == std::string::npos) ms /= 1000;
+            us.push_back(ms * 1000 / 2);  // one-way = RTT / 2
+        }
+        r.sent = n;
+        r.received = us.size();
+        r.lost = n - us.size();
+        if (!us.empty()) {
+            r.p50 = pct(us, 50);
+            r.p99 = pct(us, 99);
+            r.max = *std::max_element(us.begin(), us.end());
+            double sum = 0;
+            for (double v : us) sum += v;
+            r.mean = sum / double(us.size());
+        }
+        r.completed = us.size() == n;
+        if (!r.completed) r.error = fmt::format("{} of {} pings unanswered: {}", n - us.size(), n, last_line(res.out));
+    }
+
+    void stream_tbnet(const m::scenario_workload& w, wl_result& r, unsigned from, unsigned to) {
+        const std::uint64_t want = w.size * w.count, cap = std::uint64_t(o_.stream_cap_mib) << 20;
+        const std::uint64_t bytes = std::min(want, cap);
+        const std::uint64_t len = std::min<std::uint64_t>(w.size, 1 << 20);
+        const bool bidir = w.kind == m::workload_kind::bidir;
+        r.how = fmt::format("iperf3 -c {} -n {} -l {}{} ({} -> {}, thunderbolt_net, TCP)", ip(to), bytes, len,
+                            bidir ? " --bidir" : "", vm(from), vm(to));
+        if (bytes < want)
+            rep_.not_applied.push_back(fmt::format("{}: {} of {} bytes sent (--vm-stream-cap-mib)", w.name, bytes, want));
+        tb_.exec(to, "iperf3 -s -D -1 >/dev/null 2>&1");
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        const auto res = tb_.exec(from, fmt::format("iperf3 -c {} -n {} -l {}{} -J", ip(to), bytes, len,
+                                                        bidir ? " --bidir" : ""),
+                                  300);
+        const auto j = first_json(res.out);
+        if (res.rc != 0 || !j || !j->contains("end")) {
+            r.error = fmt::format("iperf3 failed (status {}): {}", res.rc, last_line(res.out));
+            return;
+        }
+        const auto& end = (*j)["end"];
+        double bps = end.value("sum_received", json::object()).value("bits_per_second", 0.0);
+        if (bidir) bps += end.value("sum_received_bidir_reverse", json::object()).value("bits_per_second", 0.0);
+        r.gbps = bps / 1e9;
+        r.completed = true;  // TCP: retransmitted, so message loss is not measured
+    }
+
+    void perf(const m::scenario_workload& w, wl_result& r, unsigned from, unsigned to, const char* test) {
+        std::string args;
+        if (w.kind == m::workload_kind::pingpong) {
+            args = fmt::format("-s {} -n {} --warmup {}", w.size, w.count, std::max(1u, w.count / 10));
+        } else {
+            const std::uint64_t want = w.size * w.count, cap = std::uint64_t(o_.stream_cap_mib) << 20;
+            const std::uint64_t bytes = std::max(w.size, std::min(want, cap));
+            args = fmt::format("-s {} --bytes {}{}", w.size, bytes,
+                               w.kind == m::workload_kind::bidir ? " --bidir" : "");
+        }
+        r.how = fmt::format("odl perf {} --backend kernel {} ({} -> {}, odl_tb5)", test, args, vm(from), vm(to));
+        // Detached from the exec's output: over SSH a background job that
+        // holds the session's stdout keeps the command from returning.
+        tb_.exec(to, fmt::format("(odl perf {} --backend kernel --server -d {} --connect-timeout 60 {} "
+                                     ">/tmp/run-srv.log 2>&1; echo rc=$? >>/tmp/run-srv.log) </dev/null >/dev/null 2>&1 &",
+                                     test, tb_.device(to), args));
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        const auto res = tb_.exec(from,
+                                  fmt::format("odl perf {} --backend kernel --client {} --connect-timeout 60 -q --json {}",
+                                              test, tb_.device(from), args),
+                                  540);
+        tb_.wait_in(to, 30, "grep -q '^rc=' /tmp/run-srv.log");
+        const auto j = first_json(res.out);
+        if (res.rc != 0 || !j || !j->contains("results") || (*j)["results"].empty()) {
+            r.error = fmt::format("odl perf failed (status {}): {}", res.rc, last_line(res.out));
+            return;
+        }
+        const auto& row = (*j)["results"][0];
+        if (w.kind == m::workload_kind::pingpong) {
+            r.p50 = row.value("p50_us", 0.0);
+            r.p99 = row.value("p99_us", 0.0);
+            r.mean = row.value("mean_us", 0.0);
+            r.max = row.value("max_us", 0.0);
+            r.sent = r.received = row.value("samples", std::uint64_t(0));
+        } else {
+            r.gbps = row.value("gbps", 0.0);
+            r.sent = r.received = row.value("messages", std::uint64_t(0));
+            // odl perf sends at least 16 messages per size: report what it really moved.
+            const std::uint64_t want = w.size * w.count, moved = row.value("bytes", std::uint64_t(0));
+            if (moved != want)
+                rep_.not_applied.push_back(fmt::format("{}: {} bytes moved instead of {} (--vm-stream-cap-mib; "
+                                                       "odl perf sends at least 16 messages)",
+                                                       w.name, moved, want));
+        }
+        r.lost = 0;  // odl perf verifies every message and fails on a missing one
+        r.completed = true;
+    }
+
+    void evaluate() {
+        for (const auto& a : s_.assertions) {
+            report::assertion ar;
+            std::string bound;
+            if (a.min) bound += fmt::format(">= {:g}", *a.min);
+            if (a.max) bound += fmt::format("{}<= {:g}", bound.empty() ? "" : " and ", *a.max);
+            const std::string base = fmt::format("{}{}{} {}", a.workload, a.workload.empty() ? "" : ".", a.metric, bound);
+            std::optional<double> v;
+            std::string why;
+            const std::string on = rep_.on_key();
+            if (a.workload.empty()) {
+                if (a.metric == "messages_lost") {
+                    double sum = 0;
+                    for (const auto& w : rep_.workloads) {
+                        if (!w.run || !w.lost) {
+                            why = fmt::format("loss of workload {} not measured on {}", w.name, on);
+                            break;
+                        }
+                        sum += double(*w.lost);
+                    }
+                    if (why.empty()) v = sum;
+                } else {
+                    why = fmt::format("scenario-wide {} is a model metric; the {} path does not measure it",
+                                      a.metric, on);
+                }
+            } else {
+                const auto it = std::find_if(rep_.workloads.begin(), rep_.workloads.end(),
+                                             [&](const wl_result& w) { return w.name == a.workload; });
+                if (it == rep_.workloads.end() || !it->run) {
+                    why = "workload not run on " + on;
+                } else {
+                    const auto& w = *it;
+                    std::optional<double> x;
+                    if (a.metric == "p50_us") x = w.p50;
+                    else if (a.metric == "p99_us") x = w.p99;
+                    else if (a.metric == "mean_us") x = w.mean;
+                    else if (a.metric == "max_us") x = w.max;
+                    else if (a.metric == "gbps") x = w.gbps;
+                    else if (a.metric == "messages_lost" && w.lost) x = double(*w.lost);
+                    else if (a.metric == "completed") x = w.completed ? 1 : 0;
+                    if (x) v = x;
+                    else why = fmt::format("{} not measured on {} by {}", a.metric, on, w.how);
+                }
+            }
+            if (v) {
+                const bool ok = (!a.min || *v >= *a.min) && (!a.max || *v <= *a.max);
+                ar.status = ok ? "PASS" : "FAIL";
+                ar.value = v;
+                ar.text = fmt::format("{} (got {:g})", base, *v);
+            } else {
+                ar.status = "NOT EVALUATED";
+                ar.text = base;
+                ar.why = why;
+            }
+            if (!a.where.empty()) ar.text += " at " + a.where;
+            rep_.assertions.push_back(ar);
+        }
+    }
+
+    void run() {
+        const auto& c = s_.cables[0];
+        if (o_.driver == "odl_tb5") tb_.load_driver();
+        for (unsigned h = 0; h < 2; ++h) tb_.mark_kernel_log(h);
+        progress(fmt::format("waiting for the link ({})", o_.driver == "tbnet" ? "thunderbolt0, ping" : "odl_tb5 login"));
+        if (!wait_link(120)) throw target_error("the link did not come up within 120 s");
+        rep_.link_seen = tb_.link_seen();
+        progress("link up (Linux reports " + rep_.link_seen + "); replaying the timeline");
+        bool link_pending = false;
+        if (!c.plugged) {
+            if (!tb_.can_cable()) throw target_error("the scenario starts with the cable unplugged, and " +
+                                                      tb_.no_cable_reason());
+            tb_.cable("unplug");
+            rep_.applied.push_back("cable 0 unplugged at 0 (plugged: false)");
+        }
+        // One ordered timeline: events and workload starts, at their times.
+        struct item {
+            double at_s;
+            int order;
+            std::size_t idx;
+            bool event;
+        };
+        std::vector<item> items;
+        for (std::size_t i = 0; i < s_.events.size(); ++i)
+            items.push_back({s_.events[i].at.to_seconds(), 0, i, true});
+        for (std::size_t i = 0; i < s_.workloads.size(); ++i)
+            items.push_back({s_.workloads[i].start.to_seconds(), 1, i, false});
+        std::stable_sort(items.begin(), items.end(), [](const item& a, const item& b) {
+            return a.at_s != b.at_s ? a.at_s < b.at_s : a.order < b.order;
+        });
+        const auto t0 = clk::now();
+        for (const auto& it : items) {
+            const double target = it.at_s * o_.time_scale;
+            while (std::chrono::duration<double>(clk::now() - t0).count() < target) {
+                check_interrupt();
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
+            const double now = std::chrono::duration<double>(clk::now() - t0).count();
+            if (it.event) {
+                const auto& e = s_.events[it.idx];
+                const std::string what = fmt::format("{} cable {} at {:g} ms", event_name(e.kind), e.cable,
+                                                     e.at.to_seconds() * 1e3);
+                if ((e.kind == m::event_kind::plug || e.kind == m::event_kind::unplug) && !tb_.can_cable()) {
+                    progress(fmt::format("t={:.1f} s: {} SKIPPED ({})", now, what, tb_.no_cable_reason()));
+                    rep_.not_applied.push_back(what + ": skipped: " + tb_.no_cable_reason());
+                } else if (e.kind == m::event_kind::host_reset && tb_.can_reset()) {
+                    progress(fmt::format("t={:.1f} s: {} (odl_tb5 reloaded on host {})", now, what, vm(e.host)));
+                    tb_.reset(e.host);
+                    link_pending = true;
+                    rep_.applied.push_back(fmt::format("{} as an odl_tb5 reload (wall t={:.1f} s)", what, now));
+                } else if (e.kind == m::event_kind::plug || e.kind == m::event_kind::unplug) {
+                    progress(fmt::format("t={:.1f} s: {}", now, what));
+                    tb_.cable(event_name(e.kind));
+                    link_pending = e.kind == m::event_kind::plug;
+                    rep_.applied.push_back(fmt::format("{} (wall t={:.1f} s)", what, now));
+                } else {
+                    progress(fmt::format("t={:.1f} s: {} NOT applied ({})", now, what, tb_.no_event_reason()));
+                    rep_.not_applied.push_back(what + ": " + tb_.no_event_reason());
+                }
+                continue;
+            }
+            const auto& w = s_.workloads[it.idx];
+            auto& r = rep_.workloads[it.idx];
+            r.started_s = now;
+            if (link_pending) {
+                progress("waiting for the link after the plug");
+                if (!wait_link(120)) progress("link not back within 120 s; running anyway");
+                link_pending = false;
+                r.started_s = std::chrono::duration<double>(clk::now() - t0).count();
+            }
+            if (w.kind == m::workload_kind::allreduce) {
+                r.error = "allreduce needs a ring of hosts";
+                continue;
+            }
+            progress(fmt::format("t={:.1f} s: workload {} ({})", r.started_s, w.name, m::to_string(w.kind)));
+            run_workload(w, r);
+            progress(fmt::format("workload {} {} in {:.1f} s", w.name, r.completed ? "done" : "FAILED: " + r.error,
+                                 r.wall_s));
+        }
+        // Kernel logs since the run began, as the vm tests check them.
+        bool clean = true;
+        for (unsigned h = 0; h < 2; ++h)
+            if (!tb_.kernel_log_problems(h).empty()) clean = false;
+        rep_.kernel_logs_clean = clean;
+        evaluate();
+    }
+
+private:
+    const vm_run_opts& o_;
+    const m::scenario& s_;
+    target& tb_;
+    report& rep_;
+};
+
+
+}  // namespace
+
+void replay(const vm_run_opts& o, const m::scenario& s, target& tb, report& rep) { runner(o, s, tb, rep).run(); }
+
+void add_workloads(const m::scenario& s, report& rep) {
+    for (const auto& w : s.workloads) {
+        wl_result r;
+        r.name = w.name;
+        r.kind = w.kind;
+        r.size = w.size;
+        r.count = w.count;
+        rep.workloads.push_back(r);
+    }
+}
+
+void fill_unevaluated(const m::scenario& s, report& rep) {
+    if (rep.error.empty() || !rep.assertions.empty()) return;
+    for (const auto& a : s.assertions)
+        rep.assertions.push_back({fmt::format("{}{}{}", a.workload, a.workload.empty() ? "" : ".", a.metric),
+                                  "NOT EVALUATED", "the run did not finish", std::nullopt});
+}
+
+namespace {
+
+std::string xml_escape(const std::string& s) {
+    std::string o;
+    for (char c : s) {
+        switch (c) {
+        case '&': o += "&amp;"; break;
+        case '<': o += "&lt;"; break;
+        case '>': o += "&gt;"; break;
+        case '"': o += "&quot;"; break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') o += ' ';
+            else o += c;
+        }
+    }
+    return o;
+}
+
+}  // namespace
+
+std::string report::to_junit() const {
+    struct tc {
+        std::string name, failure, skipped;
+        double time = 0;
+    };
+    std::vector<tc> cases;
+    for (const auto& w : workloads) {
+        tc c{"workload " + w.name, "", "", w.wall_s};
+        if (!w.run) c.skipped = "not run on " + on + (w.error.empty() ? "" : ": " + w.error);
+        else if (!w.completed) c.failure = w.error.empty() ? "did not complete" : w.error;
+        cases.push_back(c);
+    }
+    for (const auto& a : assertions) {
+        tc c{"assert " + a.text, "", "", 0};
+        if (a.status == "FAIL") c.failure = a.text;
+        else if (a.status != "PASS") c.skipped = a.why.empty() ? a.status : a.why;
+        cases.push_back(c);
+    }
+    if (kernel_logs_clean) cases.push_back({"kernel logs clean", *kernel_logs_clean ? "" : "WARNING/BUG/Oops found", "", 0});
+    if (!error.empty()) cases.push_back({"run", error, "", wall_s});
+    unsigned failures = 0, skipped = 0;
+    for (const auto& c : cases) {
+        failures += !c.failure.empty();
+        skipped += !c.skipped.empty();
+    }
+    std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    x += fmt::format("<testsuites><testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
+                     xml_escape(scenario + " on " + on), cases.size(), failures, skipped, wall_s);
+    x += fmt::format("<properties><property name=\"kernel\" value=\"{}\"/><property name=\"driver\" value=\"{}\"/>"
+                     "<property name=\"link_seen\" value=\"{}\"/></properties>\n",
+                     xml_escape(kernel), xml_escape(driver), xml_escape(link_seen));
+    for (const auto& c : cases) {
+        x += fmt::format("  <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\"", xml_escape(scenario),
+                         xml_escape(c.name), c.time);
+        if (!c.failure.empty())
+            x += fmt::format("><failure message=\"{}\"/></testcase>\n", xml_escape(c.failure));
+        else if (!c.skipped.empty())
+            x += fmt::format("><skipped message=\"{}\"/></testcase>\n", xml_escape(c.skipped));
+        else
+            x += "/>\n";
+    }
+    return x + "</testsuite></testsuites>\n";
+}
+
+void write_report(const report& rep, const std::string& dir, bool json_out) {
+    const auto put = [&](const std::string& name, const std::string& body) {
+        std::ofstream f(dir + "/" + name, std::ios::binary);
+        f << body;
+        if (!f) fmt::print(stderr, "odl: run: cannot write {}/{}\n", dir, name);
+    };
+    put("report.json", rep.to_json().dump(2) + "\n");
+    put("report.txt", rep.to_text());
+    put("junit.xml", rep.to_junit());
+    if (json_out)
+        fmt::print("{}\n", rep.to_json().dump(2));
+    else
+        fmt::print("{}", rep.to_text());
+}
+
+}  // namespace odl::cli::pair

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+// What `odl run --on vm` and `odl run --on <inventory>` share: the report,
+// the target a run drives (the testbed's two guests, or a HIL pair over
+// SSH), and the runner that replays a scenario's timeline on it.
+#pragma once
+
+#include <csignal>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "odl/model/scenario/scenario.h"
+#include "run_vm.h"
+
+namespace odl::cli::pair {
+
+namespace m = odl::model;
+using nlohmann::json;
+
+struct interrupted : std::runtime_error {
+    interrupted() : std::runtime_error("interrupted") {}
+};
+/// The target failed (testbed down, host unreachable): ends the run.
+struct target_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+/// Throws interrupted once SIGINT, SIGTERM or SIGHUP arrived (signal_guard).
+void check_interrupt();
+/// Catches SIGINT, SIGTERM and SIGHUP for its lifetime (check_interrupt).
+class signal_guard {
+public:
+    signal_guard();
+    ~signal_guard();
+    signal_guard(const signal_guard&) = delete;
+    signal_guard& operator=(const signal_guard&) = delete;
+
+private:
+    struct sigaction old_int_ {}, old_term_ {}, old_hup_ {};
+};
+
+/// "odl: run: <where>: <s>" on stderr; set_where() names the target kind.
+void set_where(const std::string& where);
+void progress(const std::string& s);
+
+std::string env_or(const char* name, const std::string& fallback);
+/// 's' quoted for /bin/sh.
+std::string sq(const std::string& s);
+
+struct sh_result {
+    int rc = -1;
+    std::string out;
+};
+/// Runs @cmd with /bin/sh, stdout (and stderr if @merge) captured.
+sh_result sh(const std::string& cmd, bool merge = true);
+
+const char* gen_arg(m::generation g);
+std::string event_name(m::event_kind k);
+std::string last_line(const std::string& s);
+
+struct wl_result {
+    std::string name;
+    m::workload_kind kind{};
+    std::uint64_t size = 0;
+    unsigned count = 0;
+    std::string how;  ///< the command that measured it
+    bool run = false;
+    bool completed = false;
+    std::string error;
+    std::optional<double> p50, p99, mean, max, gbps;
+    std::optional<std::uint64_t> sent, received, lost;
+    double started_s = 0, wall_s = 0;
+};
+
+struct report {
+    std::string on = "vm";  ///< "vm", or "hosts <pair>"
+    std::string scenario, file, kernel, driver, cable, link_seen;
+    double time_scale = 0;
+    std::vector<std::string> applied, not_applied;
+    std::vector<wl_result> workloads;
+    struct assertion {
+        std::string text, status, why;
+        std::optional<double> value;
+    };
+    std::vector<assertion> assertions;
+    std::optional<bool> kernel_logs_clean;
+    std::string error;  ///< the target failed (testbed, SSH)
+    json extra;         ///< what the target says of itself (HIL: the hosts), under "hosts"
+    double wall_s = 0;
+
+    unsigned count(const char* st) const {
+        return unsigned(std::count_if(assertions.begin(), assertions.end(),
+                                      [&](const assertion& a) { return a.status == st; }));
+    }
+    bool workloads_ok() const {
+        return std::all_of(workloads.begin(), workloads.end(),
+                           [](const wl_result& w) { return !w.run || w.completed; });
+    }
+    bool passed() const { return error.empty() && count("FAIL") == 0 && workloads_ok(); }
+
+    json to_json() const {
+        json j{{"scenario", scenario}, {"file", file}, {"on", on}, {"kernel", kernel}, {"driver", driver},
+               {"cable", cable}, {"link_seen_by_linux", link_seen}, {"time_scale_wall_s_per_sim_s", time_scale},
+               {"wall_s", wall_s}, {"passed", passed()}, {"events_applied", applied},
+               {"not_applied_on_" + on_key(), not_applied}};
+        const auto opt = [](const auto& o) { return o ? json(*o) : json(nullptr); };
+        j["workloads"] = json::array();
+        for (const auto& w : workloads) {
+            json o{{"name", w.name}, {"type", std::string(m::to_string(w.kind))}, {"size_bytes", w.size},
+                   {"count", w.count}, {"run", w.run}, {"measured_with", w.how}, {"completed", w.completed},
+                   {"messages_sent", opt(w.sent)}, {"messages_received", opt(w.received)},
+                   {"messages_lost", opt(w.lost)}, {"started_s", w.started_s}, {"wall_s", w.wall_s}};
+            if (w.kind == m::workload_kind::pingpong)
+                o["one_way_us"] = {{"p50", opt(w.p50)}, {"p99", opt(w.p99)}, {"mean", opt(w.mean)},
+                                   {"max", opt(w.max)}};
+            else
+                o["gbps"] = opt(w.gbps);
+            if (!w.error.empty()) o["error"] = w.error;
+            j["workloads"].push_back(o);
+        }
+        j["assertions"] = json::array();
+        for (const auto& a : assertions) {
+            json o{{"assertion", a.text}, {"status", a.status}, {"value", opt(a.value)},
+                   {"passed", a.status == "PASS"}};
+            if (!a.why.empty()) o["reason"] = a.why;
+            j["assertions"].push_back(o);
+        }
+        j["kernel_logs_clean"] = opt(kernel_logs_clean);
+        if (!extra.is_null()) j["hosts"] = extra;
+        if (!error.empty()) j["error"] = error;
+        return j;
+    }
+
+    std::string on_key() const { return on == "vm" ? "vm" : "hosts"; }
+    /// JUnit XML for any CI system: one test case per workload and assertion.
+    std::string to_junit() const;
+
+    std::string to_text() const {
+        std::string t = fmt::format("scenario {} on {} (Linux {}, {}, cable {}; Linux sees {}): {:.1f} s wall\n",
+                                    scenario, on, kernel, driver, cable, link_seen.empty() ? "-" : link_seen, wall_s);
+        const auto num = [](const std::optional<double>& v, const char* f) {
+            return v ? fmt::format(fmt::runtime(f), *v) : std::string("-");
+        };
+        for (const auto& w : workloads) {
+            t += fmt::format("  {:<16} {:<9} {:>9} B x{:<6} ", w.name, m::to_string(w.kind), w.size, w.count);
+            if (!w.run) {
+                t += "not run on " + on + (w.error.empty() ? "" : ": " + w.error) + "\n";
+                continue;
+            }
+            if (w.kind == m::workload_kind::pingpong)
+                t += fmt::format("one-way p50 {} us  p99 {} us  max {} us", num(w.p50, "{:.2f}"),
+                                 num(w.p99, "{:.2f}"), num(w.max, "{:.2f}"));
+            else
+                t += fmt::format("{} Gb/s", num(w.gbps, "{:.4f}"));
+            t += fmt::format("  ({}{})  [{}]\n",
+                             w.lost ? fmt::format("{} received, {} lost", w.received.value_or(0), *w.lost)
+                                    : std::string("loss not measured"),
+                             w.completed ? "" : ", NOT completed: " + w.error, w.how);
+        }
+        for (const auto& e : applied) t += "  applied: " + e + "\n";
+        for (const auto& e : not_applied) t += "  not applied on " + on + ": " + e + "\n";
+        if (kernel_logs_clean)
+            t += fmt::format("  kernel logs: {}\n",
+                             *kernel_logs_clean ? "clean" : "WARNING/BUG/Oops found (see the console logs)");
+        for (const auto& a : assertions)
+            t += fmt::format("  [{}] {}{}\n", a.status, a.text, a.why.empty() ? "" : " — " + a.why);
+        if (!error.empty()) t += "  error: " + error + "\n";
+        t += fmt::format("assertions: {} passed, {} failed, {} not evaluated\n", count("PASS"), count("FAIL"),
+                         count("NOT EVALUATED"));
+        return t;
+    }
+};
+
+
+/// The two hosts a run drives. Host 0 is the scenario's first host.
+class target {
+public:
+    virtual ~target() = default;
+    /// "A" / "B" on the testbed, "a (root@h port 22)" on a HIL pair.
+    virtual std::string name(unsigned host) const = 0;
+    /// Runs @cmd with the host's shell, stderr merged into out.
+    virtual sh_result exec(unsigned host, const std::string& cmd, int timeout_s = 60) = 0;
+    /// N of /dev/odl_tb5_N cabled to the other host.
+    virtual int device(unsigned host) const = 0;
+    /// Makes odl_tb5 loaded on both hosts (throws target_error).
+    virtual void load_driver() = 0;
+    /// Linux's view of the trained link, one line ("" when unknown).
+    virtual std::string link_seen() = 0;
+    /// Cable events: possible at all, and why not when not.
+    virtual bool can_cable() const = 0;
+    virtual std::string no_cable_reason() const = 0;
+    virtual void cable(const std::string& action) = 0;
+    /// host-reset as an odl_tb5 reload.
+    virtual bool can_reset() const { return false; }
+    virtual void reset(unsigned /*host*/) {}
+    /// Why ber/degrade/retrain (and host-reset without can_reset) are not applied.
+    virtual std::string no_event_reason() const = 0;
+    /// Remembers where the kernel log stands now; kernel_log_problems()
+    /// reads only what came after.
+    virtual void mark_kernel_log(unsigned host);
+    /// WARNING/BUG/Oops/Call Trace lines in the kernel log since the mark.
+    virtual std::string kernel_log_problems(unsigned host);
+    /// The whole kernel log since the mark.
+    std::string kernel_log_since_mark(unsigned host);
+    /// The command that succeeds once the host's odl_tb5 is logged in.
+    std::string logged_in_command(unsigned host) const;
+
+    /// Polls @cmd on @host until it succeeds, at most @secs seconds.
+    bool wait_in(unsigned host, int secs, const std::string& cmd);
+
+private:
+    std::size_t log_mark_[2] = {0, 0};
+};
+
+/// Replays the scenario's timeline on @tb and fills @rep (workloads,
+/// events applied or not, kernel logs, assertions).
+void replay(const vm_run_opts& o, const m::scenario& s, target& tb, report& rep);
+
+/// The report's skeleton before a run: its workloads, and "NOT EVALUATED"
+/// assertions when the run ends early.
+void add_workloads(const m::scenario& s, report& rep);
+void fill_unevaluated(const m::scenario& s, report& rep);
+
+/// Writes report.json, report.txt and junit.xml into @dir and prints the
+/// report (text or JSON) on stdout.
+void write_report(const report& rep, const std::string& dir, bool json_out);
+
+}  // namespace odl::cli::pair

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# odl hil and odl run --on <inventory> without any host: bad inventories,
+# hosts that refuse the connection (loopback ports nobody listens on: the
+# real OpenSSH client runs and its failure is named), scenarios a pair
+# cannot run, a packages folder without packages. Every case is bounded.
+# Usage: hil_cli_test.sh ODL_BINARY REPO
+set -euo pipefail
+odl=${1:?usage: hil_cli_test.sh ODL_BINARY REPO}
+repo=${2:?}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+command -v ssh >/dev/null || fail "the OpenSSH client is not installed (./odl installs it)"
+tmp=$(mktemp -d /tmp/odl-hil-cli.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+ssh-keygen -q -t ed25519 -N '' -f "$tmp/key"
+: >"$tmp/known_hosts"
+
+# Two loopback ports with nothing behind them (bound, then closed).
+ports=$(python3 -c '
+import socket
+s = [socket.socket() for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(" ".join(str(x.getsockname()[1]) for x in s))')
+set -- $ports
+cat >"$tmp/inv.yaml" <<YAML
+inventory: 1
+ssh: {user: root, key: key, known_hosts: known_hosts, connect_timeout: 5}
+pairs:
+  - name: nobody
+    profile: testbed-vm
+    expect: gen3x2
+    hosts:
+      a: {destination: 127.0.0.1, port: $1}
+      b: {destination: 127.0.0.1, port: $2}
+YAML
+
+run() {
+	set +e
+	timeout 120 "$odl" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	set -e
+	out=$(cat "$tmp/out")
+	err=$(cat "$tmp/err")
+}
+
+run hil check "$tmp/inv.yaml"
+[ "$rc" = 40 ] || fail "closed ports: exit $rc, want 40: $err"
+echo "$err" | grep -q "host a (root@127.0.0.1 port $1): not reachable over SSH: connection refused" ||
+	fail "closed ports: not named: $err"
+echo "$out" | grep -q "reach        FAIL connection refused" || fail "closed ports: table: $out"
+echo "ok: check, nobody listening: $err"
+
+run hil check "$tmp/inv.yaml" --json
+python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["exit_code"]==40 and not j["hosts"][1]["reachable"], j' <<<"$out" ||
+	fail "check --json: $out"
+echo "ok: check --json"
+
+printf 'inventory: 1\npairs:\n  - name: x\n    hosts: [\n' >"$tmp/bad.yaml"
+run hil check "$tmp/bad.yaml"
+[ "$rc" = 2 ] && echo "$err" | grep -q "bad.yaml:[0-9]*: expected valid YAML" || fail "bad YAML: exit $rc: $err"
+sed 's/port: /prot: /' "$tmp/inv.yaml" >"$tmp/typo.yaml"
+run hil deploy "$tmp/typo.yaml" --debs "$tmp"
+[ "$rc" = 2 ] && echo "$err" | grep -q "typo.yaml:8: unknown key 'prot'" || fail "typo: exit $rc: $err"
+echo "ok: bad inventories: $err"
+
+mkdir "$tmp/empty"
+run hil deploy "$tmp/inv.yaml" --debs "$tmp/empty"
+[ "$rc" = 2 ] && echo "$err" | grep -q "has no odl package" || fail "no packages: exit $rc: $err"
+echo "ok: deploy without packages: $err"
+
+run run "$repo/scenarios/quickstart.yaml" --on "$tmp/nope.yaml"
+[ "$rc" = 2 ] && echo "$err" | grep -q "expected model, vm or a HIL inventory file" || fail "--on missing file: exit $rc: $err"
+run run "$repo/scenarios/four-host-ring-allreduce.yaml" --on "$tmp/inv.yaml"
+[ "$rc" = 2 ] && echo "$err" | grep -q "has 4 hosts; a HIL pair has two" || fail "4 hosts: exit $rc: $err"
+run run "$repo/scenarios/quickstart.yaml" --on model --pair x
+[ "$rc" = 2 ] && echo "$err" | grep -q -- "--pair is for --on <inventory.yaml>" || fail "--pair on model: exit $rc: $err"
+echo "ok: scenarios a pair cannot run"
+
+run hil run "$repo/scenarios/quickstart.yaml" "$tmp/inv.yaml" --out "$tmp/results"
+[ "$rc" = 3 ] || fail "run, nobody listening: exit $rc, want 3: $err"
+echo "$out" | grep -q "error: host a (root@127.0.0.1 port $1): not reachable over SSH: connection refused" ||
+	fail "run: host not named: $out"
+python3 - "$tmp/results" <<'PY' || fail "run: report"
+import json, sys, xml.etree.ElementTree as ET
+r = json.load(open(sys.argv[1] + "/report.json"))
+assert not r["passed"] and "connection refused" in r["error"], r
+assert all(a["status"] == "NOT EVALUATED" for a in r["assertions"]), r["assertions"]
+suite = ET.parse(sys.argv[1] + "/junit.xml").getroot().find("testsuite")
+assert int(suite.get("failures")) >= 1, suite.attrib
+PY
+echo "ok: run with the hosts unreachable: exit 3, report and junit.xml say why"
+pgrep -f "ControlPath=/tmp/odl-hil-" >/dev/null && fail "an SSH process was left running"
+echo "PASS"
