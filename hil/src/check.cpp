@@ -1,12 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `odl hil check`: reachability, OS, kernel, IOMMU, Secure Boot, the build
 // installed and `odl doctor` on each host of the pair; one table.
-#include <unistd.h>
-
-#include <cstdlib>
-#include <filesystem>
 #include <future>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

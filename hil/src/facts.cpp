@@ -23,7 +23,7 @@ if [ ! -d /sys/firmware/efi ]; then
 else
 	f=$(ls /sys/firmware/efi/efivars/SecureBoot-* 2>/dev/null | head -n1)
 	v=$( [ -n "$f" ] && od -An -tu1 -j4 -N1 "$f" 2>/dev/null | tr -d ' ')
-	case "$v" in 1) echo "secure_boot=on (unsigned modules refused; DKMS signs with its enrolled MOK)" ;;
+	case "$v" in 1) echo "secure_boot=on (odl_tb5 loads only if DKMS's signing key is enrolled: docs/hil.md)" ;;
 	0) echo "secure_boot=off" ;; *) echo "secure_boot=unknown (no SecureBoot variable)" ;; esac
 fi
 command -v odl >/dev/null 2>&1 && echo "odl=$(odl --version 2>/dev/null | head -n1)"

@@ -470,6 +470,16 @@ private:
 
 }  // namespace
 
+std::string pair_shape_error(const m::scenario& s, const std::string& what) {
+    if (s.hosts.size() != 2)
+        return fmt::format("{} has {} hosts; {} on one cable. Replay it with --on model.", s.name, s.hosts.size(), what);
+    if (s.cables.size() != 1) return fmt::format("{} has {} cables; {} on one cable", s.name, s.cables.size(), what);
+    for (const auto& w : s.workloads)
+        if (w.kind != m::workload_kind::allreduce && w.hosts.size() >= 2 && w.hosts[0] == w.hosts[1])
+            return fmt::format("workload {}: from and to are the same host", w.name);
+    return "";
+}
+
 void replay(const vm_run_opts& o, const m::scenario& s, target& tb, report& rep) { runner(o, s, tb, rep).run(); }
 
 void add_workloads(const m::scenario& s, report& rep) {

@@ -216,6 +216,10 @@ private:
     std::size_t log_mark_[2] = {0, 0};
 };
 
+/// Why @s cannot run on two hosts joined by one cable ("" when it can):
+/// @what names them ("the testbed has exactly two VMs (A, B)", "a HIL pair has two").
+std::string pair_shape_error(const m::scenario& s, const std::string& what);
+
 /// Replays the scenario's timeline on @tb and fills @rep (workloads,
 /// events applied or not, kernel logs, assertions).
 void replay(const vm_run_opts& o, const m::scenario& s, target& tb, report& rep);

@@ -168,12 +168,7 @@ int run_on_hosts(const hosts_run_opts& o) {
     } catch (const std::exception& e) {
         refuse(e.what());
     }
-    if (s.hosts.size() != 2)
-        refuse(fmt::format("{} has {} hosts; a HIL pair has two. Replay it with --on model.", s.name, s.hosts.size()));
-    if (s.cables.size() != 1) refuse(fmt::format("{} has {} cables; a HIL pair has one", s.name, s.cables.size()));
-    for (const auto& w : s.workloads)
-        if (w.kind != m::workload_kind::allreduce && w.hosts.size() >= 2 && w.hosts[0] == w.hosts[1])
-            refuse(fmt::format("workload {}: from and to are the same host", w.name));
+    if (const std::string why = pair::pair_shape_error(s, "a HIL pair has two"); !why.empty()) refuse(why);
 
     const std::string build = pair::env_or("ODL_BUILD_DIR", ODL_BINARY_DIR_DEFAULT);
     // Named after the hardware: profile, then pair, then scenario and time.

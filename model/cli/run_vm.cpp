@@ -124,20 +124,14 @@ int run_on_vm(const vm_run_opts& o) {
     if (o.kernel != "6.12" && o.kernel != "6.1") refuse("--vm-kernel must be 6.12 or 6.1");
     if (!(o.time_scale >= 0)) refuse("--vm-time-scale must be >= 0");
     // What the testbed can emulate: two guests, one symmetric cable.
-    if (s.hosts.size() != 2)
-        refuse(fmt::format("{} has {} hosts; the testbed has exactly two VMs (A, B) on one cable. "
-                           "Replay it with --on model.",
-                           s.name, s.hosts.size()));
-    if (s.cables.size() != 1) refuse(fmt::format("{} has {} cables; the testbed has one", s.name, s.cables.size()));
+    if (const std::string why = pair::pair_shape_error(s, "the testbed has exactly two VMs (A, B)"); !why.empty())
+        refuse(why);
     const auto& c = s.cables[0];
     if (c.cfg.asymmetric)
         refuse("asymmetric Gen4 (3 lanes one way) is not emulated by odl-linkd's testbed mode (--lanes 1|2)");
     if (c.cfg.lanes < 1 || c.cfg.lanes > 2) refuse(fmt::format("{} lanes: the testbed does 1 or 2", c.cfg.lanes));
     if (c.cfg.gen == m::generation::gen4 && o.kernel == "6.1")
         refuse("a tb5/Gen4 cable needs --vm-kernel 6.12: Linux 6.1 does not decode Gen4 and reports 10 Gb/s");
-    for (const auto& w : s.workloads)
-        if (w.kind != m::workload_kind::allreduce && w.hosts.size() >= 2 && w.hosts[0] == w.hosts[1])
-            refuse(fmt::format("workload {}: from and to are the same host", w.name));
 
     const std::string src = env_or("ODL_SOURCE_DIR", ODL_SOURCE_DIR_DEFAULT);
     const std::string build = env_or("ODL_BUILD_DIR", ODL_BINARY_DIR_DEFAULT);

@@ -19,14 +19,8 @@ series=${1:-6.12}
 say() { printf 'odl: guest: %s\n' "$*" >&2; }
 die() { printf 'odl: guest: error: %s\n' "$*" >&2; exit 1; }
 
-case "$series" in
-6.12) pattern='^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' ;;
-6.1) pattern='^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' ;;
-*) die "unknown kernel series '$series' (have: 6.12, 6.1)" ;;
-esac
-pkg=$(apt-cache search --names-only "$pattern" | cut -d' ' -f1 | sort -V | tail -n1)
-[ -n "$pkg" ] || die "no package matches $pattern (apt-get update?)"
-ver=$(apt-cache policy "$pkg" | sed -n 's/^  Candidate: //p')
+resolved=$("$here/kernel-package.sh" "$series") || exit 1
+pkg=${resolved% *} ver=${resolved#* }
 extra=${ODL_GUEST_EXTRA:-}
 [ -z "$extra" ] || [ -d "$extra" ] || die "ODL_GUEST_EXTRA=$extra is not a directory"
 hash=$({

@@ -24,16 +24,10 @@ series=${1:-6.12}
 say() { printf 'odl: rootfs: %s\n' "$*" >&2; }
 die() { printf 'odl: rootfs: error: %s\n' "$*" >&2; exit 1; }
 
-case "$series" in
-6.12) pattern='^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' ;;
-6.1) pattern='^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' ;;
-*) die "unknown kernel series '$series' (have: 6.12, 6.1)" ;;
-esac
-image_pkg=$(apt-cache search --names-only "$pattern" | cut -d' ' -f1 | sort -V | tail -n1)
-[ -n "$image_pkg" ] || die "no package matches $pattern (apt-get update?)"
+resolved=$("$here/kernel-package.sh" "$series") || exit 1
+image_pkg=${resolved% *} kpkg_ver=${resolved#* }
 kver=${image_pkg#linux-image-}
 kver=${kver%-unsigned}
-kpkg_ver=$(apt-cache policy "$image_pkg" | sed -n 's/^  Candidate: //p')
 
 # What the guests need to be a lab host: boot (systemd, udev, the kernel
 # and its initramfs), the management network (networkd, OpenSSH), DKMS for

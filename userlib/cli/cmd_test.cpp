@@ -93,8 +93,9 @@ int run_tests(const test_options& opt) {
     const std::string jobs =
         std::to_string(opt.jobs > 0 ? opt.jobs : std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 
-    std::vector<std::string> ctest = {"ctest", "--test-dir", build, "--output-on-failure",
-                                      "-j", jobs};
+    // Two testbeds may run at once (tests/vm/CMakeLists.txt says which).
+    std::vector<std::string> ctest = {"ctest", "--test-dir", build, "--output-on-failure", "-j", jobs,
+                                      "--resource-spec-file", src + "/cmake/ctest-resources.json"};
     if (!opt.label.empty()) {
         ctest.push_back("-L");
         ctest.push_back(opt.label);
