@@ -143,7 +143,9 @@ fi
 ok "packages (version $full): $(cd "$tmp/pkg" && ls ./*.deb | tr '\n' ' ')"
 
 # --- 4. lintian -----------------------------------------------------------------
-lintian --no-tag-display-limit "$tmp"/pkg/*.deb >"$tmp/lintian.log" 2>&1 || true
+# lintian leaves mldbm-elf-* files in TMPDIR: keep them in ours.
+mkdir -p "$tmp/lintian-tmp"
+TMPDIR="$tmp/lintian-tmp" lintian --no-tag-display-limit "$tmp"/pkg/*.deb >"$tmp/lintian.log" 2>&1 || true
 errors=$(grep -c '^E: ' "$tmp/lintian.log" || true)
 warnings=$(grep -c '^W: ' "$tmp/lintian.log" || true)
 grep '^[EW]: ' "$tmp/lintian.log" || true
