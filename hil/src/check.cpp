@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "facts.h"
+#include "odl/hil/facts.h"
 #include "odl/hil/hil.h"
 #include "odl/hil/ssh.h"
 

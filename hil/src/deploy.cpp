@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "facts.h"
+#include "odl/hil/facts.h"
 #include "odl/hil/hil.h"
 #include "odl/hil/process.h"
 #include "odl/hil/ssh.h"

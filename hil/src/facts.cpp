@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Host facts over SSH: one shell script, key=value lines back.
-#include "facts.h"
+#include "odl/hil/facts.h"
 
 
 #include <filesystem>

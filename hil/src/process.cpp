@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,6 +60,8 @@ process_result run_process(const std::vector<std::string>& argv, int timeout_s, 
     if (pid < 0) return {127, false, "", std::strerror(errno)};
     if (pid == 0) {
         ::setpgid(0, 0);
+        // Its own group (the deadline kills it whole), yet gone with us.
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
         ::dup2(in[0], 0);
         ::dup2(out[1], 1);
         ::dup2(err[1], 2);
@@ -140,6 +143,7 @@ background_process::background_process(const std::vector<std::string>& argv, con
     const pid_t pid = ::fork();
     if (pid == 0) {
         ::setpgid(0, 0);
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
         const int null = ::open("/dev/null", O_RDONLY);
         ::dup2(null, 0);
         ::dup2(log, 1);

@@ -470,6 +470,11 @@ private:
 
 }  // namespace
 
+void refuse(const std::string& where, const std::string& msg) {
+    fmt::print(stderr, "odl: run: --on {}: {}\n", where, msg);
+    std::exit(2);
+}
+
 std::string pair_shape_error(const m::scenario& s, const std::string& what) {
     if (s.hosts.size() != 2)
         return fmt::format("{} has {} hosts; {} on one cable. Replay it with --on model.", s.name, s.hosts.size(), what);

@@ -216,6 +216,9 @@ private:
     std::size_t log_mark_[2] = {0, 0};
 };
 
+/// "odl: run: --on <where>: <msg>" on stderr, exit 2 (bad input, nothing started).
+[[noreturn]] void refuse(const std::string& where, const std::string& msg);
+
 /// Why @s cannot run on two hosts joined by one cable ("" when it can):
 /// @what names them ("the testbed has exactly two VMs (A, B)", "a HIL pair has two").
 std::string pair_shape_error(const m::scenario& s, const std::string& what);

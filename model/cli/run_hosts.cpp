@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "odl/hil/facts.h"
 #include "odl/hil/inventory.h"
 #include "odl/hil/process.h"
 #include "odl/hil/ssh.h"
@@ -37,6 +38,7 @@ using pair::last_line;
 using pair::progress;
 using pair::sh_result;
 using pair::target_error;
+using pair::refuse;
 
 class hosts_target : public pair::target {
 public:
@@ -105,31 +107,23 @@ public:
     }
 
     /// The host's self-description for the results: OS, kernel, build,
-    /// module, IOMMU mode (from odl doctor).
+    /// module, IOMMU mode (the facts `odl hil check` reads).
     json describe(unsigned host) {
-        json d{{"target", name(host)}};
-        const auto r = exec(host,
-                            ". /etc/os-release 2>/dev/null; echo \"os=$PRETTY_NAME\"; echo \"kernel=$(uname -r)\"; "
-                            "echo \"odl=$(odl --version 2>/dev/null)\"; "
-                            "echo \"odl_tb5=$(cat /sys/module/odl_tb5/version 2>/dev/null) "
-                            "$(cat /sys/module/odl_tb5/srcversion 2>/dev/null)\"",
-                            60);
-        std::istringstream in(r.out);
-        for (std::string l; std::getline(in, l);) {
-            const auto eq = l.find('=');
-            if (eq != std::string::npos) d[l.substr(0, eq)] = l.substr(eq + 1);
-        }
-        const auto doc = exec(host, sudo(host) + "odl doctor --json --no-nccl", 120);
-        try {
-            const json j = json::parse(doc.out.substr(doc.out.find('{')));
-            for (const auto& c : j.at("checks"))
-                if (c.value("layer", "") == "iommu") d["iommu"] = c.value("summary", "");
-        } catch (const std::exception&) {
-            d["iommu"] = "unknown (odl doctor gave no JSON)";
-        }
-        return d;
+        check_interrupt();
+        const auto& s = session(host);
+        hil::host_facts f;
+        hil::read_facts(s, 60, &f);
+        if (f.reach.empty()) hil::run_doctor(s, pair_.expect, 120, &f);
+        if (!f.reach.empty()) throw target_error(fmt::format("host {}: {}", s.label(), f.reach));
+        return {{"target", s.label()},
+                {"os", f.os},
+                {"kernel", f.kernel},
+                {"secure_boot", f.secure_boot},
+                {"odl", f.odl_build},
+                {"odl_tb5", f.module_version + " " + f.module_src},
+                {"iommu", f.iommu.empty() ? "unknown (odl doctor gave no IOMMU line)" : f.iommu}};
     }
-    std::string sudo(unsigned host) const { return session(host).target().ssh.user == "root" ? "" : "sudo -n "; }
+    std::string sudo(unsigned host) const { return hil::privileged(session(host).target()); }
 
 private:
     const hil::ssh_session& session(unsigned host) const { return host == 0 ? a_ : b_; }
@@ -143,11 +137,6 @@ std::string timestamp() {
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
     return buf;
-}
-
-[[noreturn]] void refuse(const std::string& msg) {
-    fmt::print(stderr, "odl: run: --on hosts: {}\n", msg);
-    std::exit(2);
 }
 
 }  // namespace
@@ -166,9 +155,9 @@ int run_on_hosts(const hosts_run_opts& o) {
     try {
         p = &inv.select(o.pair);
     } catch (const std::exception& e) {
-        refuse(e.what());
+        refuse("hosts", e.what());
     }
-    if (const std::string why = pair::pair_shape_error(s, "a HIL pair has two"); !why.empty()) refuse(why);
+    if (const std::string why = pair::pair_shape_error(s, "a HIL pair has two"); !why.empty()) refuse("hosts", why);
 
     const std::string build = pair::env_or("ODL_BUILD_DIR", ODL_BINARY_DIR_DEFAULT);
     // Named after the hardware: profile, then pair, then scenario and time.
@@ -177,7 +166,7 @@ int run_on_hosts(const hosts_run_opts& o) {
                                 : o.out;
     std::error_code ec;
     fs::create_directories(out, ec);
-    if (ec) refuse(fmt::format("cannot create {}: {}", out, ec.message()));
+    if (ec) refuse("hosts", fmt::format("cannot create {}: {}", out, ec.message()));
     const std::string outd = fs::absolute(out).string();
 
     pair::report rep;

@@ -52,6 +52,7 @@ using pair::sq;
 using pair::target_error;
 using pair::env_or;
 using pair::gen_arg;
+using pair::refuse;
 
 class testbed : public pair::target {
 public:
@@ -105,11 +106,6 @@ private:
     bool up_ = false;
 };
 
-[[noreturn]] void refuse(const std::string& msg) {
-    fmt::print(stderr, "odl: run: --on vm: {}\n", msg);
-    std::exit(2);
-}
-
 }  // namespace
 
 int run_on_vm(const vm_run_opts& o) {
@@ -120,25 +116,25 @@ int run_on_vm(const vm_run_opts& o) {
         fmt::print(stderr, "odl: run: {}\n", e.what());
         return 2;
     }
-    if (o.driver != "odl_tb5" && o.driver != "tbnet") refuse("--vm-driver must be odl_tb5 or tbnet");
-    if (o.kernel != "6.12" && o.kernel != "6.1") refuse("--vm-kernel must be 6.12 or 6.1");
-    if (!(o.time_scale >= 0)) refuse("--vm-time-scale must be >= 0");
+    if (o.driver != "odl_tb5" && o.driver != "tbnet") refuse("vm", "--vm-driver must be odl_tb5 or tbnet");
+    if (o.kernel != "6.12" && o.kernel != "6.1") refuse("vm", "--vm-kernel must be 6.12 or 6.1");
+    if (!(o.time_scale >= 0)) refuse("vm", "--vm-time-scale must be >= 0");
     // What the testbed can emulate: two guests, one symmetric cable.
     if (const std::string why = pair::pair_shape_error(s, "the testbed has exactly two VMs (A, B)"); !why.empty())
-        refuse(why);
+        refuse("vm", why);
     const auto& c = s.cables[0];
     if (c.cfg.asymmetric)
-        refuse("asymmetric Gen4 (3 lanes one way) is not emulated by odl-linkd's testbed mode (--lanes 1|2)");
-    if (c.cfg.lanes < 1 || c.cfg.lanes > 2) refuse(fmt::format("{} lanes: the testbed does 1 or 2", c.cfg.lanes));
+        refuse("vm", "asymmetric Gen4 (3 lanes one way) is not emulated by odl-linkd's testbed mode (--lanes 1|2)");
+    if (c.cfg.lanes < 1 || c.cfg.lanes > 2) refuse("vm", fmt::format("{} lanes: the testbed does 1 or 2", c.cfg.lanes));
     if (c.cfg.gen == m::generation::gen4 && o.kernel == "6.1")
-        refuse("a tb5/Gen4 cable needs --vm-kernel 6.12: Linux 6.1 does not decode Gen4 and reports 10 Gb/s");
+        refuse("vm", "a tb5/Gen4 cable needs --vm-kernel 6.12: Linux 6.1 does not decode Gen4 and reports 10 Gb/s");
 
     const std::string src = env_or("ODL_SOURCE_DIR", ODL_SOURCE_DIR_DEFAULT);
     const std::string build = env_or("ODL_BUILD_DIR", ODL_BINARY_DIR_DEFAULT);
     const std::string out = o.out.empty() ? build + "/runs/" + s.name + "-vm" : o.out;
     std::error_code ec;
     std::filesystem::create_directories(out, ec);
-    if (ec) refuse(fmt::format("cannot create {}: {}", out, ec.message()));
+    if (ec) refuse("vm", fmt::format("cannot create {}: {}", out, ec.message()));
     const std::string outd = std::filesystem::absolute(out).string();
     if (!std::getenv("ODL_VM_DIR")) setenv("ODL_VM_DIR", (outd + "/vm").c_str(), 1);
     if (!std::getenv("ODL_LINKD")) setenv("ODL_LINKD", (build + "/model/src/linkd/odl-linkd").c_str(), 1);

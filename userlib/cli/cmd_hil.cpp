@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `odl hil check|deploy|run`: a pair of hosts over SSH (hil/, docs/hil.md).
 // run replays a scenario, so it is odl-model's `run --on <inventory>`.
-#include <unistd.h>
-
-#include <climits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -25,12 +22,6 @@ struct hil_options {
     odl::hil::check_options check;
     odl::hil::deploy_options deploy;
 };
-
-std::string self_path() {
-    char buf[PATH_MAX];
-    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "odl";
-}
 
 /// Loads the inventory and runs @fn; bad input is one line and exit 2.
 template <typename Fn>
@@ -74,7 +65,8 @@ void add_hil_command(CLI::App& app) {
                        "seconds for each host's install, DKMS build included (default 1200)")
         ->check(CLI::Range(10, 7200));
     deploy->callback([o] {
-        o->deploy.odl_self = self_path();
+        const std::string self = self_exe();
+        o->deploy.odl_self = self.empty() ? "odl" : self;
         run_with_inventory(o->inventory, [&](const auto& inv) { return run_deploy(inv, o->deploy); });
     });
 

@@ -27,16 +27,18 @@ bool is_model_command(const char* a) {
 
 /// The folder this binary was run from (resolved), or "" if unknown.
 std::string self_dir() {
-    char buf[PATH_MAX];
-    const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) return "";
-    buf[n] = '\0';
-    std::string p(buf);
+    const std::string p = self_exe();
     const auto slash = p.rfind('/');
     return slash == std::string::npos ? "" : p.substr(0, slash);
 }
 
 }  // namespace
+
+std::string self_exe() {
+    char buf[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "";
+}
 
 void add_model_forwards(CLI::App& app) {
     // Listed for `odl --help` only: forward_to_model() takes these words

@@ -34,6 +34,8 @@ void add_model_forwards(CLI::App& app);
 /// when argv[1] is not one: -1; or when odl-model cannot be run: the exit
 /// status, after one line on stderr naming the package that provides it.
 int forward_to_model(int argc, char** argv);
+/// This binary's resolved path ("" if unknown).
+std::string self_exe();
 /// Execs odl-model with @words as its arguments (as forward_to_model does);
 /// returns only when it cannot be run: the exit status, after one line.
 int exec_model(const std::vector<std::string>& words);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// What check and deploy both ask a host: its facts, its doctor, and a
-// private folder for the SSH master sockets.
+// What check, deploy and `odl run --on <inventory>` ask a host: its facts
+// and its doctor, over an open ssh_session.
 #pragma once
 
 #include <string>
