@@ -61,8 +61,7 @@ int run(const run_opts& o) {
         h.out = o.out;
         h.json = o.json;
         h.settings = o.vm;
-        // Real links move a scenario's streams in full; the VM cap is for TCG.
-        h.settings.stream_cap_mib = 65536;
+        h.settings.stream_cap_mib = k_hosts_stream_cap_mib;
         if (o.seed >= 0)
             std::fprintf(stderr, "odl: run: --seed has no effect on real hosts (no bit-error generator there)\n");
         return run_on_hosts(h);

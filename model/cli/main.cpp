@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", "odl-model " ODL_BUILD_VERSION);
     odl::cli::add_run_command(app);
     odl::cli::add_model_command(app);
+    odl::cli::add_hil_model_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

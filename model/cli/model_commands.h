@@ -10,5 +10,7 @@ namespace odl::cli {
 void add_run_command(CLI::App& app);
 /// Adds `model sweep|report|calibrate`: latency modelling.
 void add_model_command(CLI::App& app);
+/// Adds `hil compare|calibrate`: a HIL pair's runs against the model.
+void add_hil_model_command(CLI::App& app);
 
 }  // namespace odl::cli

@@ -299,6 +299,9 @@ public:
             r.p99 = row.value("p99_us", 0.0);
             r.mean = row.value("mean_us", 0.0);
             r.max = row.value("max_us", 0.0);
+            if (row.contains("cdf_us") && row["cdf_us"].is_array())
+                for (const auto& v : row["cdf_us"])
+                    if (v.is_number()) r.cdf.push_back(v.get<double>());
             r.sent = r.received = row.value("samples", std::uint64_t(0));
         } else {
             r.gbps = row.value("gbps", 0.0);
@@ -569,7 +572,7 @@ std::string report::to_junit() const {
     return x + "</testsuite></testsuites>\n";
 }
 
-void write_report(const report& rep, const std::string& dir, bool json_out) {
+void write_report(const report& rep, const std::string& dir, bool json_out, bool print) {
     const auto put = [&](const std::string& name, const std::string& body) {
         std::ofstream f(dir + "/" + name, std::ios::binary);
         f << body;
@@ -578,6 +581,7 @@ void write_report(const report& rep, const std::string& dir, bool json_out) {
     put("report.json", rep.to_json().dump(2) + "\n");
     put("report.txt", rep.to_text());
     put("junit.xml", rep.to_junit());
+    if (!print) return;
     if (json_out)
         fmt::print("{}\n", rep.to_json().dump(2));
     else

@@ -72,6 +72,7 @@ struct wl_result {
     bool completed = false;
     std::string error;
     std::optional<double> p50, p99, mean, max, gbps;
+    std::vector<double> cdf;  ///< one-way us at 0, 1, ..., 100 % (odl perf's cdf_us), when measured
     std::optional<std::uint64_t> sent, received, lost;
     double started_s = 0, wall_s = 0;
 };
@@ -117,6 +118,7 @@ struct report {
             if (w.kind == m::workload_kind::pingpong)
                 o["one_way_us"] = {{"p50", opt(w.p50)}, {"p99", opt(w.p99)}, {"mean", opt(w.mean)},
                                    {"max", opt(w.max)}};
+            if (!w.cdf.empty()) o["one_way_us"]["cdf"] = w.cdf;
             else
                 o["gbps"] = opt(w.gbps);
             if (!w.error.empty()) o["error"] = w.error;
@@ -233,7 +235,7 @@ void add_workloads(const m::scenario& s, report& rep);
 void fill_unevaluated(const m::scenario& s, report& rep);
 
 /// Writes report.json, report.txt and junit.xml into @dir and prints the
-/// report (text or JSON) on stdout.
-void write_report(const report& rep, const std::string& dir, bool json_out);
+/// report (text or JSON) on stdout unless @print is false.
+void write_report(const report& rep, const std::string& dir, bool json_out, bool print = true);
 
 }  // namespace odl::cli::pair

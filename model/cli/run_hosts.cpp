@@ -132,10 +132,14 @@ private:
     hil::ssh_session a_, b_;
 };
 
-std::string timestamp() {
+/// Now, UTC: 20261125-120000 for folder names, ISO 8601 for reports.
+std::string timestamp(bool iso = false) {
     const std::time_t t = std::time(nullptr);
     char buf[32];
-    std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
+    if (iso)
+        std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+    else
+        std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
     return buf;
 }
 
@@ -194,6 +198,7 @@ int run_on_hosts(const hosts_run_opts& o) {
     hosts["pair"] = p->name;
     hosts["profile"] = p->profile;
     hosts["expect"] = p->expect;
+    hosts["measured_at"] = timestamp(true);  // calibrations name it
     {
         hil::control_dir sockets;
         hosts_target tb(*p, sockets.path());
@@ -229,7 +234,7 @@ int run_on_hosts(const hosts_run_opts& o) {
     rep.wall_s = std::chrono::duration<double>(clk::now() - t0).count();
     pair::fill_unevaluated(s, rep);
     progress(fmt::format("{:.1f} s wall; writing {}/report.json, report.txt, junit.xml", rep.wall_s, outd));
-    pair::write_report(rep, outd, o.json);
+    pair::write_report(rep, outd, o.json, o.print_report);
     if (rc) return rc;
     return rep.passed() ? 0 : 1;
 }

@@ -11,12 +11,16 @@
 
 namespace odl::cli {
 
+/// Real links move a scenario's streams in full; the VMs' cap is for TCG.
+constexpr unsigned k_hosts_stream_cap_mib = 65536;
+
 struct hosts_run_opts {
     std::string file;       ///< scenario YAML
     std::string inventory;  ///< the HIL inventory
     std::string pair;       ///< which pair ("" = the only one)
     std::string out;        ///< results folder (empty: <build>/runs/hil/<profile>/<pair>/<scenario>-<time>)
     bool json = false;
+    bool print_report = true;  ///< false: only the results folder (odl hil compare prints its own)
     vm_run_opts settings;   ///< time scale and per-workload caps, as on the VMs
 };
 

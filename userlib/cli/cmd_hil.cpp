@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `odl hil check|deploy|run`: a pair of hosts over SSH (hil/, docs/hil.md).
-// run replays a scenario, so it is odl-model's `run --on <inventory>`.
+// run replays a scenario, so it is odl-model's `run --on <inventory>`;
+// compare and calibrate are odl-model's own `hil` commands.
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -85,6 +86,11 @@ void add_hil_command(CLI::App& app) {
         if (o->run_json) words.push_back("--json");
         std::exit(exec_model(words));
     });
+
+    // Listed for `odl hil --help` only: forward_to_model() hands these to
+    // odl-model before CLI11 parses anything (they run the model).
+    hil->add_subcommand("compare", "Measured vs the model per metric with tolerances and latency plots (runs odl-model)");
+    hil->add_subcommand("calibrate", "Fit a model profile to a run on the pair; write a calibration file (runs odl-model)");
 }
 
 }  // namespace odl::cli

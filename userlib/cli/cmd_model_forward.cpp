@@ -21,8 +21,12 @@ namespace {
 constexpr const char* k_model_exe = "odl-model";
 constexpr const char* k_model_package = "odl-model";
 
-bool is_model_command(const char* a) {
-    return std::strcmp(a, "run") == 0 || std::strcmp(a, "model") == 0;
+/// run, model, and hil compare|calibrate (the HIL commands that need the model).
+bool is_model_command(int argc, char** argv) {
+    const char* a = argv[1];
+    if (std::strcmp(a, "run") == 0 || std::strcmp(a, "model") == 0) return true;
+    return std::strcmp(a, "hil") == 0 && argc > 2 &&
+           (std::strcmp(argv[2], "compare") == 0 || std::strcmp(argv[2], "calibrate") == 0);
 }
 
 /// The folder this binary was run from (resolved), or "" if unknown.
@@ -48,7 +52,7 @@ void add_model_forwards(CLI::App& app) {
 }
 
 int forward_to_model(int argc, char** argv) {
-    if (argc < 2 || !is_model_command(argv[1])) return -1;
+    if (argc < 2 || !is_model_command(argc, argv)) return -1;
     std::vector<std::string> args;
     for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
     return exec_model(args);

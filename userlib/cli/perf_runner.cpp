@@ -67,9 +67,15 @@ json percentiles(std::vector<double> v) {
     const double mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
     double var = 0;
     for (double x : v) var += (x - mean) * (x - mean);
+    // The whole distribution in 101 points (minimum, each percentile, maximum),
+    // so a controller can plot it against the model (odl hil compare).
+    json cdf = json::array();
+    cdf.push_back(v.front());
+    for (int q = 1; q <= 100; ++q) cdf.push_back(at(q / 100.0));
     return json{{"samples", v.size()}, {"min_us", v.front()}, {"mean_us", mean},
                 {"stddev_us", std::sqrt(var / double(v.size()))}, {"p50_us", at(0.50)},
-                {"p90_us", at(0.90)}, {"p99_us", at(0.99)}, {"p999_us", at(0.999)}, {"max_us", v.back()}};
+                {"p90_us", at(0.90)}, {"p99_us", at(0.99)}, {"p999_us", at(0.999)}, {"max_us", v.back()},
+                {"cdf_us", std::move(cdf)}};
 }
 
 /// One phase as both ends see it (sent as JSON from client to server).

@@ -29,13 +29,13 @@ double percentile(std::vector<double> v, double p) {
 namespace {
 
 constexpr std::uint32_t k_tag_shift = 24;  // tag = workload << 24 | sequence
-const sc_time k_pingpong_timeout(1, SC_MS);  // plus 8 ns per byte; then the ping counts as lost
 
 /// Per-run state shared by the workload drivers.
 struct replay {
     const scenario& s;
     system_model& sys;
     std::vector<workload_result>& res;
+    sc_time pingpong_timeout;
     /// Message handlers per (host, workload).
     std::vector<std::vector<std::function<void(unsigned port, std::uint32_t seq, std::uint64_t)>>> rx;
 
@@ -71,7 +71,7 @@ void start_pingpong(replay& r, unsigned w) {
         st->sent = r.now();
         r.send(a, b, w, it, size);
         // A lost ping or pong must not stop the run: give up after a timeout.
-        const sc_time limit = k_pingpong_timeout + sc_time(8.0 * static_cast<double>(size), sc_core::SC_NS);
+        const sc_time limit = r.pingpong_timeout + sc_time(8.0 * static_cast<double>(size), sc_core::SC_NS);
         r.sys.sched.after(limit, [&r, w, st, next, it] {
             if (st->iter != it) return;
             ++r.res[w].messages_lost;
@@ -233,7 +233,7 @@ run_result run_scenario(const scenario& s, const calibration& cal, const run_opt
             res[i].size = s.workloads[i].size;
             res[i].count = s.workloads[i].count;
         }
-        replay r{s, sys, res, {}};
+        replay r{s, sys, res, opt.pingpong_timeout, {}};
         r.rx.assign(s.hosts.size(),
                     std::vector<std::function<void(unsigned, std::uint32_t, std::uint64_t)>>(
                         s.workloads.size()));

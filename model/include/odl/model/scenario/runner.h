@@ -19,6 +19,9 @@ struct run_options {
     std::uint32_t copy_limit = 4096;  ///< payload bytes moved per frame (>= 32)
     /// Overrides every host's platform when not empty (sweeps).
     std::string platform_override;
+    /// A ping without its pong after this (plus 8 ns per byte) counts as lost;
+    /// HIL predictions raise it for profiles fitted to slow hosts.
+    sc_core::sc_time pingpong_timeout = sc_core::sc_time(1, sc_core::SC_MS);
 };
 
 struct workload_result {

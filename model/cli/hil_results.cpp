@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+// Reads a HIL run's report.json back (the format pair_run.h writes).
+#include "hil_results.h"
+
+#include <fstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace odl::cli::hil_model {
+
+namespace {
+
+using nlohmann::json;
+
+std::optional<double> number(const json& o, const char* key) {
+    if (!o.is_object() || !o.contains(key) || !o[key].is_number()) return std::nullopt;
+    return o[key].get<double>();
+}
+
+std::string text(const json& o, const char* key) {
+    return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
+}
+
+m::workload_kind kind_of(const std::string& file, const std::string& t) {
+    for (auto k : {m::workload_kind::pingpong, m::workload_kind::stream, m::workload_kind::bidir,
+                   m::workload_kind::allreduce})
+        if (m::to_string(k) == t) return k;
+    throw std::runtime_error(fmt::format("{}: unknown workload type '{}'", file, t));
+}
+
+}  // namespace
+
+measured_run load_measured(const std::string& dir) {
+    const std::string file = dir + "/report.json";
+    std::ifstream f(file);
+    if (!f) throw std::runtime_error(fmt::format("{}: cannot read (not a results folder of odl hil run?)", file));
+    json j;
+    try {
+        j = json::parse(f);
+    } catch (const std::exception& e) {
+        throw std::runtime_error(fmt::format("{}: not JSON: {}", file, e.what()));
+    }
+    if (!j.is_object() || !j.contains("hosts") || !j["hosts"].is_object() || !j.contains("workloads"))
+        throw std::runtime_error(
+            fmt::format("{}: not the report of a HIL run (no 'hosts'; odl run --on vm and the model "
+                        "write other reports)",
+                        file));
+    if (j.contains("error") && j["error"].is_string())
+        throw std::runtime_error(fmt::format("{}: the run failed ({}); nothing measured to use", file,
+                                             j["error"].get<std::string>()));
+    const json& h = j["hosts"];
+    measured_run r;
+    r.dir = dir;
+    r.scenario = text(j, "scenario");
+    r.pair = text(h, "pair");
+    r.profile = text(h, "profile");
+    r.expect = text(h, "expect");
+    r.inventory = text(h, "inventory");
+    r.date = text(h, "measured_at");
+    for (const char* role : {"a", "b"})
+        if (h.contains(role))
+            r.hosts += fmt::format("{}{}: {}", r.hosts.empty() ? "" : ", ", role, text(h[role], "target"));
+    if (r.scenario.empty() || r.pair.empty() || r.profile.empty())
+        throw std::runtime_error(fmt::format("{}: expected scenario, hosts.pair and hosts.profile", file));
+    if (!j["workloads"].is_array()) throw std::runtime_error(fmt::format("{}: 'workloads' is not a list", file));
+    for (const auto& w : j["workloads"]) {
+        if (!w.value("run", false) || !w.value("completed", false)) continue;
+        measured_workload mw;
+        mw.name = text(w, "name");
+        mw.kind = kind_of(file, text(w, "type"));
+        mw.size = w.value("size_bytes", std::uint64_t(0));
+        mw.messages = w.contains("messages_received") && w["messages_received"].is_number_unsigned()
+                          ? w["messages_received"].get<std::uint64_t>()
+                          : w.value("count", std::uint64_t(0));
+        if (w.contains("one_way_us")) {
+            const json& l = w["one_way_us"];
+            mw.p50 = number(l, "p50");
+            mw.p99 = number(l, "p99");
+            mw.mean = number(l, "mean");
+            if (l.contains("cdf") && l["cdf"].is_array())
+                for (const auto& v : l["cdf"])
+                    if (v.is_number()) mw.cdf.push_back(v.get<double>());
+        }
+        mw.gbps = number(w, "gbps");
+        if (mw.name.empty() || mw.size == 0) throw std::runtime_error(fmt::format("{}: a workload without name or size", file));
+        r.workloads.push_back(std::move(mw));
+    }
+    if (r.workloads.empty())
+        throw std::runtime_error(fmt::format("{}: no workload ran to completion; nothing measured to use", file));
+    return r;
+}
+
+}  // namespace odl::cli::hil_model

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+// A HIL run's results as `odl hil run` wrote them (report.json), read back
+// for `odl hil compare` and `odl hil calibrate`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "odl/model/scenario/scenario.h"
+
+namespace odl::cli::hil_model {
+
+namespace m = odl::model;
+
+struct measured_workload {
+    std::string name;
+    m::workload_kind kind{};
+    std::uint64_t size = 0;
+    std::uint64_t messages = 0;  ///< what really moved (odl perf may send more than asked)
+    std::optional<double> p50, p99, mean, gbps;
+    std::vector<double> cdf;     ///< one-way us at 0..100 %, when the host sent it
+};
+
+struct measured_run {
+    std::string dir;       ///< the results folder
+    std::string scenario;  ///< its name
+    std::string pair, profile, expect, inventory;
+    std::string date;      ///< report.json's time (UTC, from the folder or the file)
+    std::string hosts;     ///< "a: ..., b: ..." for provenance
+    std::vector<measured_workload> workloads;  ///< those that ran and completed
+};
+
+/// Reads @dir/report.json. Throws std::runtime_error naming the file and
+/// what is missing (not a HIL report, a failed run, no measured workload).
+measured_run load_measured(const std::string& dir);
+
+}  // namespace odl::cli::hil_model
