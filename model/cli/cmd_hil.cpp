@@ -218,7 +218,7 @@ int run_calibrate(const hil_model_opts& o) {
     } catch (const std::exception& e) {
         fail(what, fmt::format("wrote {} but it does not load: {}", o.out, e.what()), 1);
     }
-    fmt::print("profile {} fitted to {} ({}): post and completion x {:.4g} of {}, frame_overhead {:.4g} ns\n", name,
+    fmt::print("profile {} fitted to {} ({}): post and completion x {:.4g} of {}, frame_overhead {:.1f} ns\n", name,
                measured.pair, measured.scenario, fr.message_scale, base,
                fr.profile.nhi.frame_overhead.to_seconds() * 1e9);
     fmt::print("{}", c.to_text());
