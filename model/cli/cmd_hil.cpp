@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `odl hil compare|calibrate` (reached through `odl hil ...`): a HIL run
-// against the model. Both measure first (odl run --on <inventory>) unless
-// given the results folder of an earlier run.
+// against the model. Both measure first (odl run --on <inventory>, --repeat
+// times: the median is used) unless given the results folders of earlier runs.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -28,7 +28,9 @@ namespace hm = hil_model;
 namespace m = odl::model;
 
 struct hil_model_opts {
-    std::string scenario, inventory, pair, results, calibration, out, profile, base;
+    std::string scenario, inventory, pair, calibration, out, profile, base;
+    std::vector<std::string> results;
+    unsigned repeat = 1;
     bool json = false;
     hm::tolerances tol;
 };
@@ -39,23 +41,27 @@ struct hil_model_opts {
     std::exit(rc);
 }
 
-/// Measures (runs the scenario on the pair) unless --results names a run;
-/// returns the results folder.
-std::string measure(const char* what, const hil_model_opts& o, const std::string& run_out) {
+/// Measures (runs the scenario on the pair, --repeat times) unless
+/// --results names runs; returns the results folders.
+std::vector<std::string> measure(const char* what, const hil_model_opts& o, const std::string& run_out) {
     if (!o.results.empty()) return o.results;
-    hosts_run_opts h;
-    h.file = o.scenario;
-    h.inventory = o.inventory;
-    h.pair = o.pair;
-    h.out = run_out;
-    h.print_report = false;
-    h.settings.stream_cap_mib = k_hosts_stream_cap_mib;
-    std::fprintf(stderr, "odl: hil %s: measuring: odl run %s --on %s\n", what, o.scenario.c_str(),
-                 o.inventory.c_str());
-    const int rc = run_on_hosts(h);
-    // 1: an assertion failed, which says nothing against the measurement.
-    if (rc != 0 && rc != 1) fail(what, fmt::format("the run on the pair failed (status {})", rc), rc);
-    return run_out;
+    std::vector<std::string> dirs;
+    for (unsigned i = 1; i <= o.repeat; ++i) {
+        hosts_run_opts h;
+        h.file = o.scenario;
+        h.inventory = o.inventory;
+        h.pair = o.pair;
+        h.out = o.repeat == 1 ? run_out : fmt::format("{}/run-{}", run_out, i);
+        h.print_report = false;
+        h.settings.stream_cap_mib = k_hosts_stream_cap_mib;
+        std::fprintf(stderr, "odl: hil %s: measuring (%u of %u): odl run %s --on %s\n", what, i, o.repeat,
+                     o.scenario.c_str(), o.inventory.c_str());
+        const int rc = run_on_hosts(h);
+        // 1: an assertion failed, which says nothing against the measurement.
+        if (rc != 0 && rc != 1) fail(what, fmt::format("the run on the pair failed (status {})", rc), rc);
+        dirs.push_back(h.out);
+    }
+    return dirs;
 }
 
 struct loaded {
@@ -86,20 +92,30 @@ std::string default_run_dir(const odl::hil::pair& p, const std::string& scenario
     return fmt::format("{}/runs/hil/{}/{}/{}-{}-{}", base, p.profile, p.name, scenario, what, stamp);
 }
 
-hm::measured_run read_measured(const char* what, const std::string& dir, const m::scenario& s,
-                               const odl::hil::pair& p) {
-    hm::measured_run r;
+/// The runs in @dirs, checked against the scenario and pair; their median
+/// when there are several.
+hm::measured_run read_measured(const char* what, const std::vector<std::string>& dirs, const m::scenario& s,
+                               const odl::hil::pair& p, const std::string& median_dir) {
+    std::vector<hm::measured_run> runs;
+    for (const auto& dir : dirs) {
+        hm::measured_run r;
+        try {
+            r = hm::load_measured(dir);
+        } catch (const std::exception& e) {
+            fail(what, e.what());
+        }
+        if (r.scenario != s.name)
+            fail(what, fmt::format("{} holds a run of scenario {}, not {}", dir, r.scenario, s.name));
+        if (r.pair != p.name)
+            std::fprintf(stderr, "odl: hil %s: note: %s was measured on pair %s, the inventory names %s\n", what,
+                         dir.c_str(), r.pair.c_str(), p.name.c_str());
+        runs.push_back(std::move(r));
+    }
     try {
-        r = hm::load_measured(dir);
+        return runs.size() == 1 ? runs.front() : hm::median_of(runs, median_dir);
     } catch (const std::exception& e) {
         fail(what, e.what());
     }
-    if (r.scenario != s.name)
-        fail(what, fmt::format("{} holds a run of scenario {}, not {}", dir, r.scenario, s.name));
-    if (r.pair != p.name)
-        std::fprintf(stderr, "odl: hil %s: note: %s was measured on pair %s, the inventory names %s\n", what,
-                     dir.c_str(), r.pair.c_str(), p.name.c_str());
-    return r;
 }
 
 m::calibration read_calibration(const char* what, const std::string& path) {
@@ -127,8 +143,10 @@ int run_compare(const hil_model_opts& o) {
         fail(what, fmt::format("{}: {} (calibrate one with odl hil calibrate, then pass --calibration)", cal_path,
                                e.what()));
     }
-    const std::string dir = measure(what, o, o.out.empty() ? default_run_dir(*l.p, l.s.name, what) : o.out);
-    const hm::measured_run measured = read_measured(what, dir, l.s, *l.p);
+    const std::string run_dir = o.out.empty() ? default_run_dir(*l.p, l.s.name, what) : o.out;
+    const auto dirs = measure(what, o, run_dir);
+    const hm::measured_run measured = read_measured(what, dirs, l.s, *l.p, dirs.size() == 1 ? dirs[0] : run_dir);
+    const std::string dir = measured.dir;
     const m::link_config cable = hm::cable_of(l.p->expect, l.s.cables[0].cfg.length_m);
     std::vector<hm::predicted_workload> pred;
     try {
@@ -184,8 +202,10 @@ int run_calibrate(const hil_model_opts& o) {
     } catch (const std::exception& e) {
         fail(what, fmt::format("--base: {}: {}", cal_path, e.what()));
     }
-    const std::string dir = measure(what, o, default_run_dir(*l.p, l.s.name, what));
-    const hm::measured_run measured = read_measured(what, dir, l.s, *l.p);
+    const std::string run_dir = default_run_dir(*l.p, l.s.name, what);
+    const auto dirs = measure(what, o, run_dir);
+    const hm::measured_run measured = read_measured(what, dirs, l.s, *l.p, dirs.size() == 1 ? dirs[0] : run_dir);
+    const std::string dir = measured.dir;
     const m::link_config cable = hm::cable_of(l.p->expect, l.s.cables[0].cfg.length_m);
     std::fprintf(stderr, "odl: hil calibrate: fitting %s (from %s) to %s\n", name.c_str(), base.c_str(),
                  dir.c_str());
@@ -231,8 +251,11 @@ void common(CLI::App* c, hil_model_opts& o) {
     c->add_option("scenario", o.scenario, "scenario file, e.g. scenarios/quickstart.yaml")->required();
     c->add_option("inventory", o.inventory, "the inventory (docs/hil.md)")->required();
     c->add_option("--pair", o.pair, "which pair (default: the only one)");
-    c->add_option("--results", o.results, "use this odl hil run results folder instead of measuring now")
+    c->add_option("--results", o.results,
+                  "use these odl hil run results folders instead of measuring now (several: their median)")
         ->check(CLI::ExistingDirectory);
+    c->add_option("--repeat", o.repeat, "measure this many times and use the median per metric (default 1)")
+        ->check(CLI::Range(1u, 50u));
     c->add_option("--tolerance-latency", o.tol.latency, "percent, p50 one-way latency (default 10)")
         ->check(CLI::Range(0.0, 1000.0));
     c->add_option("--tolerance-tail", o.tol.tail, "percent, p99 one-way latency (default: shown, not judged)")

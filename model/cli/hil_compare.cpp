@@ -50,6 +50,7 @@ comparison compare(const measured_run& measured, const std::vector<predicted_wor
     c.scenario = measured.scenario;
     c.pair = measured.pair;
     c.results_dir = measured.dir;
+    c.runs = measured.runs;
     c.tol = tol;
     for (std::size_t i = 0; i < measured.workloads.size() && i < predicted.size(); ++i) {
         const auto& mw = measured.workloads[i];
@@ -71,6 +72,7 @@ nlohmann::json comparison::to_json() const {
                      {"calibration", calibration},
                      {"model_cable", cable},
                      {"measured", results_dir},
+                     {"measured_runs", runs},
                      {"tolerance_pct",
                       {{"p50_us", tol.latency},
                        {"p99_us", tol.tail ? nlohmann::json(*tol.tail) : nlohmann::json(nullptr)},
@@ -98,8 +100,9 @@ nlohmann::json comparison::to_json() const {
 }
 
 std::string comparison::to_text() const {
-    std::string t = fmt::format("{} on pair {}: measured ({}) vs the model (profile {} of {}; cable {})\n", scenario,
-                                pair, results_dir, profile, calibration, cable);
+    std::string t = fmt::format("{} on pair {}: measured ({}{}) vs the model (profile {} of {}; cable {})\n", scenario,
+                                pair, results_dir, runs > 1 ? fmt::format(", median of {} runs", runs) : "", profile,
+                                calibration, cable);
     t += fmt::format("  {:<16} {:<8} {:>12} {:>12} {:>9} {:>10}  {}\n", "workload", "metric", "measured",
                      "model", "error", "tolerance", "result");
     for (const auto& r : rows) {

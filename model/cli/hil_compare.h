@@ -35,6 +35,7 @@ struct compare_row {
 
 struct comparison {
     std::string scenario, pair, profile, calibration, cable, results_dir;
+    unsigned runs = 1;  ///< measured values are the median of this many runs
     tolerances tol;
     std::vector<compare_row> rows;
     std::vector<std::string> plots;  ///< files written (SVG, PNG)

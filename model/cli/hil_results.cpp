@@ -2,6 +2,8 @@
 // Reads a HIL run's report.json back (the format pair_run.h writes).
 #include "hil_results.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <stdexcept>
 
@@ -90,6 +92,45 @@ measured_run load_measured(const std::string& dir) {
     if (r.workloads.empty())
         throw std::runtime_error(fmt::format("{}: no workload ran to completion; nothing measured to use", file));
     return r;
+}
+
+measured_run median_of(const std::vector<measured_run>& runs, const std::string& dir) {
+    if (runs.empty()) throw std::runtime_error("no runs to take the median of");
+    measured_run out = runs.front();
+    out.dir = dir;
+    out.runs = static_cast<unsigned>(runs.size());
+    for (std::size_t w = 0; w < out.workloads.size(); ++w) {
+        measured_workload& mw = out.workloads[w];
+        std::vector<const measured_workload*> same;
+        for (const auto& r : runs) {
+            const auto it = std::find_if(r.workloads.begin(), r.workloads.end(),
+                                         [&](const measured_workload& x) { return x.name == mw.name; });
+            if (it == r.workloads.end() || it->kind != mw.kind)
+                throw std::runtime_error(fmt::format("{}: workload {} did not complete there; the runs differ",
+                                                     r.dir, mw.name));
+            same.push_back(&*it);
+        }
+        const auto median = [&](std::optional<double> measured_workload::*field) -> std::optional<double> {
+            std::vector<double> v;
+            for (const auto* x : same)
+                if (x->*field) v.push_back(*(x->*field));
+            if (v.empty()) return std::nullopt;
+            std::sort(v.begin(), v.end());
+            const std::size_t n = v.size();
+            return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+        };
+        mw.p50 = median(&measured_workload::p50);
+        mw.p99 = median(&measured_workload::p99);
+        mw.mean = median(&measured_workload::mean);
+        mw.gbps = median(&measured_workload::gbps);
+        if (mw.p50) {  // the distribution of the run nearest the median p50
+            const auto* best = same.front();
+            for (const auto* x : same)
+                if (x->p50 && std::fabs(*x->p50 - *mw.p50) < std::fabs(best->p50.value_or(1e300) - *mw.p50)) best = x;
+            mw.cdf = best->cdf;
+        }
+    }
+    return out;
 }
 
 }  // namespace odl::cli::hil_model

@@ -28,11 +28,17 @@ struct measured_run {
     std::string pair, profile, expect, inventory;
     std::string date;      ///< report.json's time (UTC, from the folder or the file)
     std::string hosts;     ///< "a: ..., b: ..." for provenance
+    unsigned runs = 1;     ///< > 1: the median of this many runs (median_of)
     std::vector<measured_workload> workloads;  ///< those that ran and completed
 };
 
 /// Reads @dir/report.json. Throws std::runtime_error naming the file and
 /// what is missing (not a HIL report, a failed run, no measured workload).
 measured_run load_measured(const std::string& dir);
+
+/// Several runs of one scenario as one: per workload the median of each
+/// metric, the distribution of the run whose p50 is the median; dir is
+/// @dir, date the first run's. Throws when the runs hold other workloads.
+measured_run median_of(const std::vector<measured_run>& runs, const std::string& dir);
 
 }  // namespace odl::cli::hil_model

@@ -230,6 +230,7 @@ int run_on_hosts(const hosts_run_opts& o) {
         // Nothing of ours is left on the hosts: the perf servers end with
         // their clients (bounded by --connect-timeout), the SSH masters here.
     }
+    if (!rep.error.empty()) progress("run ended: " + rep.error);
     rep.extra = hosts;
     rep.wall_s = std::chrono::duration<double>(clk::now() - t0).count();
     pair::fill_unevaluated(s, rep);

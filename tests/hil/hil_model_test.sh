@@ -155,6 +155,34 @@ run hil compare "$tmp/other.yaml" "$tmp/inv.yaml" --results "$tmp/meas-other" --
 [ "$rc" = 1 ] && echo "$out" | grep -Eq '^  ping +p99_us .* FAIL$' || fail "--tolerance-tail: exit $rc: $out"
 echo "ok: --tolerance-tail judges p99"
 
+# Several results folders: the median per metric. One run at twice the
+# latency and half the rate, one at half and twice: the median is the truth.
+for f in 2 0.5; do
+	mkdir -p "$tmp/meas-other-x$f"
+	python3 - "$tmp/meas-other/report.json" "$tmp/meas-other-x$f/report.json" "$f" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+f = float(sys.argv[3])
+for w in r["workloads"]:
+    if "one_way_us" in w:
+        l = w["one_way_us"]
+        for k in ("p50", "p99", "mean", "max"):
+            l[k] *= f
+        l["cdf"] = [v * f for v in l["cdf"]]
+    else:
+        w["gbps"] /= f
+json.dump(r, open(sys.argv[2], "w"))
+PY
+done
+run hil compare "$tmp/other.yaml" "$tmp/inv.yaml" --results "$tmp/meas-other-x2" --results "$tmp/meas-other" \
+	--results "$tmp/meas-other-x0.5" --calibration "$tmp/fitted.yaml" --out "$tmp/cmp4"
+[ "$rc" = 0 ] && echo "$out" | grep -q "median of 3 runs" || fail "median of three: exit $rc: $out $err"
+run hil compare "$tmp/other.yaml" "$tmp/inv.yaml" --results "$tmp/meas-other-x2" --results "$tmp/meas-other" \
+	--calibration "$tmp/fitted.yaml" --out "$tmp/cmp5"
+[ "$rc" = 1 ] && echo "$out" | grep -Eq '^  ping +p50_us .* -3[0-9.]+% .* FAIL$' ||
+	fail "median of two (1.5x the truth): exit $rc: $out $err"
+echo "ok: --results several times: their median"
+
 # Bad input: each a clear error, exit 2.
 run hil compare "$tmp/fit.yaml" "$tmp/inv.yaml" --results "$tmp/meas-other" --calibration "$tmp/fitted.yaml" --out "$tmp/x"
 [ "$rc" = 2 ] && echo "$err" | grep -q "holds a run of scenario other, not fit" || fail "other scenario's results: exit $rc: $err"
