@@ -31,6 +31,7 @@ struct hil_model_opts {
     std::string scenario, inventory, pair, calibration, out, profile, base;
     std::vector<std::string> results;
     unsigned repeat = 1;
+    double time_scale = 1000;  ///< as odl hil run: wall seconds per simulated second
     bool json = false;
     hm::tolerances tol;
 };
@@ -54,6 +55,7 @@ std::vector<std::string> measure(const char* what, const hil_model_opts& o, cons
         h.out = o.repeat == 1 ? run_out : fmt::format("{}/run-{}", run_out, i);
         h.print_report = false;
         h.settings.stream_cap_mib = k_hosts_stream_cap_mib;
+        h.settings.time_scale = o.time_scale;
         std::fprintf(stderr, "odl: hil %s: measuring (%u of %u): odl run %s --on %s\n", what, i, o.repeat,
                      o.scenario.c_str(), o.inventory.c_str());
         const int rc = run_on_hosts(h);
@@ -256,6 +258,10 @@ void common(CLI::App* c, hil_model_opts& o) {
         ->check(CLI::ExistingDirectory);
     c->add_option("--repeat", o.repeat, "measure this many times and use the median per metric (default 1)")
         ->check(CLI::Range(1u, 50u));
+    c->add_option("--time-scale", o.time_scale,
+                  "measuring: wall seconds per simulated second for workload start times (default 1000, as "
+                  "odl hil run; workloads never overlap)")
+        ->check(CLI::Range(0.0, 100000.0));
     c->add_option("--tolerance-latency", o.tol.latency, "percent, p50 one-way latency (default 10)")
         ->check(CLI::Range(0.0, 1000.0));
     c->add_option("--tolerance-tail", o.tol.tail, "percent, p99 one-way latency (default: shown, not judged)")

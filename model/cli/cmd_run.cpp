@@ -128,7 +128,8 @@ void add_run_command(CLI::App& app) {
                     "--on vm: odl_tb5 (odl perf --backend kernel) or tbnet (ping/iperf3 over thunderbolt0)")
         ->check(CLI::IsMember({"odl_tb5", "tbnet"}));
     cmd->add_option("--vm-time-scale", o->vm.time_scale,
-                    "--on vm: wall seconds per simulated second for event/workload times (default 1000)");
+                    "--on vm or an inventory: wall seconds per simulated second for event/workload times "
+                    "(default 1000)");
     cmd->add_option("--vm-ping-cap", o->vm.ping_cap, "--on vm, tbnet: at most this many pings per pingpong")
         ->check(CLI::Range(1u, 100000u));
     cmd->add_option("--vm-stream-cap-mib", o->vm.stream_cap_mib, "--on vm: at most this many MiB per stream")

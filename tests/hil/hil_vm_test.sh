@@ -10,10 +10,11 @@
 #   odl_tb5, a results folder under the pair's profile with the report
 #   (JSON: the hosts' kernel, build, IOMMU), JUnit XML, link state before
 #   and after and the kernel log of the run;
-#   calibrate a profile on quickstart (three runs, medians), then compare
-#   it on another scenario (tests/hil/scenarios/sizes.yaml, three runs):
-#   within the tolerances below, with the latency plots written, while the
-#   unfitted profile fails;
+#   quickstart and another scenario (tests/hil/scenarios/sizes.yaml) run
+#   in turn three times; calibrate a profile on quickstart's runs, compare
+#   it on the other's (medians): within the tolerances below, with the
+#   latency plots written, while the unfitted profile fails; compare also
+#   measuring by itself;
 #   a host that stops answering mid-run (QEMU B frozen): the run ends with
 #   exit 3 naming b within 100 s, a report with the error, nothing of odl
 #   left running on a, odl_tb5 still loaded there; once b runs again a
@@ -31,10 +32,10 @@ shift
 kernel=6.12
 [ "${1:-}" = --kernel ] && kernel=$2
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# Percent, for compare on TCG guests: their timing moves by up to about 25 %
-# between runs a minute apart (docs/hil.md, "On the VMs").
-vm_tolerance_latency=35
-vm_tolerance_bandwidth=35
+# Percent, for compare on TCG guests: their timing moves by up to 2x between
+# runs a minute apart, medians of three by up to 36 % (docs/hil.md, "On the VMs").
+vm_tolerance_latency=50
+vm_tolerance_bandwidth=50
 repo=$(cd "$here/../.." && pwd)
 tb="$repo/qemu-device/testbed.sh"
 export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-hil-$kernel}
@@ -157,34 +158,54 @@ print("results ok: latency p50 %.1f us, bulk %.3f Gb/s, junit %s tests, %s failu
 PY
 run_s=$((SECONDS - t))
 
-step "calibrate a profile on quickstart, compare it on another scenario (three runs each, medians)"
+step "calibrate a profile on quickstart, compare it on another scenario (three runs each, interleaved, medians)"
 # On the VMs the link's timing is TCG's: the profile is fitted to this very
-# testbed, and it must predict the other scenario (docs/hil.md).
+# testbed, and it must predict the other scenario (docs/hil.md). TCG's
+# numbers drift between runs a minute apart, so both scenarios are measured
+# in turn, three times (after the first run: TCG has translated the code
+# paths), and their medians are compared. --time-scale 100: quickstart's
+# second workload starts 1.2 s after the first instead of 12 s.
 t=$SECONDS
-# Three runs each, measured now (after the first run: TCG has translated
-# the code paths), medians: TCG's numbers move between runs (docs/hil.md).
-hil calibrate "$repo/scenarios/quickstart.yaml" "$inv" --repeat 3 --out "$tmp/testbed.yaml"
+q=() z=()
+for i in 1 2 3; do
+	hil run "$repo/scenarios/quickstart.yaml" "$inv" --time-scale 100 --out "$tmp/q$i"
+	[ "$rc" = 0 ] || [ "$rc" = 1 ] || fail "hil run quickstart ($i): exit $rc: $err"
+	hil run "$here/scenarios/sizes.yaml" "$inv" --time-scale 100 --out "$tmp/s$i"
+	[ "$rc" = 0 ] || fail "hil run sizes ($i): exit $rc: $err"
+	q+=(--results "$tmp/q$i") z+=(--results "$tmp/s$i")
+done
+measure_s=$((SECONDS - t))
+t=$SECONDS
+hil calibrate "$repo/scenarios/quickstart.yaml" "$inv" "${q[@]}" --out "$tmp/testbed.yaml"
 echo "$out"
 [ "$rc" = 0 ] || fail "hil calibrate: exit $rc: $out $err"
 grep -q 'source: "F: .*fitted by odl hil calibrate to pair testbed-vm' "$tmp/testbed.yaml" ||
 	fail "calibrate: no fitted provenance: $(head -n 20 "$tmp/testbed.yaml")"
 calibrate_s=$((SECONDS - t))
 t=$SECONDS
-hil compare "$here/scenarios/sizes.yaml" "$inv" --repeat 3 --calibration "$tmp/testbed.yaml" --out "$tmp/compare" \
+hil compare "$here/scenarios/sizes.yaml" "$inv" "${z[@]}" --calibration "$tmp/testbed.yaml" --out "$tmp/compare" \
 	--tolerance-latency "$vm_tolerance_latency" --tolerance-bandwidth "$vm_tolerance_bandwidth"
 echo "$out"
 [ "$rc" = 0 ] || fail "hil compare (sizes, testbed profile): exit $rc: $out $err"
 echo "$out" | grep -q "median of 3 runs" || fail "compare: not the median of 3 runs: $out"
-for f in compare.json compare.txt latency-ping.svg latency-ping.png run-1/report.json run-3/junit.xml; do
+for f in compare.json compare.txt latency-ping.svg latency-ping.png; do
 	[ -s "$tmp/compare/$f" ] || fail "compare: no $f"
 done
 # The fit is what passes: the unfitted profile (TB5 hardware's) is off by
 # two orders of magnitude on the same measurement.
-hil compare "$here/scenarios/sizes.yaml" "$inv" --results "$tmp/compare/run-1" --profile intel-tb5-discrete \
+hil compare "$here/scenarios/sizes.yaml" "$inv" "${z[@]}" --profile intel-tb5-discrete \
 	--out "$tmp/compare-unfitted" --tolerance-latency "$vm_tolerance_latency" \
 	--tolerance-bandwidth "$vm_tolerance_bandwidth"
 [ "$rc" = 1 ] && echo "$out" | grep -Eq '^  ping +p50_us .* FAIL$' ||
 	fail "compare with the unfitted profile: exit $rc, want 1: $out $err"
+# compare measuring by itself (one run): its results and plots; the
+# verdict of a single TCG run is not judged here.
+hil compare "$here/scenarios/sizes.yaml" "$inv" --time-scale 100 --calibration "$tmp/testbed.yaml" \
+	--out "$tmp/compare-measured"
+[ "$rc" = 0 ] || [ "$rc" = 1 ] || fail "hil compare, measuring: exit $rc: $err"
+for f in report.json junit.xml compare.json latency-ping.png; do
+	[ -s "$tmp/compare-measured/$f" ] || fail "compare, measuring: no $f"
+done
 compare_s=$((SECONDS - t))
 
 # The guests as SSH sees them, for the fault steps.
@@ -269,5 +290,5 @@ pgrep -f "ssh .*ControlPath=/tmp/odl-hil-" >/dev/null && fail "an SSH master was
 
 "$tb" down quiet
 echo "phases: boot ${boot_s} s, check ${check0_s} s, deploy ${deploy_s} s, check ${check1_s} s, run ${run_s} s," \
-	"calibrate ${calibrate_s} s, compare ${compare_s} s, host frozen mid-run noticed in ${vanish_s} s"
+	"3 x (quickstart, sizes) ${measure_s} s, calibrate ${calibrate_s} s, compare ${compare_s} s, host frozen mid-run noticed in ${vanish_s} s"
 echo "PASS: hil check / deploy / run against the testbed's Debian-root guests ($kernel)"

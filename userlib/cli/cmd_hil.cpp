@@ -20,6 +20,7 @@ struct hil_options {
     std::string scenario;
     std::string run_pair, run_out;
     bool run_json = false;
+    double run_time_scale = -1;  ///< < 0: odl run's default
     odl::hil::check_options check;
     odl::hil::deploy_options deploy;
 };
@@ -79,11 +80,15 @@ void add_hil_command(CLI::App& app) {
     run->add_option("--pair", o->run_pair, "which pair (default: the only one)");
     run->add_option("--out", o->run_out, "results folder (default: <build>/runs/hil/<profile>/<pair>/...)");
     run->add_flag("--json", o->run_json, "print the JSON report on stdout");
+    run->add_option("--time-scale", o->run_time_scale,
+                    "wall seconds per simulated second for event and workload start times (default 1000)")
+        ->check(CLI::Range(0.0, 100000.0));
     run->callback([o] {
         std::vector<std::string> words{"run", o->scenario, "--on", o->inventory};
         if (!o->run_pair.empty()) words.insert(words.end(), {"--pair", o->run_pair});
         if (!o->run_out.empty()) words.insert(words.end(), {"--out", o->run_out});
         if (o->run_json) words.push_back("--json");
+        if (o->run_time_scale >= 0) words.insert(words.end(), {"--vm-time-scale", fmt::format("{}", o->run_time_scale)});
         std::exit(exec_model(words));
     });
 
