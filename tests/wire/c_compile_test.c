@@ -5,6 +5,7 @@
 
 #include "odl/odl.h"
 #include "odl/wire/frame_codec.h"
+#include "odl/wire/sim_codec.h"
 
 int main(void)
 {

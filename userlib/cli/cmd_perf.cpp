@@ -128,6 +128,20 @@ void print_table(const std::string& test, const json& results) {
     }
 }
 
+/// On the sim backend: says on stderr when frames reached this end later
+/// than the model said they were due (the figures are then slower than the
+/// model's), so a distorted result never passes silently.
+void warn_if_late(odl_dev* dev, const char* who) {
+    odl_stats st{};
+    st.struct_size = sizeof(st);
+    if (odl_get_stats(dev, &st) != ODL_OK || st.model_late_frames == 0) return;
+    fmt::print(stderr,
+               "odl: perf: warning: {}: {} of {} frames arrived later than the model said they were due (by up to "
+               "{:.1f} us): the model or this machine did not keep up with the wall clock; these timings are "
+               "slower than the model's\n",
+               who, st.model_late_frames, st.model_frames, double(st.model_lag_max_ns) / 1000.0);
+}
+
 /// Starts `odl perf <test> --server` on the same backend/device as a child.
 pid_t spawn_server(const std::string& test, const perf_cli& c, uint32_t index) {
     std::vector<std::string> args = {"odl", "perf", test, "--server", "--backend", c.backend, "--device",
@@ -187,6 +201,7 @@ int run_perf(const std::string& test, perf_cli c) {
         } catch (const perf::perf_error& e) {
             die(fmt::format("server: {}", e.what()));
         }
+        warn_if_late(dev.get(), "server");
         return 0;
     }
 
@@ -199,16 +214,17 @@ int run_perf(const std::string& test, perf_cli c) {
             die(fmt::format("--client wants the device index that leads to the peer, not '{}'", c.client));
         }
     } else {
-        if (c.backend != "loopback")
+        // sim: both ends on this machine, on the model server's link.
+        if (c.backend != "loopback" && c.backend != "sim")
             die(fmt::format("backend '{}' needs --server on one host and --client on the other", c.backend));
         // A private namespace keeps concurrent self-spawned runs apart.
         const char* ns = std::getenv("ODL_LOOPBACK_NAMESPACE");
         setenv("ODL_LOOPBACK_NAMESPACE", fmt::format("{}perf-{}", ns ? ns : "", getpid()).c_str(), 1);
         child = spawn_server(test, c, index);
-        progress(fmt::format("started server (pid {}) on loopback{}", child, index));
+        progress(fmt::format("started server (pid {}) on {}{}", child, c.backend, index));
     }
 
-    json results;
+    json results, model_timing;
     int rc = 0;
     {
         dev_ptr dev(open_device(c, index));
@@ -221,6 +237,13 @@ int run_perf(const std::string& test, perf_cli c) {
         odl_stats st{};
         st.struct_size = sizeof(st);
         odl_get_stats(dev.get(), &st);
+        if (st.model_frames > 0) {
+            model_timing = json{{"frames", st.model_frames},
+                                {"late_frames", st.model_late_frames},
+                                {"lag_max_us", double(st.model_lag_max_ns) / 1000.0},
+                                {"distorted", st.model_late_frames > 0}};
+            warn_if_late(dev.get(), "client");
+        }
         if (rc == 0 && (st.rx_bad_frames || st.rx_csum_errors)) {
             fmt::print(stderr, "odl: perf: {} bad frames, {} checksum errors\n", st.rx_bad_frames, st.rx_csum_errors);
             rc = 1;
@@ -237,9 +260,15 @@ int run_perf(const std::string& test, perf_cli c) {
     if (c.json_out) {
         json out{{"test", test}, {"backend", c.backend}, {"device", index}, {"checksum", c.checksum},
                  {"verified", c.opt.verify}, {"results", results}};
+        if (!model_timing.is_null()) out["model_timing"] = model_timing;
         fmt::print("{}\n", out.dump(2));
     } else {
         print_table(test, results);
+        if (!model_timing.is_null())
+            fmt::print("model timing: {} frames from the model, {} late, at most {:.1f} us past due{}\n",
+                       model_timing["frames"].get<uint64_t>(), model_timing["late_frames"].get<uint64_t>(),
+                       model_timing["lag_max_us"].get<double>(),
+                       model_timing["distorted"].get<bool>() ? ": DISTORTED (the model fell behind the wall clock)" : "");
         if (!c.opt.verify) fmt::print("bulk payloads not verified (--no-verify): lengths and order only\n");
     }
     return 0;
@@ -252,7 +281,7 @@ void add_perf_command(CLI::App& app) {
     auto test = std::make_shared<std::string>();
     auto* cmd = app.add_subcommand("perf", "Perf suite: bandwidth, latency, jitter, latency-load, mimo");
     cmd->add_option("test", *test, "bandwidth | latency | jitter | latency-load | mimo")->required();
-    cmd->add_option("--backend,-b", c->backend, "loopback | kernel")->capture_default_str();
+    cmd->add_option("--backend,-b", c->backend, "loopback | sim (odl-linkd --sim) | kernel")->capture_default_str();
     auto* srv = cmd->add_flag("--server", c->server, "Serve a client (this end only)");
     cmd->add_option("--client", c->client, "Run the client over device PEER (index) against a --server")
         ->excludes(srv);

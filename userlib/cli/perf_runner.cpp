@@ -284,9 +284,16 @@ void executor::post_more(uint64_t now) {
 }
 
 void executor::on_completion(const odl_completion& c, uint64_t now) {
-    if (c.status != ODL_OK)
-        throw perf_error(fmt::format("{} on stream {} failed: {}", c.op == ODL_OP_SEND ? "send" : "receive", c.stream,
-                                     odl_strerror(c.status)));
+    if (c.status != ODL_OK) {
+        // A link failure's reason in words, which odl_poll() left as the
+        // thread's last error.
+        const bool link = c.status == ODL_ERR_PEER_LOST || c.status == ODL_ERR_PEER_CLOSED ||
+                          c.status == ODL_ERR_IO || c.status == ODL_ERR_PROTO;
+        const std::string why = link ? odl_last_error() : "";
+        const std::string st = odl_strerror(c.status);
+        throw perf_error(fmt::format("{} on stream {} failed: {}{}", c.op == ODL_OP_SEND ? "send" : "receive", c.stream,
+                                     st, why.empty() || why == st ? "" : " (" + why + ")"));
+    }
     const auto k = kind(c.ctx >> 56);
     const size_t idx = (c.ctx >> 32) & 0xffffff;
     const uint64_t slot = c.ctx & 0xffffffff;

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The stable C API: a thin shim over odl::device_impl that catches every
 // exception at the boundary and turns it into a status plus odl_last_error().
+#include <cstring>
+#include <cstddef>
+#include <algorithm>
 #include <new>
 
 #include "backend.h"
@@ -172,9 +175,14 @@ int odl_wait(struct odl_dev* dev, struct odl_completion* comps, size_t max, size
 int odl_get_stats(struct odl_dev* dev, struct odl_stats* stats) {
     return guarded([&] {
         if (bad_dev(dev) || !stats) return set_last_error(ODL_ERR_INVAL, "NULL argument");
-        if (stats->struct_size < sizeof(*stats))
-            return set_last_error(ODL_ERR_INVAL, "odl_stats.struct_size too small");
-        dev->dev->stats(*stats);
+        // API version 3's struct ends at rx_csum_errors.
+        constexpr size_t v3 = offsetof(odl_stats, model_frames);
+        if (stats->struct_size < v3) return set_last_error(ODL_ERR_INVAL, "odl_stats.struct_size too small");
+        odl_stats all{};
+        dev->dev->stats(all);
+        const uint32_t size = stats->struct_size;
+        std::memcpy(reinterpret_cast<char*>(stats) + sizeof(size), reinterpret_cast<const char*>(&all) + sizeof(size),
+                    std::min<size_t>(size, sizeof(all)) - sizeof(size));
         return int(ODL_OK);
     });
 }

@@ -154,10 +154,16 @@ int device_impl::discard(uint32_t stream, uint32_t tag, uint32_t mask, uint32_t 
     return ODL_OK;
 }
 
+size_t device_impl::poll(odl_completion* comps, size_t max) {
+    const size_t n = m_backend->poll(comps, max);
+    if (n > 0 && m_backend->error_status() != ODL_OK) link_error(m_backend->error_status());
+    return n;
+}
+
 int device_impl::wait(odl_completion* comps, size_t max, size_t* n, uint64_t timeout_ns) {
     const uint64_t start = now_ns();
     for (;;) {
-        *n = m_backend->poll(comps, max);
+        *n = poll(comps, max);
         if (*n > 0) return ODL_OK;
         // A failed link produces no more completions: say so instead of waiting.
         if (m_backend->error_status() != ODL_OK) return link_error(m_backend->error_status());

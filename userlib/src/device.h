@@ -34,7 +34,9 @@ public:
     int post_recv(uint32_t stream, uint32_t tag, void* buf, size_t cap, odl_mr* mr, uint64_t ctx);
     int cancel(uint32_t stream, uint64_t ctx);
     int discard(uint32_t stream, uint32_t tag, uint32_t mask, uint32_t flags);
-    size_t poll(odl_completion* comps, size_t max) { return m_backend->poll(comps, max); }
+    /// After a link failure the completions carry its status, and the
+    /// thread's last error its reason in words.
+    size_t poll(odl_completion* comps, size_t max);
     int wait(odl_completion* comps, size_t max, size_t* n, uint64_t timeout_ns);
     void query(odl_dev_info& info) const;
     void stats(odl_stats& s) const;

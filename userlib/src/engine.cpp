@@ -3,6 +3,7 @@
 // control over a frame link. Everything read from the link is validated by
 // the shared codec before use; any violation ends the link with ODL_ERR_PROTO.
 #include "engine.h"
+#include "link_sim.h"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -1110,6 +1111,12 @@ void engine::query(odl_dev_info& info) const {
     info.local_pid = uint32_t(getpid());
 }
 
-void engine::stats(odl_stats& stats) const { stats = m_stats; }
+void engine::stats(odl_stats& stats) const {
+    stats = m_stats;
+    const sim_lag lag = sim_link_lag(*m_link);
+    stats.model_frames = lag.frames;
+    stats.model_late_frames = lag.late_frames;
+    stats.model_lag_max_ns = lag.max_ns;
+}
 
 }  // namespace odl

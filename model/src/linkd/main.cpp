@@ -18,6 +18,7 @@
 
 #include "odl/model/linkd/fault.h"
 #include "odl/model/linkd/model_backend_sc.h"
+#include "odl/model/linkd/sim_server.h"
 // libsystemc owns main() and calls sc_main() after setting the kernel up.
 #define ODL_LINKD_MAIN sc_main
 #else
@@ -26,9 +27,71 @@
 
 namespace {
 odl::model::linkd::server* g_server = nullptr;
+#ifdef ODL_LINKD_HAVE_MODEL
+odl::model::linkd::sim_server* g_sim = nullptr;
+#endif
 void on_signal(int) {
     if (g_server) g_server->stop();
+#ifdef ODL_LINKD_HAVE_MODEL
+    if (g_sim) g_sim->stop();
+#endif
 }
+void on_signals() {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+#ifdef ODL_LINKD_HAVE_MODEL
+struct sim_options {
+    bool on = false;
+    std::string profile = "intel-tb5-discrete", calibration;
+    bool asymmetric = false;
+    double length_m = 1.0;
+    std::uint64_t seed = 1;
+};
+
+// --sim: libodl's sim backend instead of QEMU devices (docs/sim.md).
+int run_sim(const odl::model::linkd::server_config& srv, const sim_options& o, const std::string& gen,
+            unsigned lanes) {
+    odl::model::linkd::sim_server_config cfg;
+    cfg.socket_path = srv.socket_path;
+    cfg.control_path = srv.control_path;
+    cfg.verbose = srv.verbose;
+    cfg.profile = o.profile;
+    cfg.seed = o.seed;
+    cfg.link.gen = *odl::model::parse_generation(gen);
+    cfg.link.lanes = lanes;
+    cfg.link.asymmetric = o.asymmetric;
+    cfg.link.length_m = o.length_m;
+    try {
+        cfg.cal = odl::model::load_calibration(o.calibration.empty() ? odl::model::default_calibration_path()
+                                                                     : o.calibration);
+        odl::model::linkd::sim_server sim(std::move(cfg));
+        std::string err;
+        if (!sim.listen(err)) {
+            fmt::print(stderr, "odl-linkd: {}\n", err);
+            return 1;
+        }
+        g_sim = &sim;
+        on_signals();
+        fmt::print(stderr, "odl-linkd: serving the sim backend on {} ({}, {} Mb/s each way, wall-clock paced)\n",
+                   srv.socket_path, sim.describe(), sim.rate_mbps());
+        sim.run();
+        g_sim = nullptr;
+        const auto& st = sim.stats();
+        if (srv.verbose)
+            fmt::print(stderr, "odl-linkd: sim: frames A->B {} (lost {}), B->A {} (lost {})\n", st.frames_in[0],
+                       st.frames_lost[0], st.frames_in[1], st.frames_lost[1]);
+        return 0;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "odl-linkd: {}\n", e.what());
+        return 1;
+    }
+}
+#endif
 }  // namespace
 
 int ODL_LINKD_MAIN(int argc, char** argv) {
@@ -73,7 +136,37 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
                    "drop-header|drop-raw|len|raw-pdf (odl_tb5 split pairs) (docs/vm.md). Also at run "
                    "time on --control: 'fault add SPEC', 'fault clear', 'fault status'");
     app.add_flag("-v,--verbose", cfg.verbose, "log connection details");
+#ifdef ODL_LINKD_HAVE_MODEL
+    sim_options sim;
+    app.add_flag("--sim", sim.on,
+                 "serve libodl's sim backend (two program ends on the modelled cable) instead of QEMU "
+                 "devices; the cable defaults to gen4 x2 (TB5)");
+    auto* prof = app.add_option("--profile", sim.profile, "--sim: host platform profile (default intel-tb5-discrete)");
+    auto* calf = app.add_option("--calibration", sim.calibration,
+                                "--sim: calibration file with the profile (default: the shipped one)")
+                     ->check(CLI::ExistingFile);
+    auto* asym = app.add_flag("--asymmetric", sim.asymmetric, "--sim: gen4 with 3 lanes A->B, 1 back");
+    auto* len = app.add_option("--length", sim.length_m, "--sim: cable length, m (default 1)")
+                    ->check(CLI::Range(0.0, 50.0));
+    auto* seed = app.add_option("--seed", sim.seed, "--sim: bit-error randomness");
+    auto* gen_opt = app.get_option("--gen");
+#endif
     CLI11_PARSE(app, argc, argv);
+#ifdef ODL_LINKD_HAVE_MODEL
+    if (sim.on) {
+        if (!faults.empty() || !record.empty() || backend != "model") {
+            fmt::print(stderr, "odl-linkd: --sim takes neither --fault, --record nor --backend\n");
+            return 1;
+        }
+        if (gen_opt->count() == 0) gen = "gen4";
+        return run_sim(cfg, sim, gen, lanes);
+    }
+    for (auto* o : {prof, calf, asym, len, seed})
+        if (o->count() > 0) {
+            fmt::print(stderr, "odl-linkd: {} needs --sim\n", o->get_name());
+            return 1;
+        }
+#endif
     cfg.shared_ram = !no_shared_ram;
 #ifdef ODL_LINKD_HAVE_MODEL
     // Each injection is one line on stderr (the testbed's linkd.log).
@@ -154,11 +247,7 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
         return 1;
     }
     g_server = &srv;
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
-    signal(SIGPIPE, SIG_IGN);
+    on_signals();
     fmt::print(stderr, "odl-linkd: serving {} hosts on {} (backend {}, cable {} x{}, free-running)\n",
                hosts, cfg.socket_path, backend, gen, lanes);
     srv.run();

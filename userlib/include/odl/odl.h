@@ -29,9 +29,9 @@ extern "C" {
 #endif
 
 /* Bumped when a call or struct field is added: 2 added odl_cancel() and the
- * local_* fields of struct odl_dev_info; 3 added odl_discard(). Released
- * fields never move. */
-#define ODL_API_VERSION 3
+ * local_* fields of struct odl_dev_info; 3 added odl_discard(); 4 the
+ * model_* fields of struct odl_stats. Released fields never move. */
+#define ODL_API_VERSION 4
 
 /**
  * enum odl_status - result of every call.
@@ -327,6 +327,13 @@ ODL_EXPORT int odl_wait(struct odl_dev *dev, struct odl_completion *comps, size_
  * @rx_unexpected_msgs: messages that arrived before a matching receive
  * @rx_bad_frames: frames refused by validation (any reason)
  * @rx_csum_errors: frames whose payload checksum did not match
+ * @model_frames: sim backend: frames the model delivered here (0 elsewhere)
+ * @model_late_frames: of those, frames that arrived later than the model
+ *	said they were due by more than ODL_SIM_LATE_NS (default 50000 ns):
+ *	the model or the machine could not keep up with the wall clock
+ * @model_lag_max_ns: the largest delay past due of any of them
+ * Callers built against API version 3 pass the shorter struct; they get
+ * the fields they know.
  */
 struct odl_stats {
 	uint32_t struct_size;
@@ -343,6 +350,9 @@ struct odl_stats {
 	uint64_t rx_unexpected_msgs;
 	uint64_t rx_bad_frames;
 	uint64_t rx_csum_errors;
+	uint64_t model_frames;
+	uint64_t model_late_frames;
+	uint64_t model_lag_max_ns;
 };
 
 ODL_EXPORT int odl_get_stats(struct odl_dev *dev, struct odl_stats *stats);

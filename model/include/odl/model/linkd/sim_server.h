@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+// odl-linkd --sim: the model server for libodl's `sim` backend. Two hosts
+// (NHI, router, host driver with a platform profile) joined by one cable,
+// run paced to the wall clock; each end is one libodl process whose frames
+// the model carries (protocol: include/odl/wire/sim.h).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "odl/model/cable/link_config.h"
+#include "odl/model/host/platform.h"
+
+namespace odl::model {
+class system_model;
+}
+
+namespace odl::model::linkd {
+
+struct sim_server_config {
+    std::string socket_path;   ///< AF_UNIX SOCK_SEQPACKET path
+    std::string control_path;  ///< optional: "cable plug|unplug", "status"
+    std::string profile = "intel-tb5-discrete";
+    calibration cal;           ///< loaded by the caller
+    link_config link;
+    std::uint64_t seed = 1;
+    /// A frame the model has neither delivered nor reported for this long
+    /// (simulated) is lost: its sender gets its window back.
+    std::uint64_t lost_after_ns = 50'000'000;
+    bool verbose = false;
+};
+
+/// Counters, for logs and tests.
+struct sim_server_stats {
+    std::uint64_t frames_in[2] = {};      ///< from end A, B
+    std::uint64_t frames_out[2] = {};     ///< delivered to end A, B
+    std::uint64_t frames_lost[2] = {};    ///< sent by A, B, lost in the model
+    std::uint64_t frames_no_peer[2] = {}; ///< arrived for an end nobody holds
+    std::uint64_t bad_msgs = 0;
+};
+
+class sim_server {
+public:
+    /// Builds the model. Throws std::runtime_error (unknown profile, bad cable).
+    explicit sim_server(sim_server_config cfg);
+    ~sim_server();
+    sim_server(const sim_server&) = delete;
+    sim_server& operator=(const sim_server&) = delete;
+
+    /// Binds and listens; false (with @err) on failure.
+    bool listen(std::string& err);
+    /// Serves until stop() (from any thread or a signal handler).
+    void run();
+    void stop() { m_stop.store(true); }
+    const sim_server_stats& stats() const { return m_stats; }
+    /// "<profile> <gen>x<lanes>[ asym] <length> m", as HELLO tells clients.
+    std::string describe() const;
+    /// Payload rate of 4 KiB frames each way, Mb/s.
+    std::uint32_t rate_mbps() const;
+
+private:
+    struct client;
+    struct pending {
+        std::uint32_t tag;
+        std::uint64_t sent_ns;  ///< model time it was posted
+        std::vector<unsigned char> bytes;
+    };
+
+    void start_model();
+    std::uint64_t wall_ns() const;
+    std::uint64_t model_ns() const;
+    void accept_one();
+    void serve(client& c);
+    void handle(client& c, const unsigned char* buf, std::size_t n);
+    void drop(client& c, const std::string& why);
+    void send_msg(client& c, unsigned type, std::uint64_t stamp, std::uint64_t arg,
+                  const void* payload, std::size_t len);
+    void flush(client& c);
+    void ack(int end, std::uint64_t frames);
+    void delivered(int to, std::uint32_t tag);
+    void sweep_lost();
+    void link_changed(int end, bool up);
+    /// Sends @end its LINK state if it changed.
+    void notify(int end);
+    void control_one();
+    void reap();
+
+    sim_server_config m_cfg;
+    std::unique_ptr<system_model> m_sys;
+    std::int64_t m_t0_ns = 0;  ///< wall time of model time 0
+    int m_listen_fd = -1, m_ctl_fd = -1;
+    std::atomic<bool> m_stop{false};
+    std::vector<std::unique_ptr<client>> m_clients;
+    client* m_end[2] = {nullptr, nullptr};
+    bool m_link_up[2] = {false, false};
+    std::deque<pending> m_pending[2];  ///< per sending end, in posting order
+    std::uint32_t m_next_tag[2] = {0, 0};
+    sim_server_stats m_stats;
+};
+
+}  // namespace odl::model::linkd

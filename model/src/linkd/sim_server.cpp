@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: MIT
+// odl-linkd --sim: libodl `sim` clients on a modelled cable, wall-clock paced.
+#include "odl/model/linkd/sim_server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "odl/model/core/scheduler.h"
+#include "odl/model/scenario/system.h"
+#include "odl/wire/sim_codec.h"
+
+namespace odl::model::linkd {
+
+namespace {
+
+constexpr unsigned k_port = 1;  // the lane adapter the cable is on, both hosts
+/// Waits shorter than this are spun: even with the timer slack at 1 ns
+/// (run()), a wake-up from ppoll() takes some microseconds.
+constexpr std::uint64_t k_spin_ns = 20'000;
+/// Datagrams taken from one client per turn, so one cannot starve the model.
+constexpr int k_batch = 64;
+
+std::uint64_t mono_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return std::uint64_t(ts.tv_sec) * 1'000'000'000u + std::uint64_t(ts.tv_nsec);
+}
+
+int listen_on(const std::string& path, std::string& err) {
+    sockaddr_un addr{};
+    if (path.size() >= sizeof(addr.sun_path)) {
+        err = fmt::format("socket path too long: {}", path);
+        return -1;
+    }
+    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        err = fmt::format("socket: {}", std::strerror(errno));
+        return -1;
+    }
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path.c_str(), path.size());
+    ::unlink(path.c_str());
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0 || ::listen(fd, 8) < 0) {
+        err = fmt::format("cannot listen on {}: {}", path, std::strerror(errno));
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+}  // namespace
+
+struct sim_server::client {
+    int fd = -1;
+    int end = -1;  ///< 0 = A, 1 = B once HELLO was answered
+    std::uint64_t tx_seq = 0, rx_seq = 0;
+    unsigned in_window = 0;  ///< frames handed to the model, not yet ACKed
+    std::deque<std::vector<unsigned char>> outq;  ///< datagrams waiting for room
+    bool dead = false;
+    std::string why;
+    std::uint64_t link_sent = ~std::uint64_t{0};  ///< last LINK state told
+};
+
+sim_server::sim_server(sim_server_config cfg) : m_cfg(std::move(cfg)) {
+    if (auto why = validate(m_cfg.link)) throw std::runtime_error("bad cable: " + *why);
+    const platform& plat = m_cfg.cal.get(m_cfg.profile);
+    std::vector<host_spec> hosts(2);
+    hosts[0].name = "a";
+    hosts[1].name = "b";
+    for (auto& h : hosts) h.plat = plat;
+    cable_spec cs;
+    cs.cfg = m_cfg.link;
+    m_sys = std::make_unique<system_model>(hosts, std::vector<cable_spec>{cs}, m_cfg.cal.link, m_cfg.seed, false);
+    for (int h = 0; h < 2; ++h) {
+        m_sys->hosts[h].drv->on_message(
+            [this, h](unsigned, std::uint32_t tag, std::uint64_t) { delivered(h, tag); });
+        m_sys->hosts[h].drv->on_link([this, h](unsigned, bool up) { link_changed(h, up); });
+    }
+}
+
+sim_server::~sim_server() {
+    for (auto& c : m_clients)
+        if (c->fd >= 0) ::close(c->fd);
+    if (m_listen_fd >= 0) {
+        ::close(m_listen_fd);
+        ::unlink(m_cfg.socket_path.c_str());
+    }
+    if (m_ctl_fd >= 0) {
+        ::close(m_ctl_fd);
+        ::unlink(m_cfg.control_path.c_str());
+    }
+}
+
+std::string sim_server::describe() const {
+    return fmt::format("{} {}x{}{} {:g} m", m_cfg.profile, to_string(m_cfg.link.gen), m_cfg.link.lanes,
+                       m_cfg.link.asymmetric ? " asym" : "", m_cfg.link.length_m);
+}
+
+std::uint32_t sim_server::rate_mbps() const {
+    return static_cast<std::uint32_t>(payload_gbps(m_cfg.link, m_cfg.cal.link.physics, 0, ODL_SIM_MAX_FRAME) * 1000.0);
+}
+
+bool sim_server::listen(std::string& err) {
+    m_listen_fd = listen_on(m_cfg.socket_path, err);
+    if (m_listen_fd < 0) return false;
+    if (!m_cfg.control_path.empty()) {
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        sockaddr_un addr{};
+        if (fd < 0 || m_cfg.control_path.size() >= sizeof(addr.sun_path)) {
+            err = "control socket: path too long or no socket";
+            if (fd >= 0) ::close(fd);
+            return false;
+        }
+        addr.sun_family = AF_UNIX;
+        std::memcpy(addr.sun_path, m_cfg.control_path.c_str(), m_cfg.control_path.size());
+        ::unlink(m_cfg.control_path.c_str());
+        if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0 || ::listen(fd, 4) < 0) {
+            err = fmt::format("cannot listen on {}: {}", m_cfg.control_path, std::strerror(errno));
+            ::close(fd);
+            return false;
+        }
+        m_ctl_fd = fd;
+    }
+    return true;
+}
+
+std::uint64_t sim_server::wall_ns() const { return mono_ns(); }
+
+std::uint64_t sim_server::model_ns() const {
+    const std::int64_t d = std::int64_t(mono_ns()) - m_t0_ns;
+    return d > 0 ? std::uint64_t(d) : 0;
+}
+
+// The drivers program rings and paths before any frame can move; that
+// takes simulated microseconds, run here at full speed. Model time then
+// follows the wall clock from where bring-up ended.
+void sim_server::start_model() {
+    bool ready = false;
+    m_sys->start([&ready] { ready = true; });
+    sc_core::sc_time t = sc_core::SC_ZERO_TIME;
+    for (int i = 0; i < 1000 && !ready; ++i) {
+        t += sc_core::sc_time(100, sc_core::SC_US);
+        m_sys->run_until(t);
+    }
+    if (!ready) throw std::runtime_error("the model's host drivers did not come up within 100 ms (simulated)");
+    m_t0_ns = std::int64_t(mono_ns()) - std::int64_t(t.value() / 1000);
+}
+
+void sim_server::run() {
+    // Timed waits end when asked, not up to 50 us later (the default
+    // slack): frames are due at microsecond times.
+    ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    start_model();
+    std::vector<pollfd> pfds;
+    while (!m_stop.load()) {
+        const std::uint64_t now = model_ns();
+        m_sys->run_until(sc_core::sc_time(double(now) * 1000.0, sc_core::SC_PS));
+        sweep_lost();
+        reap();
+
+        std::uint64_t wait_ns = 10'000'000;
+        if (sc_core::sc_pending_activity()) {
+            const auto next = std::uint64_t(
+                (sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity()).value() / 1000);
+            wait_ns = std::min(wait_ns, next > now ? next - now : 0);
+        }
+        if (!m_pending[0].empty() || !m_pending[1].empty()) wait_ns = std::min<std::uint64_t>(wait_ns, 1'000'000);
+        pfds.clear();
+        pfds.push_back({m_listen_fd, POLLIN, 0});
+        pfds.push_back({m_ctl_fd, POLLIN, 0});
+        for (auto& c : m_clients)
+            pfds.push_back({c->fd, short(POLLIN | (c->outq.empty() ? 0 : POLLOUT)), 0});
+        const timespec ts{time_t(wait_ns < k_spin_ns ? 0 : (wait_ns - k_spin_ns) / 1'000'000'000u),
+                          long(wait_ns < k_spin_ns ? 0 : (wait_ns - k_spin_ns) % 1'000'000'000u)};
+        const int r = ::ppoll(pfds.data(), pfds.size(), &ts, nullptr);
+        if (r < 0) continue;  // EINTR: stop() is checked next
+        if (pfds[0].revents & POLLIN) accept_one();
+        if (pfds[1].revents & POLLIN) control_one();
+        const std::size_t polled = pfds.size() - 2;
+        for (std::size_t i = 0; i < polled && i < m_clients.size(); ++i) {
+            auto& c = *m_clients[i];
+            if (pfds[i + 2].revents & POLLOUT) flush(c);
+            if (pfds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) serve(c);
+        }
+    }
+    for (auto& c : m_clients)
+        if (!c->dead) send_msg(*c, ODL_SIM_BYE, wall_ns(), 0, nullptr, 0);
+}
+
+void sim_server::accept_one() {
+    const int fd = ::accept4(m_listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    auto c = std::make_unique<client>();
+    c->fd = fd;
+    m_clients.push_back(std::move(c));
+}
+
+void sim_server::serve(client& c) {
+    unsigned char buf[ODL_SIM_MAX_DATAGRAM];
+    for (int i = 0; i < k_batch && !c.dead; ++i) {
+        const ssize_t n = ::recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
+        if (n == 0) return drop(c, "closed the connection");
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+            return drop(c, fmt::format("receive failed: {}", std::strerror(errno)));
+        }
+        if (size_t(n) > sizeof(buf)) {
+            ++m_stats.bad_msgs;
+            return drop(c, fmt::format("sent a {}-byte datagram (at most {})", n, sizeof(buf)));
+        }
+        handle(c, buf, size_t(n));
+    }
+}
+
+void sim_server::handle(client& c, const unsigned char* buf, std::size_t n) {
+    if (const char* why = odl_sim_check(buf, n, ODL_SIM_SIDE_CLIENT)) {
+        ++m_stats.bad_msgs;
+        return drop(c, fmt::format("sent a bad message: {}", why));
+    }
+    odl_sim_hdr h;
+    std::memcpy(&h, buf, sizeof(h));
+    if (odl_le64(h.seq) != c.rx_seq++) {
+        ++m_stats.bad_msgs;
+        return drop(c, "sent a message out of sequence");
+    }
+    const unsigned type = odl_le16(h.type);
+    if (c.end < 0 && type != ODL_SIM_HELLO) return drop(c, "did not start with HELLO");
+    switch (type) {
+    case ODL_SIM_HELLO: {
+        if (c.end >= 0) return drop(c, "sent a second HELLO");
+        odl_sim_hello in;
+        std::memcpy(&in, buf + sizeof(h), sizeof(in));
+        int end = -1;
+        if (in.end == ODL_SIM_END_ANY) {
+            end = !m_end[0] ? 0 : !m_end[1] ? 1 : -1;
+        } else if (in.end <= 1 && !m_end[in.end]) {
+            end = in.end;
+        }
+        if (end < 0) {
+            send_msg(c, ODL_SIM_BYE, wall_ns(), 0, nullptr, 0);
+            return drop(c, in.end == ODL_SIM_END_ANY ? "asked for an end: both are taken"
+                                                     : fmt::format("asked for end {}: taken or none", int(in.end)));
+        }
+        c.end = end;
+        m_end[end] = &c;
+        odl_sim_hello out{};
+        out.magic = odl_cpu_le32(ODL_SIM_MAGIC);
+        out.version = odl_cpu_le16(ODL_SIM_VERSION);
+        out.end = std::uint8_t(end);
+        out.rate_mbps = odl_cpu_le32(rate_mbps());
+        out.window = odl_cpu_le32(ODL_SIM_WINDOW);
+        out.pid = odl_cpu_le32(std::uint32_t(getpid()));
+        const std::string d = describe();
+        std::memcpy(out.profile, d.data(), std::min(d.size(), sizeof(out.profile) - 1));
+        send_msg(c, ODL_SIM_HELLO, wall_ns(), 0, &out, sizeof(out));
+        m_link_up[end] = m_sys->hosts[end].drv->link_up(k_port);
+        notify(end);
+        notify(1 - end);
+        if (m_cfg.verbose)
+            fmt::print(stderr, "odl-linkd: sim: end {} taken by pid {}\n", end ? 'B' : 'A', odl_le32(in.pid));
+        return;
+    }
+    case ODL_SIM_FRAME: {
+        if (++c.in_window > ODL_SIM_WINDOW) return drop(c, "sent more frames than its window");
+        const int e = c.end;
+        const std::uint32_t len = odl_le32(h.len);
+        // Posted when the client sent it, unless the model is already past
+        // that (the socket hop took longer than the model's lag allows).
+        const std::int64_t stamp = std::int64_t(odl_le64(h.stamp_ns)) - m_t0_ns;
+        const std::uint64_t now = model_ns();
+        const std::uint64_t at = std::max<std::uint64_t>(stamp > 0 ? std::uint64_t(stamp) : 0, now);
+        const std::uint32_t tag = m_next_tag[e]++;
+        m_pending[e].push_back({tag, at, std::vector<unsigned char>(buf + sizeof(h), buf + sizeof(h) + len)});
+        ++m_stats.frames_in[e];
+        auto& drv = *m_sys->hosts[e].drv;
+        m_sys->sched.at(sc_core::sc_time(double(at) * 1000.0, sc_core::SC_PS),
+                        [&drv, len, tag] { drv.send(k_port, len - ODL_FRAME_HDR_BYTES, tag); });
+        return;
+    }
+    case ODL_SIM_BYE: return drop(c, "");
+    default: return drop(c, "sent a message only the server sends");
+    }
+}
+
+void sim_server::delivered(int to, std::uint32_t tag) {
+    const int from = 1 - to;
+    auto& q = m_pending[from];
+    std::uint64_t acked = 0;
+    // The ring delivers in order: anything posted before @tag is lost.
+    while (!q.empty() && q.front().tag != tag) {
+        ++m_stats.frames_lost[from];
+        ++acked;
+        q.pop_front();
+    }
+    if (q.empty()) return ack(from, acked);  // a frame we no longer hold (swept as lost)
+    const std::uint64_t due = std::uint64_t(m_t0_ns) + std::uint64_t(scheduler::now().value() / 1000);
+    if (client* c = m_end[to]) {
+        send_msg(*c, ODL_SIM_FRAME, due, 0, q.front().bytes.data(), q.front().bytes.size());
+        ++m_stats.frames_out[to];
+    } else {
+        ++m_stats.frames_no_peer[to];
+    }
+    q.pop_front();
+    ack(from, acked + 1);
+}
+
+void sim_server::ack(int end, std::uint64_t frames) {
+    client* c = m_end[end];
+    if (!c || frames == 0) return;
+    frames = std::min<std::uint64_t>(frames, c->in_window);
+    if (frames == 0) return;
+    c->in_window -= unsigned(frames);
+    send_msg(*c, ODL_SIM_ACK, wall_ns(), frames, nullptr, 0);
+}
+
+void sim_server::sweep_lost() {
+    const std::uint64_t now = model_ns();
+    for (int e = 0; e < 2; ++e) {
+        auto& q = m_pending[e];
+        std::uint64_t n = 0;
+        while (!q.empty() && q.front().sent_ns + m_cfg.lost_after_ns < now) {
+            ++m_stats.frames_lost[e];
+            ++n;
+            q.pop_front();
+        }
+        ack(e, n);
+    }
+}
+
+void sim_server::link_changed(int end, bool up) {
+    m_link_up[end] = up;
+    notify(end);
+}
+
+void sim_server::notify(int end) {
+    client* c = m_end[end];
+    if (!c) return;
+    const std::uint64_t state = (m_link_up[end] ? ODL_SIM_LINK_UP : 0) | (m_end[1 - end] ? ODL_SIM_LINK_PEER : 0);
+    if (state == c->link_sent) return;
+    c->link_sent = state;
+    send_msg(*c, ODL_SIM_LINK, wall_ns(), state, nullptr, 0);
+}
+
+void sim_server::send_msg(client& c, unsigned type, std::uint64_t stamp, std::uint64_t arg, const void* payload,
+                          std::size_t len) {
+    if (c.dead) return;
+    std::vector<unsigned char> d(sizeof(odl_sim_hdr) + len);
+    odl_sim_hdr h;
+    odl_sim_hdr_init(&h, type, std::uint32_t(len), c.tx_seq++, stamp, arg);
+    std::memcpy(d.data(), &h, sizeof(h));
+    if (len) std::memcpy(d.data() + sizeof(h), payload, len);
+    c.outq.push_back(std::move(d));
+    flush(c);
+}
+
+void sim_server::flush(client& c) {
+    while (!c.outq.empty() && !c.dead) {
+        const auto& d = c.outq.front();
+        if (::send(c.fd, d.data(), d.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+            return drop(c, fmt::format("send failed: {}", std::strerror(errno)));
+        }
+        c.outq.pop_front();
+    }
+}
+
+void sim_server::drop(client& c, const std::string& why) {
+    if (c.dead) return;
+    c.dead = true;
+    c.why = why;
+}
+
+// Gone clients leave their end free; frames they had in the model still
+// arrive at the peer (they are on the wire).
+void sim_server::reap() {
+    for (auto it = m_clients.begin(); it != m_clients.end();) {
+        client& c = **it;
+        if (!c.dead) {
+            ++it;
+            continue;
+        }
+        if (!c.why.empty() || m_cfg.verbose)
+            fmt::print(stderr, "odl-linkd: sim: {} {}\n",
+                       c.end < 0 ? std::string("a client") : fmt::format("end {}", c.end ? 'B' : 'A'),
+                       c.why.empty() ? "said goodbye" : c.why);
+        const int end = c.end;
+        if (end >= 0) m_end[end] = nullptr;
+        ::close(c.fd);
+        it = m_clients.erase(it);
+        if (end >= 0) notify(1 - end);
+    }
+}
+
+void sim_server::control_one() {
+    const int fd = ::accept4(m_ctl_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    timeval tv{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    char buf[256] = {};
+    const ssize_t n = ::recv(fd, buf, sizeof(buf) - 1, 0);
+    std::string cmd = n > 0 ? std::string(buf, size_t(n)) : std::string();
+    while (!cmd.empty() && (cmd.back() == '\n' || cmd.back() == '\r')) cmd.pop_back();
+    std::string reply;
+    if (cmd == "cable plug" || cmd == "cable unplug") {
+        const bool plug = cmd == "cable plug";
+        cable& cab = *m_sys->cables[0];
+        m_sys->sched.at(sc_core::sc_time(double(model_ns()) * 1000.0, sc_core::SC_PS), [&cab, plug] {
+            if (plug)
+                cab.plug();
+            else
+                cab.unplug();
+        });
+        reply = fmt::format("ok cable {}", plug ? "plugged" : "unplugged");
+    } else if (cmd == "status") {
+        reply = fmt::format("ok sim {} ends {}{} frames A->B {} (lost {}) B->A {} (lost {}) bad {}", describe(),
+                            m_end[0] ? "A" : "-", m_end[1] ? "B" : "-", m_stats.frames_in[0], m_stats.frames_lost[0],
+                            m_stats.frames_in[1], m_stats.frames_lost[1], m_stats.bad_msgs);
+    } else {
+        reply = fmt::format("error unknown command '{}' (have: cable plug, cable unplug, status)", cmd);
+    }
+    reply += '\n';
+    [[maybe_unused]] const ssize_t w = ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+    ::close(fd);
+}
+
+}  // namespace odl::model::linkd

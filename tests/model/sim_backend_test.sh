@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# libodl's sim backend against odl-linkd --sim: bad setups refused with the
+# reason; odl perf latency and bandwidth between two processes with
+# checksums over a modelled link; pacing (a 10 Gb/s Gen2 x1 cable carries
+# what the model says, not what the machine could); the cable unplugged
+# mid-stream and the model server killed mid-stream end the run with the
+# cause within a bound; a third program is refused. Every process the test
+# starts is stopped by it.
+#
+# Usage: sim_backend_test.sh ODL ODL_LINKD
+set -euo pipefail
+odl=$1
+linkd=$2
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/odl-sim-test.XXXXXX")
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*"
+	for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }; done
+	exit 1
+}
+step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
+# wait_gone PID SECONDS: until PID has exited (bounded), 20 checks a second.
+wait_gone() {
+	local i
+	for i in $(seq $(($2 * 20))); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.05
+	done
+	return 1
+}
+export ODL_SIM_SOCKET=$tmp/sim.sock
+export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
+
+# start_server ARGS...: odl-linkd --sim on $ODL_SIM_SOCKET, waits for it.
+start_server() {
+	"$linkd" --sim --socket "$ODL_SIM_SOCKET" --control "$tmp/ctl.sock" "$@" >"$tmp/linkd.log" 2>&1 &
+	server=$!
+	pids+=("$server")
+	for _ in $(seq 100); do
+		grep -q 'serving the sim backend' "$tmp/linkd.log" && return 0
+		kill -0 "$server" 2>/dev/null || fail "odl-linkd --sim exited: $(cat "$tmp/linkd.log")"
+		sleep 0.1
+	done
+	fail "odl-linkd --sim did not start within 10 s"
+}
+stop_server() {
+	kill "$server" 2>/dev/null || true
+	wait "$server" 2>/dev/null || true
+}
+ctl() { python3 - "$tmp/ctl.sock" "$*" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+print(s.recv(4096).decode().strip())
+PY
+}
+
+step "bad setups: no server, unknown profile, bad cable, options without --sim"
+set +e
+out=$("$odl" perf latency --backend sim -n 5 2>&1)
+rc=$?
+set -e
+[ "$rc" != 0 ] && echo "$out" | grep -q "no model server at $ODL_SIM_SOCKET" ||
+	fail "perf without a server: exit $rc: $out"
+for bad in "--profile nope:unknown platform 'nope'" "--gen gen2 --asymmetric:bad cable" \
+	"--lanes 1 --asymmetric:bad cable"; do
+	set +e
+	out=$("$linkd" --sim --socket "$tmp/x.sock" ${bad%%:*} 2>&1)
+	rc=$?
+	set -e
+	[ "$rc" = 1 ] && echo "$out" | grep -q "${bad#*:}" || fail "odl-linkd --sim ${bad%%:*}: exit $rc: $out"
+done
+set +e
+out=$("$linkd" --socket "$tmp/x.sock" --profile apple-tb5 2>&1)
+rc=$?
+set -e
+[ "$rc" = 1 ] && echo "$out" | grep -q -- "--profile needs --sim" || fail "--profile without --sim: exit $rc: $out"
+printf 'link:\n  gen4_coding_efficiency: {value: [1]}\n' >"$tmp/bad-cal.yaml"
+set +e
+out=$("$linkd" --sim --socket "$tmp/x.sock" --calibration "$tmp/bad-cal.yaml" 2>&1)
+rc=$?
+set -e
+[ "$rc" = 1 ] && echo "$out" | grep -q "bad-cal.yaml:[0-9]" || fail "bad calibration: exit $rc: $out"
+
+step "TB5 (gen4 x2, intel-tb5-discrete): latency 64 B and 4 KiB, two processes, checksums"
+start_server
+"$odl" perf latency --backend sim -s 64,4K -n 300 --warmup 30 --checksum --json --quiet >"$tmp/lat.json" 2>"$tmp/lat.log" ||
+	fail "perf latency over sim"
+python3 - "$tmp/lat.json" <<'PY' || fail "latency results"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["backend"] == "sim" and d["checksum"], d
+r = {x["size"]: x for x in d["results"]}
+assert set(r) == {64, 4096}, r.keys()
+for s, x in r.items():
+    assert x["samples"] == 300, x
+    # Never faster than a TB5 link can be (>= 1 us one way), never absurd.
+    assert 1.0 <= x["p50_us"] < 5000, x
+assert r[4096]["p50_us"] > r[64]["p50_us"], r
+m = d["model_timing"]
+assert m["frames"] >= 2 * 330, m
+print("latency p50 64 B %.1f us, 4 KiB %.1f us; model frames %d, late %d, lag max %.1f us"
+      % (r[64]["p50_us"], r[4096]["p50_us"], m["frames"], m["late_frames"], m["lag_max_us"]))
+PY
+step "a third program is refused while two hold the link"
+"$odl" perf latency --backend sim --server --quiet >"$tmp/srv3.log" 2>&1 &
+holder=$!
+pids+=("$holder")
+sleep 0.5
+set +e
+out=$(ODL_SIM_END=a timeout 20 "$odl" perf latency --backend sim --client 0 -n 5 --connect-timeout 3 2>&1)
+rc=$?
+set -e
+echo "$out" | tail -n 2
+# The holder took one end; ODL_SIM_END=a may be free or taken, so ask for
+# the holder's own end too: one of the two must be refused by the server.
+set +e
+out2=$(ODL_SIM_END=b timeout 20 "$odl" perf latency --backend sim --client 0 -n 5 --connect-timeout 3 2>&1)
+rc2=$?
+set -e
+{ [ "$rc" != 0 ] && echo "$out" | grep -q "refused this end"; } ||
+	{ [ "$rc2" != 0 ] && echo "$out2" | grep -q "refused this end"; } ||
+	fail "no refusal of an end in use: a: exit $rc: $out / b: exit $rc2: $out2"
+kill "$holder" 2>/dev/null || true
+wait "$holder" 2>/dev/null || true
+stop_server
+
+step "pacing: Gen2 x1 (10 Gb/s): 256 MiB of 4 KiB messages at the model's rate"
+start_server --gen gen2 --lanes 1
+rate=$(sed -n 's/.*gen2x1 1 m, \([0-9]*\) Mb\/s each way.*/\1/p' "$tmp/linkd.log")
+[ -n "$rate" ] || fail "no rate in odl-linkd's banner: $(cat "$tmp/linkd.log")"
+"$odl" perf bandwidth --backend sim -s 4K --bytes 256M --checksum --json --quiet >"$tmp/bw.json" 2>"$tmp/bw.log" ||
+	fail "perf bandwidth over sim"
+python3 - "$tmp/bw.json" "$rate" <<'PY' || fail "pacing"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rate = float(sys.argv[2]) / 1000
+g = d["results"][0]["gbps"]
+m = d["model_timing"]
+print("measured %.2f Gb/s, the model's 4 KiB plateau %.2f Gb/s (%.1f %%); late %d of %d, lag max %.1f us"
+      % (g, rate, 100 * (g / rate - 1), m["late_frames"], m["frames"], m["lag_max_us"]))
+# The model's payload rate counts the 32-byte frame header; messages of
+# 4 KiB take two frames. Never faster than the cable; not far slower
+# unless the run says it was distorted.
+assert g <= rate * 1.02, "faster than the modelled cable"
+assert m["distorted"] or g >= rate * 0.45, "far slower than the model without saying so"
+PY
+stop_server
+
+step "cable unplugged mid-stream: the program gets the cause"
+start_server --gen gen3 --lanes 2
+"$odl" perf bandwidth --backend sim -s 64K --bytes 64G --quiet >"$tmp/unplug.out" 2>"$tmp/unplug.log" &
+client=$!
+pids+=("$client")
+sleep 2
+kill -0 "$client" 2>/dev/null || fail "the stream ended before the unplug: $(cat "$tmp/unplug.log")"
+reply=$(ctl cable unplug)
+[ "${reply#ok}" != "$reply" ] || fail "cable unplug: $reply"
+t=$SECONDS
+set +e
+wait_gone "$client" 30
+wait "$client"
+rc=$?
+set -e
+[ "$rc" != 0 ] && grep -q "cable unplugged" "$tmp/unplug.log" || fail "after the unplug: exit $rc: $(cat "$tmp/unplug.log")"
+echo "ended $((SECONDS - t)) s after the unplug: $(grep -m1 'unplugged' "$tmp/unplug.log")"
+ctl status
+stop_server
+
+step "model server killed mid-stream: the program says so within a second or two"
+start_server
+"$odl" perf bandwidth --backend sim -s 64K --bytes 64G --quiet >"$tmp/kill.out" 2>"$tmp/kill.log" &
+client=$!
+pids+=("$client")
+sleep 2
+kill -0 "$client" 2>/dev/null || fail "the stream ended before the kill: $(cat "$tmp/kill.log")"
+kill -9 "$server"
+t0=$(date +%s%N)
+set +e
+wait_gone "$client" 30
+wait "$client"
+rc=$?
+set -e
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$rc" != 0 ] && grep -q "model server closed" "$tmp/kill.log" || fail "after the kill: exit $rc: $(cat "$tmp/kill.log")"
+[ "$ms" -lt 3000 ] || fail "the program took $ms ms to notice the server was gone"
+echo "noticed in $ms ms: $(grep -m1 'model server' "$tmp/kill.log")"
+echo "PASS: sim backend"
