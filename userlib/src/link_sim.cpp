@@ -66,7 +66,10 @@ public:
             pollfd p{m_fd, POLLIN, 0};
             if (::poll(&p, 1, 10) > 0) pump(true);
         }
-        if (m_state != link_state::lost) {
+        // A goodbye whenever the connection still works, so the server
+        // logs nothing for an orderly end (a lost link may be the peer's).
+        if (!m_sock_failed) {
+            m_state = link_state::connecting;  // lets the goodbye out
             send_msg(ODL_SIM_BYE, now_ns(), 0, nullptr, 0);
             flush_out();
         }
@@ -107,6 +110,23 @@ public:
 
     sim_lag lag() const { return m_lag; }
 
+    /// Waits (bounded) for the server's HELLO, so that the rate and the
+    /// end are known from open on and a refusal fails the open itself.
+    void await_hello() {
+        while (m_end < 0 && m_state != link_state::lost) {
+            const uint64_t now = now_ns();
+            if (now >= m_deadline) {
+                lose(fmt::format("the model server at {} did not answer HELLO within 2 s", m_path));
+                break;
+            }
+            flush_out();
+            pollfd p{m_fd, POLLIN, 0};
+            ::poll(&p, 1, int((m_deadline - now) / 1'000'000 + 1));
+            pump(false);
+        }
+        if (m_state == link_state::lost) throw error(ODL_ERR_NO_DEVICE, m_failure);
+    }
+
 private:
     void lose(std::string why) {
         if (m_state == link_state::lost) return;
@@ -115,6 +135,7 @@ private:
     }
 
     void lose_io(const char* what, int err) {
+        m_sock_failed = true;
         if (err == ECONNRESET || err == EPIPE)
             lose(fmt::format("the model server closed the connection (odl-linkd --sim stopped or died: {})",
                              std::strerror(err)));
@@ -150,7 +171,10 @@ private:
         for (int i = 0; i < 256 && m_state != link_state::lost && (all || !m_rx_ready); ++i) {
             unsigned char* buf = m_rx_ready ? m_scratch.data() : m_rx.data();
             const ssize_t n = ::recv(m_fd, buf, ODL_SIM_MAX_DATAGRAM + 1, MSG_DONTWAIT | MSG_TRUNC);
-            if (n == 0) return lose("the model server closed the connection (odl-linkd --sim stopped)");
+            if (n == 0) {
+                m_sock_failed = true;
+                return lose("the model server closed the connection (odl-linkd --sim stopped)");
+            }
             if (n < 0) {
                 if (errno != EAGAIN && errno != EWOULDBLOCK) lose_io("receive from", errno);
                 return;
@@ -227,6 +251,7 @@ private:
     std::vector<unsigned char> m_scratch = std::vector<unsigned char>(ODL_SIM_MAX_DATAGRAM + 1);
     size_t m_rx_len = 0;
     bool m_rx_ready = false;
+    bool m_sock_failed = false;  ///< the server connection itself broke
     std::deque<std::vector<unsigned char>> m_out;
     sim_lag m_lag;
 };
@@ -268,7 +293,9 @@ std::unique_ptr<link> open_sim_link(uint32_t index) {
                                 "ODL_SIM_SOCKET",
                                 path, std::strerror(e), path));
     }
-    return std::make_unique<sim_link>(fd, end, path);
+    auto l = std::make_unique<sim_link>(fd, end, path);
+    l->await_hello();
+    return l;
 }
 
 sim_lag sim_link_lag(const link& l) {

@@ -168,6 +168,7 @@ void sim_server::run() {
         const std::uint64_t now = model_ns();
         m_sys->run_until(sc_core::sc_time(double(now) * 1000.0, sc_core::SC_PS));
         sweep_lost();
+        flush_acks();
         reap();
 
         std::uint64_t wait_ns = 10'000'000;
@@ -194,6 +195,7 @@ void sim_server::run() {
             if (pfds[i + 2].revents & POLLOUT) flush(c);
             if (pfds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) serve(c);
         }
+        flush_acks();
     }
     for (auto& c : m_clients)
         if (!c->dead) send_msg(*c, ODL_SIM_BYE, wall_ns(), 0, nullptr, 0);
@@ -316,13 +318,21 @@ void sim_server::delivered(int to, std::uint32_t tag) {
     ack(from, acked + 1);
 }
 
-void sim_server::ack(int end, std::uint64_t frames) {
-    client* c = m_end[end];
-    if (!c || frames == 0) return;
-    frames = std::min<std::uint64_t>(frames, c->in_window);
-    if (frames == 0) return;
-    c->in_window -= unsigned(frames);
-    send_msg(*c, ODL_SIM_ACK, wall_ns(), frames, nullptr, 0);
+// Acknowledgements are gathered and sent once per turn of run(): one
+// message for many frames.
+void sim_server::ack(int end, std::uint64_t frames) { m_ack[end] += frames; }
+
+void sim_server::flush_acks() {
+    for (int end = 0; end < 2; ++end) {
+        std::uint64_t frames = m_ack[end];
+        m_ack[end] = 0;
+        client* c = m_end[end];
+        if (!c) continue;
+        frames = std::min<std::uint64_t>(frames, c->in_window);
+        if (frames == 0) continue;
+        c->in_window -= unsigned(frames);
+        send_msg(*c, ODL_SIM_ACK, wall_ns(), frames, nullptr, 0);
+    }
 }
 
 void sim_server::sweep_lost() {

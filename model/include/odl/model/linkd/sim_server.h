@@ -81,6 +81,7 @@ private:
                   const void* payload, std::size_t len);
     void flush(client& c);
     void ack(int end, std::uint64_t frames);
+    void flush_acks();
     void delivered(int to, std::uint32_t tag);
     void sweep_lost();
     void link_changed(int end, bool up);
@@ -99,6 +100,7 @@ private:
     bool m_link_up[2] = {false, false};
     std::deque<pending> m_pending[2];  ///< per sending end, in posting order
     std::uint32_t m_next_tag[2] = {0, 0};
+    std::uint64_t m_ack[2] = {0, 0};  ///< frames to acknowledge this turn
     sim_server_stats m_stats;
 };
 
