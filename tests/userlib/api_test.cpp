@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Tests for the C API (userlib/src/c_api.cpp, device.cpp): misuse gives
 // error codes and a reason, never a crash; in-process loopback pairs work.
+#include <cstddef>
+#include <cstring>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -204,6 +206,27 @@ TEST_F(LoopbackPair, StatisticsCountTraffic) {
     EXPECT_EQ(sb.rx_msgs, 1u);
     EXPECT_EQ(sb.rx_frames, 3u);
     EXPECT_EQ(sb.rx_bad_frames, 0u);
+    // Not a sim link: no model figures.
+    EXPECT_EQ(sb.model_frames, 0u);
+    EXPECT_EQ(sb.model_lag_max_ns, 0u);
+}
+
+// A caller built against API version 3 passes the struct without the
+// model_* fields: it gets what it knows, and nothing past it is written.
+TEST_F(LoopbackPair, StatisticsKeepOlderCallersWorking) {
+    constexpr size_t v3 = offsetof(odl_stats, model_frames);
+    std::vector<unsigned char> buf(sizeof(odl_stats) + 16, 0xa5);
+    odl_stats head{};
+    head.struct_size = uint32_t(v3);
+    std::memcpy(buf.data(), &head, sizeof(head.struct_size));
+    ASSERT_ODL_OK(odl_get_stats(a, reinterpret_cast<odl_stats*>(buf.data())));
+    for (size_t i = v3; i < buf.size(); ++i) ASSERT_EQ(buf[i], 0xa5) << "byte " << i << " written";
+    uint32_t size = 0;
+    std::memcpy(&size, buf.data(), sizeof(size));
+    EXPECT_EQ(size, v3);
+    odl_stats small{};
+    small.struct_size = uint32_t(v3 - 8);
+    EXPECT_EQ(odl_get_stats(a, &small), ODL_ERR_INVAL);
 }
 
 TEST_F(LoopbackPair, CancelThroughTheCApi) {
