@@ -177,6 +177,38 @@ echo "ended $((SECONDS - t)) s after the unplug: $(grep -m1 'unplugged' "$tmp/un
 ctl status
 stop_server
 
+step "a scenario file: its hosts' profiles, its cable, and its unplug at 1.5 s"
+cat >"$tmp/unplug.yaml" <<'YAML'
+name: sim-unplug
+duration: 3s
+hosts:
+  - {name: a, platform: apple-tb5}
+  - {name: b, platform: intel-tb5-discrete}
+cables:
+  - {between: [a, b], generation: tb4, lanes: 2, length: 2m}
+events:
+  - {at: 1500ms, event: unplug, cable: 0}
+workloads:
+  - {name: bulk, type: stream, from: a, to: b, size: 1MiB, count: 4}
+YAML
+set +e
+out=$("$linkd" --sim --socket "$tmp/x.sock" --scenario "$tmp/unplug.yaml" --gen gen2 2>&1)
+rc=$?
+set -e
+[ "$rc" = 1 ] && echo "$out" | grep -q -- "--scenario sets the cable" || fail "--scenario with --gen: exit $rc: $out"
+start_server --scenario "$tmp/unplug.yaml"
+grep -q "apple-tb5/intel-tb5-discrete tb4x2 2 m" "$tmp/linkd.log" || fail "scenario's profiles/cable not taken: $(cat "$tmp/linkd.log")"
+grep -q "1 workload(s) are not run here" "$tmp/linkd.log" || fail "no word on the scenario's workloads"
+t=$SECONDS
+set +e
+"$odl" perf bandwidth --backend sim -s 64K --bytes 64G --quiet >"$tmp/scen.out" 2>"$tmp/scen.log"
+rc=$?
+set -e
+[ "$rc" != 0 ] && grep -q "cable unplugged" "$tmp/scen.log" || fail "scenario unplug: exit $rc: $(cat "$tmp/scen.log")"
+[ $((SECONDS - t)) -le 10 ] || fail "the scenario's unplug at 1.5 s ended the run only after $((SECONDS - t)) s"
+grep -q "cable unplug at 1500 ms (scenario sim-unplug)" "$tmp/linkd.log" || fail "no scenario event in the log: $(cat "$tmp/linkd.log")"
+stop_server
+
 step "model server killed mid-stream: the program says so within a second or two"
 start_server
 "$odl" perf bandwidth --backend sim -s 64K --bytes 64G --quiet >"$tmp/kill.out" 2>"$tmp/kill.log" &

@@ -19,6 +19,7 @@
 #include "odl/model/linkd/fault.h"
 #include "odl/model/linkd/model_backend_sc.h"
 #include "odl/model/linkd/sim_server.h"
+#include "odl/model/scenario/scenario.h"
 // libsystemc owns main() and calls sc_main() after setting the kernel up.
 #define ODL_LINKD_MAIN sc_main
 #else
@@ -47,7 +48,7 @@ void on_signals() {
 #ifdef ODL_LINKD_HAVE_MODEL
 struct sim_options {
     bool on = false;
-    std::string profile = "intel-tb5-discrete", calibration;
+    std::string profile = "intel-tb5-discrete", calibration, scenario;
     bool asymmetric = false;
     double length_m = 1.0;
     std::uint64_t seed = 1;
@@ -67,8 +68,28 @@ int run_sim(const odl::model::linkd::server_config& srv, const sim_options& o, c
     cfg.link.asymmetric = o.asymmetric;
     cfg.link.length_m = o.length_m;
     try {
-        cfg.cal = odl::model::load_calibration(o.calibration.empty() ? odl::model::default_calibration_path()
-                                                                     : o.calibration);
+        std::string cal_path = o.calibration;
+        if (!o.scenario.empty()) {
+            // The scenario's two hosts, its cable and its cable events; its
+            // workloads are the programs' to run.
+            const auto sc = odl::model::load_scenario(o.scenario);
+            if (sc.hosts.size() != 2 || sc.cables.size() != 1)
+                throw std::runtime_error(fmt::format("{}: the sim backend models two hosts and one cable (this "
+                                                     "scenario has {} and {})",
+                                                     o.scenario, sc.hosts.size(), sc.cables.size()));
+            cfg.profile = sc.hosts[0].platform;
+            cfg.profile_b = sc.hosts[1].platform;
+            cfg.link = sc.cables[0].cfg;
+            cfg.seed = sc.seed;
+            cfg.events = sc.events;
+            cfg.scenario_name = sc.name;
+            if (cal_path.empty()) cal_path = sc.calibration;
+            if (!sc.workloads.empty())
+                fmt::print(stderr, "odl-linkd: sim: {}: its {} workload(s) are not run here: the programs are the "
+                                   "workloads\n",
+                           o.scenario, sc.workloads.size());
+        }
+        cfg.cal = odl::model::load_calibration(cal_path.empty() ? odl::model::default_calibration_path() : cal_path);
         odl::model::linkd::sim_server sim(std::move(cfg));
         std::string err;
         if (!sim.listen(err)) {
@@ -149,6 +170,10 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     auto* len = app.add_option("--length", sim.length_m, "--sim: cable length, m (default 1)")
                     ->check(CLI::Range(0.0, 50.0));
     auto* seed = app.add_option("--seed", sim.seed, "--sim: bit-error randomness");
+    auto* scen = app.add_option("--scenario", sim.scenario,
+                                "--sim: take the two hosts' profiles, the cable and its events (plug, unplug, ber, "
+                                "degrade, retrain) from this scenario file")
+                     ->check(CLI::ExistingFile);
     auto* gen_opt = app.get_option("--gen");
 #endif
     CLI11_PARSE(app, argc, argv);
@@ -159,9 +184,15 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
             return 1;
         }
         if (gen_opt->count() == 0) gen = "gen4";
+        if (!sim.scenario.empty())
+            for (auto* o : {prof, asym, len, seed, gen_opt, app.get_option("--lanes")})
+                if (o->count() > 0) {
+                    fmt::print(stderr, "odl-linkd: --scenario sets the cable and profiles: drop {}\n", o->get_name());
+                    return 1;
+                }
         return run_sim(cfg, sim, gen, lanes);
     }
-    for (auto* o : {prof, calf, asym, len, seed})
+    for (auto* o : {prof, calf, asym, len, seed, scen})
         if (o->count() > 0) {
             fmt::print(stderr, "odl-linkd: {} needs --sim\n", o->get_name());
             return 1;

@@ -60,6 +60,18 @@ int listen_on(const std::string& path, std::string& err) {
     return fd;
 }
 
+std::string event_name(const scenario_event& e) {
+    switch (e.kind) {
+    case event_kind::plug: return "cable plug";
+    case event_kind::unplug: return "cable unplug";
+    case event_kind::retrain: return "retrain";
+    case event_kind::degrade: return fmt::format("degrade to {} x{}", to_string(e.gen), e.lanes);
+    case event_kind::ber: return fmt::format("bit error rate {:g}", e.ber);
+    case event_kind::host_reset: return "host reset";
+    }
+    return "event";
+}
+
 }  // namespace
 
 struct sim_server::client {
@@ -75,11 +87,15 @@ struct sim_server::client {
 
 sim_server::sim_server(sim_server_config cfg) : m_cfg(std::move(cfg)) {
     if (auto why = validate(m_cfg.link)) throw std::runtime_error("bad cable: " + *why);
-    const platform& plat = m_cfg.cal.get(m_cfg.profile);
     std::vector<host_spec> hosts(2);
     hosts[0].name = "a";
     hosts[1].name = "b";
-    for (auto& h : hosts) h.plat = plat;
+    hosts[0].plat = m_cfg.cal.get(m_cfg.profile);
+    hosts[1].plat = m_cfg.cal.get(m_cfg.profile_b.empty() ? m_cfg.profile : m_cfg.profile_b);
+    for (const auto& e : m_cfg.events)
+        if (e.kind == event_kind::host_reset || e.cable != 0)
+            throw std::runtime_error("the sim backend applies cable events of one cable only (no host-reset: the "
+                                     "hosts are the programs)");
     cable_spec cs;
     cs.cfg = m_cfg.link;
     m_sys = std::make_unique<system_model>(hosts, std::vector<cable_spec>{cs}, m_cfg.cal.link, m_cfg.seed, false);
@@ -104,7 +120,10 @@ sim_server::~sim_server() {
 }
 
 std::string sim_server::describe() const {
-    return fmt::format("{} {}x{}{} {:g} m", m_cfg.profile, to_string(m_cfg.link.gen), m_cfg.link.lanes,
+    const std::string prof = m_cfg.profile_b.empty() || m_cfg.profile_b == m_cfg.profile
+                                 ? m_cfg.profile
+                                 : m_cfg.profile + "/" + m_cfg.profile_b;
+    return fmt::format("{} {}x{}{} {:g} m", prof, to_string(m_cfg.link.gen), m_cfg.link.lanes,
                        m_cfg.link.asymmetric ? " asym" : "", m_cfg.link.length_m);
 }
 
@@ -156,6 +175,22 @@ void sim_server::start_model() {
     }
     if (!ready) throw std::runtime_error("the model's host drivers did not come up within 100 ms (simulated)");
     m_t0_ns = std::int64_t(mono_ns()) - std::int64_t(t.value() / 1000);
+    // The scenario's timeline starts now, as the programs can start.
+    cable& cab = *m_sys->cables[0];
+    for (const auto& e : m_cfg.events) {
+        m_sys->sched.at(t + e.at, [this, &cab, e] {
+            switch (e.kind) {
+            case event_kind::plug: cab.plug(); break;
+            case event_kind::unplug: cab.unplug(); break;
+            case event_kind::retrain: cab.retrain(); break;
+            case event_kind::degrade: cab.degrade(e.gen, e.lanes); break;
+            case event_kind::ber: cab.set_ber(e.ber); break;
+            case event_kind::host_reset: break;  // refused in the constructor
+            }
+            fmt::print(stderr, "odl-linkd: sim: {} at {} (scenario {})\n", event_name(e), e.at.to_string(),
+                       m_cfg.scenario_name);
+        });
+    }
 }
 
 void sim_server::run() {

@@ -14,6 +14,7 @@
 
 #include "odl/model/cable/link_config.h"
 #include "odl/model/host/platform.h"
+#include "odl/model/scenario/scenario.h"
 
 namespace odl::model {
 class system_model;
@@ -24,10 +25,15 @@ namespace odl::model::linkd {
 struct sim_server_config {
     std::string socket_path;   ///< AF_UNIX SOCK_SEQPACKET path
     std::string control_path;  ///< optional: "cable plug|unplug", "status"
-    std::string profile = "intel-tb5-discrete";
+    std::string profile = "intel-tb5-discrete";  ///< both hosts, unless profile_b is set
+    std::string profile_b;
     calibration cal;           ///< loaded by the caller
     link_config link;
     std::uint64_t seed = 1;
+    /// Cable events (plug, unplug, ber, degrade, retrain) at their times
+    /// after the model came up; from a scenario file.
+    std::vector<scenario_event> events;
+    std::string scenario_name;
     /// A frame the model has neither delivered nor reported for this long
     /// (simulated) is lost: its sender gets its window back.
     std::uint64_t lost_after_ns = 50'000'000;
