@@ -98,8 +98,14 @@ int run_sim(const odl::model::linkd::server_config& srv, const sim_options& o, c
         }
         g_sim = &sim;
         on_signals();
-        fmt::print(stderr, "odl-linkd: serving the sim backend on {} ({}, {} Mb/s each way, wall-clock paced)\n",
-                   srv.socket_path, sim.describe(), sim.rate_mbps());
+        if (sim.rate_mbps(0) == sim.rate_mbps(1))
+            fmt::print(stderr, "odl-linkd: serving the sim backend on {} ({}, {} Mb/s each way, wall-clock paced)\n",
+                       srv.socket_path, sim.describe(), sim.rate_mbps(0));
+        else
+            fmt::print(stderr,
+                       "odl-linkd: serving the sim backend on {} ({}, {} Mb/s A to B, {} Mb/s B to A, wall-clock "
+                       "paced)\n",
+                       srv.socket_path, sim.describe(), sim.rate_mbps(0), sim.rate_mbps(1));
         sim.run();
         g_sim = nullptr;
         const auto& st = sim.stats();

@@ -32,6 +32,11 @@ constexpr std::uint64_t k_spin_ns = 20'000;
 /// Datagrams taken from one client per turn, so one cannot starve the model.
 constexpr int k_batch = 64;
 
+/// Simulated time in ns, whatever SystemC's time resolution is.
+std::uint64_t ns_of(const sc_core::sc_time& t) {
+    return static_cast<std::uint64_t>(t / sc_core::sc_time(1, sc_core::SC_NS));
+}
+
 std::uint64_t mono_ns() {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -127,8 +132,9 @@ std::string sim_server::describe() const {
                        m_cfg.link.asymmetric ? " asym" : "", m_cfg.link.length_m);
 }
 
-std::uint32_t sim_server::rate_mbps() const {
-    return static_cast<std::uint32_t>(payload_gbps(m_cfg.link, m_cfg.cal.link.physics, 0, ODL_SIM_MAX_FRAME) * 1000.0);
+std::uint32_t sim_server::rate_mbps(int end) const {
+    return static_cast<std::uint32_t>(payload_gbps(m_cfg.link, m_cfg.cal.link.physics, end, ODL_SIM_MAX_FRAME) *
+                                      1000.0);
 }
 
 bool sim_server::listen(std::string& err) {
@@ -174,7 +180,7 @@ void sim_server::start_model() {
         m_sys->run_until(t);
     }
     if (!ready) throw std::runtime_error("the model's host drivers did not come up within 100 ms (simulated)");
-    m_t0_ns = std::int64_t(mono_ns()) - std::int64_t(t.value() / 1000);
+    m_t0_ns = std::int64_t(mono_ns()) - std::int64_t(ns_of(t));
     // The scenario's timeline starts now, as the programs can start.
     cable& cab = *m_sys->cables[0];
     for (const auto& e : m_cfg.events) {
@@ -201,15 +207,14 @@ void sim_server::run() {
     std::vector<pollfd> pfds;
     while (!m_stop.load()) {
         const std::uint64_t now = model_ns();
-        m_sys->run_until(sc_core::sc_time(double(now) * 1000.0, sc_core::SC_PS));
+        m_sys->run_until(sc_core::sc_time(double(now), sc_core::SC_NS));
         sweep_lost();
         flush_acks();
         reap();
 
         std::uint64_t wait_ns = 10'000'000;
         if (sc_core::sc_pending_activity()) {
-            const auto next = std::uint64_t(
-                (sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity()).value() / 1000);
+            const auto next = ns_of(sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity());
             wait_ns = std::min(wait_ns, next > now ? next - now : 0);
         }
         if (!m_pending[0].empty() || !m_pending[1].empty()) wait_ns = std::min<std::uint64_t>(wait_ns, 1'000'000);
@@ -296,7 +301,7 @@ void sim_server::handle(client& c, const unsigned char* buf, std::size_t n) {
         out.magic = odl_cpu_le32(ODL_SIM_MAGIC);
         out.version = odl_cpu_le16(ODL_SIM_VERSION);
         out.end = std::uint8_t(end);
-        out.rate_mbps = odl_cpu_le32(rate_mbps());
+        out.rate_mbps = odl_cpu_le32(rate_mbps(end));
         out.window = odl_cpu_le32(ODL_SIM_WINDOW);
         out.pid = odl_cpu_le32(std::uint32_t(getpid()));
         const std::string d = describe();
@@ -313,16 +318,16 @@ void sim_server::handle(client& c, const unsigned char* buf, std::size_t n) {
         if (++c.in_window > ODL_SIM_WINDOW) return drop(c, "sent more frames than its window");
         const int e = c.end;
         const std::uint32_t len = odl_le32(h.len);
-        // Posted when the client sent it, unless the model is already past
-        // that (the socket hop took longer than the model's lag allows).
+        // The model has simulated up to its last turn; a frame stamped after
+        // that is posted at its stamp, so the socket hop costs no model time.
         const std::int64_t stamp = std::int64_t(odl_le64(h.stamp_ns)) - m_t0_ns;
-        const std::uint64_t now = model_ns();
-        const std::uint64_t at = std::max<std::uint64_t>(stamp > 0 ? std::uint64_t(stamp) : 0, now);
+        const std::uint64_t model_now = ns_of(sc_core::sc_time_stamp());
+        const std::uint64_t at = std::max<std::uint64_t>(stamp > 0 ? std::uint64_t(stamp) : 0, model_now);
         const std::uint32_t tag = m_next_tag[e]++;
         m_pending[e].push_back({tag, at, std::vector<unsigned char>(buf + sizeof(h), buf + sizeof(h) + len)});
         ++m_stats.frames_in[e];
         auto& drv = *m_sys->hosts[e].drv;
-        m_sys->sched.at(sc_core::sc_time(double(at) * 1000.0, sc_core::SC_PS),
+        m_sys->sched.at(sc_core::sc_time(double(at), sc_core::SC_NS),
                         [&drv, len, tag] { drv.send(k_port, len - ODL_FRAME_HDR_BYTES, tag); });
         return;
     }
@@ -342,7 +347,7 @@ void sim_server::delivered(int to, std::uint32_t tag) {
         q.pop_front();
     }
     if (q.empty()) return ack(from, acked);  // a frame we no longer hold (swept as lost)
-    const std::uint64_t due = std::uint64_t(m_t0_ns) + std::uint64_t(scheduler::now().value() / 1000);
+    const std::uint64_t due = std::uint64_t(m_t0_ns) + ns_of(scheduler::now());
     if (client* c = m_end[to]) {
         send_msg(*c, ODL_SIM_FRAME, due, 0, q.front().bytes.data(), q.front().bytes.size());
         ++m_stats.frames_out[to];
@@ -461,7 +466,7 @@ void sim_server::control_one() {
     if (cmd == "cable plug" || cmd == "cable unplug") {
         const bool plug = cmd == "cable plug";
         cable& cab = *m_sys->cables[0];
-        m_sys->sched.at(sc_core::sc_time(double(model_ns()) * 1000.0, sc_core::SC_PS), [&cab, plug] {
+        m_sys->sched.at(sc_core::sc_time(double(model_ns()), sc_core::SC_NS), [&cab, plug] {
             if (plug)
                 cab.plug();
             else

@@ -65,8 +65,8 @@ public:
     const sim_server_stats& stats() const { return m_stats; }
     /// "<profile> <gen>x<lanes>[ asym] <length> m", as HELLO tells clients.
     std::string describe() const;
-    /// Payload rate of 4 KiB frames each way, Mb/s.
-    std::uint32_t rate_mbps() const;
+    /// Payload rate of 4 KiB frames sent from @end (0 = A), Mb/s.
+    std::uint32_t rate_mbps(int end) const;
 
 private:
     struct client;

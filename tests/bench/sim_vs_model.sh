@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The sim backend against the model's own prediction, per cable: odl perf
+# latency and bandwidth between two processes over odl-linkd --sim, next to
+# `odl run --on model` of a scenario with the same hosts, cable and message
+# sizes. Prints one table; the model-timing columns say how many frames
+# arrived late (the run is then slower than the model, and marked). Not a
+# ctest test (timings); docs/benchmarks.md "The sim backend".
+#
+# Usage: sim_vs_model.sh [PROFILE (intel-tb5-discrete)] [CABLES ("gen3:2 gen4:2 gen4:2:asym")]
+# Environment: ODL_BUILD_DIR (default build/)
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+build=${ODL_BUILD_DIR:-$repo/build}
+profile=${1:-intel-tb5-discrete}
+cables=${2:-gen3:2 gen4:2 gen4:2:asym}
+odl=$build/bin/odl
+model=$build/bin/odl-model
+linkd=$build/model/src/linkd/odl-linkd
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/odl-sim-bench.XXXXXX")
+server=
+trap '[ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+export ODL_SIM_SOCKET=$tmp/sim.sock SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
+
+printf '%-18s %-8s %12s %12s %8s %14s\n' cable metric "sim" "model" "error" "late/frames"
+for c in $cables; do
+	IFS=: read -r gen lanes asym <<<"$c"
+	args=(--gen "$gen" --lanes "$lanes" --profile "$profile")
+	tb=$gen
+	case "$gen" in gen3) tb=tb4 ;; gen4) tb=tb5 ;; esac
+	ycable="{between: [a, b], generation: $tb, lanes: $lanes, length: 1m"
+	[ "$asym" = asym ] && { args+=(--asymmetric); ycable+=", asymmetric: true"; }
+	ycable+="}"
+	cat >"$tmp/s.yaml" <<YAML
+name: sim-vs-model
+duration: 200ms
+hosts:
+  - {name: a, platform: $profile}
+  - {name: b, platform: $profile}
+cables:
+  - $ycable
+workloads:
+  - {name: lat64, type: pingpong, from: a, to: b, size: 64, iterations: 1000}
+  - {name: lat64k, type: pingpong, from: a, to: b, size: 64KiB, iterations: 300, start: 20ms}
+  - {name: bulk, type: stream, from: a, to: b, size: 1MiB, count: 256, start: 60ms}
+YAML
+	"$model" run "$tmp/s.yaml" --on model --json --out "$tmp/run" >"$tmp/model.json" 2>"$tmp/model.log" ||
+		{ echo "odl run --on model failed: $(tail -n 5 "$tmp/model.log")" >&2; exit 1; }
+	"$linkd" --sim --socket "$ODL_SIM_SOCKET" "${args[@]}" >"$tmp/linkd.log" 2>&1 &
+	server=$!
+	for _ in $(seq 100); do [ -S "$ODL_SIM_SOCKET" ] && break; sleep 0.1; done
+	# A (the scenario's first host, the fast end when asymmetric) is the client.
+	perf() {
+		ODL_SIM_END=b "$odl" perf "$1" --backend sim --server --quiet 2>/dev/null &
+		sleep 0.3
+		ODL_SIM_END=a "$odl" perf "$@" --backend sim --client 0 --json --quiet 2>/dev/null
+		wait $!
+	}
+	perf latency -s 64,64K -n 1000 --warmup 100 >"$tmp/lat.json"
+	perf bandwidth -s 1M --bytes 256M >"$tmp/bw.json"
+	kill "$server"
+	wait "$server" 2>/dev/null || true
+	server=
+	python3 - "$c" "$tmp/model.json" "$tmp/lat.json" "$tmp/bw.json" <<'PY'
+import json, sys
+cable, m, lat, bw = sys.argv[1], *(json.load(open(p)) for p in sys.argv[2:])
+w = {x["name"]: x for x in m["workloads"]}
+l = {x["size"]: x for x in lat["results"]}
+rows = [("p50 64B us", l[64]["p50_us"], w["lat64"]["one_way_us"]["p50"], lat),
+        ("p50 64K us", l[65536]["p50_us"], w["lat64k"]["one_way_us"]["p50"], lat),
+        ("1M Gb/s", bw["results"][0]["gbps"], w["bulk"]["gbps"], bw)]
+for name, s, p, run in rows:
+    t = run.get("model_timing", {})
+    print("%-18s %-8s %12.2f %12.2f %+7.1f%% %14s" % (cable, name, s, p, 100 * (s / p - 1),
+          "%d/%d" % (t.get("late_frames", 0), t.get("frames", 0))))
+PY
+done
