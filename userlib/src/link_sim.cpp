@@ -6,6 +6,7 @@
 #include "link_sim.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -176,9 +177,15 @@ private:
                 return lose("the model server closed the connection (odl-linkd --sim stopped)");
             }
             if (n < 0) {
-                if (errno != EAGAIN && errno != EWOULDBLOCK) lose_io("receive from", errno);
+                if (errno != EAGAIN && errno != EWOULDBLOCK) return lose_io("receive from", errno);
+                // Nothing from the model. A program polls its device in a
+                // loop, and the model server needs the CPU to run the link:
+                // on a machine with fewer cores than busy processes, spinning
+                // here would starve it. Every few empty polls, let it run.
+                if ((++m_empty_polls & 15) == 0) sched_yield();
                 return;
             }
+            m_empty_polls = 0;
             if (size_t(n) > ODL_SIM_MAX_DATAGRAM) return lose("the model server sent an oversized datagram");
             if (const char* why = odl_sim_check(buf, size_t(n), ODL_SIM_SIDE_SERVER))
                 return lose(fmt::format("the model server sent a bad message: {}", why));
@@ -252,6 +259,7 @@ private:
     size_t m_rx_len = 0;
     bool m_rx_ready = false;
     bool m_sock_failed = false;  ///< the server connection itself broke
+    unsigned m_empty_polls = 0;
     std::deque<std::vector<unsigned char>> m_out;
     sim_lag m_lag;
 };
