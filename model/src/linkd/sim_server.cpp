@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -406,13 +407,22 @@ void sim_server::notify(int end) {
 void sim_server::send_msg(client& c, unsigned type, std::uint64_t stamp, std::uint64_t arg, const void* payload,
                           std::size_t len) {
     if (c.dead) return;
-    std::vector<unsigned char> d(sizeof(odl_sim_hdr) + len);
     odl_sim_hdr h;
     odl_sim_hdr_init(&h, type, std::uint32_t(len), c.tx_seq++, stamp, arg);
+    // Straight out when nothing waits before it (no copy); queued otherwise.
+    if (c.outq.empty()) {
+        iovec iov[2] = {{&h, sizeof(h)}, {const_cast<void*>(payload), len}};
+        msghdr mh{};
+        mh.msg_iov = iov;
+        mh.msg_iovlen = len ? 2 : 1;
+        if (::sendmsg(c.fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return drop(c, fmt::format("send failed: {}", std::strerror(errno)));
+    }
+    std::vector<unsigned char> d(sizeof(odl_sim_hdr) + len);
     std::memcpy(d.data(), &h, sizeof(h));
     if (len) std::memcpy(d.data() + sizeof(h), payload, len);
     c.outq.push_back(std::move(d));
-    flush(c);
 }
 
 void sim_server::flush(client& c) {
