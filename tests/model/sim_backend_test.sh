@@ -102,13 +102,15 @@ d = json.load(open(sys.argv[1]))
 assert d["backend"] == "sim" and d["checksum"], d
 r = {x["size"]: x for x in d["results"]}
 assert set(r) == {64, 4096}, r.keys()
-for s, x in r.items():
-    assert x["samples"] == 300, x
-    # Never faster than a TB5 link can be (>= 1 us one way), never absurd.
-    assert 1.0 <= x["p50_us"] < 5000, x
-assert r[4096]["p50_us"] > r[64]["p50_us"], r
 m = d["model_timing"]
 assert m["frames"] >= 2 * 330, m
+for s, x in r.items():
+    assert x["samples"] == 300, x
+    # Never faster than a TB5 link can be (>= 1 us one way); slow only
+    # when the run says the model fell behind.
+    assert x["p50_us"] >= 1.0, x
+    assert x["p50_us"] < 5000 or m["distorted"], x
+assert r[4096]["p50_us"] > r[64]["p50_us"] or m["distorted"], r
 print("latency p50 64 B %.1f us, 4 KiB %.1f us; model frames %d, late %d, lag max %.1f us"
       % (r[64]["p50_us"], r[4096]["p50_us"], m["frames"], m["late_frames"], m["lag_max_us"]))
 PY
@@ -134,6 +136,82 @@ set -e
 kill "$holder" 2>/dev/null || true
 wait "$holder" 2>/dev/null || true
 stop_server
+
+step "garbage from a program: dropped with the reason, the server serves the next ones"
+start_server
+# Unplugged, the model delivers nothing: a window overrun cannot be undone
+# by acknowledgements arriving in time.
+ctl cable unplug >/dev/null
+python3 - "$ODL_SIM_SOCKET" <<'PY' || fail "could not send the garbage"
+import socket, struct, sys
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(sys.argv[1])
+    return s
+hello = struct.pack("<IHBBIII I40s", 0x4d53444f, 1, 0xff, 0, 0, 0, 1234, 0, b"")
+def msg(t, payload=b"", seq=0, flags=0, length=None):
+    n = len(payload) if length is None else length
+    return struct.pack("<HHIQQQ", t, flags, n, seq, 0, 0) + payload
+for bad in [b"\x01\x02", msg(2, b"x" * 40),                     # FRAME before HELLO
+            msg(1, hello, length=10),                             # length lies
+            msg(1, hello.replace(struct.pack("<I", 0x4d53444f), b"\0" * 4)),
+            msg(3, seq=0)]:                                       # ACK from a client
+    s = conn()
+    s.send(bad)
+    s.settimeout(5)
+    try:
+        while s.recv(8192):
+            pass
+    except (socket.timeout, ConnectionResetError):
+        pass
+    s.close()
+# A window overrun: HELLO, then more FRAMEs than ODL_SIM_WINDOW without reading.
+s = conn()
+s.send(msg(1, hello))
+frame = b"\0" * 64
+for i in range(1, 300):
+    try:
+        s.send(msg(2, frame, seq=i))
+    except OSError:
+        break
+s.close()
+PY
+for why in "did not start with HELLO" "length field does not match" "bad magic" "ACK from a client" \
+	"more frames than its window"; do
+	for _ in $(seq 200); do grep -q "$why" "$tmp/linkd.log" && break; sleep 0.1; done
+	grep -q "$why" "$tmp/linkd.log" || fail "no '$why' in the server's log: $(cat "$tmp/linkd.log")"
+done
+kill -0 "$server" 2>/dev/null || fail "odl-linkd --sim died of garbage"
+ctl cable plug >/dev/null
+"$odl" perf latency --backend sim -s 64 -n 50 --checksum --quiet >/dev/null 2>"$tmp/after.log" ||
+	fail "perf after the garbage: $(cat "$tmp/after.log")"
+stop_server
+
+step "garbage from the server: the program fails with the reason, nothing hangs"
+python3 - "$tmp/bad.sock" >"$tmp/badsrv.log" 2>&1 <<'PY' &
+import socket, struct, sys, os
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind(sys.argv[1]); s.listen(1)
+c, _ = s.accept()
+c.recv(8192)
+hello = struct.pack("<IHBBIII I40s", 0x4d53444f, 1, 0, 0, 10000, 256, os.getpid(), 0, b"fake")
+c.send(struct.pack("<HHIQQQ", 1, 0, len(hello), 0, 0, 0) + hello)
+c.send(struct.pack("<HHIQQQ", 4, 0, 0, 1, 0, 7))                 # LINK with unknown bits
+c.settimeout(10)
+try:
+    c.recv(8192)
+except Exception:
+    pass
+PY
+fake=$!
+pids+=("$fake")
+for _ in $(seq 50); do [ -S "$tmp/bad.sock" ] && break; sleep 0.1; done
+set +e
+out=$(ODL_SIM_SOCKET=$tmp/bad.sock timeout 20 "$odl" perf latency --backend sim --client 0 -n 5 --connect-timeout 5 2>&1)
+rc=$?
+set -e
+[ "$rc" != 0 ] && [ "$rc" != 124 ] && echo "$out" | grep -q "the model server sent a bad message: LINK with a payload or unknown state bits" ||
+	fail "a server sending garbage: exit $rc: $out"
 
 step "pacing: Gen2 x1 (10 Gb/s): 256 MiB of 4 KiB messages at the model's rate"
 start_server --gen gen2 --lanes 1
