@@ -57,7 +57,7 @@ stop_server() {
 }
 ctl() { python3 - "$tmp/ctl.sock" "$*" <<'PY'
 import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.settimeout(5)
 s.connect(sys.argv[1])
 s.sendall(sys.argv[2].encode() + b"\n")
@@ -169,7 +169,7 @@ for bad in [b"\x01\x02", msg(2, b"x" * 40),                     # FRAME before H
 s = conn()
 s.send(msg(1, hello))
 frame = b"\0" * 64
-for i in range(1, 300):
+for i in range(1, 2000):
     try:
         s.send(msg(2, frame, seq=i))
     except OSError:

@@ -21,6 +21,7 @@
 #include "odl/model/core/scheduler.h"
 #include "odl/model/scenario/system.h"
 #include "odl/wire/sim_codec.h"
+#include "unix_listen.h"
 
 namespace odl::model::linkd {
 
@@ -44,27 +45,6 @@ std::uint64_t mono_ns() {
     return std::uint64_t(ts.tv_sec) * 1'000'000'000u + std::uint64_t(ts.tv_nsec);
 }
 
-int listen_on(const std::string& path, std::string& err) {
-    sockaddr_un addr{};
-    if (path.size() >= sizeof(addr.sun_path)) {
-        err = fmt::format("socket path too long: {}", path);
-        return -1;
-    }
-    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        err = fmt::format("socket: {}", std::strerror(errno));
-        return -1;
-    }
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path, path.c_str(), path.size());
-    ::unlink(path.c_str());
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0 || ::listen(fd, 8) < 0) {
-        err = fmt::format("cannot listen on {}: {}", path, std::strerror(errno));
-        ::close(fd);
-        return -1;
-    }
-    return fd;
-}
 
 std::string event_name(const scenario_event& e) {
     switch (e.kind) {
@@ -139,25 +119,11 @@ std::uint32_t sim_server::rate_mbps(int end) const {
 }
 
 bool sim_server::listen(std::string& err) {
-    m_listen_fd = listen_on(m_cfg.socket_path, err);
+    m_listen_fd = listen_unix(m_cfg.socket_path, err);
     if (m_listen_fd < 0) return false;
     if (!m_cfg.control_path.empty()) {
-        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        sockaddr_un addr{};
-        if (fd < 0 || m_cfg.control_path.size() >= sizeof(addr.sun_path)) {
-            err = "control socket: path too long or no socket";
-            if (fd >= 0) ::close(fd);
-            return false;
-        }
-        addr.sun_family = AF_UNIX;
-        std::memcpy(addr.sun_path, m_cfg.control_path.c_str(), m_cfg.control_path.size());
-        ::unlink(m_cfg.control_path.c_str());
-        if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0 || ::listen(fd, 4) < 0) {
-            err = fmt::format("cannot listen on {}: {}", m_cfg.control_path, std::strerror(errno));
-            ::close(fd);
-            return false;
-        }
-        m_ctl_fd = fd;
+        m_ctl_fd = listen_unix(m_cfg.control_path, err);
+        if (m_ctl_fd < 0) return false;
     }
     return true;
 }
