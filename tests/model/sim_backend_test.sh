@@ -143,21 +143,18 @@ start_server
 # by acknowledgements arriving in time.
 ctl cable unplug >/dev/null
 python3 - "$ODL_SIM_SOCKET" <<'PY' || fail "could not send the garbage"
-import socket, struct, sys
+import mmap, os, socket, struct, sys
+MAGIC, VERSION, SLOTS, SLOT, HDR = 0x4d53444f, 2, 512, 64 + 4096, 384
+SIZE = HDR + 2 * SLOTS * SLOT
 def conn():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.connect(sys.argv[1])
     return s
-hello = struct.pack("<IHBBIII I40s", 0x4d53444f, 1, 0xff, 0, 0, 0, 1234, 0, b"")
+hello = struct.pack("<IHBBIII I40s", MAGIC, VERSION, 0xff, 0, 0, 0, 1234, 0, b"")
 def msg(t, payload=b"", seq=0, flags=0, length=None):
     n = len(payload) if length is None else length
     return struct.pack("<HHIQQQ", t, flags, n, seq, 0, 0) + payload
-for bad in [b"\x01\x02", msg(2, b"x" * 40),                     # FRAME before HELLO
-            msg(1, hello, length=10),                             # length lies
-            msg(1, hello.replace(struct.pack("<I", 0x4d53444f), b"\0" * 4)),
-            msg(3, seq=0)]:                                       # ACK from a client
-    s = conn()
-    s.send(bad)
+def drain(s):
     s.settimeout(5)
     try:
         while s.recv(8192):
@@ -165,18 +162,39 @@ for bad in [b"\x01\x02", msg(2, b"x" * 40),                     # FRAME before H
     except (socket.timeout, ConnectionResetError):
         pass
     s.close()
-# A window overrun: HELLO, then more FRAMEs than ODL_SIM_WINDOW without reading.
+def rings(size=SIZE):
+    fd = os.memfd_create("garbage")
+    os.ftruncate(fd, size)
+    m = mmap.mmap(fd, size)
+    struct.pack_into("<III", m, 0, MAGIC, VERSION, SLOTS)
+    return fd, m
+for bad in [b"\x01\x02", msg(6),                                 # WAKE before HELLO
+            msg(1, hello, length=10),                             # length lies
+            msg(1, hello.replace(struct.pack("<I", MAGIC), b"\0" * 4)),
+            msg(4),                                               # LINK from a client
+            msg(1, hello)]:                                       # HELLO without its rings
+    s = conn()
+    s.send(bad)
+    drain(s)
+fd, m = rings(4096)                                               # rings too small
 s = conn()
-s.send(msg(1, hello))
-frame = b"\0" * 64
-for i in range(1, 2000):
-    try:
-        s.send(msg(2, frame, seq=i))
-    except OSError:
-        break
-s.close()
+socket.send_fds(s, [msg(1, hello)], [fd])
+drain(s)
+fd, m = rings()                                                   # an impossible head
+s = conn()
+socket.send_fds(s, [msg(1, hello)], [fd])
+struct.pack_into("<Q", m, 128, 1000)
+drain(s)
+fd, m = rings()                                                   # more than its window
+for i in range(300):
+    struct.pack_into("<I", m, HDR + i * SLOT, 64)
+s = conn()
+socket.send_fds(s, [msg(1, hello)], [fd])
+struct.pack_into("<Q", m, 128, 300)
+drain(s)
 PY
-for why in "did not start with HELLO" "length field does not match" "bad magic" "ACK from a client" \
+for why in "did not start with HELLO" "length field does not match" "bad magic" "LINK from a client" \
+	"HELLO without its ring memory" "ring memory of 4096 bytes" "corrupted its ring indices" \
 	"more frames than its window"; do
 	for _ in $(seq 200); do grep -q "$why" "$tmp/linkd.log" && break; sleep 0.1; done
 	grep -q "$why" "$tmp/linkd.log" || fail "no '$why' in the server's log: $(cat "$tmp/linkd.log")"
@@ -194,7 +212,7 @@ s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.bind(sys.argv[1]); s.listen(1)
 c, _ = s.accept()
 c.recv(8192)
-hello = struct.pack("<IHBBIII I40s", 0x4d53444f, 1, 0, 0, 10000, 256, os.getpid(), 0, b"fake")
+hello = struct.pack("<IHBBIII I40s", 0x4d53444f, 2, 0, 0, 10000, 256, os.getpid(), 0, b"fake")
 c.send(struct.pack("<HHIQQQ", 1, 0, len(hello), 0, 0, 0) + hello)
 c.send(struct.pack("<HHIQQQ", 4, 0, 0, 1, 0, 7))                 # LINK with unknown bits
 c.settimeout(10)

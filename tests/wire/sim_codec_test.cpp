@@ -36,9 +36,7 @@ TEST(SimCodec, WellFormedMessagesPass) {
     EXPECT_EQ(check(msg(ODL_SIM_HELLO, sizeof(h), 0, &h), ODL_SIM_SIDE_CLIENT), nullptr);
     auto s = hello(1);
     EXPECT_EQ(check(msg(ODL_SIM_HELLO, sizeof(s), 0, &s), ODL_SIM_SIDE_SERVER), nullptr);
-    EXPECT_EQ(check(msg(ODL_SIM_FRAME, ODL_FRAME_HDR_BYTES), ODL_SIM_SIDE_CLIENT), nullptr);
-    EXPECT_EQ(check(msg(ODL_SIM_FRAME, ODL_SIM_MAX_FRAME), ODL_SIM_SIDE_SERVER), nullptr);
-    EXPECT_EQ(check(msg(ODL_SIM_ACK, 0, ODL_SIM_WINDOW), ODL_SIM_SIDE_SERVER), nullptr);
+    EXPECT_EQ(check(msg(ODL_SIM_WAKE, 0), ODL_SIM_SIDE_CLIENT), nullptr);
     EXPECT_EQ(check(msg(ODL_SIM_LINK, 0, ODL_SIM_LINK_ALL), ODL_SIM_SIDE_SERVER), nullptr);
     EXPECT_EQ(check(msg(ODL_SIM_BYE, 0), ODL_SIM_SIDE_CLIENT), nullptr);
 }
@@ -52,8 +50,8 @@ TEST(SimCodec, EveryRefusalHasAReason) {
     };
     auto short_hdr = msg(ODL_SIM_BYE, 0);
     short_hdr.resize(sizeof(odl_sim_hdr) - 1);
-    auto wrong_len = msg(ODL_SIM_FRAME, 64);
-    wrong_len.pop_back();
+    auto wrong_len = msg(ODL_SIM_BYE, 0);
+    wrong_len.push_back(0);
     auto flags = msg(ODL_SIM_BYE, 0);
     flags[2] = 1;
     auto magic = hello(0);
@@ -69,11 +67,9 @@ TEST(SimCodec, EveryRefusalHasAReason) {
         {msg(ODL_SIM_HELLO, sizeof(magic), 0, &magic), ODL_SIM_SIDE_CLIENT, "magic"},
         {msg(ODL_SIM_HELLO, sizeof(version), 0, &version), ODL_SIM_SIDE_CLIENT, "version"},
         {msg(ODL_SIM_HELLO, sizeof(no_end), 0, &no_end), ODL_SIM_SIDE_SERVER, "names no end"},
-        {msg(ODL_SIM_FRAME, ODL_FRAME_HDR_BYTES - 1), ODL_SIM_SIDE_CLIENT, "FRAME"},
-        {msg(ODL_SIM_FRAME, ODL_SIM_MAX_FRAME + 1), ODL_SIM_SIDE_CLIENT, "FRAME"},
-        {msg(ODL_SIM_ACK, 0, 1), ODL_SIM_SIDE_CLIENT, "ACK from a client"},
-        {msg(ODL_SIM_ACK, 0, 0), ODL_SIM_SIDE_SERVER, "count outside"},
-        {msg(ODL_SIM_ACK, 0, ODL_SIM_WINDOW + 1), ODL_SIM_SIDE_SERVER, "count outside"},
+        {msg(ODL_SIM_WAKE, 0), ODL_SIM_SIDE_SERVER, "WAKE from the server"},
+        {msg(ODL_SIM_WAKE, 4), ODL_SIM_SIDE_CLIENT, "WAKE with a payload"},
+        {msg(2, 64), ODL_SIM_SIDE_CLIENT, "unknown message type"},  // version 1's FRAME
         {msg(ODL_SIM_LINK, 0, 1), ODL_SIM_SIDE_CLIENT, "LINK from a client"},
         {msg(ODL_SIM_LINK, 0, 4), ODL_SIM_SIDE_SERVER, "unknown state bits"},
         {msg(ODL_SIM_BYE, 8), ODL_SIM_SIDE_SERVER, "BYE with a payload"},
@@ -85,6 +81,51 @@ TEST(SimCodec, EveryRefusalHasAReason) {
         ASSERT_NE(why, nullptr) << "case " << i << " passed";
         EXPECT_NE(std::string(why).find(cases[i].want), std::string::npos) << "case " << i << ": " << why;
     }
+}
+
+// The rings, as both sides use them: full, empty, and an index from the
+// other side that cannot be (the server must survive a hostile client).
+TEST(SimRings, ProducerAndConsumerAndImpossibleIndices) {
+    std::vector<unsigned char> mem(ODL_SIM_SHM_BYTES);
+    auto* shm = reinterpret_cast<odl_sim_shm*>(mem.data());
+    odl_sim_shm_init(shm);
+    ASSERT_EQ(odl_sim_shm_check(shm), nullptr);
+    odl_sim_slot* slots = odl_sim_slots(shm, 0);
+    EXPECT_EQ(reinterpret_cast<unsigned char*>(odl_sim_slots(shm, 1)) - mem.data(),
+              ptrdiff_t(sizeof(odl_sim_shm) + ODL_SIM_SLOTS * sizeof(odl_sim_slot)));
+    odl_sim_slot* slot = nullptr;
+    EXPECT_EQ(odl_sim_ring_next(&shm->to_server, slots, 0, &slot), ODL_SIM_RING_NONE);
+    uint64_t head = 0;
+    for (; head < ODL_SIM_SLOTS; ++head) {
+        ASSERT_EQ(odl_sim_ring_room(&shm->to_server, slots, head, &slot), ODL_SIM_RING_OK);
+        slot->len = uint32_t(ODL_FRAME_HDR_BYTES + head % 64);
+        odl_sim_store(&shm->to_server.head, head + 1);
+    }
+    EXPECT_EQ(odl_sim_ring_room(&shm->to_server, slots, head, &slot), ODL_SIM_RING_NONE);
+    uint64_t tail = 0;
+    ASSERT_EQ(odl_sim_ring_next(&shm->to_server, slots, tail, &slot), ODL_SIM_RING_OK);
+    EXPECT_EQ(odl_sim_slot_len(slot), ODL_FRAME_HDR_BYTES);
+    odl_sim_store(&shm->to_server.tail, ++tail);
+    EXPECT_EQ(odl_sim_ring_room(&shm->to_server, slots, head, &slot), ODL_SIM_RING_OK);
+    EXPECT_EQ(slot, &slots[0]);  // wrapped around
+    // Impossible indices: a head more than a ring ahead, a tail ahead of the head.
+    shm->to_server.head = tail + ODL_SIM_SLOTS + 1;
+    EXPECT_EQ(odl_sim_ring_next(&shm->to_server, slots, tail, &slot), ODL_SIM_RING_CORRUPT);
+    shm->to_server.tail = head + 1;
+    EXPECT_EQ(odl_sim_ring_room(&shm->to_server, slots, head, &slot), ODL_SIM_RING_CORRUPT);
+    // Impossible lengths read as 0.
+    slots[3].len = ODL_FRAME_HDR_BYTES - 1;
+    EXPECT_EQ(odl_sim_slot_len(&slots[3]), 0u);
+    slots[3].len = ODL_SIM_MAX_FRAME + 1;
+    EXPECT_EQ(odl_sim_slot_len(&slots[3]), 0u);
+    slots[3].len = ODL_SIM_MAX_FRAME;
+    EXPECT_EQ(odl_sim_slot_len(&slots[3]), ODL_SIM_MAX_FRAME);
+    // A region of another version or slot count is refused.
+    shm->slots = ODL_SIM_SLOTS / 2;
+    EXPECT_NE(odl_sim_shm_check(shm), nullptr);
+    odl_sim_shm_init(shm);
+    shm->version = 1;
+    EXPECT_NE(odl_sim_shm_check(shm), nullptr);
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
-// Sim link: frames to and from odl-linkd --sim over a SOCK_SEQPACKET socket.
-// The server paces delivery to the wall clock; each frame it hands over
-// carries the time it was due, so this end can tell how far behind the
-// model fell.
+// Sim link: frames to and from odl-linkd --sim through two rings in a memfd
+// this end creates and hands over with HELLO; the control socket carries
+// HELLO, link state, wake-ups and goodbyes. The server paces delivery to
+// the wall clock; each frame it hands over carries the time it was due, so
+// this end can tell how far behind the model fell.
 #include "link_sim.h"
 
 #include <poll.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -29,12 +31,15 @@ namespace {
 
 constexpr uint64_t kHandshakeNs = 2'000'000'000ull;
 /// Frames kept in the model before tx_busy(): enough for the link's
-/// bandwidth-delay product with the socket hops, few enough that another
-/// stream's frame does not wait long behind a bulk stream.
+/// bandwidth-delay product, few enough that another stream's frame does not
+/// wait long behind a bulk stream.
 constexpr unsigned kBusyFrames = 128;
 /// On close: how long to wait for frames still in the model (a GOODBYE
 /// among them) to leave it, so the peer sees them before our end goes.
 constexpr uint64_t kDrainNs = 500'000'000ull;
+/// Empty receive polls between two looks at the control socket (a system
+/// call; link state changes are rare).
+constexpr unsigned kControlEvery = 64;
 
 uint64_t lag_threshold_ns() {
     const char* v = std::getenv("ODL_SIM_LATE_NS");
@@ -46,61 +51,121 @@ uint64_t lag_threshold_ns() {
     return 50'000;
 }
 
+/// The shared region: created here, mapped here and by the server.
+class ring_memory {
+public:
+    ring_memory() {
+        m_fd = ::memfd_create("odl-sim-rings", MFD_CLOEXEC);
+        if (m_fd < 0) throw error(ODL_ERR_NOMEM, fmt::format("memfd_create: {}", std::strerror(errno)));
+        if (::ftruncate(m_fd, ODL_SIM_SHM_BYTES) < 0) {
+            const int e = errno;
+            ::close(m_fd);
+            throw error(ODL_ERR_NOMEM, fmt::format("sim rings: ftruncate: {}", std::strerror(e)));
+        }
+        void* p = ::mmap(nullptr, ODL_SIM_SHM_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, m_fd, 0);
+        if (p == MAP_FAILED) {
+            const int e = errno;
+            ::close(m_fd);
+            throw error(ODL_ERR_NOMEM, fmt::format("sim rings: mmap: {}", std::strerror(e)));
+        }
+        m_shm = static_cast<odl_sim_shm*>(p);
+        odl_sim_shm_init(m_shm);
+    }
+    ~ring_memory() {
+        ::munmap(m_shm, ODL_SIM_SHM_BYTES);
+        if (m_fd >= 0) ::close(m_fd);
+    }
+    ring_memory(const ring_memory&) = delete;
+    ring_memory& operator=(const ring_memory&) = delete;
+    odl_sim_shm* shm() const { return m_shm; }
+    int fd() const { return m_fd; }
+    /// Once the server has it, our descriptor is no longer needed.
+    void close_fd() {
+        if (m_fd >= 0) ::close(m_fd);
+        m_fd = -1;
+    }
+
+private:
+    int m_fd = -1;
+    odl_sim_shm* m_shm = nullptr;
+};
+
 class sim_link final : public link {
 public:
     sim_link(int fd, uint8_t want_end, std::string path) : m_fd(fd), m_path(std::move(path)) {
         m_lag.threshold_ns = lag_threshold_ns();
+        m_to_server = odl_sim_slots(m_mem.shm(), 0);
+        m_to_client = odl_sim_slots(m_mem.shm(), 1);
         odl_sim_hello h{};
         h.magic = odl_cpu_le32(ODL_SIM_MAGIC);
         h.version = odl_cpu_le16(ODL_SIM_VERSION);
         h.end = want_end;
         h.pid = odl_cpu_le32(uint32_t(getpid()));
-        send_msg(ODL_SIM_HELLO, now_ns(), 0, &h, sizeof(h));
+        send_msg(ODL_SIM_HELLO, now_ns(), 0, &h, sizeof(h), m_mem.fd());
+        m_mem.close_fd();
         m_deadline = now_ns() + kHandshakeNs;
     }
     ~sim_link() override {
         // Bounded: frames still in the model reach the peer before it
         // learns that this end left.
         const uint64_t until = now_ns() + kDrainNs;
-        while (m_state != link_state::lost && m_in_window > 0 && now_ns() < until) {
-            flush_out();
+        while (m_state != link_state::lost && in_window() > 0 && now_ns() < until) {
+            wake_server();
             pollfd p{m_fd, POLLIN, 0};
-            if (::poll(&p, 1, 10) > 0) pump(true);
+            if (::poll(&p, 1, 1) > 0) read_control();
         }
         // A goodbye whenever the connection still works, so the server
         // logs nothing for an orderly end (a lost link may be the peer's).
         if (!m_sock_failed) {
             m_state = link_state::connecting;  // lets the goodbye out
             send_msg(ODL_SIM_BYE, now_ns(), 0, nullptr, 0);
-            flush_out();
         }
         ::close(m_fd);
     }
 
     unsigned char* tx_reserve() override {
-        if (m_state == link_state::lost || m_in_window + m_out.size() >= m_window) return nullptr;
-        return m_tx.data() + sizeof(odl_sim_hdr);
+        if (m_state == link_state::lost || in_window() >= m_window) return nullptr;
+        const auto st = odl_sim_ring_room(&m_mem.shm()->to_server, m_to_server, m_put, &m_tx_slot);
+        if (st == ODL_SIM_RING_CORRUPT) lose("the model server corrupted the ring indices");
+        return st == ODL_SIM_RING_OK ? m_tx_slot->data : nullptr;
     }
     void tx_commit(size_t bytes) override {
-        odl_sim_hdr h;
-        odl_sim_hdr_init(&h, ODL_SIM_FRAME, uint32_t(bytes), m_tx_seq++, now_ns(), 0);
-        std::memcpy(m_tx.data(), &h, sizeof(h));
-        ++m_in_window;
-        queue(m_tx.data(), sizeof(h) + bytes);
+        m_tx_slot->stamp_ns = now_ns();
+        __atomic_store_n(&m_tx_slot->len, uint32_t(bytes), __ATOMIC_RELAXED);
+        odl_sim_store(&m_mem.shm()->to_server.head, ++m_put);
+        wake_server();
     }
-    bool tx_busy() override { return m_in_window >= kBusyFrames; }
+    bool tx_busy() override { return in_window() >= kBusyFrames; }
 
     rx_frame rx_peek() override {
-        if (!m_rx_ready) pump(false);
-        if (!m_rx_ready) return {};
-        return {m_rx.data() + sizeof(odl_sim_hdr), m_rx_len};
+        if (m_state == link_state::lost) return {};
+        odl_sim_slot* slot = nullptr;
+        const auto st = odl_sim_ring_next(&m_mem.shm()->to_client, m_to_client, m_taken, &slot);
+        if (st == ODL_SIM_RING_CORRUPT) {
+            lose("the model server corrupted the ring indices");
+            return {};
+        }
+        if (st != ODL_SIM_RING_OK) {
+            idle();
+            return {};
+        }
+        m_empty_polls = 0;
+        const uint32_t len = odl_sim_slot_len(slot);
+        if (m_counted != m_taken) {  // once per frame, however often it is peeked at
+            m_counted = m_taken;
+            const uint64_t now = now_ns(), due = slot->stamp_ns;
+            const uint64_t late = now > due ? now - due : 0;
+            ++m_lag.frames;
+            m_lag.max_ns = std::max(m_lag.max_ns, late);
+            if (late > m_lag.threshold_ns) ++m_lag.late_frames;
+        }
+        return {slot->data, len};  // len 0: the engine refuses it and counts it
     }
-    void rx_release() override { m_rx_ready = false; }
+    void rx_release() override { odl_sim_store(&m_mem.shm()->to_client.tail, ++m_taken); }
 
     link_state progress() override {
         if (m_state == link_state::lost) return m_state;
-        flush_out();
-        if (!m_rx_ready) pump(false);
+        if (m_state == link_state::connecting || ++m_progress_calls % kControlEvery == 0) read_control();
         if (m_state == link_state::connecting && m_end < 0 && now_ns() > m_deadline)
             lose(fmt::format("the model server at {} did not answer HELLO within 2 s", m_path));
         return m_state;
@@ -120,21 +185,46 @@ public:
                 lose(fmt::format("the model server at {} did not answer HELLO within 2 s", m_path));
                 break;
             }
-            flush_out();
             pollfd p{m_fd, POLLIN, 0};
             ::poll(&p, 1, int((m_deadline - now) / 1'000'000 + 1));
-            pump(false);
+            read_control();
         }
         if (m_state == link_state::lost) throw error(ODL_ERR_NO_DEVICE, m_failure);
     }
 
 private:
+    /// Frames put in the ring that the model has not let go of yet.
+    uint64_t in_window() {
+        const uint64_t acked = odl_sim_load(&m_mem.shm()->acked);
+        if (acked > m_put) {
+            lose("the model server acknowledged frames never sent");
+            return m_window;
+        }
+        return m_put - acked;
+    }
+
+    /// The server sleeps only after saying so; it is woken for new frames.
+    void wake_server() {
+        if (__atomic_exchange_n(&m_mem.shm()->server_waiting, 0u, __ATOMIC_SEQ_CST))
+            send_msg(ODL_SIM_WAKE, now_ns(), 0, nullptr, 0);
+    }
+
+    /// Nothing from the model. A program polls its device in a loop, and
+    /// the model server needs the CPU to run the link: on a machine with
+    /// fewer cores than busy processes, spinning here would starve it.
+    /// Every few empty polls, let it run; now and then, read the control
+    /// socket (link state, goodbye).
+    void idle() {
+        ++m_empty_polls;
+        if (m_empty_polls % kControlEvery == 0) read_control();
+        if (m_empty_polls % 16 == 0) sched_yield();
+    }
+
     void lose(std::string why) {
         if (m_state == link_state::lost) return;
         m_state = link_state::lost;
         m_failure = std::move(why);
     }
-
     void lose_io(const char* what, int err) {
         m_sock_failed = true;
         if (err == ECONNRESET || err == EPIPE)
@@ -144,59 +234,59 @@ private:
             lose(fmt::format("{} the model server failed: {}", what, std::strerror(err)));
     }
 
-    void send_msg(unsigned type, uint64_t stamp, uint64_t arg, const void* payload, size_t len) {
-        unsigned char buf[ODL_SIM_MAX_DATAGRAM];
+    /// Control messages are rare and small: sent at once, waiting (bounded)
+    /// if the socket is full; @fd goes along with SCM_RIGHTS.
+    void send_msg(unsigned type, uint64_t stamp, uint64_t arg, const void* payload, size_t len, int fd = -1) {
+        if (m_sock_failed) return;
         odl_sim_hdr h;
         odl_sim_hdr_init(&h, type, uint32_t(len), m_tx_seq++, stamp, arg);
-        std::memcpy(buf, &h, sizeof(h));
-        if (len) std::memcpy(buf + sizeof(h), payload, len);
-        queue(buf, sizeof(h) + len);
+        iovec iov[2] = {{&h, sizeof(h)}, {const_cast<void*>(payload), len}};
+        alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+        msghdr mh{};
+        mh.msg_iov = iov;
+        mh.msg_iovlen = len ? 2 : 1;
+        if (fd >= 0) {
+            mh.msg_control = ctl;
+            mh.msg_controllen = sizeof(ctl);
+            cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+            cm->cmsg_level = SOL_SOCKET;
+            cm->cmsg_type = SCM_RIGHTS;
+            cm->cmsg_len = CMSG_LEN(sizeof(int));
+            std::memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+        }
+        for (int tries = 0; tries < 100; ++tries) {
+            if (::sendmsg(m_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return;
+            if (errno != EAGAIN && errno != EWOULDBLOCK) return lose_io("send to", errno);
+            pollfd p{m_fd, POLLOUT, 0};
+            ::poll(&p, 1, 10);
+        }
+        lose_io("send to", ETIMEDOUT);
     }
 
-    void queue(const unsigned char* d, size_t n) {
-        if (m_out.empty() && try_send(d, n)) return;
-        m_out.emplace_back(d, d + n);
-    }
-    bool try_send(const unsigned char* d, size_t n) {
-        if (::send(m_fd, d, n, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return true;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) lose_io("send to", errno);
-        return m_state == link_state::lost;  // nothing more to send on a lost link
-    }
-    void flush_out() {
-        while (!m_out.empty() && try_send(m_out.front().data(), m_out.front().size())) m_out.pop_front();
-    }
-
-    /// Takes in server messages until a frame is ready (or none is waiting;
-    /// @all: drain everything, keeping no frame).
-    void pump(bool all) {
-        for (int i = 0; i < 256 && m_state != link_state::lost && (all || !m_rx_ready); ++i) {
-            unsigned char* buf = m_rx_ready ? m_scratch.data() : m_rx.data();
-            const ssize_t n = ::recv(m_fd, buf, ODL_SIM_MAX_DATAGRAM + 1, MSG_DONTWAIT | MSG_TRUNC);
+    /// Takes in the server's control messages.
+    void read_control() {
+        unsigned char buf[ODL_SIM_MAX_DATAGRAM + 1];
+        for (int i = 0; i < 64 && !m_sock_failed; ++i) {
+            const ssize_t n = ::recv(m_fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
             if (n == 0) {
                 m_sock_failed = true;
                 return lose("the model server closed the connection (odl-linkd --sim stopped)");
             }
             if (n < 0) {
-                if (errno != EAGAIN && errno != EWOULDBLOCK) return lose_io("receive from", errno);
-                // Nothing from the model. A program polls its device in a
-                // loop, and the model server needs the CPU to run the link:
-                // on a machine with fewer cores than busy processes, spinning
-                // here would starve it. Every few empty polls, let it run.
-                if ((++m_empty_polls & 15) == 0) sched_yield();
+                if (errno != EAGAIN && errno != EWOULDBLOCK) lose_io("receive from", errno);
                 return;
             }
-            m_empty_polls = 0;
             if (size_t(n) > ODL_SIM_MAX_DATAGRAM) return lose("the model server sent an oversized datagram");
             if (const char* why = odl_sim_check(buf, size_t(n), ODL_SIM_SIDE_SERVER))
                 return lose(fmt::format("the model server sent a bad message: {}", why));
             odl_sim_hdr h;
             std::memcpy(&h, buf, sizeof(h));
             if (odl_le64(h.seq) != m_rx_seq++) return lose("the model server sent a message out of sequence");
-            handle(h, buf, size_t(n), all);
+            handle(h, buf);
         }
     }
 
-    void handle(const odl_sim_hdr& h, const unsigned char* buf, size_t n, bool all) {
+    void handle(const odl_sim_hdr& h, const unsigned char* buf) {
         switch (odl_le16(h.type)) {
         case ODL_SIM_HELLO: {
             if (m_end >= 0) return lose("the model server sent a second HELLO");
@@ -207,24 +297,6 @@ private:
             m_window = std::min<unsigned>(odl_le32(s.window), ODL_SIM_WINDOW);
             const std::string prof(s.profile, strnlen(s.profile, sizeof(s.profile)));
             m_name = fmt::format("sim{}:{}", m_end ? 'B' : 'A', prof);
-            return;
-        }
-        case ODL_SIM_FRAME: {
-            if (m_end < 0) return lose("the model server sent a frame before HELLO");
-            const uint64_t now = now_ns(), due = odl_le64(h.stamp_ns);
-            const uint64_t late = now > due ? now - due : 0;
-            ++m_lag.frames;
-            m_lag.max_ns = std::max(m_lag.max_ns, late);
-            if (late > m_lag.threshold_ns) ++m_lag.late_frames;
-            if (all) return;  // closing: nobody reads it any more
-            m_rx_len = n - sizeof(h);
-            m_rx_ready = true;
-            return;
-        }
-        case ODL_SIM_ACK: {
-            const uint64_t k = odl_le64(h.arg);
-            if (k > m_in_window) return lose("the model server acknowledged frames never sent");
-            m_in_window -= unsigned(k);
             return;
         }
         case ODL_SIM_LINK: {
@@ -248,19 +320,19 @@ private:
 
     int m_fd;
     std::string m_path, m_name = "sim", m_failure;
+    ring_memory m_mem;
+    odl_sim_slot* m_to_server = nullptr;
+    odl_sim_slot* m_to_client = nullptr;
+    odl_sim_slot* m_tx_slot = nullptr;
     link_state m_state = link_state::connecting;
     int m_end = -1;
     uint32_t m_rate = 0;
-    unsigned m_window = ODL_SIM_WINDOW, m_in_window = 0;
+    unsigned m_window = ODL_SIM_WINDOW;
+    uint64_t m_put = 0, m_taken = 0;  ///< our ring counts: frames put, frames taken
+    uint64_t m_counted = ~uint64_t{0};  ///< the frame whose lag was counted last
     uint64_t m_tx_seq = 0, m_rx_seq = 0, m_deadline = 0;
-    std::vector<unsigned char> m_tx = std::vector<unsigned char>(ODL_SIM_MAX_DATAGRAM);
-    std::vector<unsigned char> m_rx = std::vector<unsigned char>(ODL_SIM_MAX_DATAGRAM + 1);
-    std::vector<unsigned char> m_scratch = std::vector<unsigned char>(ODL_SIM_MAX_DATAGRAM + 1);
-    size_t m_rx_len = 0;
-    bool m_rx_ready = false;
     bool m_sock_failed = false;  ///< the server connection itself broke
-    unsigned m_empty_polls = 0;
-    std::deque<std::vector<unsigned char>> m_out;
+    unsigned m_empty_polls = 0, m_progress_calls = 0;
     sim_lag m_lag;
 };
 
@@ -301,7 +373,13 @@ std::unique_ptr<link> open_sim_link(uint32_t index) {
                                 "ODL_SIM_SOCKET",
                                 path, std::strerror(e), path));
     }
-    auto l = std::make_unique<sim_link>(fd, end, path);
+    std::unique_ptr<sim_link> l;
+    try {
+        l = std::make_unique<sim_link>(fd, end, path);
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
     l->await_hello();
     return l;
 }

@@ -4,66 +4,69 @@
  * only, the one definition; docs/sim.md walks it. Checks live beside it in
  * sim_codec.h.
  *
- * Transport: one AF_UNIX SOCK_SEQPACKET connection per endpoint. Each
- * datagram is one struct odl_sim_hdr (32 bytes) followed by hdr.len bytes:
- * an OdinLink frame (frame.h) for FRAME, a struct odl_sim_hello for HELLO,
- * nothing otherwise.
+ * Two channels per program (client):
+ * - a control connection, AF_UNIX SOCK_SEQPACKET: each datagram is one
+ *   struct odl_sim_hdr (32 bytes) followed by hdr.len bytes (a struct
+ *   odl_sim_hello for HELLO, nothing otherwise);
+ * - frame rings in a memfd the client creates and hands over with its HELLO
+ *   (SCM_RIGHTS): struct odl_sim_shm, then ODL_SIM_SLOTS slots towards the
+ *   server, then ODL_SIM_SLOTS slots towards the client. Single producer,
+ *   single consumer each; a frame costs no system call.
  *
- * The server runs the SystemC model paced to the wall clock. A client sends
- * each frame as FRAME stamped with its CLOCK_MONOTONIC time; the model
- * posts it on that host's NHI at that time (or at once, when the stamp is
- * already past in model time) and decides when it reaches the peer host;
- * the server then hands the bytes to the peer client as FRAME stamped with
- * the wall time it was due. Frames the model loses (bit errors, unplug) are
- * never handed over; their sender gets its window back all the same.
+ * The server runs the SystemC model paced to the wall clock. A client puts
+ * each frame in its ring stamped with its CLOCK_MONOTONIC time; the model
+ * posts it on that host's NHI at that time (or at once, when the model is
+ * already past it) and decides when it reaches the peer host; the server
+ * then puts the bytes in the peer's ring stamped with the time they were
+ * due. Frames the model loses (bit errors, unplug) are never handed over;
+ * their sender gets its window back all the same (@acked).
  */
 #ifndef ODL_WIRE_SIM_H
 #define ODL_WIRE_SIM_H
 
 #include "odl/wire/wire_common.h"
 
-#define ODL_SIM_MAGIC 0x4d53444fu /* "ODSM" little-endian, in HELLO */
-#define ODL_SIM_VERSION 1u
+#define ODL_SIM_MAGIC 0x4d53444fu /* "ODSM" little-endian, in HELLO and the shm */
+#define ODL_SIM_VERSION 2u        /* 2: frames in shared rings */
 
 #define ODL_SIM_HDR_BYTES 32u
 #define ODL_SIM_MAX_FRAME 4096u /* ODL_FRAME_MAX_BYTES */
-#define ODL_SIM_MAX_DATAGRAM (ODL_SIM_HDR_BYTES + ODL_SIM_MAX_FRAME)
+#define ODL_SIM_MAX_DATAGRAM (ODL_SIM_HDR_BYTES + 64u)
 
+/* Slots per ring (a power of two). */
+#define ODL_SIM_SLOTS 512u
 /*
- * Frames a client may have handed to the server that were not yet
- * delivered or lost (ACKed): the model's data ring size. The server drops
- * a client that sends more.
+ * Frames a client may have in the model (put in its ring, not yet
+ * acknowledged through @acked): the model's data ring size. The server
+ * drops a client that has more.
  */
 #define ODL_SIM_WINDOW 256u
 
 /**
- * enum odl_sim_type - message types.
- * HELLO: first message each way (client: which end it wants; server: which
- *	end it got, the link's rate and profile).
- * FRAME: client -> server: a frame to send, @stamp_ns = when it was sent;
- *	server -> client: a frame that arrived, @stamp_ns = when it was due.
- * ACK: server -> client: @arg frames of this client left the window
- *	(delivered to the peer or lost in the model).
+ * enum odl_sim_type - control messages.
+ * HELLO: first message each way (client: which end it wants, with the memfd
+ *	of its rings; server: which end it got, the link's rate and profile).
  * LINK: server -> client: @arg ODL_SIM_LINK_* bits, sent after HELLO and
  *	whenever one changes: the cable's link is up, the other end is held.
+ * WAKE: client -> server: frames wait in the ring while the server sleeps
+ *	(it set @server_waiting).
  * BYE: either way: orderly close; the sender closes next.
  */
 enum odl_sim_type {
 	ODL_SIM_HELLO = 1,
-	ODL_SIM_FRAME = 2,
-	ODL_SIM_ACK = 3,
 	ODL_SIM_LINK = 4,
 	ODL_SIM_BYE = 5,
+	ODL_SIM_WAKE = 6,
 };
 
 /**
- * struct odl_sim_hdr - first 32 bytes of every message.
+ * struct odl_sim_hdr - first 32 bytes of every control message.
  * @type: enum odl_sim_type
  * @flags: zero
- * @len: bytes after the header (FRAME: 32..4096; HELLO: 64; else 0)
+ * @len: bytes after the header (HELLO: 64; else 0)
  * @seq: per-direction message counter, first 0
- * @stamp_ns: CLOCK_MONOTONIC ns (FRAME: sent / due; else the sender's now)
- * @arg: ACK: frames acknowledged; LINK: ODL_SIM_LINK_* bits; else 0
+ * @stamp_ns: the sender's CLOCK_MONOTONIC time
+ * @arg: LINK: ODL_SIM_LINK_* bits; else 0
  */
 struct odl_sim_hdr {
 	__le16 type;
@@ -82,9 +85,10 @@ ODL_WIRE_SIZE(struct odl_sim_hdr, 32);
  * @end: client: 0 = A, 1 = B, 0xff = whichever is free; server: the end
  *	the client got
  * @reserved0: zero
- * @rate_mbps: server: the cable's rate each way, Mb/s; client: 0
+ * @rate_mbps: server: the rate this end sends at, Mb/s; client: 0
  * @window: server: ODL_SIM_WINDOW; client: 0
  * @pid: sender's process id
+ * @reserved1: zero
  * @profile: server: "<platform profile> <cable>", NUL-padded; client: zero
  */
 struct odl_sim_hello {
@@ -106,5 +110,70 @@ ODL_WIRE_SIZE(struct odl_sim_hello, 64);
 #define ODL_SIM_LINK_UP (1u << 0)   /* the modelled cable's link is trained */
 #define ODL_SIM_LINK_PEER (1u << 1) /* a program holds the other end */
 #define ODL_SIM_LINK_ALL (ODL_SIM_LINK_UP | ODL_SIM_LINK_PEER)
+
+/**
+ * struct odl_sim_index - one ring's indices, each on its own cache line.
+ * @head: slots the producer has filled (counts up, never wraps in practice)
+ * @tail: slots the consumer has emptied; head - tail <= ODL_SIM_SLOTS
+ * Accessed with atomic loads and stores (acquire / release) only.
+ */
+struct odl_sim_index {
+	__u64 head;
+	__u8 pad0[56];
+	__u64 tail;
+	__u8 pad1[56];
+};
+ODL_WIRE_SIZE(struct odl_sim_index, 128);
+
+/**
+ * struct odl_sim_slot - one frame.
+ * @len: frame bytes, ODL_FRAME_HDR_BYTES..ODL_SIM_MAX_FRAME
+ * @reserved: zero
+ * @stamp_ns: towards the server: when the client sent it; towards the
+ *	client: when the model said it was due (CLOCK_MONOTONIC)
+ * @data: the frame
+ */
+struct odl_sim_slot {
+	__u32 len;
+	__u32 reserved;
+	__u64 stamp_ns;
+	__u8 pad[48];
+	__u8 data[ODL_SIM_MAX_FRAME];
+};
+ODL_WIRE_SIZE(struct odl_sim_slot, 64 + 4096);
+
+/**
+ * struct odl_sim_shm - start of the shared region (host byte order: both
+ * sides share one machine). The slots follow: ODL_SIM_SLOTS towards the
+ * server, then ODL_SIM_SLOTS towards the client.
+ * @magic: ODL_SIM_MAGIC
+ * @version: ODL_SIM_VERSION
+ * @slots: ODL_SIM_SLOTS
+ * @reserved: zero
+ * @server_waiting: set by the server before it sleeps; a client that puts
+ *	a frame in its ring while it is set clears it and sends WAKE
+ * @acked: written by the server: frames of this client that left the model
+ *	(delivered or lost); the client's window is its frames put in the
+ *	ring minus @acked
+ * @to_server: frames from the client
+ * @to_client: frames for the client
+ */
+struct odl_sim_shm {
+	__u32 magic;
+	__u32 version;
+	__u32 slots;
+	__u32 reserved;
+	__u32 server_waiting;
+	__u8 pad0[44];
+	__u64 acked;
+	__u8 pad1[56];
+	struct odl_sim_index to_server;
+	struct odl_sim_index to_client;
+};
+ODL_WIRE_SIZE(struct odl_sim_shm, 384);
+
+/* Bytes of the whole region. */
+#define ODL_SIM_SHM_BYTES \
+	(sizeof(struct odl_sim_shm) + 2u * ODL_SIM_SLOTS * sizeof(struct odl_sim_slot))
 
 #endif /* ODL_WIRE_SIM_H */

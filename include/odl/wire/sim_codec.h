@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
- * Build and validate sim-backend <-> model-server messages (layout in
- * sim.h). Static inline C shared by libodl and odl-linkd, so one unit test
- * covers what both sides run. The length is checked before any field.
+ * Build and validate sim-backend <-> model-server messages and use the
+ * shared frame rings (layout in sim.h). Static inline C shared by libodl and
+ * odl-linkd, so one unit test covers what both sides run. Everything the
+ * other side wrote is checked before it is used: datagram lengths before
+ * fields, the other side's ring index before any slot, a slot's length
+ * read once.
  */
 #ifndef ODL_WIRE_SIM_CODEC_H
 #define ODL_WIRE_SIM_CODEC_H
@@ -19,7 +22,7 @@ enum odl_sim_side {
 };
 
 /**
- * odl_sim_check() - validates one received datagram.
+ * odl_sim_check() - validates one received control datagram.
  * Return: NULL when @buf (@n bytes, sent by @from) is a well-formed
  * message, else why not, in words.
  */
@@ -51,22 +54,16 @@ static inline const char *odl_sim_check(const void *buf, size_t n, enum odl_sim_
 			return "server HELLO names no end";
 		return NULL;
 	}
-	case ODL_SIM_FRAME:
-		if (len < ODL_FRAME_HDR_BYTES || len > ODL_SIM_MAX_FRAME)
-			return "FRAME shorter than a frame header or longer than a frame";
-		return NULL;
-	case ODL_SIM_ACK:
-		if (from != ODL_SIM_SIDE_SERVER)
-			return "ACK from a client";
-		if (len != 0 || odl_le64(h.arg) == 0 || odl_le64(h.arg) > ODL_SIM_WINDOW)
-			return "ACK with a payload or a count outside 1..window";
-		return NULL;
 	case ODL_SIM_LINK:
 		if (from != ODL_SIM_SIDE_SERVER)
 			return "LINK from a client";
 		if (len != 0 || (odl_le64(h.arg) & ~(__u64)ODL_SIM_LINK_ALL))
 			return "LINK with a payload or unknown state bits";
 		return NULL;
+	case ODL_SIM_WAKE:
+		if (from != ODL_SIM_SIDE_CLIENT)
+			return "WAKE from the server";
+		return len == 0 ? NULL : "WAKE with a payload";
 	case ODL_SIM_BYE:
 		return len == 0 ? NULL : "BYE with a payload";
 	default:
@@ -84,6 +81,93 @@ static inline void odl_sim_hdr_init(struct odl_sim_hdr *h, unsigned int type, __
 	h->seq = odl_cpu_le64(seq);
 	h->stamp_ns = odl_cpu_le64(stamp_ns);
 	h->arg = odl_cpu_le64(arg);
+}
+
+/* odl_sim_shm_init() - a fresh region's header (the client's job). */
+static inline void odl_sim_shm_init(struct odl_sim_shm *shm)
+{
+	memset(shm, 0, sizeof(*shm));
+	shm->magic = ODL_SIM_MAGIC;
+	shm->version = ODL_SIM_VERSION;
+	shm->slots = ODL_SIM_SLOTS;
+}
+
+/* odl_sim_shm_check() - NULL when the region's header is one to use. */
+static inline const char *odl_sim_shm_check(const struct odl_sim_shm *shm)
+{
+	if (shm->magic != ODL_SIM_MAGIC || shm->version != ODL_SIM_VERSION)
+		return "ring memory with a bad magic number or version";
+	if (shm->slots != ODL_SIM_SLOTS)
+		return "ring memory with another slot count";
+	return NULL;
+}
+
+/* The slots towards the server (@to_client 0) or towards the client. */
+static inline struct odl_sim_slot *odl_sim_slots(struct odl_sim_shm *shm, int to_client)
+{
+	return (struct odl_sim_slot *)(shm + 1) + (to_client ? ODL_SIM_SLOTS : 0);
+}
+
+static inline __u64 odl_sim_load(const __u64 *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void odl_sim_store(__u64 *p, __u64 v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+/*
+ * Ring results: a slot, or why there is none. CORRUPT: the other side's
+ * index is impossible (more than a ring apart from ours).
+ */
+enum odl_sim_ring_st {
+	ODL_SIM_RING_OK = 0,
+	ODL_SIM_RING_NONE = 1, /* producer: full; consumer: empty */
+	ODL_SIM_RING_CORRUPT = 2,
+};
+
+/**
+ * odl_sim_ring_room() - producer: the slot for frame number @head (the
+ * producer's own count), if the consumer has freed it.
+ */
+static inline enum odl_sim_ring_st odl_sim_ring_room(struct odl_sim_index *ix, struct odl_sim_slot *slots,
+						      __u64 head, struct odl_sim_slot **slot)
+{
+	__u64 tail = odl_sim_load(&ix->tail);
+
+	if (head - tail > ODL_SIM_SLOTS)
+		return ODL_SIM_RING_CORRUPT;
+	if (head - tail == ODL_SIM_SLOTS)
+		return ODL_SIM_RING_NONE;
+	*slot = &slots[head & (ODL_SIM_SLOTS - 1)];
+	return ODL_SIM_RING_OK;
+}
+
+/**
+ * odl_sim_ring_next() - consumer: the slot of frame number @tail (the
+ * consumer's own count), if the producer has filled it.
+ */
+static inline enum odl_sim_ring_st odl_sim_ring_next(struct odl_sim_index *ix, struct odl_sim_slot *slots,
+						      __u64 tail, struct odl_sim_slot **slot)
+{
+	__u64 head = odl_sim_load(&ix->head);
+
+	if (head - tail > ODL_SIM_SLOTS)
+		return ODL_SIM_RING_CORRUPT;
+	if (head == tail)
+		return ODL_SIM_RING_NONE;
+	*slot = &slots[tail & (ODL_SIM_SLOTS - 1)];
+	return ODL_SIM_RING_OK;
+}
+
+/* odl_sim_slot_len() - the slot's frame length, read once; 0 if impossible. */
+static inline __u32 odl_sim_slot_len(const struct odl_sim_slot *slot)
+{
+	__u32 len = __atomic_load_n(&slot->len, __ATOMIC_RELAXED);
+
+	return len >= ODL_FRAME_HDR_BYTES && len <= ODL_SIM_MAX_FRAME ? len : 0;
 }
 
 #endif /* ODL_WIRE_SIM_CODEC_H */

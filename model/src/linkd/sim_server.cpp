@@ -4,7 +4,9 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -64,11 +66,22 @@ struct sim_server::client {
     int fd = -1;
     int end = -1;  ///< 0 = A, 1 = B once HELLO was answered
     std::uint64_t tx_seq = 0, rx_seq = 0;
-    unsigned in_window = 0;  ///< frames handed to the model, not yet ACKed
-    std::deque<std::vector<unsigned char>> outq;  ///< datagrams waiting for room
+    odl_sim_shm* shm = nullptr;  ///< the client's rings, mapped at HELLO
+    std::uint64_t taken = 0;     ///< frames taken from its ring (our tail)
+    std::uint64_t acked = 0;     ///< frames acknowledged through shm->acked
+    std::uint64_t put = 0;       ///< frames put in its receive ring (our head)
+    struct due_frame {
+        std::uint64_t due_ns;
+        std::vector<unsigned char> bytes;
+    };
+    std::deque<due_frame> rxq;  ///< delivered frames waiting for room in its ring
+    std::deque<std::vector<unsigned char>> outq;  ///< control datagrams waiting for room
     bool dead = false;
     std::string why;
     std::uint64_t link_sent = ~std::uint64_t{0};  ///< last LINK state told
+    ~client() {
+        if (shm) ::munmap(shm, ODL_SIM_SHM_BYTES);
+    }
 };
 
 sim_server::sim_server(sim_server_config cfg) : m_cfg(std::move(cfg)) {
@@ -173,9 +186,11 @@ void sim_server::run() {
     start_model();
     std::vector<pollfd> pfds;
     while (!m_stop.load()) {
+        for (auto& c : m_clients) take_frames(*c);
         const std::uint64_t now = model_ns();
         m_sys->run_until(sc_core::sc_time(double(now), sc_core::SC_NS));
         sweep_lost();
+        for (auto& c : m_clients) put_frames(*c);
         flush_acks();
         reap();
 
@@ -185,6 +200,10 @@ void sim_server::run() {
             wait_ns = std::min(wait_ns, next > now ? next - now : 0);
         }
         if (!m_pending[0].empty() || !m_pending[1].empty()) wait_ns = std::min<std::uint64_t>(wait_ns, 1'000'000);
+        bool room_wanted = false;
+        for (auto& c : m_clients) room_wanted = room_wanted || !c->rxq.empty();
+        if (room_wanted) wait_ns = std::min<std::uint64_t>(wait_ns, 50'000);  // their ring is full: look again soon
+        if (wait_ns >= k_spin_ns && !about_to_sleep()) wait_ns = 0;
         pfds.clear();
         pfds.push_back({m_listen_fd, POLLIN, 0});
         pfds.push_back({m_ctl_fd, POLLIN, 0});
@@ -193,7 +212,9 @@ void sim_server::run() {
         const timespec ts{time_t(wait_ns < k_spin_ns ? 0 : (wait_ns - k_spin_ns) / 1'000'000'000u),
                           long(wait_ns < k_spin_ns ? 0 : (wait_ns - k_spin_ns) % 1'000'000'000u)};
         const int r = ::ppoll(pfds.data(), pfds.size(), &ts, nullptr);
-        if (r < 0) continue;  // EINTR: stop() is checked next
+        for (auto& c : m_clients)
+            if (c->shm) __atomic_store_n(&c->shm->server_waiting, 0u, __ATOMIC_SEQ_CST);
+        if (r <= 0) continue;  // EINTR: stop() is checked next
         if (pfds[0].revents & POLLIN) accept_one();
         if (pfds[1].revents & POLLIN) control_one();
         const std::size_t polled = pfds.size() - 2;
@@ -202,10 +223,70 @@ void sim_server::run() {
             if (pfds[i + 2].revents & POLLOUT) flush(c);
             if (pfds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) serve(c);
         }
-        flush_acks();
     }
     for (auto& c : m_clients)
         if (!c->dead) send_msg(*c, ODL_SIM_BYE, wall_ns(), 0, nullptr, 0);
+}
+
+// Tells every client that the server is going to sleep, then looks at the
+// rings once more: a frame put in just before the flag was seen would
+// otherwise wait for the timeout (the client sends WAKE once it sees the
+// flag). False when a ring holds a frame after all.
+bool sim_server::about_to_sleep() {
+    for (auto& c : m_clients)
+        if (c->shm) __atomic_store_n(&c->shm->server_waiting, 1u, __ATOMIC_SEQ_CST);
+    for (auto& c : m_clients) {
+        if (!c->shm || c->dead) continue;
+        if (__atomic_load_n(&c->shm->to_server.head, __ATOMIC_SEQ_CST) != c->taken) return false;
+    }
+    return true;
+}
+
+// Frames from a client's ring into the model, each posted at its stamp.
+void sim_server::take_frames(client& c) {
+    if (!c.shm || c.dead || c.end < 0) return;
+    odl_sim_slot* slots = odl_sim_slots(c.shm, 0);
+    const int e = c.end;
+    auto& drv = *m_sys->hosts[e].drv;
+    // The model has simulated up to its last turn; a frame stamped after
+    // that is posted at its stamp, so the hop to the server costs no model
+    // time.
+    const std::uint64_t model_now = ns_of(sc_core::sc_time_stamp());
+    for (unsigned i = 0; i < ODL_SIM_WINDOW; ++i) {
+        odl_sim_slot* slot = nullptr;
+        const auto st = odl_sim_ring_next(&c.shm->to_server, slots, c.taken, &slot);
+        if (st == ODL_SIM_RING_CORRUPT) return drop(c, "corrupted its ring indices");
+        if (st != ODL_SIM_RING_OK) return;
+        const std::uint32_t len = odl_sim_slot_len(slot);
+        if (len == 0) return drop(c, "put a frame of an impossible length in its ring");
+        if (c.taken + 1 - c.acked > ODL_SIM_WINDOW) return drop(c, "sent more frames than its window");
+        const std::int64_t stamp = std::int64_t(slot->stamp_ns) - m_t0_ns;
+        const std::uint64_t at = std::max<std::uint64_t>(stamp > 0 ? std::uint64_t(stamp) : 0, model_now);
+        const std::uint32_t tag = m_next_tag[e]++;
+        m_pending[e].push_back({tag, at, std::vector<unsigned char>(slot->data, slot->data + len)});
+        odl_sim_store(&c.shm->to_server.tail, ++c.taken);
+        ++m_stats.frames_in[e];
+        m_sys->sched.at(sc_core::sc_time(double(at), sc_core::SC_NS),
+                        [&drv, len, tag] { drv.send(k_port, len - ODL_FRAME_HDR_BYTES, tag); });
+    }
+}
+
+// Delivered frames into the client's ring, as far as it has room.
+void sim_server::put_frames(client& c) {
+    if (!c.shm || c.dead) return;
+    odl_sim_slot* slots = odl_sim_slots(c.shm, 1);
+    while (!c.rxq.empty()) {
+        odl_sim_slot* slot = nullptr;
+        const auto st = odl_sim_ring_room(&c.shm->to_client, slots, c.put, &slot);
+        if (st == ODL_SIM_RING_CORRUPT) return drop(c, "corrupted its ring indices");
+        if (st != ODL_SIM_RING_OK) return;
+        const auto& f = c.rxq.front();
+        std::memcpy(slot->data, f.bytes.data(), f.bytes.size());
+        slot->stamp_ns = f.due_ns;
+        __atomic_store_n(&slot->len, std::uint32_t(f.bytes.size()), __ATOMIC_RELAXED);
+        odl_sim_store(&c.shm->to_client.head, ++c.put);
+        c.rxq.pop_front();
+    }
 }
 
 void sim_server::accept_one() {
@@ -217,23 +298,43 @@ void sim_server::accept_one() {
 }
 
 void sim_server::serve(client& c) {
-    unsigned char buf[ODL_SIM_MAX_DATAGRAM];
+    unsigned char buf[ODL_SIM_MAX_DATAGRAM + 1];
     for (int i = 0; i < k_batch && !c.dead; ++i) {
-        const ssize_t n = ::recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
+        iovec iov{buf, sizeof(buf)};
+        alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))];
+        msghdr mh{};
+        mh.msg_iov = &iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = ctl;
+        mh.msg_controllen = sizeof(ctl);
+        const ssize_t n = ::recvmsg(c.fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
         if (n == 0) return drop(c, "closed the connection");
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) return;
             return drop(c, fmt::format("receive failed: {}", std::strerror(errno)));
         }
-        if (size_t(n) > sizeof(buf)) {
+        int fd = -1;
+        for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+                cm->cmsg_len == CMSG_LEN(sizeof(int)))
+                std::memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+        if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+            if (fd >= 0) ::close(fd);
             ++m_stats.bad_msgs;
-            return drop(c, fmt::format("sent a {}-byte datagram (at most {})", n, sizeof(buf)));
+            return drop(c, "sent an oversized datagram or more than one descriptor");
         }
-        handle(c, buf, size_t(n));
+        handle(c, buf, size_t(n), fd);
     }
 }
 
-void sim_server::handle(client& c, const unsigned char* buf, std::size_t n) {
+void sim_server::handle(client& c, const unsigned char* buf, std::size_t n, int fd) {
+    // A descriptor is taken with HELLO only; closed on every other path.
+    struct fd_guard {
+        int fd;
+        ~fd_guard() {
+            if (fd >= 0) ::close(fd);
+        }
+    } guard{fd};
     if (const char* why = odl_sim_check(buf, n, ODL_SIM_SIDE_CLIENT)) {
         ++m_stats.bad_msgs;
         return drop(c, fmt::format("sent a bad message: {}", why));
@@ -251,6 +352,16 @@ void sim_server::handle(client& c, const unsigned char* buf, std::size_t n) {
         if (c.end >= 0) return drop(c, "sent a second HELLO");
         odl_sim_hello in;
         std::memcpy(&in, buf + sizeof(h), sizeof(in));
+        if (guard.fd < 0) return drop(c, "sent HELLO without its ring memory");
+        struct stat st {};
+        if (::fstat(guard.fd, &st) < 0 || std::uint64_t(st.st_size) < ODL_SIM_SHM_BYTES)
+            return drop(c, fmt::format("sent ring memory of {} bytes (want {})", st.st_size, ODL_SIM_SHM_BYTES));
+        void* m = ::mmap(nullptr, ODL_SIM_SHM_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, guard.fd, 0);
+        if (m == MAP_FAILED) return drop(c, fmt::format("ring memory cannot be mapped: {}", std::strerror(errno)));
+        c.shm = static_cast<odl_sim_shm*>(m);
+        if (const char* why = odl_sim_shm_check(c.shm)) return drop(c, fmt::format("sent {}", why));
+        c.taken = odl_sim_load(&c.shm->to_server.tail);
+        c.put = odl_sim_load(&c.shm->to_client.head);
         int end = -1;
         if (in.end == ODL_SIM_END_ANY) {
             end = !m_end[0] ? 0 : !m_end[1] ? 1 : -1;
@@ -281,23 +392,7 @@ void sim_server::handle(client& c, const unsigned char* buf, std::size_t n) {
             fmt::print(stderr, "odl-linkd: sim: end {} taken by pid {}\n", end ? 'B' : 'A', odl_le32(in.pid));
         return;
     }
-    case ODL_SIM_FRAME: {
-        if (++c.in_window > ODL_SIM_WINDOW) return drop(c, "sent more frames than its window");
-        const int e = c.end;
-        const std::uint32_t len = odl_le32(h.len);
-        // The model has simulated up to its last turn; a frame stamped after
-        // that is posted at its stamp, so the socket hop costs no model time.
-        const std::int64_t stamp = std::int64_t(odl_le64(h.stamp_ns)) - m_t0_ns;
-        const std::uint64_t model_now = ns_of(sc_core::sc_time_stamp());
-        const std::uint64_t at = std::max<std::uint64_t>(stamp > 0 ? std::uint64_t(stamp) : 0, model_now);
-        const std::uint32_t tag = m_next_tag[e]++;
-        m_pending[e].push_back({tag, at, std::vector<unsigned char>(buf + sizeof(h), buf + sizeof(h) + len)});
-        ++m_stats.frames_in[e];
-        auto& drv = *m_sys->hosts[e].drv;
-        m_sys->sched.at(sc_core::sc_time(double(at), sc_core::SC_NS),
-                        [&drv, len, tag] { drv.send(k_port, len - ODL_FRAME_HDR_BYTES, tag); });
-        return;
-    }
+    case ODL_SIM_WAKE: return;  // the frames are in the ring; this turn takes them
     case ODL_SIM_BYE: return drop(c, "");
     default: return drop(c, "sent a message only the server sends");
     }
@@ -316,7 +411,8 @@ void sim_server::delivered(int to, std::uint32_t tag) {
     if (q.empty()) return ack(from, acked);  // a frame we no longer hold (swept as lost)
     const std::uint64_t due = std::uint64_t(m_t0_ns) + ns_of(scheduler::now());
     if (client* c = m_end[to]) {
-        send_msg(*c, ODL_SIM_FRAME, due, 0, q.front().bytes.data(), q.front().bytes.size());
+        c->rxq.push_back({due, std::move(q.front().bytes)});
+        put_frames(*c);
         ++m_stats.frames_out[to];
     } else {
         ++m_stats.frames_no_peer[to];
@@ -334,11 +430,11 @@ void sim_server::flush_acks() {
         std::uint64_t frames = m_ack[end];
         m_ack[end] = 0;
         client* c = m_end[end];
-        if (!c) continue;
-        frames = std::min<std::uint64_t>(frames, c->in_window);
+        if (!c || !c->shm || frames == 0) continue;
+        frames = std::min<std::uint64_t>(frames, c->taken - c->acked);
         if (frames == 0) continue;
-        c->in_window -= unsigned(frames);
-        send_msg(*c, ODL_SIM_ACK, wall_ns(), frames, nullptr, 0);
+        c->acked += frames;
+        odl_sim_store(&c->shm->acked, c->acked);
     }
 }
 

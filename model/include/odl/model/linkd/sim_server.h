@@ -81,7 +81,10 @@ private:
     std::uint64_t model_ns() const;
     void accept_one();
     void serve(client& c);
-    void handle(client& c, const unsigned char* buf, std::size_t n);
+    void handle(client& c, const unsigned char* buf, std::size_t n, int fd);
+    void take_frames(client& c);
+    void put_frames(client& c);
+    bool about_to_sleep();
     void drop(client& c, const std::string& why);
     void send_msg(client& c, unsigned type, std::uint64_t stamp, std::uint64_t arg,
                   const void* payload, std::size_t len);
