@@ -33,6 +33,8 @@ constexpr unsigned k_port = 1;  // the lane adapter the cable is on, both hosts
 /// Waits shorter than this are spun: even with the timer slack at 1 ns
 /// (run()), a wake-up from ppoll() takes some microseconds.
 constexpr std::uint64_t k_spin_ns = 20'000;
+/// How long the server keeps polling the rings after the last frame.
+constexpr std::uint64_t k_busy_ns = 2'000'000;
 /// Datagrams taken from one client per turn, so one cannot starve the model.
 constexpr int k_batch = 64;
 
@@ -188,7 +190,12 @@ void sim_server::run() {
     while (!m_stop.load()) {
         for (auto& c : m_clients) take_frames(*c);
         const std::uint64_t now = model_ns();
-        m_sys->run_until(sc_core::sc_time(double(now), sc_core::SC_NS));
+        // Entering the SystemC kernel costs about a microsecond: only when
+        // something is due. Either way the model has been run up to @now.
+        if (sc_core::sc_pending_activity() &&
+            ns_of(sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity()) <= now)
+            m_sys->run_until(sc_core::sc_time(double(now), sc_core::SC_NS));
+        m_upto_ns = now;
         sweep_lost();
         for (auto& c : m_clients) put_frames(*c);
         flush_acks();
@@ -203,6 +210,10 @@ void sim_server::run() {
         bool room_wanted = false;
         for (auto& c : m_clients) room_wanted = room_wanted || !c->rxq.empty();
         if (room_wanted) wait_ns = std::min<std::uint64_t>(wait_ns, 50'000);  // their ring is full: look again soon
+        // While frames flow, the next one is near: keep looking (a wake-up
+        // costs microseconds, a modelled TB5 hop about 3.5). Sleep once the
+        // link has been quiet for a while.
+        if (m_last_frame_ns + k_busy_ns > wall_ns()) wait_ns = 0;
         if (wait_ns >= k_spin_ns && !about_to_sleep()) wait_ns = 0;
         pfds.clear();
         pfds.push_back({m_listen_fd, POLLIN, 0});
@@ -248,10 +259,10 @@ void sim_server::take_frames(client& c) {
     odl_sim_slot* slots = odl_sim_slots(c.shm, 0);
     const int e = c.end;
     auto& drv = *m_sys->hosts[e].drv;
-    // The model has simulated up to its last turn; a frame stamped after
+    // The model has been run up to its last turn; a frame stamped after
     // that is posted at its stamp, so the hop to the server costs no model
     // time.
-    const std::uint64_t model_now = ns_of(sc_core::sc_time_stamp());
+    const std::uint64_t model_now = m_upto_ns;
     for (unsigned i = 0; i < ODL_SIM_WINDOW; ++i) {
         odl_sim_slot* slot = nullptr;
         const auto st = odl_sim_ring_next(&c.shm->to_server, slots, c.taken, &slot);
@@ -263,9 +274,12 @@ void sim_server::take_frames(client& c) {
         const std::int64_t stamp = std::int64_t(slot->stamp_ns) - m_t0_ns;
         const std::uint64_t at = std::max<std::uint64_t>(stamp > 0 ? std::uint64_t(stamp) : 0, model_now);
         const std::uint32_t tag = m_next_tag[e]++;
-        m_pending[e].push_back({tag, at, std::vector<unsigned char>(slot->data, slot->data + len)});
+        std::vector<unsigned char> bytes = spare_buffer();
+        bytes.assign(slot->data, slot->data + len);
+        m_pending[e].push_back({tag, at, std::move(bytes)});
         odl_sim_store(&c.shm->to_server.tail, ++c.taken);
         ++m_stats.frames_in[e];
+        m_last_frame_ns = wall_ns();
         m_sys->sched.at(sc_core::sc_time(double(at), sc_core::SC_NS),
                         [&drv, len, tag] { drv.send(k_port, len - ODL_FRAME_HDR_BYTES, tag); });
     }
@@ -285,6 +299,7 @@ void sim_server::put_frames(client& c) {
         slot->stamp_ns = f.due_ns;
         __atomic_store_n(&slot->len, std::uint32_t(f.bytes.size()), __ATOMIC_RELAXED);
         odl_sim_store(&c.shm->to_client.head, ++c.put);
+        recycle(std::move(c.rxq.front().bytes));
         c.rxq.pop_front();
     }
 }
@@ -424,6 +439,18 @@ void sim_server::delivered(int to, std::uint32_t tag) {
 // Acknowledgements are gathered and sent once per turn of run(): one
 // message for many frames.
 void sim_server::ack(int end, std::uint64_t frames) { m_ack[end] += frames; }
+
+// Frame buffers go round instead of being allocated per frame.
+std::vector<unsigned char> sim_server::spare_buffer() {
+    if (m_spare.empty()) return std::vector<unsigned char>();
+    std::vector<unsigned char> v = std::move(m_spare.back());
+    m_spare.pop_back();
+    return v;
+}
+
+void sim_server::recycle(std::vector<unsigned char> v) {
+    if (m_spare.size() < 2 * ODL_SIM_SLOTS) m_spare.push_back(std::move(v));
+}
 
 void sim_server::flush_acks() {
     for (int end = 0; end < 2; ++end) {

@@ -91,6 +91,8 @@ private:
     void flush(client& c);
     void ack(int end, std::uint64_t frames);
     void flush_acks();
+    std::vector<unsigned char> spare_buffer();
+    void recycle(std::vector<unsigned char> v);
     void delivered(int to, std::uint32_t tag);
     void sweep_lost();
     void link_changed(int end, bool up);
@@ -110,6 +112,9 @@ private:
     std::deque<pending> m_pending[2];  ///< per sending end, in posting order
     std::uint32_t m_next_tag[2] = {0, 0};
     std::uint64_t m_ack[2] = {0, 0};  ///< frames to acknowledge this turn
+    std::uint64_t m_upto_ns = 0;  ///< simulated time the model has been run up to
+    std::uint64_t m_last_frame_ns = 0;  ///< wall time a program last sent a frame
+    std::vector<std::vector<unsigned char>> m_spare;  ///< frame buffers to reuse
     sim_server_stats m_stats;
 };
 
