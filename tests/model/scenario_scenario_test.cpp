@@ -2,8 +2,11 @@
 // Scenario and calibration files: malformed YAML and impossible
 // configurations give "file:line: expected ..." or the reason.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -13,9 +16,20 @@
 namespace odl::model {
 namespace {
 
+/// The files this test writes, removed when it ends.
+class tmp_files : public ::testing::Environment {
+public:
+    void TearDown() override {
+        for (const auto& p : paths) std::remove(p.c_str());
+    }
+    std::set<std::string> paths;
+};
+tmp_files* const g_tmp = static_cast<tmp_files*>(::testing::AddGlobalTestEnvironment(new tmp_files));
+
 std::string write_tmp(const std::string& name, const std::string& body) {
-    const std::string path = ::testing::TempDir() + name;
+    const std::string path = ::testing::TempDir() + "odl-scenario-test-" + std::to_string(getpid()) + "-" + name;
     std::ofstream(path) << body;
+    g_tmp->paths.insert(path);
     return path;
 }
 

@@ -19,16 +19,38 @@
 namespace odl::plugin::test {
 namespace {
 
-class PluginLoopback : public ::testing::TestWithParam<int> {
-protected:
+/// Every test's plugin statistics go to a private directory, removed at
+/// the end (the plugin leaves its files behind for `odl stats` on purpose).
+class runtime_dir_env : public ::testing::Environment {
+public:
     void SetUp() override {
-        char tmpl[] = "/tmp/odl-plugin-test-XXXXXX";
+        char tmpl[] = "/tmp/odl-plugin-rt-XXXXXX";
         ASSERT_NE(mkdtemp(tmpl), nullptr);
         m_dir = tmpl;
         setenv("ODL_RUNTIME_DIR", m_dir.c_str(), 1);
     }
     void TearDown() override { std::system(("rm -rf " + m_dir).c_str()); }
+
+private:
     std::string m_dir;
+};
+const auto* const g_runtime_dir = ::testing::AddGlobalTestEnvironment(new runtime_dir_env);
+
+class PluginLoopback : public ::testing::TestWithParam<int> {
+protected:
+    void SetUp() override {
+        const char* outer = std::getenv("ODL_RUNTIME_DIR");
+        m_outer = outer ? outer : "";
+        char tmpl[] = "/tmp/odl-plugin-test-XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        m_dir = tmpl;
+        setenv("ODL_RUNTIME_DIR", m_dir.c_str(), 1);
+    }
+    void TearDown() override {
+        std::system(("rm -rf " + m_dir).c_str());
+        setenv("ODL_RUNTIME_DIR", m_outer.c_str(), 1);
+    }
+    std::string m_dir, m_outer;
 };
 
 void init_side(side& s) {
