@@ -116,10 +116,10 @@ TEST(SimRings, ProducerAndConsumerAndImpossibleIndices) {
     // Impossible lengths read as 0.
     slots[3].len = ODL_FRAME_HDR_BYTES - 1;
     EXPECT_EQ(odl_sim_slot_len(&slots[3]), 0u);
-    slots[3].len = ODL_SIM_MAX_FRAME + 1;
+    slots[3].len = ODL_FRAME_MAX_BYTES + 1;
     EXPECT_EQ(odl_sim_slot_len(&slots[3]), 0u);
-    slots[3].len = ODL_SIM_MAX_FRAME;
-    EXPECT_EQ(odl_sim_slot_len(&slots[3]), ODL_SIM_MAX_FRAME);
+    slots[3].len = ODL_FRAME_MAX_BYTES;
+    EXPECT_EQ(odl_sim_slot_len(&slots[3]), ODL_FRAME_MAX_BYTES);
     // A region of another version or slot count is refused.
     shm->slots = ODL_SIM_SLOTS / 2;
     EXPECT_NE(odl_sim_shm_check(shm), nullptr);

@@ -24,13 +24,13 @@
 #ifndef ODL_WIRE_SIM_H
 #define ODL_WIRE_SIM_H
 
+#include "odl/wire/frame.h"
 #include "odl/wire/wire_common.h"
 
 #define ODL_SIM_MAGIC 0x4d53444fu /* "ODSM" little-endian, in HELLO and the shm */
 #define ODL_SIM_VERSION 2u        /* 2: frames in shared rings */
 
 #define ODL_SIM_HDR_BYTES 32u
-#define ODL_SIM_MAX_FRAME 4096u /* ODL_FRAME_MAX_BYTES */
 #define ODL_SIM_MAX_DATAGRAM (ODL_SIM_HDR_BYTES + 64u)
 
 /* Slots per ring (a power of two). */
@@ -127,7 +127,7 @@ ODL_WIRE_SIZE(struct odl_sim_index, 128);
 
 /**
  * struct odl_sim_slot - one frame.
- * @len: frame bytes, ODL_FRAME_HDR_BYTES..ODL_SIM_MAX_FRAME
+ * @len: frame bytes, ODL_FRAME_HDR_BYTES..ODL_FRAME_MAX_BYTES
  * @reserved: zero
  * @stamp_ns: towards the server: when the client sent it; towards the
  *	client: when the model said it was due (CLOCK_MONOTONIC)
@@ -138,7 +138,7 @@ struct odl_sim_slot {
 	__u32 reserved;
 	__u64 stamp_ns;
 	__u8 pad[48];
-	__u8 data[ODL_SIM_MAX_FRAME];
+	__u8 data[ODL_FRAME_MAX_BYTES];
 };
 ODL_WIRE_SIZE(struct odl_sim_slot, 64 + 4096);
 

@@ -167,7 +167,7 @@ static inline __u32 odl_sim_slot_len(const struct odl_sim_slot *slot)
 {
 	__u32 len = __atomic_load_n(&slot->len, __ATOMIC_RELAXED);
 
-	return len >= ODL_FRAME_HDR_BYTES && len <= ODL_SIM_MAX_FRAME ? len : 0;
+	return len >= ODL_FRAME_HDR_BYTES && len <= ODL_FRAME_MAX_BYTES ? len : 0;
 }
 
 #endif /* ODL_WIRE_SIM_CODEC_H */

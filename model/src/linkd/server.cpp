@@ -6,7 +6,7 @@
 // others (the model sees an unplug).
 #include "odl/model/linkd/server.h"
 
-#include "unix_listen.h"
+#include "odl/model/linkd/unix_listen.h"
 
 #include <fmt/format.h>
 #include <poll.h>
@@ -308,14 +308,6 @@ server::~server() {
         if (c->was_attached()) m_model.attach(static_cast<unsigned>(c->host()), nullptr);
     }
     m_conns.clear();
-    if (m_listen_fd >= 0) {
-        ::close(m_listen_fd);
-        ::unlink(m_cfg.socket_path.c_str());
-    }
-    if (m_ctl_fd >= 0) {
-        ::close(m_ctl_fd);
-        ::unlink(m_cfg.control_path.c_str());
-    }
 }
 
 
@@ -330,49 +322,35 @@ unsigned server::attached_hosts() const {
 }
 
 bool server::listen(std::string& err) {
-    m_listen_fd = listen_unix(m_cfg.socket_path, err);
-    if (m_listen_fd < 0) return false;
-    if (!m_cfg.control_path.empty()) {
-        m_ctl_fd = listen_unix(m_cfg.control_path, err);
-        if (m_ctl_fd < 0) return false;
-    }
-    return true;
+    if (!m_listen.open(m_cfg.socket_path, err)) return false;
+    return m_cfg.control_path.empty() || m_ctl.open(m_cfg.control_path, err);
 }
 
 // One command per connection: "cable plug", "cable unplug", "status",
 // "fault add SPEC|clear|status".
 void server::control_one() {
-    const int fd = ::accept4(m_ctl_fd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) return;
-    struct pollfd p = {fd, POLLIN, 0};
-    char buf[512] = {};
-    std::string reply = "error: no command";
-    if (::poll(&p, 1, 1000) == 1) {
-        const ssize_t n = ::recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
-        std::string cmd(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
-        while (!cmd.empty() && (cmd.back() == '\n' || cmd.back() == ' ')) cmd.pop_back();
+    answer_control(m_ctl.fd(), [this](const std::string& cmd) -> std::string {
+        if (cmd.empty()) return "error: no command";
         if (cmd == "cable plug" || cmd == "cable unplug") {
             const bool plug = cmd == "cable plug";
-            reply = m_model.set_cable(plug) ? "ok" : "error: this model has no cable";
+            std::string reply = m_model.set_cable(plug) ? "ok" : "error: this model has no cable";
             fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
-        } else if (cmd == "status") {
-            reply = fmt::format("ok hosts {} bad {}", attached_hosts(), m_total_bad);
-        } else if (cmd.rfind("fault ", 0) == 0 && m_cfg.fault_command) {
-            reply = m_cfg.fault_command(cmd.substr(6));
-            fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
-        } else {
-            reply = m_cfg.fault_command
-                        ? "error: unknown command (have: cable plug, cable unplug, status, "
-                          "fault add SPEC, fault clear, fault status)"
-                        : "error: unknown command (have: cable plug, cable unplug, status)";
+            return reply;
         }
-    }
-    ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    ::close(fd);
+        if (cmd == "status") return fmt::format("ok hosts {} bad {}", attached_hosts(), m_total_bad);
+        if (cmd.rfind("fault ", 0) == 0 && m_cfg.fault_command) {
+            std::string reply = m_cfg.fault_command(cmd.substr(6));
+            fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
+            return reply;
+        }
+        return m_cfg.fault_command ? "error: unknown command (have: cable plug, cable unplug, status, "
+                                     "fault add SPEC, fault clear, fault status)"
+                                   : "error: unknown command (have: cable plug, cable unplug, status)";
+    });
 }
 
 void server::accept_one() {
-    const int fd = ::accept4(m_listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    const int fd = ::accept4(m_listen.fd(), nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) return;
     // A QEMU that stops reading must not block the whole server forever.
     struct timeval tv = {5, 0};
@@ -617,8 +595,8 @@ void server::run() {
                 wait_ms, static_cast<std::uint64_t>(timeout_ms)));
         }
         pfds.clear();
-        pfds.push_back({m_listen_fd, POLLIN, 0});
-        pfds.push_back({m_ctl_fd, POLLIN, 0});  // fd -1: ignored by poll()
+        pfds.push_back({m_listen.fd(), POLLIN, 0});
+        pfds.push_back({m_ctl.fd(), POLLIN, 0});  // fd -1: ignored by poll()
         for (auto& c : m_conns) {
             pfds.push_back({c->fd(), POLLIN, 0});
             if (!c->stash().empty()) timeout_ms = 0;

@@ -23,13 +23,14 @@
 #include "odl/model/core/scheduler.h"
 #include "odl/model/scenario/system.h"
 #include "odl/wire/sim_codec.h"
-#include "unix_listen.h"
+#include "odl/model/linkd/unix_listen.h"
 
 namespace odl::model::linkd {
 
 namespace {
 
 constexpr unsigned k_port = 1;  // the lane adapter the cable is on, both hosts
+static_assert(ODL_SIM_WINDOW <= host_driver::data_ring_size, "a program's window fits the model's data ring");
 /// Waits shorter than this are spun: even with the timer slack at 1 ns
 /// (run()), a wake-up from ppoll() takes some microseconds.
 constexpr std::uint64_t k_spin_ns = 20'000;
@@ -110,14 +111,6 @@ sim_server::sim_server(sim_server_config cfg) : m_cfg(std::move(cfg)) {
 sim_server::~sim_server() {
     for (auto& c : m_clients)
         if (c->fd >= 0) ::close(c->fd);
-    if (m_listen_fd >= 0) {
-        ::close(m_listen_fd);
-        ::unlink(m_cfg.socket_path.c_str());
-    }
-    if (m_ctl_fd >= 0) {
-        ::close(m_ctl_fd);
-        ::unlink(m_cfg.control_path.c_str());
-    }
 }
 
 std::string sim_server::describe() const {
@@ -129,18 +122,13 @@ std::string sim_server::describe() const {
 }
 
 std::uint32_t sim_server::rate_mbps(int end) const {
-    return static_cast<std::uint32_t>(payload_gbps(m_cfg.link, m_cfg.cal.link.physics, end, ODL_SIM_MAX_FRAME) *
+    return static_cast<std::uint32_t>(payload_gbps(m_cfg.link, m_cfg.cal.link.physics, end, ODL_FRAME_MAX_BYTES) *
                                       1000.0);
 }
 
 bool sim_server::listen(std::string& err) {
-    m_listen_fd = listen_unix(m_cfg.socket_path, err);
-    if (m_listen_fd < 0) return false;
-    if (!m_cfg.control_path.empty()) {
-        m_ctl_fd = listen_unix(m_cfg.control_path, err);
-        if (m_ctl_fd < 0) return false;
-    }
-    return true;
+    if (!m_listen.open(m_cfg.socket_path, err)) return false;
+    return m_cfg.control_path.empty() || m_ctl.open(m_cfg.control_path, err);
 }
 
 std::uint64_t sim_server::wall_ns() const { return mono_ns(); }
@@ -216,8 +204,8 @@ void sim_server::run() {
         if (m_last_frame_ns + k_busy_ns > wall_ns()) wait_ns = 0;
         if (wait_ns >= k_spin_ns && !about_to_sleep()) wait_ns = 0;
         pfds.clear();
-        pfds.push_back({m_listen_fd, POLLIN, 0});
-        pfds.push_back({m_ctl_fd, POLLIN, 0});
+        pfds.push_back({m_listen.fd(), POLLIN, 0});
+        pfds.push_back({m_ctl.fd(), POLLIN, 0});
         for (auto& c : m_clients)
             pfds.push_back({c->fd, short(POLLIN | (c->outq.empty() ? 0 : POLLOUT)), 0});
         const timespec ts{time_t(wait_ns < k_spin_ns ? 0 : (wait_ns - k_spin_ns) / 1'000'000'000u),
@@ -305,7 +293,7 @@ void sim_server::put_frames(client& c) {
 }
 
 void sim_server::accept_one() {
-    const int fd = ::accept4(m_listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    const int fd = ::accept4(m_listen.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;
     auto c = std::make_unique<client>();
     c->fd = fd;
@@ -553,35 +541,24 @@ void sim_server::reap() {
 }
 
 void sim_server::control_one() {
-    const int fd = ::accept4(m_ctl_fd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) return;
-    timeval tv{1, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    char buf[256] = {};
-    const ssize_t n = ::recv(fd, buf, sizeof(buf) - 1, 0);
-    std::string cmd = n > 0 ? std::string(buf, size_t(n)) : std::string();
-    while (!cmd.empty() && (cmd.back() == '\n' || cmd.back() == '\r')) cmd.pop_back();
-    std::string reply;
-    if (cmd == "cable plug" || cmd == "cable unplug") {
-        const bool plug = cmd == "cable plug";
-        cable& cab = *m_sys->cables[0];
-        m_sys->sched.at(sc_core::sc_time(double(model_ns()), sc_core::SC_NS), [&cab, plug] {
-            if (plug)
-                cab.plug();
-            else
-                cab.unplug();
-        });
-        reply = fmt::format("ok cable {}", plug ? "plugged" : "unplugged");
-    } else if (cmd == "status") {
-        reply = fmt::format("ok sim {} ends {}{} frames A->B {} (lost {}) B->A {} (lost {}) bad {}", describe(),
-                            m_end[0] ? "A" : "-", m_end[1] ? "B" : "-", m_stats.frames_in[0], m_stats.frames_lost[0],
-                            m_stats.frames_in[1], m_stats.frames_lost[1], m_stats.bad_msgs);
-    } else {
-        reply = fmt::format("error unknown command '{}' (have: cable plug, cable unplug, status)", cmd);
-    }
-    reply += '\n';
-    [[maybe_unused]] const ssize_t w = ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
-    ::close(fd);
+    answer_control(m_ctl.fd(), [this](const std::string& cmd) -> std::string {
+        if (cmd == "cable plug" || cmd == "cable unplug") {
+            const bool plug = cmd == "cable plug";
+            cable& cab = *m_sys->cables[0];
+            m_sys->sched.at(sc_core::sc_time(double(model_ns()), sc_core::SC_NS), [&cab, plug] {
+                if (plug)
+                    cab.plug();
+                else
+                    cab.unplug();
+            });
+            return fmt::format("ok cable {}\n", plug ? "plugged" : "unplugged");
+        }
+        if (cmd == "status")
+            return fmt::format("ok sim {} ends {}{} frames A->B {} (lost {}) B->A {} (lost {}) bad {}\n", describe(),
+                               m_end[0] ? "A" : "-", m_end[1] ? "B" : "-", m_stats.frames_in[0],
+                               m_stats.frames_lost[0], m_stats.frames_in[1], m_stats.frames_lost[1], m_stats.bad_msgs);
+        return fmt::format("error unknown command '{}' (have: cable plug, cable unplug, status)\n", cmd);
+    });
 }
 
 }  // namespace odl::model::linkd

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-#include "unix_listen.h"
+#include "odl/model/linkd/unix_listen.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -32,6 +33,34 @@ int listen_unix(const std::string& path, std::string& err) {
         return -1;
     }
     return fd;
+}
+
+unix_listener::~unix_listener() {
+    if (m_fd < 0) return;
+    ::close(m_fd);
+    ::unlink(m_path.c_str());
+}
+
+bool unix_listener::open(const std::string& path, std::string& err) {
+    m_fd = listen_unix(path, err);
+    m_path = path;
+    return m_fd >= 0;
+}
+
+void answer_control(int listen_fd, const std::function<std::string(const std::string&)>& handler) {
+    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    struct pollfd p = {fd, POLLIN, 0};
+    char buf[512] = {};
+    std::string cmd;
+    if (::poll(&p, 1, 1000) == 1) {
+        const ssize_t n = ::recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+        cmd.assign(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+        while (!cmd.empty() && (cmd.back() == '\n' || cmd.back() == '\r' || cmd.back() == ' ')) cmd.pop_back();
+    }
+    const std::string reply = handler(cmd);
+    ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::close(fd);
 }
 
 }  // namespace odl::model::linkd

@@ -13,6 +13,7 @@
 
 #include "odl/model/linkd/backend.h"
 #include "odl/wire/linkd.h"
+#include "odl/model/linkd/unix_listen.h"
 
 namespace odl::model::linkd {
 
@@ -84,8 +85,7 @@ private:
 
     server_config m_cfg;
     model_backend& m_model;
-    int m_listen_fd = -1;
-    int m_ctl_fd = -1;
+    unix_listener m_listen, m_ctl;
     std::atomic<bool> m_stop{false};
     std::vector<std::unique_ptr<connection>> m_conns;
     std::int64_t m_start_ns = 0;

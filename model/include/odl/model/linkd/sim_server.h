@@ -14,6 +14,7 @@
 
 #include "odl/model/cable/link_config.h"
 #include "odl/model/host/platform.h"
+#include "odl/model/linkd/unix_listen.h"
 #include "odl/model/scenario/scenario.h"
 
 namespace odl::model {
@@ -104,7 +105,7 @@ private:
     sim_server_config m_cfg;
     std::unique_ptr<system_model> m_sys;
     std::int64_t m_t0_ns = 0;  ///< wall time of model time 0
-    int m_listen_fd = -1, m_ctl_fd = -1;
+    unix_listener m_listen, m_ctl;
     std::atomic<bool> m_stop{false};
     std::vector<std::unique_ptr<client>> m_clients;
     client* m_end[2] = {nullptr, nullptr};
