@@ -105,7 +105,10 @@ host_result deploy_host(const host& h, const std::string& sockets, const std::ve
     // Reload: a module loaded before (by us, or by udev the moment the
     // peer's service appeared) is the old build. Whatever loads it after
     // the unload, modprobe or udev, loads the file DKMS just installed.
-    r = s.run(fmt::format("if [ -d /sys/module/odl_tb5 ]; then {}modprobe -r odl_tb5 || "
+    // rmmod, not modprobe -r: that also unloads thunderbolt.ko when nothing
+    // else holds it, which resets the host's whole USB4 domain (and drops
+    // every other device and thunderbolt_net on a real host).
+    r = s.run(fmt::format("if [ -d /sys/module/odl_tb5 ]; then {}rmmod odl_tb5 || "
                           "{{ echo 'odl_tb5 is in use: close the programs using /dev/odl_tb5_*' >&2; exit 3; }}; fi; "
                           "{}modprobe odl_tb5",
                           sudo, sudo),
@@ -140,6 +143,46 @@ host_result deploy_host(const host& h, const std::string& sockets, const std::ve
     res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     progress(who, "{} with odl_tb5 srcversion {} ({:.0f} s)", f.odl_build, f.module_src, res.seconds);
     return res;
+}
+
+/// Seconds until every odl_tb5 device of the host is logged in with its
+/// peer (state connected or session), or -1 when that did not happen
+/// within `limit_s`. One remote loop, so the wait costs one SSH command.
+double wait_host_login(const host& h, const std::string& sockets, int limit_s, std::string* last_state) {
+    ssh_session s(h, sockets);
+    if (!s.connect().empty()) return -1;
+    const auto t0 = std::chrono::steady_clock::now();
+    const process_result r = s.run(
+        fmt::format("i=0; while [ $i -lt {} ]; do ok=1; n=0; "
+                    "for f in /sys/class/odl_tb5/odl_tb5_*/state; do [ -r \"$f\" ] || continue; n=$((n+1)); "
+                    "case $(cat \"$f\") in connected|session) ;; *) ok=0 ;; esac; done; "
+                    "[ $n -gt 0 ] && [ $ok = 1 ] && exit 0; sleep 1; i=$((i+1)); done; "
+                    "cat /sys/class/odl_tb5/odl_tb5_*/state 2>/dev/null | tr '\\n' ' '; exit 1",
+                    limit_s),
+        limit_s + 30);
+    if (r.status == 0) return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    *last_state = r.out.empty() ? "no odl_tb5 device" : "state " + r.out;
+    return -1;
+}
+
+/// After a reload both modules log in again; the deploy ends when they have
+/// (or says that they did not), so a check or run started next finds the
+/// link as a fresh boot would leave it rather than half way through login.
+void wait_for_login(const pair& p, const std::string& sockets, int limit_s) {
+    if (limit_s <= 0) return;
+    std::string why_a, why_b;
+    auto fa = std::async(std::launch::async, wait_host_login, p.a, sockets, limit_s, &why_a);
+    auto fb = std::async(std::launch::async, wait_host_login, p.b, sockets, limit_s, &why_b);
+    const double a = fa.get(), b = fb.get();
+    if (a >= 0 && b >= 0) {
+        fmt::print("pair {}: odl_tb5 logged in with the peer on both hosts ({:.0f} s after the reload)\n", p.name,
+                   std::max(a, b));
+        return;
+    }
+    fmt::print(stderr,
+               "odl hil deploy: warning: the link is not logged in {} s after the reload ({}{}{}); "
+               "odl hil check says which layer is broken\n",
+               limit_s, a < 0 ? "a: " + why_a : "", a < 0 && b < 0 ? ", " : "", b < 0 ? "b: " + why_b : "");
 }
 
 }  // namespace
@@ -201,6 +244,7 @@ int run_deploy(const inventory& inv, const deploy_options& o) {
     }
     fmt::print("pair {}: both hosts run {} (odl_tb5 srcversion {}); a {:.0f} s, b {:.0f} s\n", p.name, a.build,
                a.module_src, a.seconds, b.seconds);
+    wait_for_login(p, sockets.path(), o.settle_s);
     return kOk;
 }
 

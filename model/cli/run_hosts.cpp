@@ -99,7 +99,7 @@ public:
     }
     bool can_reset() const override { return true; }
     void reset(unsigned host) override {
-        const auto r = exec(host, fmt::format("{0}modprobe -r odl_tb5 && {0}modprobe odl_tb5", sudo(host)), 120);
+        const auto r = exec(host, fmt::format("{0}rmmod odl_tb5 && {0}modprobe odl_tb5", sudo(host)), 120);
         if (r.rc != 0) throw target_error(fmt::format("reloading odl_tb5 on host {}: {}", name(host), last_line(r.out)));
     }
     std::string no_event_reason() const override {

@@ -96,6 +96,13 @@ echo "$out"
 [ "$rc" = 0 ] || fail "deploy: exit $rc: $err"
 build=$("$odl" --version | cut -d' ' -f2)
 echo "$out" | grep -q "both hosts run odl $build" || fail "deploy did not report this build ($build) on both: $out"
+echo "$out" | grep -q "logged in with the peer on both hosts" || fail "deploy did not wait for the login: $out $err"
+# The reload is odl_tb5's alone: thunderbolt.ko stays (unloading it resets
+# the host's USB4 domain, and a pair reset that way can miss its peer).
+for v in A B; do
+	! grep -q "bus type thunderbolt unregistered" "$ODL_VM_DIR/$v.console.log" ||
+		fail "deploy unloaded thunderbolt.ko on VM $v"
+done
 deploy_s=$((SECONDS - t))
 
 step "check after deploying: both healthy at the cable's rating"

@@ -66,6 +66,9 @@ void add_hil_command(CLI::App& app) {
     deploy->add_option("--timeout", o->deploy.install_timeout_s,
                        "seconds for each host's install, DKMS build included (default 1200)")
         ->check(CLI::Range(10, 7200));
+    deploy->add_option("--settle", o->deploy.settle_s,
+                       "seconds to wait for the two modules to log in after the reload (default 60; 0: don't wait)")
+        ->check(CLI::Range(0, 3600));
     deploy->callback([o] {
         const std::string self = self_exe();
         o->deploy.odl_self = self.empty() ? "odl" : self;

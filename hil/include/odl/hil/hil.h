@@ -51,6 +51,7 @@ struct deploy_options {
     std::string odl_self;   ///< this odl binary, to run `odl package`
     bool plugin = false;    ///< also the NCCL/RCCL plugin package
     int install_timeout_s = 1200;  ///< per host: DKMS builds the module there
+    int settle_s = 60;             ///< wait this long for the peers' login after the reload (0: don't)
 };
 
 /// Copies and installs this build's packages on both hosts (DKMS builds the
