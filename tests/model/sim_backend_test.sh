@@ -114,6 +114,11 @@ assert r[4096]["p50_us"] > r[64]["p50_us"] or m["distorted"], r
 print("latency p50 64 B %.1f us, 4 KiB %.1f us; model frames %d, late %d, lag max %.1f us"
       % (r[64]["p50_us"], r[4096]["p50_us"], m["frames"], m["late_frames"], m["lag_max_us"]))
 PY
+# Quiet when healthy: two programs that ended in order leave nothing in the
+# server's log but its banner (a goodbye is no error).
+for _ in $(seq 20); do [ -z "$(grep -v 'serving the sim backend' "$tmp/linkd.log")" ] || break; sleep 0.1; done
+noise=$(grep -v 'serving the sim backend' "$tmp/linkd.log" || true)
+[ -z "$noise" ] || fail "an orderly run left this in the server's log: $noise"
 step "a third program is refused while two hold the link"
 "$odl" perf latency --backend sim --server --quiet >"$tmp/srv3.log" 2>&1 &
 holder=$!

@@ -133,8 +133,10 @@ bool sim_server::listen(std::string& err) {
 
 std::uint64_t sim_server::wall_ns() const { return mono_ns(); }
 
-std::uint64_t sim_server::model_ns() const {
-    const std::int64_t d = std::int64_t(mono_ns()) - m_t0_ns;
+std::uint64_t sim_server::model_ns() const { return model_of(mono_ns()); }
+
+std::uint64_t sim_server::model_of(std::uint64_t wall) const {
+    const std::int64_t d = std::int64_t(wall) - m_t0_ns;
     return d > 0 ? std::uint64_t(d) : 0;
 }
 
@@ -182,15 +184,16 @@ void sim_server::run() {
             take_frames(*c);
             taken += c->taken - before;
         }
-        if (taken) m_last_frame_ns = wall_ns();  // one clock read per turn
-        const std::uint64_t now = model_ns();
+        const std::uint64_t wall = wall_ns();  // one clock read per turn
+        if (taken) m_last_frame_ns = wall;
+        const std::uint64_t now = model_of(wall);
         // Entering the SystemC kernel costs about a microsecond: only when
         // something is due. Either way the model has been run up to @now.
         if (sc_core::sc_pending_activity() &&
             ns_of(sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity()) <= now)
             m_sys->run_until(sc_core::sc_time(double(now), sc_core::SC_NS));
         m_upto_ns = now;
-        sweep_lost();
+        sweep_lost(now);
         for (auto& c : m_clients) put_frames(*c);
         flush_acks();
         reap();
@@ -207,7 +210,11 @@ void sim_server::run() {
         // While frames flow, the next one is near: keep looking (a wake-up
         // costs microseconds, a modelled TB5 hop about 3.5). Sleep once the
         // link has been quiet for a while.
-        if (m_last_frame_ns + k_busy_ns > wall_ns()) wait_ns = 0;
+        if (m_last_frame_ns + k_busy_ns > wall) wait_ns = 0;
+        // A ppoll() every turn, even a busy one: skipping it (to spare the
+        // system call) left a 2-core machine's scheduler so few chances to
+        // switch between the server and two polling programs that some runs'
+        // 64 B round trips took a millisecond; on 16 cores it gained nothing.
         if (wait_ns >= k_spin_ns && !about_to_sleep()) wait_ns = 0;
         pfds.clear();
         pfds.push_back({m_listen.fd(), POLLIN, 0});
@@ -458,8 +465,7 @@ void sim_server::flush_acks() {
     }
 }
 
-void sim_server::sweep_lost() {
-    const std::uint64_t now = model_ns();
+void sim_server::sweep_lost(std::uint64_t now) {
     for (int e = 0; e < 2; ++e) {
         auto& q = m_pending[e];
         std::uint64_t n = 0;
@@ -498,8 +504,7 @@ void sim_server::send_msg(client& c, unsigned type, std::uint64_t stamp, std::ui
         mh.msg_iov = iov;
         mh.msg_iovlen = len ? 2 : 1;
         if (::sendmsg(c.fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            return drop(c, fmt::format("send failed: {}", std::strerror(errno)));
+        if (errno != EAGAIN && errno != EWOULDBLOCK) return send_failed(c, errno);
     }
     std::vector<unsigned char> d(sizeof(odl_sim_hdr) + len);
     std::memcpy(d.data(), &h, sizeof(h));
@@ -512,10 +517,18 @@ void sim_server::flush(client& c) {
         const auto& d = c.outq.front();
         if (::send(c.fd, d.data(), d.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-            return drop(c, fmt::format("send failed: {}", std::strerror(errno)));
+            return send_failed(c, errno);
         }
         c.outq.pop_front();
     }
+}
+
+// A program that said goodbye and closed is no failure: its BYE may still be
+// unread when the server's next message finds the connection shut, so read
+// what is left before naming an error.
+void sim_server::send_failed(client& c, int err) {
+    if (err == EPIPE || err == ECONNRESET) serve(c);
+    if (!c.dead) drop(c, fmt::format("send failed: {}", std::strerror(err)));
 }
 
 void sim_server::drop(client& c, const std::string& why) {

@@ -80,6 +80,7 @@ private:
     void start_model();
     std::uint64_t wall_ns() const;
     std::uint64_t model_ns() const;
+    std::uint64_t model_of(std::uint64_t wall) const;  ///< simulated time at wall-clock time @wall
     void accept_one();
     void serve(client& c);
     void handle(client& c, const unsigned char* buf, std::size_t n, int fd);
@@ -90,12 +91,13 @@ private:
     void send_msg(client& c, unsigned type, std::uint64_t stamp, std::uint64_t arg,
                   const void* payload, std::size_t len);
     void flush(client& c);
+    void send_failed(client& c, int err);  ///< @err: errno of the failed send
     void ack(int end, std::uint64_t frames);
     void flush_acks();
     std::vector<unsigned char> spare_buffer();
     void recycle(std::vector<unsigned char> v);
     void delivered(int to, std::uint32_t tag);
-    void sweep_lost();
+    void sweep_lost(std::uint64_t now);  ///< @now: simulated time of this turn
     void link_changed(int end, bool up);
     /// Sends @end its LINK state if it changed.
     void notify(int end);
