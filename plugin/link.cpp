@@ -96,6 +96,7 @@ link::~link() {
     if (!m_zombies.empty())
         ODL_INFO("%s: %zu closed comm(s) still had operations under way at finalize", m_name.c_str(),
                  m_zombies.size());
+    report_model_timing();
     odl_close(m_dev);
     for (comm* c : m_zombies) delete c;
     m_zombies.clear();
@@ -236,6 +237,24 @@ void link::refresh_state() {
         stat_store(m_stats->odl_link_full_stalls, s.link_full_stalls);
         stat_store(m_stats->odl_rx_unexpected_msgs, s.rx_unexpected_msgs);
     }
+}
+
+// On a modelled link (the sim backend) the job's timings are the model's only
+// if every frame arrived when the model said: say so once, at the end, when
+// some did not (NCCL's own numbers would otherwise look like the link's).
+void link::report_model_timing() {
+    odl_stats s{};
+    s.struct_size = sizeof(s);
+    if (odl_get_stats(m_dev, &s) != ODL_OK || s.model_frames == 0) return;
+    if (s.model_late_frames == 0) {
+        ODL_INFO("%s: model timing: %llu frames, none late", m_name.c_str(), (unsigned long long)s.model_frames);
+        return;
+    }
+    ODL_WARN("%s: model timing: %llu of %llu frames arrived later than the link model said (by up to %.1f us): "
+             "the model or this machine did not keep up with the wall clock, so this job's timings are slower "
+             "than the modelled link's",
+             m_name.c_str(), (unsigned long long)s.model_late_frames, (unsigned long long)s.model_frames,
+             double(s.model_lag_max_ns) / 1000.0);
 }
 
 void link::idle_wait(uint64_t timeout_ns) {

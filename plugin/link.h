@@ -96,6 +96,7 @@ private:
     void finish_op(comm* c);
     void free_comm(comm* c);
     void refresh_state();
+    void report_model_timing();  ///< at close: the sim backend's late frames, if any
     void idle_wait(uint64_t timeout_ns);
 
     odl_dev* m_dev = nullptr;

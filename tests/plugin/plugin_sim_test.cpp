@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdarg>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -99,6 +101,84 @@ TEST_F(PluginSim, TransfersEverySizeBothWaysAtTheCablesSpeed) {
         },
         120, "sim:0");
 }
+
+/// Counts the plugin's model-timing lines at finalize, by level.
+struct timing_log {
+    static inline int late_warnings = 0, on_time_infos = 0, other_warnings = 0;
+    static void fn(ncclDebugLogLevel lvl, unsigned long flags, const char* file, int line, const char* fmt, ...) {
+        char buf[512];
+        va_list ap;
+        va_start(ap, fmt);
+        std::vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        const bool timing = std::strstr(buf, "model timing") != nullptr;
+        if (lvl == NCCL_LOG_WARN && timing && std::strstr(buf, "arrived later than the link model said"))
+            ++late_warnings;
+        else if (lvl == NCCL_LOG_WARN)
+            ++other_warnings;
+        else if (timing && std::strstr(buf, "none late"))
+            ++on_time_infos;
+        log_counter::fn(lvl, flags, file, line, "%s", buf);
+    }
+};
+
+/// One 1 MiB message each way, then an orderly close; @late_ns is the
+/// programs' lateness threshold (ODL_SIM_LATE_NS).
+void one_exchange_then_finalize(const char* late_ns, bool expect_late) {
+    setenv("ODL_SIM_LATE_NS", late_ns, 1);
+    run_pair(
+        11,  // v11 has finalize, which closes the links (v10: only at unload)
+        [&](side& s) {
+            PCHECK_OK(s.api.init(&timing_log::fn));
+            conn_pair c = connect_both(s);
+            std::vector<unsigned char> tx(1 << 20), rx((1 << 20) + 64);
+            void *tx_mh = nullptr, *rx_mh = nullptr;
+            PCHECK_OK(s.api.reg_mr(c.sc, tx.data(), tx.size(), NCCL_PTR_HOST, &tx_mh));
+            PCHECK_OK(s.api.reg_mr(c.rc, rx.data(), rx.size(), NCCL_PTR_HOST, &rx_mh));
+            void *sreq = nullptr, *rreq = nullptr;
+            void* d = rx.data();
+            size_t cap = rx.size();
+            int tag = 5;
+            void* mh = rx_mh;
+            PCHECK_OK(s.api.irecv(c.rc, 1, &d, &cap, &tag, &mh, &rreq));
+            PCHECK_OK(s.api.isend(c.sc, tx.data(), tx.size(), 5, tx_mh, &sreq));
+            int ssize = -1, rsize = -1;
+            wait_done(s.api, sreq, &ssize);
+            wait_done(s.api, rreq, &rsize);
+            PCHECK(ssize == int(tx.size()) && rsize == int(tx.size()));
+            s.ch.barrier();
+            PCHECK_OK(s.api.dereg_mr(c.sc, tx_mh));
+            PCHECK_OK(s.api.dereg_mr(c.rc, rx_mh));
+            PCHECK_OK(s.api.close_send(c.sc));
+            PCHECK_OK(s.api.close_recv(c.rc));
+            PCHECK_OK(s.api.close_listen(c.lc));
+            PCHECK_OK(s.api.finalize());
+            // Each side received 257+ frames from the model; its link says
+            // at finalize whether they were on time, once.
+            if (timing_log::late_warnings + timing_log::on_time_infos != 1 || timing_log::other_warnings)
+                std::fprintf(stderr, "%s: late warnings %d, on-time infos %d, other warnings %d\n",
+                             s.server ? "server" : "client", timing_log::late_warnings, timing_log::on_time_infos,
+                             timing_log::other_warnings);
+            if (expect_late) {
+                PCHECK(timing_log::late_warnings == 1);
+                PCHECK(timing_log::on_time_infos == 0);
+            } else {
+                PCHECK(timing_log::late_warnings == 0);
+                PCHECK(timing_log::on_time_infos == 1);
+            }
+            PCHECK(timing_log::other_warnings == 0);
+        },
+        120, "sim:0");
+    unsetenv("ODL_SIM_LATE_NS");
+}
+
+// Every frame counts as late with a threshold of 0 ns: the job's end says
+// its timings are not the modelled link's, at WARN.
+TEST_F(PluginSim, SaysAtFinalizeThatTheModelFellBehind) { one_exchange_then_finalize("0", true); }
+
+// With a threshold no frame reaches (60 s), the same job ends quietly: one
+// INFO line, no warning.
+TEST_F(PluginSim, QuietAtFinalizeWhenTheModelKeptUp) { one_exchange_then_finalize("60000000000", false); }
 
 }  // namespace
 }  // namespace odl::plugin::test
