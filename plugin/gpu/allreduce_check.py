@@ -15,9 +15,12 @@ import torch.distributed as dist
 SIZES = [8 << i for i in range(26)]  # 8 B ... 256 MiB
 
 
+TRAFFIC = 1 << 30  # bytes per size (--traffic)
+
+
 def iters_for(size):
-    # About 1 GiB of traffic per size, at least 5 and at most 200 calls.
-    return max(5, min(200, (1 << 30) // size))
+    # About TRAFFIC bytes per size, at least 5 and at most 200 calls.
+    return max(5, min(200, TRAFFIC // size))
 
 
 def timed(fn, iters):
@@ -71,10 +74,19 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--min-size", type=int, default=0, help="skip sizes below this (quick sweeps)")
     ap.add_argument("--ops", default="all_reduce,all_gather")
+    ap.add_argument("--max-size", type=int, default=SIZES[-1], help="skip sizes above this")
+    ap.add_argument("--traffic", type=int, default=TRAFFIC, help="bytes moved per size (default 1 GiB)")
+    ap.add_argument("--one-gpu", action="store_true",
+                    help="every rank on GPU 0, each its own NCCL host, so only the net plugin carries data")
     args = ap.parse_args()
+    globals()["TRAFFIC"] = args.traffic
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
-    dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    if args.one_gpu:
+        # NCCL reads its environment at the first communicator: two "hosts"
+        # on one GPU, no P2P or SHM path between them.
+        os.environ["NCCL_HOSTID"] = f"odlhost{rank}"
+    dev = torch.device("cuda", 0 if args.one_gpu else int(os.environ["LOCAL_RANK"]))
     torch.cuda.set_device(dev)
     dist.init_process_group("nccl", device_id=dev)
     rows = []
@@ -83,7 +95,7 @@ def main():
                            ("all_gather", check_all_gather, (world - 1) / world)):
         if op not in args.ops.split(","):
             continue
-        for size in (s for s in SIZES if s >= args.min_size):
+        for size in (s for s in SIZES if args.min_size <= s <= args.max_size):
             t, iters, ok = fn(size, rank, world, dev)
             # The slowest rank's time, and every rank's verdict.
             agg = torch.tensor([t, 0.0 if ok else 1.0], device=dev, dtype=torch.float64)

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Real NCCL on a modelled link: torch.distributed all_reduce/all_gather
+# between two ranks on ONE GPU (each its own NCCL host, so every byte goes
+# through the ODL plugin), the plugin on libodl's sim backend, the link
+# modelled by odl-linkd --sim. Every result is checked exactly; no size may
+# run faster than the modelled cable carries (the pacing is the model's);
+# the plugin's "model timing" lines say whether the model kept up. The same
+# job over the unpaced loopback backend runs beside it for comparison.
+#
+# Usage: plugin/gpu/run_sim_check.sh <plugin dir> <odl-linkd> [out dir] [-- odl-linkd options]
+#   default odl-linkd options: --gen gen4 --lanes 2 (TB5); e.g. -- --gen gen3 --lanes 2 (TB4)
+# Environment: MAX_SIZE (default 64 MiB), TRAFFIC (bytes per size, default 256 MiB).
+# Two processes on one GPU take turns on it (time slices of milliseconds, so
+# every small collective took 2.25-4.5 ms) unless CUDA MPS runs: the script
+# starts a private MPS daemon when nvidia-cuda-mps-control is there, and says
+# so when it is not.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+plugdir=$(cd "${1:?usage: $0 <plugin dir> <odl-linkd> [out dir] [-- linkd options]}" && pwd)
+linkd=${2:?usage: $0 <plugin dir> <odl-linkd> [out dir] [-- linkd options]}
+shift 2
+out=${OUT:-/tmp/odl-gpu-sim}
+if [[ $# -gt 0 && $1 != -- ]]; then out=$1; shift; fi
+[[ ${1:-} == -- ]] && shift
+cable=("$@")
+[[ ${#cable[@]} -gt 0 ]] || cable=(--gen gen4 --lanes 2)
+mkdir -p "$out"
+status=0
+
+export NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NVLS_ENABLE=0
+export TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET
+export ODL_RUNTIME_DIR="$out/runtime" ODL_LOOPBACK_NAMESPACE=gpusim-$$
+export ODL_SIM_SOCKET="$out/sim.sock" SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
+rm -f "$ODL_SIM_SOCKET"
+
+mps=
+if command -v nvidia-cuda-mps-control >/dev/null; then
+    export CUDA_MPS_PIPE_DIRECTORY="$out/mps-pipe" CUDA_MPS_LOG_DIRECTORY="$out/mps-log"
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    nvidia-cuda-mps-control -d && mps=1
+fi
+[[ -n $mps ]] && echo "CUDA MPS: on (both ranks' kernels run at once)" ||
+    echo "CUDA MPS: not available: the two ranks take turns on the GPU, small collectives take milliseconds"
+
+"$linkd" --sim --socket "$ODL_SIM_SOCKET" "${cable[@]}" >"$out/linkd.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; if [[ -n $mps ]]; then echo quit | nvidia-cuda-mps-control || true; fi' EXIT
+for _ in $(seq 100); do [[ -S $ODL_SIM_SOCKET ]] && break; sleep 0.1; done
+[[ -S $ODL_SIM_SOCKET ]] || { echo "FAIL: odl-linkd --sim did not start: $(cat "$out/linkd.log")"; exit 1; }
+banner=$(head -n1 "$out/linkd.log")
+rate_mbps=$(sed -n 's/.*, \([0-9]*\) Mb\/s each way.*/\1/p' <<<"$banner")
+echo "link: ${banner#*(}"
+
+run() {  # name, devices
+    local name=$1 devices=$2
+    echo "== $name (ODL_NCCL_DEVICES=$devices)"
+    if ! env NCCL_NET_PLUGIN="$plugdir/libnccl-net-odl.so" NCCL_NET=ODL ODL_NCCL_DEVICES="$devices" \
+        LD_LIBRARY_PATH="$plugdir:${LD_LIBRARY_PATH:-}" \
+        torchrun --standalone --nproc_per_node=2 "$here/allreduce_check.py" --one-gpu \
+        --max-size "${MAX_SIZE:-67108864}" --traffic "${TRAFFIC:-268435456}" \
+        --transport "$name" --out "$out/$name.json" >"$out/$name.log" 2>&1; then
+        echo "FAIL: $name run failed; last lines of $out/$name.log:"
+        tail -30 "$out/$name.log"
+        status=1
+    fi
+    grep -q "via NET/ODL" "$out/$name.log" || { echo "FAIL: $name: no channel via NET/ODL"; status=1; }
+}
+
+run sim sim:0
+# What the plugin said about the model's timing, per rank (WARN: some frames
+# were late, so the times below are slower than the modelled link's).
+timing=$(grep -h "model timing" "$out/sim.log" | sed 's/^.*NET\/ODL : //' || true)
+[[ -n $timing ]] || { echo "FAIL: the plugin reported no model timing"; status=1; }
+echo "$timing"
+kill $server 2>/dev/null
+wait $server 2>/dev/null || true
+run loopback loopback:0
+
+[[ -f $out/sim.json && -f $out/loopback.json ]] || exit 1
+python3 - "$out/sim.json" "$out/loopback.json" "$rate_mbps" <<'PY' | tee "$out/table.md" || status=1
+import json, sys
+sim, lo = (json.load(open(p)) for p in sys.argv[1:3])
+rate_GBps = int(sys.argv[3]) / 8000.0
+print(f"two ranks on one {sim['gpu']}, torch {sim['torch']}, NCCL {sim['nccl']}; "
+      f"modelled link {rate_GBps:.2f} GB/s each way\n")
+print("| op | size | sim: time | sim: busbw | loopback: time | loopback: busbw |")
+print("|---|---|---|---|---|---|")
+lo_rows = {(r["op"], r["size"]): r for r in lo["rows"]}
+bad = 0
+for r in sim["rows"]:
+    l = lo_rows.get((r["op"], r["size"]))
+    print(f"| {r['op']} | {r['size']} | {r['time_us']:.1f} us | {r['busbw_GBps']:.3f} GB/s | "
+          + (f"{l['time_us']:.1f} us | {l['busbw_GBps']:.3f} GB/s |" if l else "- | - |"))
+    # The model paces every byte: no size may beat the cable (5 % for timer noise).
+    if r["busbw_GBps"] > rate_GBps * 1.05:
+        print(f"FAIL: {r['op']} {r['size']} B at {r['busbw_GBps']:.2f} GB/s beats the modelled link")
+        bad += 1
+if sim["failures"] or lo["failures"]:
+    print(f"FAIL: wrong results: sim {sim['failures']}, loopback {lo['failures']}")
+    bad += 1
+sys.exit(1 if bad else 0)
+PY
+exit $status
