@@ -16,6 +16,21 @@ if(ODL_SANITIZE)
   target_compile_options(odl_sanitize INTERFACE
     -fsanitize=${ODL_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(odl_sanitize INTERFACE -fsanitize=${ODL_SANITIZE})
+  # clang links its C++ sanitizer runtime parts (UBSan's vptr checks) only
+  # into C++ programs; C programs that use libodl (C++ inside) need them,
+  # and the C++ library under them, too.
+  if(CMAKE_C_COMPILER_ID MATCHES "Clang")
+    target_link_options(odl_sanitize INTERFACE "$<$<LINK_LANGUAGE:C>:-fsanitize-link-c++-runtime;-lstdc++>")
+  endif()
+endif()
+# Fuzzing: every OdinLink target gets libFuzzer's coverage counters, so the
+# fuzzers see inside the libraries they call; only the fuzz targets link
+# libFuzzer itself (tests/fuzz).
+if(ODL_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang" OR NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "ODL_FUZZ needs clang (libFuzzer): configure with CC=clang CXX=clang++")
+  endif()
+  target_compile_options(odl_sanitize INTERFACE -fsanitize=fuzzer-no-link)
 endif()
 
 # odl_add_test(NAME n SOURCES ... [LIBS ...] [LABELS ...] [TIMEOUT s])
@@ -29,6 +44,8 @@ function(odl_add_test)
     set(T_LABELS unit)
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
+  # C++17 whatever the compiler's default (clang 14's is C++14).
+  target_compile_features(${T_NAME} PRIVATE cxx_std_17)
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest_main GTest::gmock
                         odl::warnings odl::sanitize)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})

@@ -56,17 +56,22 @@ private:
     std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-int run_sanitizer_pass(const std::string& src, const std::string& build, const std::string& jobs,
+int run_sanitizer_pass(const std::string& src, const std::string& build, const std::string& jobs, bool fuzz,
                        phase_clock& clock) {
     const std::string san = build + "-asan";
     // -O1 -g1: what AddressSanitizer recommends and line tables for its
     // reports; full debug info under both sanitizers tripled the compile
-    // time (docs/ci.md).
-    if (run({"cmake", "-S", src, "-B", san, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
-             "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG", "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG",
-             "-DODL_SANITIZE=address,undefined", "-DODL_BUILD_BENCHMARKS=OFF",
-             // The pass runs the unit label only: the model has its own label.
-             "-DODL_BUILD_MODEL=OFF"}) != 0) {
+    // time (docs/ci.md). clang, because libFuzzer comes with it: the fuzz
+    // targets (tests/fuzz) build in the same tree, every library with
+    // their coverage counters.
+    std::vector<std::string> configure = {
+        "cmake", "-S", src, "-B", san, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+        "-DCMAKE_C_COMPILER=clang", "-DCMAKE_CXX_COMPILER=clang++",
+        "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG", "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG",
+        "-DODL_SANITIZE=address,undefined", "-DODL_BUILD_BENCHMARKS=OFF",
+        // The pass runs the unit and fuzz labels: the model has its own.
+        "-DODL_BUILD_MODEL=OFF", std::string("-DODL_FUZZ=") + (fuzz ? "ON" : "OFF")};
+    if (run(configure) != 0) {
         fmt::print(stderr, "odl: test: configuring the sanitizer build failed\n");
         return 1;
     }
@@ -75,7 +80,8 @@ int run_sanitizer_pass(const std::string& src, const std::string& build, const s
         return 1;
     }
     clock.lap("sanitizer build");
-    const int rc = run({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", "unit"});
+    const int rc =
+        run({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", fuzz ? "^(unit|fuzz)$" : "^unit$"});
     clock.lap("sanitizer tests");
     if (rc != 0) fmt::print(stderr, "odl: test: sanitizer ctest failed (exit {})\n", rc);
     return rc;
@@ -84,6 +90,7 @@ int run_sanitizer_pass(const std::string& src, const std::string& build, const s
 struct test_options {
     std::string label;
     bool sanitize = true;
+    bool fuzz = true;
     int jobs = 0;
 };
 
@@ -104,11 +111,11 @@ int run_tests(const test_options& opt) {
     const int rc = run(ctest);
     clock.lap("ctest");
     if (rc != 0) fmt::print(stderr, "odl: test: ctest failed (exit {})\n", rc);
-    // The sanitizer pass covers the unit label; it is skipped when a label
-    // other than `unit` was asked for. It runs after a failed ctest too: a
+    // The sanitizer pass covers the unit and fuzz labels; it is skipped when
+    // a label other than those was asked for. It runs after a failed ctest too: a
     // broken VM stack must not hide what the sanitizers find.
-    if (!opt.sanitize || (!opt.label.empty() && opt.label != "unit")) return rc;
-    const int san_rc = run_sanitizer_pass(src, build, jobs, clock);
+    if (!opt.sanitize || (!opt.label.empty() && opt.label != "unit" && opt.label != "fuzz")) return rc;
+    const int san_rc = run_sanitizer_pass(src, build, jobs, opt.fuzz && opt.label != "unit", clock);
     return rc != 0 ? rc : san_rc;
 }
 
@@ -117,8 +124,9 @@ int run_tests(const test_options& opt) {
 void add_test_command(CLI::App& app) {
     auto opt = std::make_shared<test_options>();
     auto* cmd = app.add_subcommand("test", "Run the test suite through ctest");
-    cmd->add_option("--label,-L", opt->label, "Only tests with this ctest label (unit, model, vm, hil, gpu, package)");
-    cmd->add_flag("!--no-sanitize", opt->sanitize, "Skip the address/undefined sanitizer pass");
+    cmd->add_option("--label,-L", opt->label, "Only tests with this ctest label (unit, model, vm, hil, gpu, package, fuzz)");
+    cmd->add_flag("!--no-sanitize", opt->sanitize, "Skip the address/undefined sanitizer pass (and the fuzz targets)");
+    cmd->add_flag("!--no-fuzz", opt->fuzz, "Skip the fuzz targets in the sanitizer pass");
     cmd->add_option("--jobs,-j", opt->jobs, "Parallel tests (default: cores)");
     cmd->callback([opt] { std::exit(run_tests(*opt)); });
 }

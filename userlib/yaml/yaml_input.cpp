@@ -10,6 +10,9 @@
 namespace odl::yaml {
 
 std::string where(const std::string& file, const YAML::Node& n) {
+    // A missing key's node has no place in the file, and its Mark() throws
+    // YAML::InvalidNode (found by fuzz_scenario: a scenario without hosts).
+    if (!n.IsDefined()) return file;
     const auto m = n.Mark();
     if (m.line < 0) return file;
     return fmt::format("{}:{}", file, m.line + 1);

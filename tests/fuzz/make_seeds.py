@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# Writes the binary seed inputs of the fuzz targets (seeds/<target>/):
+# well-formed messages of each kind, so the fuzzers start past the first
+# checks. The YAML seeds are copies of the tree's own files. Run from the
+# repository root after a wire format changes: tests/fuzz/make_seeds.py
+import os
+import shutil
+import struct
+import sys
+
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+seeds = os.path.join(root, "tests", "fuzz", "seeds")
+
+HDR = 32
+MAXB = 4096
+MAXP = MAXB - HDR
+SOM, EOM, CSUM, CREDIT = 1, 2, 4, 8
+
+
+def frame(ftype, flags=0, stream=0, payload=b"", seq=0, tag=0, msg_len=0, offset=0, credit=0, csum=0, length=None):
+    ln = len(payload) if length is None else length
+    return struct.pack("<BBHHHIIIIII", ftype, flags, stream, ln, 0, seq, tag, msg_len, offset, credit, csum) + payload
+
+
+def hello(streams=4, window=16, features=3, link_window=0):
+    return struct.pack("<IHHIHHIIQQII64s", 0x314C444F, 1, 1, features, MAXP, streams, window, link_window,
+                       1 << 20, 7, 1234, 0, b"seed")
+
+
+def write(target, name, data):
+    d = os.path.join(seeds, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# frame: one of each type the decoder accepts.
+frames = {
+    "hello": frame(0x01, payload=hello()),
+    "credit": frame(0x02, CREDIT, stream=1, credit=8),
+    "goodbye": frame(0x03),
+    "link_credit": frame(0x04, CREDIT, credit=16),
+    "rndv_done": frame(0x05, stream=1, payload=bytes(16)),
+    "data_small": frame(0x40, SOM | EOM, stream=0, payload=b"hello", tag=9, msg_len=5),
+    "data_first": frame(0x40, SOM, stream=2, payload=bytes(MAXP), msg_len=MAXP * 2 + 7),
+    "data_last": frame(0x40, EOM | CSUM, stream=2, payload=bytes(7), seq=2, msg_len=MAXP * 2 + 7, offset=MAXP * 2),
+    "data_split_hdr": frame(0x40, SOM | EOM | 0x10, stream=0, msg_len=100, length=100),
+}
+for n, f in frames.items():
+    write("frame", n, f)
+
+# engine: setup byte, then records [op][len16][bytes] (fuzz_engine.cpp).
+def rec(op, data):
+    return bytes([op]) + struct.pack("<H", len(data)) + data
+
+
+def post(op, stream, tag, n):
+    return bytes([op, stream, tag]) + struct.pack("<H", n)
+
+
+write("engine", "one_message", bytes([0x0C]) + post(2, 0, 9, 100) +
+      rec(1, frame(0x40, SOM | EOM, 0, b"x" * 50, tag=9, msg_len=50)))
+write("engine", "two_frames", bytes([0x04]) + post(2, 1, 3, 9000) +
+      rec(1, frame(0x40, SOM, 1, bytes(MAXP), tag=3, msg_len=MAXP + 10)) +
+      rec(1, frame(0x40, EOM, 1, bytes(10), tag=3, msg_len=MAXP + 10, offset=MAXP)))
+write("engine", "send_and_credit", bytes([0x18]) + post(3, 0, 1, 5000) + rec(0, frame(0x02, CREDIT, 0, credit=4)) +
+      rec(0, frame(0x04, CREDIT, credit=8)) + rec(0, frame(0x03)))
+
+# linkd_msg: HELLO (both sides), SYNC, an MMIO read.
+def linkd(mtype, body=b"", payload=b"", seq=0, tag=0):
+    body = body.ljust(32, b"\0")
+    return struct.pack("<HHIQQQ", mtype, 0, len(payload), seq, 0, tag) + body + payload
+
+
+write("linkd_msg", "hello", linkd(0x01, struct.pack("<IHHIIB3sIQ", 0x4B4C444F, 1, 0, 0, 1, 0, b"", 42, 0)))
+write("linkd_msg", "sync", linkd(0x02))
+write("linkd_msg", "mmio_read", linkd(0x40, struct.pack("<BBHIQQQ", 0, 4, 0, 0, 0x1000, 0, 0), tag=5))
+write("linkd_msg", "dma_write", linkd(0x63, struct.pack("<QIIQQ", 0x10000, 8, 0, 0, 0), payload=bytes(8)))
+
+# sim_msg: control datagrams, and ring states (own count, head, tail, ...).
+def sim(mtype, payload=b"", arg=0):
+    return struct.pack("<HHIQQQ", mtype, 0, len(payload), 0, 0, arg) + payload
+
+
+write("sim_msg", "hello", sim(1, struct.pack("<IHBBIII I40s", 0x4D53444F, 2, 0, 0, 80000, 256, 99, 0, b"seed")))
+write("sim_msg", "link", sim(4, arg=3))
+write("sim_msg", "wake", sim(6))
+write("sim_msg", "ring_two_frames", struct.pack("<QQQ", 10, 12, 10) + struct.pack("<I", 0x4D53444F) +
+      struct.pack("<II", 64, 4096))
+
+# usb4_ctl: a read request of 2 dwords with its CRC (big-endian dwords).
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+body = struct.pack(">III", 0x00000000, 0x00000001, 0x00020010)
+write("usb4_ctl", "read_request", body + struct.pack(">I", crc32c(body)))
+write("usb4_ctl", "bad_crc", body + b"\0\0\0\0")
+
+# The YAML loaders: the tree's own files, and docs/hil.md's inventory.
+def copy_yaml(src_dir, target):
+    os.makedirs(os.path.join(seeds, target), exist_ok=True)
+    for n in sorted(os.listdir(os.path.join(root, src_dir))):
+        if n.endswith(".yaml"):
+            shutil.copy(os.path.join(root, src_dir, n), os.path.join(seeds, target, n))
+
+
+copy_yaml("scenarios", "scenario")
+copy_yaml("tests/hil/scenarios", "scenario")
+copy_yaml("model/calibration", "calibration")
+with open(os.path.join(root, "docs", "hil.md")) as f:
+    text = f.read()
+start = text.index("inventory: 1")
+write("inventory", "hil_md.yaml", text[start:text.index("```", start)].encode())
+print("seeds written under", os.path.relpath(seeds, root), file=sys.stderr)
