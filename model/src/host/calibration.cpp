@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Loads the calibration file: every timing parameter with its provenance.
+#include <cstdint>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -28,6 +29,14 @@ struct param_reader {
     }
     sc_core::sc_time time(const char* key) { return yaml::get_time(file, value(key), key); }
     double number(const char* key) { return yaml::get_double(file, value(key), key); }
+    /// A whole number in [@lo, @hi] (a double cast to unsigned was undefined
+    /// beyond its range: found by fuzz_calibration).
+    unsigned count(const char* key, std::uint64_t lo, std::uint64_t hi, const char* unit) {
+        const YAML::Node v = value(key);
+        const std::uint64_t n = yaml::get_uint(file, v, key);
+        if (n < lo || n > hi) yaml::fail(file, v, fmt::format("expected {} in {}..{}{}", key, lo, hi, unit));
+        return static_cast<unsigned>(n);
+    }
 };
 
 }  // namespace
@@ -62,7 +71,7 @@ calibration load_calibration(const std::string& path) {
     c.link.physics.cable_ns_per_m = lr.number("cable_ns_per_m");
     c.link.router_hop = lr.time("router_hop");
     c.link.link_train = lr.time("link_train");
-    c.link.dma_credits = static_cast<unsigned>(lr.number("dma_credits"));
+    c.link.dma_credits = lr.count("dma_credits", 1, 0xffff, " (frames each path may have in flight)");
 
     const YAML::Node plats = root["platforms"];
     if (!plats || !plats.IsMap() || plats.size() == 0)
@@ -91,8 +100,7 @@ calibration load_calibration(const std::string& path) {
         p.host.irq_latency = r.time("irq_latency");
         p.host.poll_period = r.time("poll_period");
         p.host.copy_gbps = r.number("copy_gbps");
-        p.host.throttle = static_cast<unsigned>(r.number("throttle"));
-        if (p.host.throttle > 0xffff) yaml::fail(path, n["throttle"], "expected throttle <= 65535 (256 ns units)");
+        p.host.throttle = r.count("throttle", 0, 0xffff, " (256 ns units)");
         const std::string mode = yaml::get_string(path, r.value("completion_mode"), "completion_mode");
         if (mode != "poll" && mode != "interrupt")
             yaml::fail(path, n["completion_mode"], "expected completion_mode: poll or interrupt");

@@ -277,7 +277,18 @@ scenario load_scenario(const std::string& path) {
                                   : sc_core::sc_time(100, sc_core::SC_MS);
     if (s.duration > sc_core::sc_time(100, sc_core::SC_SEC))
         yaml::fail(path, root["duration"], "expected a duration of at most 100 s");
-    const calibration cal = load_calibration(s.calibration.empty() ? default_calibration_path() : s.calibration);
+    // A calibration file the scenario names is its input too: its errors
+    // are reported at the scenario's line that named it.
+    calibration cal;
+    if (s.calibration.empty()) {
+        cal = load_calibration(default_calibration_path());
+    } else {
+        try {
+            cal = load_calibration(s.calibration);
+        } catch (const std::runtime_error& e) {
+            yaml::fail(path, root["calibration"], fmt::format("calibration: {}", e.what()));
+        }
+    }
     parse_hosts(path, root["hosts"], s, cal);
     parse_cables(path, root["cables"], s);
     parse_events(path, root["events"], s);
