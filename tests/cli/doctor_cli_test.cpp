@@ -162,6 +162,34 @@ TEST(DoctorCli, EachBrokenLayerHasItsCodeAndStopsTheWalk) {
          [](fake_host& h) { h.remove("sys/devices/pci0000:00/0000:00:03.0/driver"); }},
         {"no peer", "peer", 13, [](fake_host& h) { h.remove("sys/bus/thunderbolt/devices/0-1"); }},
         {"module not loaded", "module", 14, [](fake_host& h) { h.remove("sys/module/odl_tb5"); }},
+        // Signatures enforced but no module built: still "not loaded" (14).
+        {"not built, signatures enforced", "module", 14,
+         [](fake_host& h) {
+             h.remove("sys/module/odl_tb5");
+             h.put("sys/module/module/parameters/sig_enforce", "Y");
+         }},
+        // Built by DKMS, refused by a kernel that enforces signatures (22).
+        {"refused: module.sig_enforce", "module", 22,
+         [](fake_host& h) {
+             h.remove("sys/module/odl_tb5");
+             h.put("lib/modules/6.12.0-test/updates/dkms/odl_tb5.ko.xz", "");
+             h.put("sys/module/module/parameters/sig_enforce", "Y");
+         }},
+        {"refused: Secure Boot lockdown", "module", 22,
+         [](fake_host& h) {
+             h.remove("sys/module/odl_tb5");
+             h.put("lib/modules/6.12.0-test/updates/dkms/odl_tb5.ko", "");
+             h.put("sys/module/module/parameters/sig_enforce", "N");
+             h.put("sys/kernel/security/lockdown", "none [integrity] confidentiality");
+         }},
+        // Lockdown off and sig_enforce off: built but not loaded is 14.
+        {"built, nothing enforced", "module", 14,
+         [](fake_host& h) {
+             h.remove("sys/module/odl_tb5");
+             h.put("lib/modules/6.12.0-test/updates/dkms/odl_tb5.ko", "");
+             h.put("sys/module/module/parameters/sig_enforce", "N");
+             h.put("sys/kernel/security/lockdown", "[none] integrity confidentiality");
+         }},
         {"peer offers no OdinLink", "service", 15, [](fake_host& h) { h.put(h.svc + "/key", "other"); }},
         {"service unbound", "service", 16, [](fake_host& h) { h.remove(h.svc + "/driver"); }},
         {"ABI mismatch", "device", 17, [](fake_host& h) { h.put(h.dev + "/abi_version", "2"); }},

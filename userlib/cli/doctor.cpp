@@ -174,6 +174,18 @@ void check_link(const host_view& v, const doctor_options& opt, walk& w) {
 }
 
 void check_module(const host_view& v, walk& w) {
+    if (!v.module_loaded && v.module_file && !v.signatures_enforced.empty()) {
+        // The silent Secure Boot failure of the field: DKMS built and signed
+        // the module, the kernel refuses DKMS's key.
+        w.add(fail("module", code::module_unsigned,
+                   fmt::format("odl_tb5 is built for this kernel but not loaded, and the kernel loads only modules "
+                               "signed by a key it trusts ({})",
+                               v.signatures_enforced),
+                   "DKMS signs odl_tb5 with its machine key /var/lib/dkms/mok.pub: enrol it once "
+                   "(mokutil --import /var/lib/dkms/mok.pub; reboot; in the MOK manager: Enroll MOK) or boot "
+                   "without signature enforcement, then modprobe odl_tb5 (`dmesg | grep -i key` shows the refusal)"));
+        return;
+    }
     if (!v.module_loaded) {
         w.add(fail("module", code::module_not_loaded, "odl_tb5 is not loaded",
                    "modprobe odl_tb5 (package odl-tb5-dkms; `dkms status odl_tb5` shows whether it is built for "

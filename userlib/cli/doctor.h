@@ -27,6 +27,7 @@ enum class doctor_code : int {
     not_logged_in = 19,
     ping_failed = 20,
     plugin_missing = 21,
+    module_unsigned = 22,
     link_degraded = 30,
     nccl_fallback = 31,
 };

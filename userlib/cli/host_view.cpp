@@ -262,6 +262,23 @@ host_view read_host_view(const std::string& root) {
     }
 
     v.module_loaded = fs::is_directory(R / "sys/module/odl_tb5", ec);
+    // DKMS installs under updates/dkms, a tree build under extra/.
+    for (const char* dir : {"updates/dkms", "updates", "extra"})
+        for (const char* ext : {"", ".xz", ".zst", ".gz"})
+            if (fs::exists(R / "lib/modules" / v.kernel_release / dir / (std::string("odl_tb5.ko") + ext), ec))
+                v.module_file = true;
+    // Secure Boot shows up as lockdown (integrity or confidentiality), which
+    // refuses unsigned or untrusted modules; module.sig_enforce does it alone.
+    if (line_or(R / "sys/module/module/parameters/sig_enforce") == "Y") {
+        v.signatures_enforced = "module.sig_enforce";
+    } else {
+        const std::string lock = line_or(R / "sys/kernel/security/lockdown");
+        const auto open = lock.find('['), close = lock.find(']');
+        if (open != std::string::npos && close != std::string::npos && close > open) {
+            const std::string mode = lock.substr(open + 1, close - open - 1);
+            if (mode != "none") v.signatures_enforced = "lockdown=" + mode;
+        }
+    }
     for (const auto& p : sorted_entries(R / "sys/module/odl_tb5/parameters"))
         v.module_params.push_back(p.filename().string() + "=" + line_or(p));
     read_devices(v);

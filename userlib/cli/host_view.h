@@ -90,6 +90,10 @@ struct host_view {
     std::string cmdline;
     std::vector<xdomain> peers;
     bool module_loaded = false;  ///< /sys/module/odl_tb5
+    bool module_file = false;    ///< an odl_tb5.ko for the running kernel under /lib/modules
+    /// Why this kernel loads only modules signed by a key it trusts
+    /// ("module.sig_enforce", "lockdown=integrity", ...); "" when it does not.
+    std::string signatures_enforced;
     std::vector<std::string> module_params;  ///< "name=value"
     std::vector<odl_device> devices;
 };
