@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# One fuzz target, bounded, for ctest: every seed and regression input once
-# (an input that once failed must pass now), then SECONDS of fuzzing from a
-# scratch corpus seeded from the tree (the tree is never written). A crash,
-# leak, sanitizer report or timeout fails the test; the input is kept in
-# ARTIFACTS and printed in hex so it can join regressions/<target>.
-# Usage: run_fuzz.sh BINARY SEEDS REGRESSIONS SECONDS ARTIFACTS
+# One fuzz target, bounded, for ctest: every input of the tree's folders
+# once (seeds, the corpus of the longer campaigns, and regressions: inputs
+# that once failed must pass now), then SECONDS of fuzzing from a scratch
+# corpus started from them (the tree is never written), with a fixed random
+# seed so that a run can be repeated. A crash, leak, sanitizer report or
+# timeout fails the test; the input is kept in ARTIFACTS and printed in hex
+# so it can join regressions/<target>.
+# Usage: run_fuzz.sh BINARY SECONDS ARTIFACTS DIR...
 set -euo pipefail
-bin=$1 seeds=$2 regressions=$3 seconds=$4 artifacts=$5
+bin=$1 seconds=$2 artifacts=$3
+shift 3
+dirs=()
+for d in "$@"; do [ -d "$d" ] && dirs+=("$d"); done
 work=$(mktemp -d "${TMPDIR:-/tmp}/odl-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/corpus" "$artifacts"
@@ -23,13 +28,14 @@ report() {
 	exit 1
 }
 
-mapfile -t inputs < <(find "$seeds" "$regressions" -type f 2>/dev/null | sort)
-[ "${#inputs[@]}" -gt 0 ] || report "no seeds in $seeds"
+[ "${#dirs[@]}" -gt 0 ] || report "none of these folders exists: $*"
+mapfile -t inputs < <(find "${dirs[@]}" -type f | sort)
+[ "${#inputs[@]}" -gt 0 ] || report "no inputs in $*"
 "$bin" "${opts[@]}" "${inputs[@]}" >"$work/replay.log" 2>&1 ||
 	{ tail -n 40 "$work/replay.log" >&2; report "a seed or regression input fails"; }
-echo "replayed ${#inputs[@]} seed and regression inputs"
+echo "replayed ${#inputs[@]} inputs"
 
-"$bin" "${opts[@]}" -max_total_time="$seconds" -print_final_stats=1 "$work/corpus" "$seeds" \
+"$bin" "${opts[@]}" -seed=1 -max_total_time="$seconds" -print_final_stats=1 "$work/corpus" "${dirs[@]}" \
 	>"$work/fuzz.log" 2>&1 || { tail -n 60 "$work/fuzz.log" >&2; report "fuzzing found an input that fails"; }
 grep -E "^stat::number_of_executed_units|^stat::new_units_added" "$work/fuzz.log" || true
 tail -n 1 "$work/fuzz.log"
