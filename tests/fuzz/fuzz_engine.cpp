@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "mem_link.h"
+#include "peer_frames.h"
 #include "odl/odl.h"
 #include "odl/wire/frame_codec.h"
 
@@ -31,25 +32,6 @@ struct reader {
     std::uint8_t u8() { return n ? (--n, *p++) : 0; }
     std::uint16_t u16() { return std::uint16_t(u8() | (u8() << 8)); }
 };
-
-std::vector<unsigned char> hello(std::uint16_t streams, std::uint32_t features, std::uint32_t window) {
-    std::vector<unsigned char> f(ODL_FRAME_HDR_BYTES + sizeof(odl_hello));
-    odl_frame_info fi{};
-    fi.type = ODL_FRAME_HELLO;
-    fi.len = sizeof(odl_hello);
-    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(f.data()), &fi);
-    odl_hello h{};
-    h.magic = odl_cpu_le32(ODL_FRAME_MAGIC);
-    h.version_major = odl_cpu_le16(ODL_PROTO_VERSION_MAJOR);
-    h.version_minor = odl_cpu_le16(ODL_PROTO_VERSION_MINOR);
-    h.features = odl_cpu_le32(features);
-    h.max_payload = odl_cpu_le16(ODL_FRAME_MAX_PAYLOAD);
-    h.streams = odl_cpu_le16(streams);
-    h.window = odl_cpu_le32(window);
-    h.max_msg_bytes = odl_cpu_le64(1u << 20);
-    std::memcpy(f.data() + ODL_FRAME_HDR_BYTES, &h, sizeof(h));
-    return f;
-}
 
 }  // namespace
 
@@ -76,7 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     cfg.node_name = "fuzz";
     {
         odl::engine e(std::move(links.a), cfg);
-        state->q[1].frames.push_back(hello(std::uint16_t(streams), features, 16));
+        state->q[1].frames.push_back(
+            odl::test::hello_frame(odl::test::peer_hello(features, ODL_PROTO_VERSION_MINOR, 0, 1u << 20, std::uint16_t(streams), 16)));
         std::uint32_t next_seq[ODL_MAX_STREAMS] = {};
         std::uint64_t ctx = 1;
         auto pump = [&] {

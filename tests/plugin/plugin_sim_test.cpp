@@ -21,6 +21,17 @@
 namespace odl::plugin::test {
 namespace {
 
+/// Both sides in step, then every registration and comm closed, then finalize.
+void close_all(side& s, const conn_pair& c, void* tx_mh, void* rx_mh) {
+    s.ch.barrier();
+    PCHECK_OK(s.api.dereg_mr(c.sc, tx_mh));
+    PCHECK_OK(s.api.dereg_mr(c.rc, rx_mh));
+    PCHECK_OK(s.api.close_send(c.sc));
+    PCHECK_OK(s.api.close_recv(c.rc));
+    PCHECK_OK(s.api.close_listen(c.lc));
+    PCHECK_OK(s.api.finalize());
+}
+
 /// odl-linkd --sim on a private socket for the whole test, stopped at the end.
 class PluginSim : public ::testing::Test {
 protected:
@@ -91,13 +102,7 @@ TEST_F(PluginSim, TransfersEverySizeBothWaysAtTheCablesSpeed) {
                 PCHECK(ssize == int(len) && rsize == int(len));
                 PCHECK(matches(rx, len, peer + uint32_t(len)));
             }
-            s.ch.barrier();
-            PCHECK_OK(s.api.dereg_mr(c.sc, tx_mh));
-            PCHECK_OK(s.api.dereg_mr(c.rc, rx_mh));
-            PCHECK_OK(s.api.close_send(c.sc));
-            PCHECK_OK(s.api.close_recv(c.rc));
-            PCHECK_OK(s.api.close_listen(c.lc));
-            PCHECK_OK(s.api.finalize());
+            close_all(s, c, tx_mh, rx_mh);
         },
         120, "sim:0");
 }
@@ -146,13 +151,7 @@ void one_exchange_then_finalize(const char* late_ns, bool expect_late) {
             wait_done(s.api, sreq, &ssize);
             wait_done(s.api, rreq, &rsize);
             PCHECK(ssize == int(tx.size()) && rsize == int(tx.size()));
-            s.ch.barrier();
-            PCHECK_OK(s.api.dereg_mr(c.sc, tx_mh));
-            PCHECK_OK(s.api.dereg_mr(c.rc, rx_mh));
-            PCHECK_OK(s.api.close_send(c.sc));
-            PCHECK_OK(s.api.close_recv(c.rc));
-            PCHECK_OK(s.api.close_listen(c.lc));
-            PCHECK_OK(s.api.finalize());
+            close_all(s, c, tx_mh, rx_mh);
             // Each side received 257+ frames from the model; its link says
             // at finalize whether they were on time, once.
             if (timing_log::late_warnings + timing_log::on_time_infos != 1 || timing_log::other_warnings)

@@ -11,6 +11,7 @@
 
 #include "engine.h"
 #include "mem_link.h"
+#include "peer_frames.h"
 #include "odl/wire/frame_codec.h"
 
 namespace {
@@ -209,29 +210,11 @@ TEST_F(LinkCredit, OnlyTheSideThatSetAWindowIsProtected) {
     EXPECT_EQ(b->link_credit().returns_sent, 0u);
 }
 
-/// A frame from a hand-driven peer.
-std::vector<unsigned char> frame(const odl_frame_info& fi, const void* payload = nullptr) {
-    std::vector<unsigned char> b(ODL_FRAME_HDR_BYTES + fi.len);
-    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(b.data()), &fi);
-    if (fi.len && payload) std::memcpy(b.data() + ODL_FRAME_HDR_BYTES, payload, fi.len);
-    return b;
-}
+/// Frames from a hand-driven peer.
+using odl::test::peer_frame;
 
 std::vector<unsigned char> hello(uint16_t minor, uint32_t features, uint32_t link_window) {
-    odl_hello h{};
-    h.magic = odl_cpu_le32(ODL_FRAME_MAGIC);
-    h.version_major = odl_cpu_le16(ODL_PROTO_VERSION_MAJOR);
-    h.version_minor = odl_cpu_le16(minor);
-    h.features = odl_cpu_le32(features);
-    h.max_payload = odl_cpu_le16(ODL_FRAME_MAX_PAYLOAD);
-    h.streams = odl_cpu_le16(4);
-    h.window = odl_cpu_le32(64);
-    h.link_window = odl_cpu_le32(link_window);
-    h.max_msg_bytes = odl_cpu_le64(1 << 20);
-    odl_frame_info fi{};
-    fi.type = ODL_FRAME_HELLO;
-    fi.len = sizeof(h);
-    return frame(fi, &h);
+    return odl::test::hello_frame(odl::test::peer_hello(features, minor, link_window));
 }
 
 std::vector<unsigned char> data(uint16_t stream, uint32_t seq) {
@@ -240,7 +223,7 @@ std::vector<unsigned char> data(uint16_t stream, uint32_t seq) {
     fi.flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM;
     fi.stream = stream;
     fi.seq = seq;
-    return frame(fi);
+    return peer_frame(fi);
 }
 
 /// Engine b alone; the test plays side 0 by hand.
@@ -334,7 +317,7 @@ TEST_F(HandPeer, RefusesLinkCreditForFramesNeverSent) {
     fi.type = ODL_FRAME_LINK_CREDIT;
     fi.flags = ODL_FRAME_F_CREDIT;
     fi.credit = 1;
-    links.inject(0, frame(fi));
+    links.inject(0, peer_frame(fi));
     poll(3);
     EXPECT_EQ(b->error_status(), ODL_ERR_PROTO);
     EXPECT_NE(b->failure().find("link credit 1 beyond"), std::string::npos) << b->failure();
@@ -345,7 +328,7 @@ TEST_F(HandPeer, LinkCreditFromAPeerWithoutAWindowIsRefused) {
     odl_frame_info fi{};
     fi.type = ODL_FRAME_LINK_CREDIT;
     fi.flags = ODL_FRAME_F_CREDIT;
-    links.inject(0, frame(fi));
+    links.inject(0, peer_frame(fi));
     poll(3);
     EXPECT_EQ(b->error_status(), ODL_ERR_PROTO);
 }
@@ -362,7 +345,7 @@ TEST_F(HandPeer, SenderStopsAtThePeersLinkWindowUntilCreditComes) {
     fi.type = ODL_FRAME_LINK_CREDIT;
     fi.flags = ODL_FRAME_F_CREDIT;
     fi.credit = 3;  // three frames back: exactly three more may go
-    links.inject(0, frame(fi));
+    links.inject(0, peer_frame(fi));
     poll(5);
     EXPECT_EQ(frames_of(from_b(), ODL_FRAME_DATA), kLinkWindow + 3);
     EXPECT_EQ(b->error_status(), ODL_OK) << b->failure();

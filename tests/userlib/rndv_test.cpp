@@ -21,6 +21,7 @@
 #include "engine.h"
 #include "link_loopback.h"
 #include "mem_link.h"
+#include "peer_frames.h"
 #include "odl/odl.h"
 #include "odl/wire/frame_codec.h"
 #include "two_process.h"
@@ -383,12 +384,7 @@ TEST_F(Rndv, CancelOfASplitReceiveWaitsForTheWrite) {
 
 // --- A hand-driven peer: forged RNDV frames against one engine. ---
 
-std::vector<unsigned char> frame(const odl_frame_info& fi, const void* payload) {
-    std::vector<unsigned char> v(ODL_FRAME_HDR_BYTES + fi.len);
-    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(v.data()), &fi);
-    if (fi.len && payload) std::memcpy(v.data() + ODL_FRAME_HDR_BYTES, payload, fi.len);
-    return v;
-}
+using odl::test::peer_frame;
 
 struct HandRndv : ::testing::Test {
     uint32_t peer_features = ODL_FEAT_RNDV;  // the hand-driven peer's HELLO
@@ -404,19 +400,7 @@ struct HandRndv : ::testing::Test {
         c.rndv_min_bytes = kMin;
         c.rndv_peer_pid = [] { return uint32_t(getpid()); };  // the "peer" is this process
         b = std::make_unique<engine>(std::move(links.b), c);
-        odl_hello h{};
-        h.magic = odl_cpu_le32(ODL_FRAME_MAGIC);
-        h.version_major = odl_cpu_le16(ODL_PROTO_VERSION_MAJOR);
-        h.version_minor = odl_cpu_le16(ODL_PROTO_VERSION_MINOR);
-        h.features = odl_cpu_le32(peer_features);
-        h.max_payload = odl_cpu_le16(ODL_FRAME_MAX_PAYLOAD);
-        h.streams = odl_cpu_le16(4);
-        h.window = odl_cpu_le32(64);
-        h.max_msg_bytes = odl_cpu_le64(16 << 20);
-        odl_frame_info fi{};
-        fi.type = ODL_FRAME_HELLO;
-        fi.len = sizeof(h);
-        links.inject(0, frame(fi, &h));
+        links.inject(0, odl::test::hello_frame(odl::test::peer_hello(peer_features, ODL_PROTO_VERSION_MINOR, 0, 16 << 20)));
         poll(5);
         ASSERT_EQ(b->link_state(), uint32_t(ODL_LINK_UP)) << b->failure();
         ASSERT_TRUE(b->rndv().rx);
@@ -441,7 +425,7 @@ struct HandRndv : ::testing::Test {
         fi.tag = tag;
         fi.msg_len = len;
         fi.len = sizeof(r);
-        links.inject(0, frame(fi, &r));
+        links.inject(0, peer_frame(fi, &r));
     }
     /// The message as DATA frames, as a peer answering RESEND sends it.
     void data(uint32_t tag, const std::vector<unsigned char>& m) {
@@ -455,7 +439,7 @@ struct HandRndv : ::testing::Test {
             fi.msg_len = uint32_t(m.size());
             fi.offset = uint32_t(off);
             fi.len = uint16_t(n);
-            links.inject(0, frame(fi, m.data() + off));
+            links.inject(0, peer_frame(fi, m.data() + off));
             off += n;
             if (m.empty()) break;
         }
@@ -500,7 +484,7 @@ struct HandSplit : HandRndv {
         fi.type = ODL_FRAME_RNDV_WROTE;
         fi.stream = stream;
         fi.len = sizeof(w);
-        links.inject(0, frame(fi, &w));
+        links.inject(0, peer_frame(fi, &w));
     }
     void split(uint64_t cookie, uint64_t addr, uint32_t at, uint32_t end) {
         odl_rndv_split r{};
@@ -511,7 +495,7 @@ struct HandSplit : HandRndv {
         odl_frame_info fi{};
         fi.type = ODL_FRAME_RNDV_SPLIT;
         fi.len = sizeof(r);
-        links.inject(0, frame(fi, &r));
+        links.inject(0, peer_frame(fi, &r));
     }
 };
 
@@ -814,14 +798,14 @@ TEST_F(HandRndv, RndvWithoutNegotiationIsRefused) {
     odl_frame_info fi{};
     fi.type = ODL_FRAME_HELLO;
     fi.len = sizeof(h);
-    l2.inject(0, frame(fi, &h));
+    l2.inject(0, peer_frame(fi, &h));
     odl_rndv r{};
     fi = {};
     fi.type = ODL_FRAME_RNDV;
     fi.flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM;
     fi.msg_len = 100000;
     fi.len = sizeof(r);
-    l2.inject(0, frame(fi, &r));
+    l2.inject(0, peer_frame(fi, &r));
     odl_completion c[4];
     for (int i = 0; i < 5; ++i) e.poll(c, 4);
     EXPECT_EQ(e.error_status(), ODL_ERR_PROTO);
