@@ -13,8 +13,11 @@ namespace {
 
 const std::string& folder() {
     static const std::string dir = [] {
-        char tmpl[] = "/tmp/odl-fuzz-file-XXXXXX";
-        if (!mkdtemp(tmpl)) std::abort();
+        // Under $TMPDIR: run_fuzz.sh points it at its own folder, which it
+        // removes even when a finding aborts the process before atexit.
+        const char* base = std::getenv("TMPDIR");
+        std::string tmpl = std::string(base && *base ? base : "/tmp") + "/odl-fuzz-file-XXXXXX";
+        if (!mkdtemp(tmpl.data())) std::abort();
         std::string d = tmpl;
         static std::string removed = d;
         std::atexit([] { std::filesystem::remove_all(removed); });

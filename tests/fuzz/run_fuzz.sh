@@ -15,7 +15,8 @@ dirs=()
 for d in "$@"; do [ -d "$d" ] && dirs+=("$d"); done
 work=$(mktemp -d "${TMPDIR:-/tmp}/odl-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/corpus" "$artifacts"
+mkdir -p "$work/corpus" "$work/tmp" "$artifacts"
+export TMPDIR="$work/tmp"  # the targets' own files go with $work, whatever happens
 opts=(-timeout=10 -rss_limit_mb=2048 -artifact_prefix="$artifacts/")
 
 report() {

@@ -62,7 +62,7 @@ t0=$SECONDS
 for v in a b; do
 	V=$(echo "$v" | tr a-z A-Z)
 	wait_in "$V" $((cycles * 30)) "grep -q -e ^done -e ^no -e failed -e 'no flood' -e 'no login' /tmp/$v.log" ||
-		fail "VM $V: loop did not finish in $((cycles * 30)) s: $(vexec "$V" "tail -n 3 /tmp/$v.log; ls /tmp")"
+		fail "VM $V: loop did not finish in $((cycles * 30)) s: $(vexec "$V" "tail -n 3 /tmp/$v.log; ls /tmp; f=\$(ls -t /tmp/$v.[0-9]* 2>/dev/null | head -n 1); [ -n \"\$f\" ] && { echo \"--- \$f\"; tail -n 5 \$f; }; for p in \$(pgrep odl_tb5_ioctl); do echo \"--- kernel stack of odl_tb5_ioctl \$p\"; cat /proc/\$p/stack; done; cat /sys/class/odl_tb5/odl_tb5_0/state; dmesg | tail -n 15")"
 	vexec "$V" "grep -qx done /tmp/$v.log" || fail "VM $V: $(vexec "$V" "cat /tmp/$v.log")"
 done
 echo "$cycles cycles in $((SECONDS - t0)) s"
