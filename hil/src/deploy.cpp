@@ -150,7 +150,10 @@ host_result deploy_host(const host& h, const std::string& sockets, const std::ve
 /// within `limit_s`. One remote loop, so the wait costs one SSH command.
 double wait_host_login(const host& h, const std::string& sockets, int limit_s, std::string* last_state) {
     ssh_session s(h, sockets);
-    if (!s.connect().empty()) return -1;
+    if (const std::string why = s.connect(); !why.empty()) {
+        *last_state = "not reachable over SSH: " + why;
+        return -1;
+    }
     const auto t0 = std::chrono::steady_clock::now();
     const process_result r = s.run(
         fmt::format("i=0; while [ $i -lt {} ]; do ok=1; n=0; "

@@ -221,10 +221,14 @@ host_view read_host_view(const std::string& root) {
     v.kernel_release = line_or(R / "proc/sys/kernel/osrelease");
     v.cmdline = line_or(R / "proc/cmdline");
     v.tb_bus = fs::is_directory(R / "sys/bus/thunderbolt", ec);
-    for (const char* ext : {"", ".xz", ".zst", ".gz"})
-        if (fs::exists(R / "lib/modules" / v.kernel_release / "kernel/drivers/thunderbolt" /
-                           (std::string("thunderbolt.ko") + ext), ec))
-            v.tb_module_file = true;
+    // A module file of the running kernel, compressed or not.
+    auto module_file = [&](const char* dir, const char* name) {
+        for (const char* ext : {"", ".xz", ".zst", ".gz"})
+            if (fs::exists(R / "lib/modules" / v.kernel_release / dir / (std::string(name) + ".ko" + ext), ec))
+                return true;
+        return false;
+    };
+    v.tb_module_file = module_file("kernel/drivers/thunderbolt", "thunderbolt");
 
     for (const auto& d : sorted_entries(R / "sys/bus/pci/devices")) {
         const std::string cls = line_or(d / "class");
@@ -264,9 +268,7 @@ host_view read_host_view(const std::string& root) {
     v.module_loaded = fs::is_directory(R / "sys/module/odl_tb5", ec);
     // DKMS installs under updates/dkms, a tree build under extra/.
     for (const char* dir : {"updates/dkms", "updates", "extra"})
-        for (const char* ext : {"", ".xz", ".zst", ".gz"})
-            if (fs::exists(R / "lib/modules" / v.kernel_release / dir / (std::string("odl_tb5.ko") + ext), ec))
-                v.module_file = true;
+        v.module_file = v.module_file || module_file(dir, "odl_tb5");
     // Secure Boot shows up as lockdown (integrity or confidentiality), which
     // refuses unsigned or untrusted modules; module.sig_enforce does it alone.
     if (line_or(R / "sys/module/module/parameters/sig_enforce") == "Y") {
