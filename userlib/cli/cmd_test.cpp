@@ -7,12 +7,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "test_failures.h"
 
 namespace odl::cli {
 namespace {
@@ -56,6 +58,17 @@ private:
     std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
+/// The end of each failed test's output again, last in the log: a long
+/// log is often shown cut, and a test prints its reason at its end.
+void print_failure_tails(const std::string& build) {
+    std::ifstream log(build + "/Testing/Temporary/LastTest.log");
+    if (!log) return;
+    for (const auto& t : failed_tests(log, 12)) {
+        fmt::print(stderr, "odl: test: {} failed; the end of its output:\n", t.name);
+        for (const auto& l : t.tail) fmt::print(stderr, "  | {}\n", l);
+    }
+}
+
 int run_sanitizer_pass(const std::string& src, const std::string& build, const std::string& jobs, bool fuzz,
                        phase_clock& clock) {
     const std::string san = build + "-asan";
@@ -83,7 +96,10 @@ int run_sanitizer_pass(const std::string& src, const std::string& build, const s
     const int rc =
         run({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", fuzz ? "^(unit|fuzz)$" : "^unit$"});
     clock.lap("sanitizer tests");
-    if (rc != 0) fmt::print(stderr, "odl: test: sanitizer ctest failed (exit {})\n", rc);
+    if (rc != 0) {
+        fmt::print(stderr, "odl: test: sanitizer ctest failed (exit {})\n", rc);
+        print_failure_tails(san);
+    }
     return rc;
 }
 
@@ -114,8 +130,10 @@ int run_tests(const test_options& opt) {
     // The sanitizer pass covers the unit and fuzz labels; it is skipped when
     // a label other than those was asked for. It runs after a failed ctest too: a
     // broken VM stack must not hide what the sanitizers find.
-    if (!opt.sanitize || (!opt.label.empty() && opt.label != "unit" && opt.label != "fuzz")) return rc;
-    const int san_rc = run_sanitizer_pass(src, build, jobs, opt.fuzz && opt.label != "unit", clock);
+    int san_rc = 0;
+    if (opt.sanitize && (opt.label.empty() || opt.label == "unit" || opt.label == "fuzz"))
+        san_rc = run_sanitizer_pass(src, build, jobs, opt.fuzz && opt.label != "unit", clock);
+    if (rc != 0) print_failure_tails(build);
     return rc != 0 ? rc : san_rc;
 }
 
