@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -31,6 +32,13 @@ std::string write_tmp(const std::string& name, const std::string& body) {
     std::ofstream(path) << body;
     g_tmp->paths.insert(path);
     return path;
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
 }
 
 /// Loads @body and returns the error message ("" if it loaded).
@@ -121,11 +129,47 @@ TEST(CalibrationParse, MissingProvenanceIsRejected) {
     }
 }
 
+TEST(CalibrationParse, MalformedNoiseIsRejectedWithTheLine) {
+    const std::string ok = read_file(default_calibration_path());
+    const std::string anchor = "      sched: {probability: 1, median: 100ns, p99: 2300ns,";
+    ASSERT_NE(ok.find(anchor), std::string::npos);
+    const struct {
+        std::string line, want;
+    } cases[] = {
+        {"      sched: {probability: 2, median: 100ns, p99: 2300ns,", "probability in 0..1"},
+        {"      sched: {probability: 1, median: 100ns, p99: 50ns,", "p99 at or above the median"},
+        {"      sched: {probability: 1, median: 0ns, p99: 50ns,", "median above 0"},
+        {"      sched: {probability: 1, median: 100ns, p99: 2s,", "below 1 s"},
+        {"      sched: {probability: 1, median: 100ns, p99: 2300ns, colour: 1,", "colour"},
+    };
+    for (const auto& k : cases) {
+        std::string body = ok;
+        body.replace(body.find(anchor), anchor.size(), k.line);
+        const std::string path = write_tmp("noise.yaml", body);
+        try {
+            load_calibration(path);
+            ADD_FAILURE() << "loaded " << k.line;
+        } catch (const std::exception& e) {
+            EXPECT_NE(std::string(e.what()).find(path + ":"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find(k.want), std::string::npos) << e.what();
+        }
+    }
+    std::string nosrc = ok;
+    const auto at = nosrc.find(anchor);
+    nosrc.replace(at, nosrc.find('\n', at) - at, "      sched: {probability: 1, median: 100ns, p99: 2300ns}");
+    EXPECT_THROW(load_calibration(write_tmp("nosrc.yaml", nosrc)), std::runtime_error);
+}
+
 TEST(CalibrationParse, ShippedFileHasProvenanceForEveryParameter) {
     const calibration c = load_calibration(default_calibration_path());
     EXPECT_GE(c.platforms.size(), 4u);
     EXPECT_EQ(c.link.provenance.size(), 5u);
-    for (const auto& kv : c.platforms) EXPECT_EQ(kv.second.provenance.size(), 14u) << kv.first;
+    // 14 parameters, and one more entry per noise term.
+    for (const auto& kv : c.platforms) {
+        const auto& n = kv.second.host.noise;
+        const std::size_t terms = n.wake.active() + n.sched.active() + n.copy.active();
+        EXPECT_EQ(kv.second.provenance.size(), 14u + terms) << kv.first;
+    }
 }
 
 }  // namespace

@@ -39,6 +39,40 @@ struct param_reader {
     }
 };
 
+/// A platform's optional `noise:` map: wake, sched and copy, each with
+/// probability, median, p99 and source.
+void read_noise(const std::string& file, const YAML::Node& n, platform& p) {
+    if (!n) return;
+    if (!n.IsMap()) yaml::fail(file, n, "expected 'noise:' to map wake, sched or copy to a term");
+    yaml::check_keys(file, n, {"wake", "sched", "copy"}, "noise");
+    const auto term = [&](const char* key, noise_term& t) {
+        const YAML::Node m = n[key];
+        if (!m) return;
+        const std::string what = fmt::format("noise.{}", key);
+        if (!m.IsMap())
+            yaml::fail(file, m, fmt::format("expected {} as {{probability, median, p99, source}}", what));
+        yaml::check_keys(file, m, {"probability", "median", "p99", "source"}, what.c_str());
+        for (const char* k : {"probability", "median", "p99", "source"})
+            yaml::require(file, m, k, what.c_str());
+        if (yaml::get_string(file, m["source"], "source").empty())
+            yaml::fail(file, m, fmt::format("expected 'source:' (provenance) for '{}'", what));
+        t.probability = yaml::get_double(file, m["probability"], "probability");
+        if (!(t.probability >= 0 && t.probability <= 1))
+            yaml::fail(file, m["probability"], "expected a probability in 0..1");
+        t.median = yaml::get_time(file, m["median"], "median");
+        t.p99 = yaml::get_time(file, m["p99"], "p99");
+        if (t.median <= sc_core::SC_ZERO_TIME && t.probability > 0)
+            yaml::fail(file, m["median"], "expected a median above 0 (or probability 0)");
+        if (t.p99 < t.median) yaml::fail(file, m["p99"], "expected p99 at or above the median");
+        if (t.p99.to_seconds() > 1.0 || t.median.to_seconds() > 1.0)
+            yaml::fail(file, m, fmt::format("expected {} below 1 s", what));
+        p.provenance[what] = m["source"].Scalar();
+    };
+    term("wake", p.host.noise.wake);
+    term("sched", p.host.noise.sched);
+    term("copy", p.host.noise.copy);
+}
+
 }  // namespace
 
 const platform& calibration::get(const std::string& name) const {
@@ -82,7 +116,7 @@ calibration load_calibration(const std::string& path) {
         yaml::check_keys(path, n,
                          {"description", "pcie_rtt", "pcie_write", "pcie_gbps", "frame_overhead",
                           "post", "post_frame", "mmio", "completion", "completion_frame", "irq_latency", "poll_period", "copy_gbps",
-                          "throttle", "completion_mode"},
+                          "throttle", "completion_mode", "noise"},
                          "a platform");
         platform p;
         p.name = name;
@@ -105,6 +139,7 @@ calibration load_calibration(const std::string& path) {
         if (mode != "poll" && mode != "interrupt")
             yaml::fail(path, n["completion_mode"], "expected completion_mode: poll or interrupt");
         p.host.interrupts = mode == "interrupt";
+        read_noise(path, n["noise"], p);
         c.platforms.emplace(name, std::move(p));
     }
     return c;

@@ -28,9 +28,10 @@ constexpr unsigned k_ctl_tries = 4;         // seq 0..3
 }  // namespace
 
 host_driver::host_driver(sc_core::sc_module_name name, scheduler& sched, trace_log& log, nhi& dev,
-                         local_memory& mem, const host_costs& costs, unsigned lane_ports)
+                         local_memory& mem, const host_costs& costs, unsigned lane_ports,
+                         std::uint64_t noise_seed)
     : sc_module(name), bus("bus"), m_sched(sched), m_log(log), m_nhi(dev), m_mem(mem), m_costs(costs),
-      m_ports(lane_ports) {
+      m_noise(noise_seed), m_ports(lane_ports) {
     m_tx.resize(m_ports + 1);
     m_rx.resize(m_ports + 1);
     m_txq.resize(m_ports + 1);
@@ -419,8 +420,9 @@ void host_driver::reap_rx(unsigned h) {
             if (len == 0) len = ODL_NHI_FRAME_MAX_BYTES;
             odl_frame_hdr fh{};
             m_mem.dma_read(buf, &fh, sizeof fh);
-            sc_time cost = m_costs.completion_frame;
-            if (fh.flags & ODL_FRAME_F_EOM) cost += m_costs.completion;
+            sc_time cost = m_costs.completion_frame + m_noise.sample(m_costs.noise.copy);
+            if (fh.flags & ODL_FRAME_F_EOM)
+                cost += m_costs.completion + m_noise.sample(m_costs.noise.sched);
             if (m_costs.copy_gbps > 0)
                 cost += sc_time(8000.0 * (len - ODL_FRAME_HDR_BYTES) / m_costs.copy_gbps, SC_PS);
             const bool bad = (flags & (ODL_NHI_DESC_F_CRC_ERROR | ODL_NHI_DESC_F_BUFFER_OVERRUN)) != 0;
@@ -477,7 +479,7 @@ void host_driver::irq(unsigned vector) {
     ++m_stats.interrupts;
     const unsigned h = vector / 2;
     const bool rx = vector % 2;
-    m_sched.after(m_costs.irq_latency, [this, h, rx] {
+    m_sched.after(m_costs.irq_latency + m_noise.sample(m_costs.noise.wake), [this, h, rx] {
         // ring_msix(): clear the status bit, then service the ring.
         const unsigned idx = rx ? m_nhi.hop_count() + h : h;
         mmio_write(ODL_NHI_REG_INT_CLEAR + (idx / 32) * 4, 1u << (idx % 32));

@@ -27,7 +27,8 @@ system_model::system_model(const std::vector<host_spec>& hs, const std::vector<c
         h.dev = std::make_unique<nhi>(fmt::format("{}_nhi", s.name).c_str(), sched, log, *h.rt,
                                       *h.mem, nc);
         h.drv = std::make_unique<host_driver>(fmt::format("{}_drv", s.name).c_str(), sched, log,
-                                              *h.dev, *h.mem, s.plat.host, s.ports);
+                                              *h.dev, *h.mem, s.plat.host, s.ports,
+                                              seed * 0x2545f4914f6cdd1dull + 0x100 + i);
         h.drv->bus.bind(h.dev->bar0);
         hosts.push_back(std::move(h));
     }

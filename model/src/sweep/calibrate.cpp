@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-// Calibration points of perf-anchors.md section 7c: model vs published.
+// Calibration points (model/calibration/points.yaml): model vs published,
+// fit and validate points apart, and a leave-one-out table.
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "odl/model/sweep/fit.h"
 #include "odl/model/sweep/sweep.h"
 
 namespace odl::model {
@@ -12,58 +14,111 @@ bool calibration_point::within() const {
     return published > 0 && std::fabs(model - published) <= tolerance * published;
 }
 
-std::vector<calibration_point> run_calibration(const calibration& cal) {
+namespace {
+
+calibration_point result_of(const calibration_point_spec& s, double model) {
+    return {s.name, s.what, s.source, s.platform, point_unit(s), s.note, s.fit,
+            s.published, model, s.tolerance};
+}
+
+std::string error_pct(const calibration_point& p) {
+    return fmt::format("{:+.1f} %", (p.model - p.published) / p.published * 100);
+}
+
+std::string table(const std::vector<calibration_point>& pts, bool fit, unsigned* ok, unsigned* n) {
+    std::string s = "| point | platform | published | model | error | within | source |\n"
+                    "|---|---|---|---|---|---|---|\n";
+    std::string notes;
+    for (const auto& p : pts) {
+        if (p.fit != fit) continue;
+        s += fmt::format("| {} (`{}`) | `{}` | {:g} {} | {:.2f} {} | {} | {} (±{:g} %) | {} |\n",
+                         p.what, p.name, p.platform, p.published, p.unit, p.model, p.unit,
+                         error_pct(p), p.within() ? "yes" : "**no**", p.tolerance * 100, p.source);
+        *ok += p.within();
+        ++*n;
+        if (!p.within())
+            notes += fmt::format("- `{}` is off by {}: {}\n", p.name, error_pct(p),
+                                 p.note.empty() ? "no explanation recorded yet." : p.note);
+    }
+    return s + (notes.empty() ? "" : "\nWhere the model misses:\n\n" + notes);
+}
+
+}  // namespace
+
+std::vector<calibration_point> run_calibration(const calibration& cal, const calibration_points& pts) {
     std::vector<calibration_point> out;
-    const auto lat = [&](const char* what, const char* src, const char* plat, const char* gen,
-                         bool irq, double thr_us, std::uint64_t size, double published,
-                         bool rtt) {
-        const sweep_point p = run_point(gen, plat, irq, thr_us, 2, size, 200, cal);
-        out.push_back({what, src, plat, rtt ? "us RTT" : "us one-way", published,
-                       rtt ? 2 * p.p50_us : p.p50_us, 0.10});
-    };
-    lat("Apple TB5 RDMA ib_send_lat 64 B (polled)", "M: hellas-ai/thunderbolt-ibverbs PR #28",
-        "apple-tb5", "tb5", false, 0, 64, 4.15, false);
-    lat("Apple TB5 RDMA ib_send_lat 4 KiB (polled, not fitted)",
-        "M: hellas-ai/thunderbolt-ibverbs PR #27", "apple-tb5", "tb5", false, 0, 4096, 4.64, false);
-    lat("AMD Strix Halo 40G OdinLink-Five RTT 64 B, busy-poll", "M: Geramy/OdinLink-Five PR #21",
-        "amd-strix-40g", "tb4", false, 0, 64, 11.0, true);
-    lat("AMD Strix Halo 40G OdinLink-Five RTT 64 B, interrupt", "M: Geramy/OdinLink-Five PR #21",
-        "amd-strix-40g", "tb4", true, 0, 64, 22.0, true);
-    lat("thunderbolt_net 128 us interrupt-throttle floor (RTT 64 B)",
-        "S: nhi_enable_int_throttling() 500 x 256 ns (perf-anchors 1c)", "linux-tbnet", "tb4",
-        true, 128, 64, 128.0, true);
-    {
-        const sweep_point p = run_point("tb5", "intel-tb5-discrete", false, 0, 2, 1 << 20, 20, cal);
-        out.push_back({"Intel Barlow Ridge TB5 DMA bandwidth, 1 MiB messages",
-                       "M: Geramy/OdinLink-Five docs/HARDWARE.md (~40-43 Gb/s)",
-                       "intel-tb5-discrete", "Gb/s", 41.5, p.gbps, 0.05});
+    for (const auto& p : pts.points) out.push_back(result_of(p, evaluate_point(p, cal)));
+    return out;
+}
+
+std::vector<leave_one_out_row> leave_one_out(const calibration& cal, const calibration_points& pts) {
+    std::vector<leave_one_out_row> out;
+    for (std::size_t i = 0; i < pts.points.size(); ++i) {
+        const auto& p = pts.points[i];
+        if (!p.fit) continue;
+        const fit_result r = fit_calibration(cal, pts, i);
+        leave_one_out_row row{result_of(p, 0), r.unfitted.empty(), ""};
+        if (row.predicted)
+            row.point.model = evaluate_point(p, r.cal);
+        else
+            row.why = fmt::format("the only point for {}", fmt::join(r.unfitted, "; "));
+        out.push_back(std::move(row));
     }
     return out;
 }
 
-std::string calibration_markdown(const std::vector<calibration_point>& pts, const calibration& cal,
+std::string calibration_markdown(const std::vector<calibration_point>& pts,
+                                 const std::vector<leave_one_out_row>& loo,
+                                 const calibration& cal, const calibration_points& points,
                                  const std::string& command) {
     std::string s = "<!-- SPDX-License-Identifier: MIT -->\n# Model calibration\n\n";
-    s += fmt::format("Generated by `{}` from `{}`; do not edit by hand.\n\n", command,
-                     "model/calibration/default.yaml");
-    s += "Each row runs the SystemC model with one platform profile of the calibration file and "
-         "compares it with the published number of `shared/research/perf-anchors.md` section 7c. "
-         "Goal: within 10 % for latency and 5 % for bandwidth.\n\n";
-    s += "| calibration point | platform | published | model | error | within | source |\n";
-    s += "|---|---|---|---|---|---|---|\n";
-    unsigned ok = 0;
-    for (const auto& p : pts) {
-        const double err = p.published > 0 ? (p.model - p.published) / p.published * 100 : 0;
-        s += fmt::format("| {} | `{}` | {:g} {} | {:.2f} {} | {:+.1f} % | {} (±{:g} %) | {} |\n",
-                         p.what, p.platform, p.published, p.unit, p.model, p.unit, err,
-                         p.within() ? "yes" : "**no**", p.tolerance * 100, p.source);
-        ok += p.within();
+    s += fmt::format("Generated by `{}` from `model/calibration/default.yaml` and "
+                     "`model/calibration/points.yaml`; do not edit by hand.\n\n",
+                     command);
+    s += "Each row runs the SystemC model with one platform profile and compares it with a "
+         "published measurement (`shared/research/perf-anchors.md` section 2c, "
+         "`field-hil-cosim-anchors.md` section 2). **Fit** points are those the parameters marked "
+         "F were fitted to, by `./odl model fit --write` (least squares over the points that fit "
+         "the same parameters); **validate** points were never used to fit anything: they are "
+         "predictions. Goal (perf-anchors 7c): within 10 % for latency, 15 % for tail latency, "
+         "5 % for bandwidth.\n\n";
+    unsigned vok = 0, vn = 0, fok = 0, fn = 0;
+    const std::string validate = table(pts, false, &vok, &vn);
+    const std::string fit = table(pts, true, &fok, &fn);
+    s += fmt::format("## Validate points (predictions): {} of {} within tolerance\n\n{}\n", vok, vn, validate);
+    s += fmt::format("## Fit points: {} of {} within tolerance\n\n{}\n", fok, fn, fit);
+    s += "## Leave-one-out\n\nEach fit point predicted by the model fitted to every other fit "
+         "point. A point that alone determines its parameters cannot be predicted this way; the "
+         "table says so.\n\n| point | published | predicted without it | error | within |\n"
+         "|---|---|---|---|---|\n";
+    unsigned lok = 0, ln = 0;
+    for (const auto& r : loo) {
+        const auto& p = r.point;
+        if (!r.predicted) {
+            s += fmt::format("| `{}` | {:g} {} | n/a: {} | | |\n", p.name, p.published, p.unit, r.why);
+            continue;
+        }
+        ++ln;
+        lok += p.within();
+        s += fmt::format("| `{}` | {:g} {} | {:.2f} {} | {} | {} (±{:g} %) |\n", p.name, p.published,
+                         p.unit, p.model, p.unit, error_pct(p), p.within() ? "yes" : "**no**",
+                         p.tolerance * 100);
     }
-    s += fmt::format("\n{} of {} points within tolerance.\n\n", ok, pts.size());
-    s += "Points not modelled: macOS Thunderbolt Bridge IP (52-64 Gb/s) and sockperf over "
-         "thunderbolt_net depend on the TCP/IP stack, which the model does not simulate.\n\n";
-    s += "## Parameter set used\n\nKinds: S spec/kernel constant, M measured, D derived, "
-         "A assumption, F fitted to a row above.\n\n### Link\n\n| parameter | source |\n|---|---|\n";
+    s += fmt::format("\n{} of {} predictable fit points within tolerance when left out.\n\n", lok, ln);
+    if (!points.not_modelled.empty()) {
+        s += "## Published numbers not modelled\n\n";
+        for (const auto& n : points.not_modelled) s += "- " + n + "\n";
+        s += "\n";
+    }
+    s += "## Platforms\n\n| platform | published points (fit + validate) | |\n|---|---|---|\n";
+    for (const auto& pk : cal.platforms) {
+        unsigned own = 0;
+        for (const auto& p : points.points) own += p.platform == pk.first;
+        s += fmt::format("| `{}` | {} | {} |\n", pk.first, own,
+                         own ? "calibrated" : "**prediction**: parameters derived or shared from other platforms");
+    }
+    s += "\n## Parameter set used\n\nKinds: S spec/kernel constant, M measured, D derived, "
+         "A assumption, F fitted to a fit point above.\n\n### Link\n\n| parameter | source |\n|---|---|\n";
     for (const auto& kv : cal.link.provenance) s += fmt::format("| `{}` | {} |\n", kv.first, kv.second);
     for (const auto& pk : cal.platforms) {
         s += fmt::format("\n### Platform `{}`\n\n{}\n\n| parameter | source |\n|---|---|\n", pk.first,

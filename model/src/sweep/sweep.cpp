@@ -70,6 +70,44 @@ scenario point_scenario(const std::string& gen, const std::string& platform, boo
     return s;
 }
 
+namespace {
+
+run_options quick_options() {
+    run_options o;
+    o.trace_frames = false;
+    o.copy_limit = 32;  // headers only: timing is unaffected, runs are faster
+    return o;
+}
+
+}  // namespace
+
+workload_result run_pingpong(const std::string& gen, const std::string& platform, bool interrupts,
+                             double throttle_us, std::uint64_t size, unsigned iterations,
+                             const calibration& cal) {
+    scenario s = point_scenario(gen, platform, interrupts, throttle_us, 2);
+    scenario_workload w;
+    w.name = "pingpong";
+    w.kind = workload_kind::pingpong;
+    w.hosts = {0, 1};
+    w.size = size;
+    w.count = iterations;
+    s.workloads = {w};
+    return run_scenario(s, cal, quick_options()).workloads[0];
+}
+
+double run_stream(const std::string& gen, const std::string& platform, bool interrupts,
+                  double throttle_us, std::uint64_t size, const calibration& cal) {
+    scenario s = point_scenario(gen, platform, interrupts, throttle_us, 2);
+    scenario_workload w;
+    w.name = "stream";
+    w.kind = workload_kind::stream;
+    w.hosts = {0, 1};  // host 0 is the fast end of an asymmetric cable
+    w.size = size;
+    w.count = static_cast<unsigned>(std::clamp<std::uint64_t>((32ull << 20) / size, 16, 2048));
+    s.workloads = {w};
+    return run_scenario(s, cal, quick_options()).workloads[0].gbps;
+}
+
 sweep_point run_point(const std::string& gen, const std::string& platform, bool interrupts,
                       double throttle_us, unsigned hosts, std::uint64_t size, unsigned iterations,
                       const calibration& cal) {
@@ -80,35 +118,15 @@ sweep_point run_point(const std::string& gen, const std::string& platform, bool 
     p.throttle_us = throttle_us;
     p.hosts = hosts;
     p.size = size;
-    run_options o;
-    o.trace_frames = false;
-    o.copy_limit = 32;  // headers only: timing is unaffected, runs are faster
     {
-        scenario s = point_scenario(gen, platform, interrupts, throttle_us, 2);
-        scenario_workload w;
-        w.name = "pingpong";
-        w.kind = workload_kind::pingpong;
-        w.hosts = {0, 1};
-        w.size = size;
-        w.count = iterations;
-        s.workloads = {w};
-        const run_result r = run_scenario(s, cal, o);
-        p.p50_us = r.workloads[0].p50_us;
-        p.p99_us = r.workloads[0].p99_us;
-        p.mean_us = r.workloads[0].mean_us;
-        p.samples_us = r.workloads[0].latency_us;
+        const workload_result r =
+            run_pingpong(gen, platform, interrupts, throttle_us, size, iterations, cal);
+        p.p50_us = r.p50_us;
+        p.p99_us = r.p99_us;
+        p.mean_us = r.mean_us;
+        p.samples_us = r.latency_us;
     }
-    {
-        scenario s = point_scenario(gen, platform, interrupts, throttle_us, 2);
-        scenario_workload w;
-        w.name = "stream";
-        w.kind = workload_kind::stream;
-        w.hosts = {0, 1};  // host 0 is the fast end of an asymmetric cable
-        w.size = size;
-        w.count = static_cast<unsigned>(std::clamp<std::uint64_t>((32ull << 20) / size, 16, 2048));
-        s.workloads = {w};
-        p.gbps = run_scenario(s, cal, o).workloads[0].gbps;
-    }
+    p.gbps = run_stream(gen, platform, interrupts, throttle_us, size, cal);
     if (hosts > 2) {
         scenario s = point_scenario(gen, platform, interrupts, throttle_us, hosts);
         scenario_workload w;
@@ -118,7 +136,7 @@ sweep_point run_point(const std::string& gen, const std::string& platform, bool 
         w.size = std::max<std::uint64_t>(size, hosts);
         w.count = 3;
         s.workloads = {w};
-        const run_result r = run_scenario(s, cal, o);
+        const run_result r = run_scenario(s, cal, quick_options());
         p.allreduce_us = r.workloads[0].time_us;
         p.busbw_gbps = r.workloads[0].busbw_gbps;
     }

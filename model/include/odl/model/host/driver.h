@@ -43,7 +43,8 @@ public:
     using link_fn = std::function<void(unsigned port, bool up)>;
 
     host_driver(sc_core::sc_module_name name, scheduler& sched, trace_log& log, nhi& dev,
-                local_memory& mem, const host_costs& costs, unsigned lane_ports);
+                local_memory& mem, const host_costs& costs, unsigned lane_ports,
+                std::uint64_t noise_seed = 1);
     host_driver(const host_driver&) = delete;
     host_driver& operator=(const host_driver&) = delete;
 
@@ -132,6 +133,7 @@ private:
     nhi& m_nhi;
     local_memory& m_mem;
     host_costs m_costs;
+    noise_source m_noise;
     unsigned m_ports;
     std::vector<sw_ring> m_tx, m_rx;          ///< index = ring
     std::vector<std::deque<tx_item>> m_txq;   ///< index = port

@@ -9,6 +9,7 @@
 #include <systemc>
 
 #include "odl/model/cable/link_config.h"
+#include "odl/model/host/noise.h"
 #include "odl/model/nhi/nhi.h"
 
 namespace odl::model {
@@ -25,6 +26,7 @@ struct host_costs {
     double copy_gbps = 0.0;      ///< bounce copy rate; 0 = zero copy
     unsigned throttle = 0;       ///< REG_INT_THROTTLING_RATE value, 256 ns units
     bool interrupts = false;     ///< false = busy polling
+    host_noise noise;            ///< jitter on top of the costs above (all off: exact)
 };
 
 /// One platform profile: a named parameter set from the calibration file.

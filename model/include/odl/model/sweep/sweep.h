@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "odl/model/host/platform.h"
+#include "odl/model/scenario/runner.h"
 #include "odl/model/scenario/scenario.h"
+#include "odl/model/sweep/calibration_points.h"
 
 namespace odl::model {
 
@@ -47,6 +49,13 @@ scenario point_scenario(const std::string& gen, const std::string& platform, boo
 /// Runs every point; @progress(done, total) after each.
 std::vector<sweep_point> run_sweep(const sweep_spec& s, const calibration& cal,
                                    const std::function<void(std::size_t, std::size_t)>& progress);
+/// One ping-pong workload (one-way latencies: RTT / 2) between two hosts.
+workload_result run_pingpong(const std::string& gen, const std::string& platform, bool interrupts,
+                             double throttle_us, std::uint64_t size, unsigned iterations,
+                             const calibration& cal);
+/// Stream bandwidth (Gb/s, one direction) between two hosts.
+double run_stream(const std::string& gen, const std::string& platform, bool interrupts,
+                  double throttle_us, std::uint64_t size, const calibration& cal);
 /// Ping-pong latency (one-way) and stream bandwidth of one point.
 sweep_point run_point(const std::string& gen, const std::string& platform, bool interrupts,
                       double throttle_us, unsigned hosts, std::uint64_t size,
@@ -62,12 +71,25 @@ std::string compare_report(const std::vector<sweep_point>& pts, const std::strin
 
 /// One calibration point: model value next to the published one.
 struct calibration_point {
-    std::string what, source, platform, unit;
+    std::string name, what, source, platform, unit, note;
+    bool fit = false;  ///< a fit point (else validate)
     double published = 0, model = 0, tolerance = 0;  ///< tolerance: fraction
     bool within() const;
 };
-std::vector<calibration_point> run_calibration(const calibration& cal);
+std::vector<calibration_point> run_calibration(const calibration& cal,
+                                               const calibration_points& pts);
+
+/// A fit point predicted by the model fitted without it.
+struct leave_one_out_row {
+    calibration_point point;   ///< model = the prediction (when there is one)
+    bool predicted = false;    ///< false: nothing else determines its parameters
+    std::string why;           ///< when not predicted
+};
+std::vector<leave_one_out_row> leave_one_out(const calibration& cal, const calibration_points& pts);
+
 std::string calibration_markdown(const std::vector<calibration_point>& pts,
-                                 const calibration& cal, const std::string& command);
+                                 const std::vector<leave_one_out_row>& loo,
+                                 const calibration& cal, const calibration_points& points,
+                                 const std::string& command);
 
 }  // namespace odl::model
