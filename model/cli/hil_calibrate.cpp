@@ -37,7 +37,7 @@ measured_run only(const measured_run& all, bool latency) {
     for (const auto& w : all.workloads) {
         const bool ping = w.kind == m::workload_kind::pingpong;
         if (latency && ping && w.p50 && *w.p50 > 0) r.workloads.push_back(w);
-        if (!latency && !ping && w.kind != m::workload_kind::allreduce && w.gbps && *w.gbps > 0)
+        if (!latency && !ping && !m::is_collective(w.kind) && w.gbps && *w.gbps > 0)
             r.workloads.push_back(w);
     }
     return r;

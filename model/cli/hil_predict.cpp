@@ -54,7 +54,7 @@ std::vector<predicted_workload> predict(const m::scenario& s, const m::calibrati
         predicted_workload p;
         p.name = mw.name;
         p.kind = mw.kind;
-        if (mw.kind == m::workload_kind::allreduce) {  // not run on hosts (pair_run)
+        if (m::is_collective(mw.kind)) {  // not run on hosts (pair_run)
             out.push_back(p);
             continue;
         }

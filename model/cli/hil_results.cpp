@@ -27,7 +27,7 @@ std::string text(const json& o, const char* key) {
 
 m::workload_kind kind_of(const std::string& file, const std::string& t) {
     for (auto k : {m::workload_kind::pingpong, m::workload_kind::stream, m::workload_kind::bidir,
-                   m::workload_kind::allreduce})
+                   m::workload_kind::allreduce, m::workload_kind::allgather})
         if (m::to_string(k) == t) return k;
     throw std::runtime_error(fmt::format("{}: unknown workload type '{}'", file, t));
 }

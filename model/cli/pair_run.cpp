@@ -446,8 +446,8 @@ public:
                 link_pending = false;
                 r.started_s = std::chrono::duration<double>(clk::now() - t0).count();
             }
-            if (w.kind == m::workload_kind::allreduce) {
-                r.error = "allreduce needs a ring of hosts";
+            if (m::is_collective(w.kind)) {
+                r.error = fmt::format("{} needs a ring of hosts", m::to_string(w.kind));
                 continue;
             }
             progress(fmt::format("t={:.1f} s: workload {} ({})", r.started_s, w.name, m::to_string(w.kind)));
@@ -483,7 +483,7 @@ std::string pair_shape_error(const m::scenario& s, const std::string& what) {
         return fmt::format("{} has {} hosts; {} on one cable. Replay it with --on model.", s.name, s.hosts.size(), what);
     if (s.cables.size() != 1) return fmt::format("{} has {} cables; {} on one cable", s.name, s.cables.size(), what);
     for (const auto& w : s.workloads)
-        if (w.kind != m::workload_kind::allreduce && w.hosts.size() >= 2 && w.hosts[0] == w.hosts[1])
+        if (!m::is_collective(w.kind) && w.hosts.size() >= 2 && w.hosts[0] == w.hosts[1])
             return fmt::format("workload {}: from and to are the same host", w.name);
     return "";
 }

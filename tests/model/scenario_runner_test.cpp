@@ -47,6 +47,29 @@ INSTANTIATE_TEST_SUITE_P(All, ShippedScenario,
                          ::testing::Values("quickstart", "unplug-replug-under-load", "ber-storm",
                                            "lane-degrade", "four-host-ring-allreduce"));
 
+TEST(ScenarioRunner, AllGatherTakesAboutHalfAnAllReduceWithTheSameBusBandwidth) {
+    scenario s = load_scenario(scenario_path("four-host-ring-allreduce"));
+    s.workloads.resize(1);
+    s.assertions.clear();
+    scenario_workload g = s.workloads[0];
+    g.name = "allgather";
+    g.kind = workload_kind::allgather;
+    g.start = sc_core::sc_time(50, sc_core::SC_MS);
+    s.workloads.push_back(g);
+    run_options o;
+    o.trace_frames = false;
+    const run_result r = run_scenario(s, o);
+    const auto& ar = r.workloads[0];
+    const auto& ag = r.workloads[1];
+    ASSERT_TRUE(ar.completed && ag.completed);
+    // 3 steps instead of 6 of the same 4 MiB chunks: half the time, and
+    // busbw's factor (N-1)/N instead of 2(N-1)/N gives the same bus rate.
+    EXPECT_NEAR(ag.time_us / ar.time_us, 0.5, 0.05) << ag.time_us << " vs " << ar.time_us;
+    EXPECT_NEAR(ag.busbw_gbps / ar.busbw_gbps, 1.0, 0.1);
+    EXPECT_EQ(ag.messages_received, 3u * 4 * 3) << "3 iterations x 4 hosts x 3 steps";
+    EXPECT_NE(r.to_text().find("per all-gather"), std::string::npos);
+}
+
 TEST(ScenarioRunner, FailingAssertionIsReported) {
     scenario s = load_scenario(scenario_path("quickstart"));
     s.assertions[0].max = 0.001;  // p99 below a nanosecond: impossible

@@ -24,7 +24,7 @@ nlohmann::json run_result::to_json() const {
         if (w.kind == workload_kind::pingpong) {
             o["one_way_us"] = {{"p50", w.p50_us}, {"p99", w.p99_us}, {"mean", w.mean_us},
                                {"max", w.max_us}, {"samples", w.latency_us.size()}};
-        } else if (w.kind == workload_kind::allreduce) {
+        } else if (is_collective(w.kind)) {
             o["time_us"] = w.time_us;
             o["busbw_gbps"] = w.busbw_gbps;
         } else {
@@ -48,8 +48,9 @@ std::string run_result::to_text() const {
         if (w.kind == workload_kind::pingpong)
             t += fmt::format("one-way p50 {:.2f} us  p99 {:.2f} us  max {:.2f} us", w.p50_us,
                              w.p99_us, w.max_us);
-        else if (w.kind == workload_kind::allreduce)
-            t += fmt::format("{:.1f} us per all-reduce, busbw {:.2f} Gb/s", w.time_us, w.busbw_gbps);
+        else if (is_collective(w.kind))
+            t += fmt::format("{:.1f} us per {}, busbw {:.2f} Gb/s", w.time_us,
+                             w.kind == workload_kind::allreduce ? "all-reduce" : "all-gather", w.busbw_gbps);
         else
             t += fmt::format("{:.2f} Gb/s", w.gbps);
         t += fmt::format("  ({} received, {} lost{})\n", w.messages_received, w.messages_lost,

@@ -115,10 +115,15 @@ void start_stream(replay& r, unsigned w, unsigned from, unsigned to,
     for (unsigned i = 0; i < wl.count; ++i) r.send(from, to, w, i, wl.size);
 }
 
-void start_allreduce(replay& r, unsigned w) {
+/// Ring collectives as NCCL runs them: all-reduce is a reduce-scatter and an
+/// all-gather, 2 (n - 1) steps of size / n; all-gather is n - 1 such steps
+/// (size: the gathered output). busbw as nccl-tests computes it.
+void start_ring(replay& r, unsigned w) {
     const scenario_workload& wl = r.s.workloads[w];
     const unsigned n = static_cast<unsigned>(wl.hosts.size());
-    const unsigned steps = 2 * (n - 1);
+    const bool reduce = wl.kind == workload_kind::allreduce;
+    const unsigned steps = reduce ? 2 * (n - 1) : n - 1;
+    const double bus_factor = (reduce ? 2.0 : 1.0) * (n - 1) / n;
     const std::uint64_t chunk = (wl.size + n - 1) / n;
     struct state {
         std::vector<unsigned> step;      // per ring position: steps received
@@ -136,7 +141,7 @@ void start_allreduce(replay& r, unsigned w) {
     for (unsigned i = 0; i < n; ++i) {
         const unsigned host = wl.hosts[i], right = wl.hosts[(i + 1) % n];
         r.rx[host][w] = [&r, w, i, host, right, steps, chunk, st, begin, count = wl.count,
-                         size = wl.size, n](unsigned, std::uint32_t, std::uint64_t) {
+                         size = wl.size, n, bus_factor](unsigned, std::uint32_t, std::uint64_t) {
             workload_result& res = r.res[w];
             ++res.messages_received;
             const unsigned s = ++st->step[i];
@@ -149,7 +154,7 @@ void start_allreduce(replay& r, unsigned w) {
             res.latency_us.push_back(us);
             res.time_us = percentile(res.latency_us, 50);
             const double algbw = static_cast<double>(size) * 8 / (res.time_us * 1e3);
-            res.busbw_gbps = algbw * 2.0 * (n - 1) / n;
+            res.busbw_gbps = algbw * bus_factor;
             if (++st->iter >= count) {
                 res.completed = true;
                 return;
@@ -265,7 +270,8 @@ run_result run_scenario(const scenario& s, const calibration& cal, const run_opt
                         start_stream(r, w, wl.hosts[1], wl.hosts[0], st);
                         break;
                     }
-                    case workload_kind::allreduce: start_allreduce(r, w); break;
+                    case workload_kind::allreduce:
+                    case workload_kind::allgather: start_ring(r, w); break;
                     }
                 });
             }

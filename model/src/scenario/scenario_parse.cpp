@@ -21,6 +21,7 @@ std::string_view to_string(workload_kind k) {
     case workload_kind::stream: return "stream";
     case workload_kind::bidir: return "bidir";
     case workload_kind::allreduce: return "allreduce";
+    case workload_kind::allgather: return "allgather";
     }
     return "?";
 }
@@ -31,7 +32,8 @@ std::vector<std::string> metrics_of(workload_kind k) {
         return {"p50_us", "p99_us", "mean_us", "max_us", "messages_lost", "completed"};
     case workload_kind::stream:
     case workload_kind::bidir: return {"gbps", "messages_lost", "completed"};
-    case workload_kind::allreduce: return {"time_us", "busbw_gbps", "completed"};
+    case workload_kind::allreduce:
+    case workload_kind::allgather: return {"time_us", "busbw_gbps", "completed"};
     }
     return {};
 }
@@ -194,12 +196,13 @@ void parse_workloads(const std::string& f, const YAML::Node& n, scenario& s) {
         yaml::check_keys(f, w, {"name", "type", "from", "to", "hosts", "size", "iterations", "count", "start"},
                          "a workload");
         scenario_workload wl;
-        const std::string t = yaml::get_string(f, w["type"], "workload 'type' (pingpong, stream, bidir, allreduce)");
+        const std::string t = yaml::get_string(f, w["type"], "workload 'type' (pingpong, stream, bidir, allreduce, allgather)");
         if (t == "pingpong") wl.kind = workload_kind::pingpong;
         else if (t == "stream") wl.kind = workload_kind::stream;
         else if (t == "bidir") wl.kind = workload_kind::bidir;
         else if (t == "allreduce") wl.kind = workload_kind::allreduce;
-        else fail(f, w["type"], fmt::format("expected type pingpong, stream, bidir or allreduce, got '{}'", t));
+        else if (t == "allgather") wl.kind = workload_kind::allgather;
+        else fail(f, w["type"], fmt::format("expected type pingpong, stream, bidir, allreduce or allgather, got '{}'", t));
         wl.name = w["name"] ? yaml::get_string(f, w["name"], "name") : fmt::format("{}{}", t, s.workloads.size());
         for (const auto& o : s.workloads)
             if (o.name == wl.name) fail(f, w, fmt::format("workload name '{}' is used twice", wl.name));
@@ -208,7 +211,7 @@ void parse_workloads(const std::string& f, const YAML::Node& n, scenario& s) {
         if (w["count"]) wl.count = static_cast<unsigned>(yaml::get_uint(f, w["count"], "count"));
         if (wl.count == 0 || wl.count > 10000000) fail(f, w, "expected iterations/count from 1 to 10000000");
         if (w["start"]) wl.start = yaml::get_time(f, w["start"], "start");
-        if (wl.kind == workload_kind::allreduce) {
+        if (is_collective(wl.kind)) {
             const YAML::Node hs = w["hosts"];
             if (!hs || !hs.IsSequence() || hs.size() < 2) fail(f, w, "expected 'hosts: [h0, h1, ...]' (the ring, 2 or more)");
             for (const auto& h : hs) wl.hosts.push_back(host_index(f, h, s, yaml::get_string(f, h, "host")));

@@ -41,7 +41,12 @@ struct scenario_event {
     sc_core::sc_time down;  ///< host_reset: time until the driver restarts
 };
 
-enum class workload_kind { pingpong, stream, bidir, allreduce };
+enum class workload_kind { pingpong, stream, bidir, allreduce, allgather };
+
+/// A ring collective over `hosts` (allreduce, allgather), not a pair.
+inline bool is_collective(workload_kind k) {
+    return k == workload_kind::allreduce || k == workload_kind::allgather;
+}
 
 struct scenario_workload {
     std::string name;
