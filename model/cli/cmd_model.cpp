@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `odl model sweep|report|calibrate`: latency modelling on the SystemC model.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "model_commands.h"
+#include "odl/model/sweep/html_report.h"
+#include "png.h"
 #include "odl/model/sweep/fit.h"
 #include "odl/model/sweep/sweep.h"
 
@@ -34,6 +37,9 @@ struct model_opts {
     bool check = false;
     unsigned iterations = 200;
     bool json = false;
+    std::string histogram_size = "4KiB";
+    std::vector<std::string> collective_sizes = {"1MiB", "16MiB", "64MiB"};
+    std::vector<unsigned> collective_hosts = {2, 4};
 };
 
 [[noreturn]] void die(const std::string& sub, const std::string& msg) {
@@ -120,7 +126,11 @@ int do_sweep(const model_opts& o) {
     } catch (const std::exception& e) {
         die("sweep", e.what());
     }
-    fmt::print(stderr, "odl: model sweep: wrote {}/sweep.csv and {} plots\n", dir, files.size());
+    for (const auto& f : files) {
+        const std::string why = svg_to_png(f);
+        if (!why.empty()) die("sweep", why);
+    }
+    fmt::print(stderr, "odl: model sweep: wrote {}/sweep.csv and {} plots (SVG and PNG)\n", dir, files.size());
     if (o.json) {
         nlohmann::json j = nlohmann::json::array();
         for (const auto& p : pts)
@@ -136,15 +146,47 @@ int do_sweep(const model_opts& o) {
     return 0;
 }
 
-int do_report(const model_opts& o) {
+int do_report(const model_opts& o, const std::string& command) {
     const auto cal = load_cal("report", o);
-    const auto pts = sweep("report", o, cal);
-    const std::string md =
-        m::compare_report(pts, fmt::format("TB4 vs TB5 vs TB5 asymmetric on `{}`", o.platform));
-    if (!o.out.empty()) {
-        write("report", o.out, md);
-        fmt::print(stderr, "odl: model report: wrote {}\n", o.out);
+    if (o.modes.size() != 1) die("report", "one --modes value (poll or interrupt): the page compares generations");
+    m::report_data d;
+    d.points = sweep("report", o, cal);
+    d.platform = o.platform;
+    d.mode = o.modes[0];
+    d.calibration_path = cal.path;
+    d.command = command;
+    d.iterations = o.iterations;
+    d.histogram_size = parse_size("report", o.histogram_size);
+    if (std::none_of(d.points.begin(), d.points.end(), [&](const m::sweep_point& p) { return p.size == d.histogram_size; }))
+        die("report", fmt::format("--histogram-size {} is not one of --sizes", o.histogram_size));
+    std::vector<std::uint64_t> csizes;
+    for (const auto& z : o.collective_sizes) csizes.push_back(parse_size("report", z));
+    try {
+        d.collectives = m::run_collectives(o.generations, o.platform, d.mode == "interrupt", o.collective_hosts,
+                                           csizes, cal, [](std::size_t done, std::size_t total) {
+                                               fmt::print(stderr, "\rodl: model report: collective {}/{}", done, total);
+                                               if (done == total) fmt::print(stderr, "\n");
+                                           });
+    } catch (const std::exception& e) {
+        die("report", e.what());
     }
+    const std::string dir = out_dir(o, "report");
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) die("report", fmt::format("cannot create {}: {}", dir, ec.message()));
+    const auto charts = m::report_charts(d);
+    for (const auto& [name, body] : charts) {
+        write("report", dir + "/" + name + ".svg", body);
+        const std::string why = svg_to_png(dir + "/" + name + ".svg");
+        if (!why.empty()) die("report", why);
+    }
+    write("report", dir + "/report.html", m::report_html(d, charts));
+    write("report", dir + "/report.json", m::report_json(d).dump(2) + "\n");
+    const std::string md =
+        m::compare_report(d.points, fmt::format("TB4 vs TB5 vs TB5 asymmetric on `{}`", o.platform));
+    write("report", dir + "/report.md", md);
+    fmt::print(stderr, "odl: model report: wrote {}/report.html (open it in a browser), report.json, report.md and {} "
+               "plots (SVG and PNG)\n", dir, charts.size());
     fmt::print("{}", md);
     return 0;
 }
@@ -250,9 +292,13 @@ void add_model_command(CLI::App& app) {
     add_common(sw, *o);
     sw->add_option("--out", o->out, "folder for sweep.csv and the SVG plots");
     sw->add_flag("--json", o->json, "print JSON instead of CSV");
-    auto* rp = model->add_subcommand("report", "markdown comparing TB4, TB5 and TB5 asymmetric");
+    auto* rp = model->add_subcommand(
+        "report", "TB4 vs TB5 vs TB5 asymmetric: an HTML page with charts, PNG plots, JSON and markdown");
     add_common(rp, *o);
-    rp->add_option("--out", o->out, "also write the markdown to this file");
+    rp->add_option("--out", o->out, "folder for report.html, report.json, report.md and the plots");
+    rp->add_option("--histogram-size", o->histogram_size, "the message size whose latency histograms are drawn");
+    rp->add_option("--collective-sizes", o->collective_sizes, "all-reduce / all-gather sizes")->delimiter(',');
+    rp->add_option("--collective-hosts", o->collective_hosts, "ring sizes for the collectives (2..8)")->delimiter(',');
     auto* ca = model->add_subcommand("calibrate", "model vs published calibration points (markdown)");
     ca->add_option("--calibration", o->calibration, "calibration YAML (default: the shipped one)");
     ca->add_option("--points", o->points, "calibration points YAML (default: the shipped one)");
@@ -264,9 +310,17 @@ void add_model_command(CLI::App& app) {
     fi->add_flag("--check", o->check, "exit 1 when the file's values are not what the fit gives")->excludes(wr);
     fi->callback([o] { std::exit(do_fit(*o)); });
     sw->callback([o] { std::exit(do_sweep(*o)); });
-    rp->callback([o] {
-        if (o->modes.size() == 2) o->modes = {"poll"};
-        std::exit(do_report(*o));
+    rp->callback([o, rp] {
+        if (rp->get_option("--modes")->count() == 0) o->modes = {"poll"};
+        // Tails need more round trips than a median: p99.9 of 200 is noise.
+        if (rp->get_option("--iterations")->count() == 0) o->iterations = 2000;
+        if (rp->get_option("--sizes")->count() == 0)
+            o->sizes = {"64", "256", "1KiB", "4KiB", "16KiB", "64KiB", "256KiB", "1MiB"};
+        std::string cmd = "./odl model report";
+        for (const auto& opt : rp->get_options())
+            if (opt->count() && opt->get_name() != "--help")
+                cmd += fmt::format(" {} {}", opt->get_name(), fmt::join(opt->results(), ","));
+        std::exit(do_report(*o, cmd));
     });
     ca->callback([o] { std::exit(do_calibrate(*o)); });
 }

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "odl/hil/process.h"
+#include "png.h"
 #include "odl/model/sweep/svg_plot.h"
 
 namespace odl::cli::hil_model {
@@ -159,14 +159,12 @@ void plot_latency(comparison& c, const measured_run& measured, const std::vector
         }
         c.plots.push_back(base + ".svg");
         if (converter_missing) continue;
-        const auto r = odl::hil::run_process({"rsvg-convert", "-f", "png", "-o", base + ".png", base + ".svg"}, 60);
-        if (r.status == 127) {
-            converter_missing = true;
-            c.notes.push_back("PNG plots need rsvg-convert (Debian package librsvg2-bin); the SVGs are written");
-        } else if (r.status != 0) {
-            c.notes.push_back(fmt::format("{}.png: rsvg-convert failed (status {}): {}", base, r.status, r.err));
-        } else {
+        const std::string why = svg_to_png(base + ".svg");
+        if (why.empty()) {
             c.plots.push_back(base + ".png");
+        } else {
+            converter_missing = why.find("need rsvg-convert") != std::string::npos;
+            c.notes.push_back(why);
         }
     }
 }
