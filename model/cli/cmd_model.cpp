@@ -136,7 +136,8 @@ int do_sweep(const model_opts& o) {
         for (const auto& p : pts)
             j.push_back({{"platform", p.platform}, {"generation", p.generation}, {"mode", p.mode},
                          {"throttle_us", p.throttle_us}, {"hosts", p.hosts}, {"size_bytes", p.size},
-                         {"p50_us", p.p50_us}, {"p99_us", p.p99_us}, {"mean_us", p.mean_us},
+                         {"p50_us", p.p50_us}, {"p90_us", p.p90_us}, {"p99_us", p.p99_us},
+                         {"p999_us", p.p999_us}, {"mean_us", p.mean_us},
                          {"gbps", p.gbps}, {"allreduce_us", p.allreduce_us},
                          {"busbw_gbps", p.busbw_gbps}});
         fmt::print("{}\n", j.dump(2));

@@ -22,7 +22,8 @@ nlohmann::json run_result::to_json() const {
                          {"messages_received", w.messages_received},
                          {"messages_lost", w.messages_lost}};
         if (w.kind == workload_kind::pingpong) {
-            o["one_way_us"] = {{"p50", w.p50_us}, {"p99", w.p99_us}, {"mean", w.mean_us},
+            o["one_way_us"] = {{"p50", w.p50_us}, {"p90", w.p90_us}, {"p99", w.p99_us},
+                               {"p99.9", w.p999_us}, {"mean", w.mean_us},
                                {"max", w.max_us}, {"samples", w.latency_us.size()}};
         } else if (is_collective(w.kind)) {
             o["time_us"] = w.time_us;
@@ -46,8 +47,8 @@ std::string run_result::to_text() const {
     for (const auto& w : workloads) {
         t += fmt::format("  {:<16} {:<9} {:>9} B x{:<6} ", w.name, to_string(w.kind), w.size, w.count);
         if (w.kind == workload_kind::pingpong)
-            t += fmt::format("one-way p50 {:.2f} us  p99 {:.2f} us  max {:.2f} us", w.p50_us,
-                             w.p99_us, w.max_us);
+            t += fmt::format("one-way p50 {:.2f} us  p99 {:.2f} us  p99.9 {:.2f} us  max {:.2f} us",
+                             w.p50_us, w.p99_us, w.p999_us, w.max_us);
         else if (is_collective(w.kind))
             t += fmt::format("{:.1f} us per {}, busbw {:.2f} Gb/s", w.time_us,
                              w.kind == workload_kind::allreduce ? "all-reduce" : "all-gather", w.busbw_gbps);

@@ -285,7 +285,9 @@ run_result run_scenario(const scenario& s, const calibration& cal, const run_opt
                 w.messages_lost = w.messages_sent - w.messages_received;
             if (w.kind == workload_kind::pingpong) {
                 w.p50_us = percentile(w.latency_us, 50);
+                w.p90_us = percentile(w.latency_us, 90);
                 w.p99_us = percentile(w.latency_us, 99);
+                w.p999_us = percentile(w.latency_us, 99.9);
                 w.max_us = percentile(w.latency_us, 100);
                 double sum = 0;
                 for (double v : w.latency_us) sum += v;
@@ -367,7 +369,9 @@ double run_result::metric(const std::string& workload, const std::string& m) con
     for (const auto& w : workloads) {
         if (w.name != workload) continue;
         if (m == "p50_us") return w.p50_us;
+        if (m == "p90_us") return w.p90_us;
         if (m == "p99_us") return w.p99_us;
+        if (m == "p999_us") return w.p999_us;
         if (m == "mean_us") return w.mean_us;
         if (m == "max_us") return w.max_us;
         if (m == "gbps") return w.gbps;

@@ -29,7 +29,7 @@ std::string_view to_string(workload_kind k) {
 std::vector<std::string> metrics_of(workload_kind k) {
     switch (k) {
     case workload_kind::pingpong:
-        return {"p50_us", "p99_us", "mean_us", "max_us", "messages_lost", "completed"};
+        return {"p50_us", "p90_us", "p99_us", "p999_us", "mean_us", "max_us", "messages_lost", "completed"};
     case workload_kind::stream:
     case workload_kind::bidir: return {"gbps", "messages_lost", "completed"};
     case workload_kind::allreduce:

@@ -122,7 +122,9 @@ sweep_point run_point(const std::string& gen, const std::string& platform, bool 
         const workload_result r =
             run_pingpong(gen, platform, interrupts, throttle_us, size, iterations, cal);
         p.p50_us = r.p50_us;
+        p.p90_us = r.p90_us;
         p.p99_us = r.p99_us;
+        p.p999_us = r.p999_us;
         p.mean_us = r.mean_us;
         p.samples_us = r.latency_us;
     }
@@ -163,12 +165,12 @@ std::vector<sweep_point> run_sweep(const sweep_spec& s, const calibration& cal,
 
 std::string to_csv(const std::vector<sweep_point>& pts) {
     std::string s =
-        "platform,generation,mode,throttle_us,hosts,size_bytes,p50_us,p99_us,mean_us,gbps,"
-        "allreduce_us,busbw_gbps\n";
+        "platform,generation,mode,throttle_us,hosts,size_bytes,p50_us,p90_us,p99_us,p999_us,mean_us,"
+        "gbps,allreduce_us,busbw_gbps\n";
     for (const auto& p : pts)
-        s += fmt::format("{},{},{},{:g},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.3f},{:.4f}\n",
-                         p.platform, p.generation, p.mode, p.throttle_us, p.hosts, p.size,
-                         p.p50_us, p.p99_us, p.mean_us, p.gbps, p.allreduce_us, p.busbw_gbps);
+        s += fmt::format("{},{},{},{:g},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.3f},{:.4f}\n",
+                         p.platform, p.generation, p.mode, p.throttle_us, p.hosts, p.size, p.p50_us,
+                         p.p90_us, p.p99_us, p.p999_us, p.mean_us, p.gbps, p.allreduce_us, p.busbw_gbps);
     return s;
 }
 

@@ -30,7 +30,7 @@ struct workload_result {
     std::uint64_t size = 0;
     unsigned count = 0;
     std::vector<double> latency_us;  ///< pingpong: one-way samples (RTT/2)
-    double p50_us = 0, p99_us = 0, mean_us = 0, max_us = 0;
+    double p50_us = 0, p90_us = 0, p99_us = 0, p999_us = 0, mean_us = 0, max_us = 0;
     double gbps = 0;                 ///< stream / bidir: payload received
     double time_us = 0;              ///< allreduce: per iteration
     double busbw_gbps = 0;

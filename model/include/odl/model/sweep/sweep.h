@@ -32,7 +32,7 @@ struct sweep_point {
     double throttle_us = 0;
     unsigned hosts = 2;
     std::uint64_t size = 0;
-    double p50_us = 0, p99_us = 0, mean_us = 0;  ///< one-way, RTT/2
+    double p50_us = 0, p90_us = 0, p99_us = 0, p999_us = 0, mean_us = 0;  ///< one-way, RTT/2
     double gbps = 0;                              ///< one direction, stream
     double allreduce_us = 0, busbw_gbps = 0;      ///< hosts > 2: ring all-reduce
     std::vector<double> samples_us;
