@@ -295,7 +295,8 @@ static void odl_dev_release(struct device *dev)
 {
 	struct odl_tb5 *odl = container_of(dev, struct odl_tb5, dev);
 
-	ida_free(&odl_ida, odl->index);
+	if (odl->index_held)
+		ida_free(&odl_ida, odl->index);
 	kfree(odl);
 }
 
@@ -319,6 +320,7 @@ int odl_chardev_add(struct odl_tb5 *odl, struct tb_service *svc)
 		return ret;
 	}
 	odl->index = ret;
+	odl->index_held = true;
 	device_initialize(&odl->dev);
 	odl->dev.class = &odl_class;
 	odl->dev.parent = &svc->dev;
@@ -340,9 +342,19 @@ err_put:
 	return ret;
 }
 
+/*
+ * The device goes now; a file still open keeps the structure (not the name)
+ * until it is closed. The index is free at once, so that the peer's service
+ * coming back while an old file is still open gets /dev/odl_tb5_N again,
+ * not N + 1: a peer's module reload must not rename our device under the
+ * programs that open it by index (seen in vm_unload: A's device became
+ * odl_tb5_1 when B reloaded before A's flood had closed odl_tb5_0).
+ */
 void odl_chardev_del(struct odl_tb5 *odl)
 {
 	cdev_device_del(&odl->cdev, &odl->dev);
+	ida_free(&odl_ida, odl->index);
+	odl->index_held = false;
 	put_device(&odl->dev);
 }
 

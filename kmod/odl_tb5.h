@@ -207,6 +207,8 @@ struct odl_dmabuf_slot {
  *	open files (through the cdev) keep it alive after remove
  * @cdev: /dev/odl_tb5_N
  * @index: N
+ * @index_held: @index is ours in the IDA (given back at remove, so that a
+ *	returning peer gets the same N while an old file is still open)
  * @svc: the bound service, set by probe once the rings and buffers exist,
  *	NULL after remove (written under @lock or in probe, and under
  *	@io_rwsem for write: the file operations check it under it)
@@ -298,6 +300,7 @@ struct odl_tb5 {
 	struct device dev;
 	struct cdev cdev;
 	int index;
+	bool index_held;
 	struct tb_service *svc;
 	struct tb_xdomain *xd;
 	struct tb_protocol_handler handler;

@@ -5,6 +5,9 @@
 #
 # Usage:
 #   testbed.sh up [--kernel 6.12|6.1] [--gen tb3|gen2|gen3|gen4] [--lanes 1|2] [--timeout S]
+#                 [--iommu off|translated|pt]         a virtual Intel IOMMU in front of the guests'
+#                                                     PCI devices: translated (DMA domains) or
+#                                                     passthrough (iommu=pt); off by default
 #                 [--cmd-file F]                      F runs in both guests after the modules load
 #                 [--root]                            boot the Debian-root guests (HIL targets):
 #                                                     systemd, sshd on a loopback-forwarded port,
@@ -26,6 +29,8 @@
 #   ODL_VM_SHARED_RAM  1 (default): guest RAM shared with odl-linkd for direct
 #                  DMA; 0: private RAM, every DMA a socket round trip
 #   ODL_VM_ACCEL   tcg (default) or kvm (-cpu host; only where KVM is known to work)
+#   ODL_VM_IOMMU   off (default), translated or pt: up's --iommu for every test
+#                  that brings the testbed up (the whole vm suite behind an IOMMU)
 #   ODL_VM_QEMU_ARGS  extra QEMU options for both VMs (e.g. -trace 'odl_nhi_*')
 #   ODL_VM_EXEC_TIMEOUT  seconds per exec (default 60)
 #   ODL_QEMU       a QEMU binary with odl-usb4-nhi built before (skips build-qemu.sh)
@@ -134,7 +139,7 @@ root_prepare() {
 }
 
 cmd_up() {
-	local kernel=6.12 timeout=180 gen=gen3 lanes=2 cmd_file="" root=0
+	local kernel=6.12 timeout=180 gen=gen3 lanes=2 cmd_file="" root=0 iommu=${ODL_VM_IOMMU:-off}
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--cmd-file) cmd_file=$2; shift 2 ;;
@@ -143,9 +148,14 @@ cmd_up() {
 		--gen) gen=$2; shift 2 ;;
 		--lanes) lanes=$2; shift 2 ;;
 		--timeout) timeout=$2; shift 2 ;;
+		--iommu) iommu=$2; shift 2 ;;
 		*) die "up: unknown option '$1'" ;;
 		esac
 	done
+	case "$iommu" in
+	off | translated | pt) ;;
+	*) die "up: --iommu must be off, translated or pt, not '$iommu'" ;;
+	esac
 	mkdir -p "$dir"
 	if alive "$dir/linkd.pid" || alive "$dir/A.qemu.pid" || alive "$dir/B.qemu.pid"; then
 		die "testbed already up (odl vm down first)"
@@ -216,6 +226,15 @@ cmd_up() {
 	local v idx accel=(-accel tcg -cpu max) boot=()
 	[ "$root" = 0 ] || root_prepare "$image"
 	[ "${ODL_VM_ACCEL:-tcg}" = kvm ] && accel=(-accel kvm -cpu host)
+	# The IOMMU comes before the PCI devices it translates for; the guest
+	# turns it on (Debian leaves it off) in DMA-domain or passthrough mode.
+	local iommu_dev=() iommu_args=""
+	if [ "$iommu" != off ]; then
+		iommu_dev=(-device intel-iommu)
+		iommu_args=" intel_iommu=on"
+		[ "$iommu" = pt ] && iommu_args+=" iommu=pt"
+	fi
+	echo "$iommu" >"$dir/iommu"
 	for v in "${vms[@]}"; do
 		idx=$(vm_index "$v")
 		if [ "$root" = 1 ]; then
@@ -223,18 +242,18 @@ cmd_up() {
 			# go to a temporary file in TMPDIR, gone with QEMU); the
 			# management NIC reaches nothing but its forwarded SSH port.
 			boot=(-kernel "$image/vmlinuz" -initrd "$image/initrd.img"
-				-append "root=/dev/vda rw console=ttyS0 panic=-1 odl.host=$v"
+				-append "root=/dev/vda rw console=ttyS0 panic=-1 odl.host=$v$iommu_args"
 				-drive "file=$image/root.ext4,format=raw,if=none,id=root,snapshot=on"
 				-device virtio-blk-pci,drive=root
 				-netdev "user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:$(cat "$dir/$v.ssh_port")-:22"
 				-device virtio-net-pci,netdev=mgmt,romfile= ) # no PXE ROM: it boots from -kernel
 		else
 			boot=(-kernel "$image/vmlinuz" -initrd "$initrd"
-				-append "console=ttyS0 panic=-1 odl.host=$v" -net none)
+				-append "console=ttyS0 panic=-1 odl.host=$v$iommu_args" -net none)
 		fi
 		say "starting VM $v ($(cat "$image/KERNEL_VERSION"), ${ODL_VM_ACCEL:-tcg})"
 		TMPDIR=$dir setsid "$qemu" ${ODL_VM_BIOS_DIR:+-L "$ODL_VM_BIOS_DIR"} -L /usr/share/qemu -L /usr/share/seabios \
-			-name "odl-$v" "${accel[@]}" "${machine[@]}" -smp 1 \
+			-name "odl-$v" "${accel[@]}" "${machine[@]}" -smp 1 "${iommu_dev[@]}" \
 			-display none -vga none -monitor none -no-reboot -parallel none \
 			"${boot[@]}" \
 			-chardev "file,id=con,path=$dir/$v.console.log" -serial chardev:con \

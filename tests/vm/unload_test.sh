@@ -36,8 +36,9 @@ step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
 
 ARGS="rings=4"
 state=/sys/class/odl_tb5/odl_tb5_0/state
-# In-guest: until the device is logged in, 0.1 s steps, at most 90 s.
-wait_connected="i=0; until grep -qx -e connected -e session $state 2>/dev/null; do i=\$((i + 1)); [ \$i -lt 900 ] || exit 1; sleep 0.1; done"
+# In-guest: until the device is logged in, 0.1 s steps, at most 90 s (a
+# subshell: its exit must not end the loop that runs it, silently).
+wait_connected="(i=0; until grep -qx -e connected -e session $state 2>/dev/null; do i=\$((i + 1)); [ \$i -lt 900 ] || exit 1; sleep 0.1; done)"
 
 step "build odl_tb5.ko ($kernel) and guest extras"
 "$repo/kmod/guest-extra.sh" "$kernel" "$extra" >/dev/null || fail "guest extras"
@@ -45,13 +46,28 @@ step "testbed up"
 ODL_GUEST_EXTRA="$extra" "$tb" up --kernel "$kernel" || fail "testbed up"
 load_cable_out $ARGS
 wait_login 90 "first load"
+
+step "B reloads while A's device is held open: A's new device keeps the name odl_tb5_0"
+# A file left open on the old device must not push the returning peer's
+# device to odl_tb5_1 under programs that open it by index.
+vexec A '(exec 3<>/dev/odl_tb5_0; sleep 60) >/dev/null 2>&1 & echo $! >/tmp/holder.pid' || fail "A: hold odl_tb5_0 open"
+vexec B "rmmod odl_tb5" || fail "B: rmmod"
+# A drops the peer's service once it reads B's new XDomain properties.
+wait_in A 60 "! test -e /sys/class/odl_tb5/odl_tb5_0" ||
+	fail "A: odl_tb5_0 still there 60 s after B's unload: $(vexec A 'ls /sys/class/odl_tb5; dmesg | tail -n 5')"
+vexec B "insmod /lib/modules/odl_tb5.ko $ARGS" || fail "B: insmod"
+ODL_VM_EXEC_TIMEOUT=120 vexec A "$wait_connected" ||
+	fail "A: no logged-in odl_tb5_0 after B's reload with the old one held open: $(vexec A 'ls /dev | grep odl_tb5; dmesg | tail -n 5')"
+vexec A 'kill $(cat /tmp/holder.pid)' || fail "A: stop the holder"
+[ "$(vexec A 'ls /dev | grep -c odl_tb5')" = 1 ] || fail "A: $(vexec A 'ls /dev | grep odl_tb5')"
+wait_login 90 "after the held-open reload"
 slab() { vexec B 'sed -n "s/^SUnreclaim: *\([0-9]*\) kB/\1/p" /proc/meminfo'; }
 slab0=$(slab)
 
 step "$cycles cycles: A floods and logs in again each time, B floods, unloads mid-traffic, reloads"
 # A: flood until the link goes, wait for the next login, again; the flood
 # of each cycle logs to /tmp/a.N.
-vexec A "(n=0; while [ \$n -lt $cycles ]; do n=\$((n + 1)); odl_tb5_ioctl /dev/odl_tb5_0 0 flood 90 >/tmp/a.\$n 2>&1; echo rc=\$? >>/tmp/a.\$n; $wait_connected || { echo \"no login after cycle \$n\" >>/tmp/a.log; exit 1; }; done; echo done >>/tmp/a.log) >/dev/null 2>&1 &" ||
+vexec A "(n=0; while [ \$n -lt $cycles ]; do n=\$((n + 1)); odl_tb5_ioctl /dev/odl_tb5_0 0 flood 90 >/tmp/a.\$n 2>&1; echo rc=\$? >>/tmp/a.\$n; $wait_connected || { echo \"no login after cycle \$n (devices: \$(ls /dev | grep odl_tb5 | tr '\\n' ' '))\" >>/tmp/a.log; exit 1; }; done; echo done >>/tmp/a.log) >/dev/null 2>&1 &" ||
 	fail "A: flood loop did not start"
 # B: wait for the login, flood until every stream carries frames both ways,
 # a varying moment later kill the flood and unload at once, load again.
@@ -62,7 +78,7 @@ t0=$SECONDS
 for v in a b; do
 	V=$(echo "$v" | tr a-z A-Z)
 	wait_in "$V" $((cycles * 30)) "grep -q -e ^done -e ^no -e failed -e 'no flood' -e 'no login' /tmp/$v.log" ||
-		fail "VM $V: loop did not finish in $((cycles * 30)) s: $(vexec "$V" "tail -n 3 /tmp/$v.log; ls /tmp; f=\$(ls -t /tmp/$v.[0-9]* 2>/dev/null | head -n 1); [ -n \"\$f\" ] && { echo \"--- \$f\"; tail -n 5 \$f; }; for p in \$(pgrep odl_tb5_ioctl); do echo \"--- kernel stack of odl_tb5_ioctl \$p\"; cat /proc/\$p/stack; done; cat /sys/class/odl_tb5/odl_tb5_0/state; dmesg | tail -n 15")"
+		fail "VM $V: loop did not finish in $((cycles * 30)) s: $(vexec "$V" "tail -n 3 /tmp/$v.log; ls /tmp; f=\$(ls -t /tmp/$v.[0-9]* 2>/dev/null | head -n 1); [ -n \"\$f\" ] && { echo \"--- \$f\"; tail -n 5 \$f; }; for p in /proc/[0-9]*; do grep -qx odl_tb5_ioctl \$p/comm 2>/dev/null || continue; echo \"--- kernel stack of odl_tb5_ioctl \${p#/proc/}\"; cat \$p/stack; done; ls /dev | grep odl_tb5; cat /sys/class/odl_tb5/odl_tb5_0/state; dmesg | tail -n 15")"
 	vexec "$V" "grep -qx done /tmp/$v.log" || fail "VM $V: $(vexec "$V" "cat /tmp/$v.log")"
 done
 echo "$cycles cycles in $((SECONDS - t0)) s"
