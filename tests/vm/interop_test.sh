@@ -92,7 +92,7 @@ mimo B A
 
 step "clean kernel logs, unload"
 for v in A B; do
-	if vexec "$v" 'dmesg | grep -v "module verification failed" | grep -E "WARNING:|BUG:|Oops|refcount|leak"'; then
+	if vexec "$v" 'dmesg | grep -v "module verification failed" | grep -E "WARNING:|BUG[: ]|Oops|refcount|leak"'; then
 		fail "$v: kernel log has warnings"
 	fi
 	vexec "$v" 'rmmod odl_tb5' || fail "rmmod on $v"

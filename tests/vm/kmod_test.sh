@@ -339,7 +339,7 @@ for cycle in 1 3 5; do
 	fi
 done
 for v in A B; do
-	if vexec "$v" 'dmesg | grep -v "module verification failed" | grep -E "WARNING:|BUG:|Oops|refcount|leak"'; then
+	if vexec "$v" 'dmesg | grep -v "module verification failed" | grep -E "WARNING:|BUG[: ]|Oops|refcount|leak"'; then
 		fail "VM $v: kernel log has warnings after the load/unload loop"
 	fi
 done
@@ -417,7 +417,7 @@ flood_end() {
 		wait_guest "$v" 60 "$cond" || fail "VM $v: flood did not end ($1): $(vexec "$v" 'cat /tmp/flood.log; ls /dev/odl_tb5*')"
 		vexec "$v" 'grep "^flood:" /tmp/flood.log && grep -q "^rc=0" /tmp/flood.log' ||
 			fail "VM $v: flood ($1): $(vexec "$v" 'cat /tmp/flood.log')"
-		if vexec "$v" 'dmesg | grep -E "already (disabled|enabled|stopped)|WARNING:|BUG:|Oops"'; then
+		if vexec "$v" 'dmesg | grep -E "already (disabled|enabled|stopped)|WARNING:|BUG[: ]|Oops"'; then
 			fail "VM $v: kernel log after a ring stop ($1)"
 		fi
 	done
@@ -462,7 +462,7 @@ vexec A 'rmmod odl_tb5' || fail "rmmod A"
 vexec B 'rmmod odl_tb5' || fail "rmmod B"
 for v in A B; do
 	# "module verification failed" is the unsigned-module taint notice.
-	if vexec "$v" 'dmesg | grep -v "module verification failed" | grep -E "WARNING:|BUG:|Oops|already (disabled|enabled|stopped)|odl_tb5.*(error|failed)|refcount|leak"'; then
+	if vexec "$v" 'dmesg | grep -v "module verification failed" | grep -E "WARNING:|BUG[: ]|Oops|already (disabled|enabled|stopped)|odl_tb5.*(error|failed)|refcount|leak"'; then
 		fail "VM $v: kernel log has warnings"
 	fi
 done

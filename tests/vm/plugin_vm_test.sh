@@ -89,7 +89,7 @@ for v in A B; do
 		fail "VM $v: NCCL was not told the link's 40000 Mb/s: $(vexec "$v" 'grep speed /tmp/pv/log')"
 done
 for v in A B; do
-	if vexec "$v" 'dmesg | grep -v "module verification failed" | grep -E "WARNING:|BUG:|Oops"'; then
+	if vexec "$v" 'dmesg | grep -v "module verification failed" | grep -E "WARNING:|BUG[: ]|Oops"'; then
 		fail "VM $v: kernel log has warnings"
 	fi
 done

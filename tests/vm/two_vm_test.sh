@@ -121,7 +121,7 @@ echo "$out" | grep -q ' 0% packet loss' || fail "ping B -> A lost packets: $out"
 record "ping_b_to_a $(echo "$out" | grep round-trip)"
 if [ "$quick" = 1 ]; then
 	for v in A B; do
-		if vexec "$v" 'dmesg | grep -E "WARNING:|BUG:|Oops|Call Trace"'; then
+		if vexec "$v" 'dmesg | grep -E "WARNING:|BUG[: ]|Oops|Call Trace"'; then
 			fail "VM $v: kernel warning in dmesg"
 		fi
 	done
@@ -166,7 +166,7 @@ record "replug_to_ping_s=$((SECONDS - t0))"
 
 step "clean kernel logs"
 for v in A B; do
-	if vexec "$v" 'dmesg | grep -E "WARNING:|BUG:|Oops|Call Trace"'; then
+	if vexec "$v" 'dmesg | grep -E "WARNING:|BUG[: ]|Oops|Call Trace"'; then
 		fail "VM $v: kernel warning in dmesg"
 	fi
 done
@@ -178,10 +178,10 @@ wait_in B 30 '! test -e /sys/bus/thunderbolt/devices/0-1' ||
 "$tb" status >/dev/null 2>&1 && fail "status reports A running after kill"
 vexec B 'true' || fail "VM B unresponsive after QEMU A died"
 kill -0 "$(cat "$ODL_VM_DIR/linkd.pid")" 2>/dev/null || fail "odl-linkd died with QEMU A"
-if vexec B 'dmesg | grep -E "WARNING:|BUG:|Oops|Call Trace"'; then
+if vexec B 'dmesg | grep -E "WARNING:|BUG[: ]|Oops|Call Trace"'; then
 	fail "VM B: kernel warning after the peer died"
 fi
-if grep -E "WARNING:|BUG:|Oops|Call Trace" "$ODL_VM_DIR/A.console.log"; then
+if grep -E "WARNING:|BUG[: ]|Oops|Call Trace" "$ODL_VM_DIR/A.console.log"; then
 	fail "VM A: kernel warning on the console"
 fi
 

@@ -100,7 +100,7 @@ slab1=$(slab)
 echo "B SUnreclaim: $slab0 kB before, $slab1 kB after $cycles cycles"
 [ $((slab1 - slab0)) -lt 4096 ] || fail "B: unreclaimable slab grew by $((slab1 - slab0)) kB over $cycles cycles"
 for v in A B; do
-	if vexec "$v" 'dmesg | grep -v "module verification failed" | grep -E "WARNING:|BUG:|Oops|already (disabled|enabled|stopped)|refcount|leak|general protection"'; then
+	if vexec "$v" 'dmesg | grep -v "module verification failed" | grep -E "WARNING:|BUG[: ]|Oops|already (disabled|enabled|stopped)|refcount|leak|general protection"'; then
 		fail "VM $v: kernel log has warnings"
 	fi
 done
