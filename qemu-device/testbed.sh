@@ -29,6 +29,8 @@
 #   ODL_VM_SHARED_RAM  1 (default): guest RAM shared with odl-linkd for direct
 #                  DMA; 0: private RAM, every DMA a socket round trip
 #   ODL_VM_ACCEL   tcg (default) or kvm (-cpu host; only where KVM is known to work)
+#   ODL_VM_SLUB_DEBUG  1 (default): guests boot with slub_debug=FZP (SLUB checks,
+#                  red zones, poisoning); 0: without
 #   ODL_VM_IOMMU   off (default), translated or pt: up's --iommu for every test
 #                  that brings the testbed up (the whole vm suite behind an IOMMU)
 #   ODL_VM_QEMU_ARGS  extra QEMU options for both VMs (e.g. -trace 'odl_nhi_*')
@@ -228,13 +230,17 @@ cmd_up() {
 	[ "${ODL_VM_ACCEL:-tcg}" = kvm ] && accel=(-accel kvm -cpu host)
 	# The IOMMU comes before the PCI devices it translates for; the guest
 	# turns it on (Debian leaves it off) in DMA-domain or passthrough mode.
-	local iommu_dev=() iommu_args=""
+	local iommu_dev=() kargs=""  # extra kernel arguments
 	if [ "$iommu" != off ]; then
 		iommu_dev=(-device intel-iommu)
-		iommu_args=" intel_iommu=on"
-		[ "$iommu" = pt ] && iommu_args+=" iommu=pt"
+		kargs=" intel_iommu=on"
+		[ "$iommu" = pt ] && kargs+=" iommu=pt"
 	fi
 	echo "$iommu" >"$dir/iommu"
+	# SLUB's sanity checks, red zones and poisoning: a module that overruns
+	# or reuses freed memory gets a "BUG <cache>" report the tests look for.
+	# (Debian builds no kmemleak.) ODL_VM_SLUB_DEBUG=0 turns it off.
+	[ "${ODL_VM_SLUB_DEBUG:-1}" = 0 ] || kargs+=" slub_debug=FZP"
 	for v in "${vms[@]}"; do
 		idx=$(vm_index "$v")
 		if [ "$root" = 1 ]; then
@@ -242,14 +248,14 @@ cmd_up() {
 			# go to a temporary file in TMPDIR, gone with QEMU); the
 			# management NIC reaches nothing but its forwarded SSH port.
 			boot=(-kernel "$image/vmlinuz" -initrd "$image/initrd.img"
-				-append "root=/dev/vda rw console=ttyS0 panic=-1 odl.host=$v$iommu_args"
+				-append "root=/dev/vda rw console=ttyS0 panic=-1 odl.host=$v$kargs"
 				-drive "file=$image/root.ext4,format=raw,if=none,id=root,snapshot=on"
 				-device virtio-blk-pci,drive=root
 				-netdev "user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:$(cat "$dir/$v.ssh_port")-:22"
 				-device virtio-net-pci,netdev=mgmt,romfile= ) # no PXE ROM: it boots from -kernel
 		else
 			boot=(-kernel "$image/vmlinuz" -initrd "$initrd"
-				-append "console=ttyS0 panic=-1 odl.host=$v$iommu_args" -net none)
+				-append "console=ttyS0 panic=-1 odl.host=$v$kargs" -net none)
 		fi
 		say "starting VM $v ($(cat "$image/KERNEL_VERSION"), ${ODL_VM_ACCEL:-tcg})"
 		TMPDIR=$dir setsid "$qemu" ${ODL_VM_BIOS_DIR:+-L "$ODL_VM_BIOS_DIR"} -L /usr/share/qemu -L /usr/share/seabios \
