@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// `odl test`: run the suite through ctest, then the unit label again in a
-// sanitizer build (address + undefined) so memory errors fail the run.
+// `odl test`: run the suite through ctest, then the unit label again in
+// sanitizer builds: address + undefined (with the fuzz targets), then thread.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,7 +47,7 @@ int run(const std::vector<std::string>& argv) {
 /// Wall time per phase on stderr, so a slow run says where its time went.
 class phase_clock {
 public:
-    void lap(const char* phase) {
+    void lap(const std::string& phase) {
         const auto now = std::chrono::steady_clock::now();
         fmt::print(stderr, "odl: test: {} took {} s\n", phase,
                    std::chrono::duration_cast<std::chrono::seconds>(now - last_).count());
@@ -69,9 +69,12 @@ void print_failure_tails(const std::string& build) {
     }
 }
 
-int run_sanitizer_pass(const std::string& src, const std::string& build, const std::string& jobs, bool fuzz,
-                       phase_clock& clock) {
-    const std::string san = build + "-asan";
+/// One sanitizer build (clang, -O1 -g1, no model, no benchmarks) in
+/// <build>-<suffix>, then ctest over @labels there.
+int run_sanitizer_build(const std::string& src, const std::string& build, const std::string& jobs,
+                        const std::string& suffix, const std::string& sanitizers, bool fuzz,
+                        const std::string& labels, phase_clock& clock) {
+    const std::string san = build + "-" + suffix;
     // -O1 -g1: what AddressSanitizer recommends and line tables for its
     // reports; full debug info under both sanitizers tripled the compile
     // time (docs/ci.md). clang, because libFuzzer comes with it: the fuzz
@@ -81,32 +84,46 @@ int run_sanitizer_pass(const std::string& src, const std::string& build, const s
         "cmake", "-S", src, "-B", san, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
         "-DCMAKE_C_COMPILER=clang", "-DCMAKE_CXX_COMPILER=clang++",
         "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG", "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG",
-        "-DODL_SANITIZE=address,undefined", "-DODL_BUILD_BENCHMARKS=OFF",
+        "-DODL_SANITIZE=" + sanitizers, "-DODL_BUILD_BENCHMARKS=OFF",
         // The pass runs the unit and fuzz labels: the model has its own.
         "-DODL_BUILD_MODEL=OFF", std::string("-DODL_FUZZ=") + (fuzz ? "ON" : "OFF")};
     if (run(configure) != 0) {
-        fmt::print(stderr, "odl: test: configuring the sanitizer build failed\n");
+        fmt::print(stderr, "odl: test: configuring the {} build failed\n", suffix);
         return 1;
     }
     if (run({"cmake", "--build", san, "-j", jobs}) != 0) {
-        fmt::print(stderr, "odl: test: the sanitizer build failed\n");
+        fmt::print(stderr, "odl: test: the {} build failed\n", suffix);
         return 1;
     }
-    clock.lap("sanitizer build");
-    const int rc =
-        run({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", fuzz ? "^(unit|fuzz)$" : "^unit$"});
-    clock.lap("sanitizer tests");
+    clock.lap(suffix + " build");
+    const int rc = run({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", labels});
+    clock.lap(suffix + " tests");
     if (rc != 0) {
-        fmt::print(stderr, "odl: test: sanitizer ctest failed (exit {})\n", rc);
+        fmt::print(stderr, "odl: test: {} ctest failed (exit {})\n", suffix, rc);
         print_failure_tails(san);
     }
     return rc;
+}
+
+/// AddressSanitizer + UBSan over the unit tests (and the fuzz targets), then
+/// ThreadSanitizer over the unit tests (libodl, the plugin's threads, hil).
+int run_sanitizer_pass(const std::string& src, const std::string& build, const std::string& jobs, bool fuzz,
+                       bool tsan, phase_clock& clock) {
+    const int asan = run_sanitizer_build(src, build, jobs, "asan", "address,undefined", fuzz,
+                                         fuzz ? "^(unit|fuzz)$" : "^unit$", clock);
+    if (!tsan) return asan;
+    // A report fails the test at once, with both stacks of a race.
+    setenv("TSAN_OPTIONS", "halt_on_error=1 second_deadlock_stack=1", 1);
+    const int thread = run_sanitizer_build(src, build, jobs, "tsan", "thread", false, "^unit$", clock);
+    unsetenv("TSAN_OPTIONS");
+    return asan != 0 ? asan : thread;
 }
 
 struct test_options {
     std::string label;
     bool sanitize = true;
     bool fuzz = true;
+    bool tsan = true;
     int jobs = 0;
 };
 
@@ -132,7 +149,8 @@ int run_tests(const test_options& opt) {
     // broken VM stack must not hide what the sanitizers find.
     int san_rc = 0;
     if (opt.sanitize && (opt.label.empty() || opt.label == "unit" || opt.label == "fuzz"))
-        san_rc = run_sanitizer_pass(src, build, jobs, opt.fuzz && opt.label != "unit", clock);
+        san_rc = run_sanitizer_pass(src, build, jobs, opt.fuzz && opt.label != "unit",
+                                    opt.tsan && opt.label != "fuzz", clock);
     if (rc != 0) print_failure_tails(build);
     return rc != 0 ? rc : san_rc;
 }
@@ -143,8 +161,9 @@ void add_test_command(CLI::App& app) {
     auto opt = std::make_shared<test_options>();
     auto* cmd = app.add_subcommand("test", "Run the test suite through ctest");
     cmd->add_option("--label,-L", opt->label, "Only tests with this ctest label (unit, model, vm, hil, gpu, package, fuzz)");
-    cmd->add_flag("!--no-sanitize", opt->sanitize, "Skip the address/undefined sanitizer pass (and the fuzz targets)");
+    cmd->add_flag("!--no-sanitize", opt->sanitize, "Skip the sanitizer pass: address/undefined (with the fuzz targets) and thread");
     cmd->add_flag("!--no-fuzz", opt->fuzz, "Skip the fuzz targets in the sanitizer pass");
+    cmd->add_flag("!--no-tsan", opt->tsan, "Skip the ThreadSanitizer build of the unit tests");
     cmd->add_option("--jobs,-j", opt->jobs, "Parallel tests (default: cores)");
     cmd->callback([opt] { std::exit(run_tests(*opt)); });
 }
