@@ -35,8 +35,22 @@ TEST(TestFailures, OnlyFailedTestsWithTheEndOfTheirOutput) {
     ASSERT_EQ(f[0].tail.size(), 3u);
     EXPECT_EQ(f[0].tail[0], "line 19");
     EXPECT_EQ(f[0].tail[2], "FAIL: split:len: B's rx_bad_split rose by 1, want 2");
+    EXPECT_EQ(f[0].key, std::vector<std::string>{"FAIL: split:len: B's rx_bad_split rose by 1, want 2"});
     EXPECT_EQ(f[1].name, "slow");
     EXPECT_EQ(f[1].tail, std::vector<std::string>{"waiting"});
+}
+
+TEST(TestFailures, FailureLinesFromTheMiddleOfTheOutputAreKept) {
+    std::string out = "[ RUN      ] Process.Deadline\n/x/process_test.cpp:57: Failure\n"
+                      "Expected: (left.status) != (0), actual: 0 vs 0\n";
+    for (int i = 0; i < 30; ++i) out += "[       OK ] Other." + std::to_string(i) + "\n";
+    std::istringstream log(block("gt", out, "Test Failed.\n"));
+    const auto f = odl::cli::failed_tests(log, 4);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].key, (std::vector<std::string>{"/x/process_test.cpp:57: Failure",
+                                                   "Expected: (left.status) != (0), actual: 0 vs 0",
+                                                   "[       OK ] Other.0"}));
+    EXPECT_EQ(f[0].tail.back(), "[       OK ] Other.29");
 }
 
 TEST(TestFailures, ATestCutOffByTheEndOfTheLogCountsAsFailed) {

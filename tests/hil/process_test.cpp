@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -40,8 +41,11 @@ TEST(Process, MissingProgramIs127) {
 
 TEST(Process, DeadlineEndsTheWholeGroup) {
     // The child's own child must go too: the group gets the signal.
+    // A sleep no other program runs (pgrep looks machine-wide: a plain
+    // `sleep 300` elsewhere once failed this test).
+    const std::string sleep = "sleep 300." + std::to_string(getpid());
     const auto t0 = std::chrono::steady_clock::now();
-    const auto r = run_process({"sh", "-c", "sleep 300 & echo started; wait"}, 1);
+    const auto r = run_process({"sh", "-c", sleep + " & echo started; wait"}, 1);
     const auto took = std::chrono::steady_clock::now() - t0;
     EXPECT_TRUE(r.timed_out);
     EXPECT_EQ(r.status, 124);
@@ -49,10 +53,11 @@ TEST(Process, DeadlineEndsTheWholeGroup) {
     EXPECT_LT(took, std::chrono::seconds(60));  // bounded: not the sleep's 300 s
     // The signal is delivered at once, the exit happens when the sleep is
     // next scheduled: on a loaded machine, a moment later (bounded).
-    auto left = run_process({"pgrep", "-f", "^sleep 300$"}, 10);
+    const std::string pattern = "^" + sleep + "$";
+    auto left = run_process({"pgrep", "-f", pattern}, 10);
     for (int i = 0; i < 50 && left.status == 0; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        left = run_process({"pgrep", "-f", "^sleep 300$"}, 10);
+        left = run_process({"pgrep", "-f", pattern}, 10);
     }
     EXPECT_NE(left.status, 0) << "left running: " << left.out;
 }

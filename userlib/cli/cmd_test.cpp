@@ -64,7 +64,9 @@ void print_failure_tails(const std::string& build) {
     std::ifstream log(build + "/Testing/Temporary/LastTest.log");
     if (!log) return;
     for (const auto& t : failed_tests(log, 12)) {
-        fmt::print(stderr, "odl: test: {} failed; the end of its output:\n", t.name);
+        fmt::print(stderr, "odl: test: {} ({}) failed; what it said of failures:\n", t.name, build);
+        for (const auto& l : t.key) fmt::print(stderr, "  ! {}\n", l);
+        fmt::print(stderr, "odl: test: the end of {}'s output:\n", t.name);
         for (const auto& l : t.tail) fmt::print(stderr, "  | {}\n", l);
     }
 }
@@ -98,24 +100,24 @@ int run_sanitizer_build(const std::string& src, const std::string& build, const 
     clock.lap(suffix + " build");
     const int rc = run({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", labels});
     clock.lap(suffix + " tests");
-    if (rc != 0) {
-        fmt::print(stderr, "odl: test: {} ctest failed (exit {})\n", suffix, rc);
-        print_failure_tails(san);
-    }
+    if (rc != 0) fmt::print(stderr, "odl: test: {} ctest failed (exit {})\n", suffix, rc);
     return rc;
 }
 
 /// AddressSanitizer + UBSan over the unit tests (and the fuzz targets), then
 /// ThreadSanitizer over the unit tests (libodl, the plugin's threads, hil).
+/// Build trees whose ctest failed go to @failed.
 int run_sanitizer_pass(const std::string& src, const std::string& build, const std::string& jobs, bool fuzz,
-                       bool tsan, phase_clock& clock) {
+                       bool tsan, phase_clock& clock, std::vector<std::string>* failed) {
     const int asan = run_sanitizer_build(src, build, jobs, "asan", "address,undefined", fuzz,
                                          fuzz ? "^(unit|fuzz)$" : "^unit$", clock);
+    if (asan != 0) failed->push_back(build + "-asan");
     if (!tsan) return asan;
     // A report fails the test at once, with both stacks of a race.
     setenv("TSAN_OPTIONS", "halt_on_error=1 second_deadlock_stack=1", 1);
     const int thread = run_sanitizer_build(src, build, jobs, "tsan", "thread", false, "^unit$", clock);
     unsetenv("TSAN_OPTIONS");
+    if (thread != 0) failed->push_back(build + "-tsan");
     return asan != 0 ? asan : thread;
 }
 
@@ -148,10 +150,13 @@ int run_tests(const test_options& opt) {
     // a label other than those was asked for. It runs after a failed ctest too: a
     // broken VM stack must not hide what the sanitizers find.
     int san_rc = 0;
+    std::vector<std::string> failed;
+    if (rc != 0) failed.push_back(build);
     if (opt.sanitize && (opt.label.empty() || opt.label == "unit" || opt.label == "fuzz"))
         san_rc = run_sanitizer_pass(src, build, jobs, opt.fuzz && opt.label != "unit",
-                                    opt.tsan && opt.label != "fuzz", clock);
-    if (rc != 0) print_failure_tails(build);
+                                    opt.tsan && opt.label != "fuzz", clock, &failed);
+    // Last in the log, whichever pass failed: a long log is often shown cut.
+    for (const auto& dir : failed) print_failure_tails(dir);
     return rc != 0 ? rc : san_rc;
 }
 
