@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `odl test`: run the suite through ctest, then the unit label again in
-// sanitizer builds: address + undefined (with the fuzz targets), then thread.
+// sanitizer builds: address + undefined (with the fuzz targets), and with
+// --tsan thread.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -125,7 +126,7 @@ struct test_options {
     std::string label;
     bool sanitize = true;
     bool fuzz = true;
-    bool tsan = true;
+    bool tsan = false;
     int jobs = 0;
 };
 
@@ -168,7 +169,8 @@ void add_test_command(CLI::App& app) {
     cmd->add_option("--label,-L", opt->label, "Only tests with this ctest label (unit, model, vm, hil, gpu, package, fuzz)");
     cmd->add_flag("!--no-sanitize", opt->sanitize, "Skip the sanitizer pass: address/undefined (with the fuzz targets) and thread");
     cmd->add_flag("!--no-fuzz", opt->fuzz, "Skip the fuzz targets in the sanitizer pass");
-    cmd->add_flag("!--no-tsan", opt->tsan, "Skip the ThreadSanitizer build of the unit tests");
+    cmd->add_flag("--tsan", opt->tsan,
+                  "Also build the unit tests under ThreadSanitizer and run them (about 2 minutes more)");
     cmd->add_option("--jobs,-j", opt->jobs, "Parallel tests (default: cores)");
     cmd->callback([opt] { std::exit(run_tests(*opt)); });
 }
