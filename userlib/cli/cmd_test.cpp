@@ -167,7 +167,7 @@ void add_test_command(CLI::App& app) {
     auto opt = std::make_shared<test_options>();
     auto* cmd = app.add_subcommand("test", "Run the test suite through ctest");
     cmd->add_option("--label,-L", opt->label, "Only tests with this ctest label (unit, model, vm, hil, gpu, package, fuzz)");
-    cmd->add_flag("!--no-sanitize", opt->sanitize, "Skip the sanitizer pass: address/undefined (with the fuzz targets) and thread");
+    cmd->add_flag("!--no-sanitize", opt->sanitize, "Skip the sanitizer passes (address/undefined with the fuzz targets; thread with --tsan)");
     cmd->add_flag("!--no-fuzz", opt->fuzz, "Skip the fuzz targets in the sanitizer pass");
     cmd->add_flag("--tsan", opt->tsan,
                   "Also build the unit tests under ThreadSanitizer and run them (about 2 minutes more)");
