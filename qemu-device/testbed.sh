@@ -236,7 +236,6 @@ cmd_up() {
 		kargs=" intel_iommu=on"
 		[ "$iommu" = pt ] && kargs+=" iommu=pt"
 	fi
-	echo "$iommu" >"$dir/iommu"
 	# SLUB's sanity checks, red zones and poisoning: a module that overruns
 	# or reuses freed memory gets a "BUG <cache>" report the tests look for.
 	# (Debian builds no kmemleak.) ODL_VM_SLUB_DEBUG=0 turns it off.

@@ -68,6 +68,10 @@ sc_core::sc_time& time_param(platform& p, const std::string& name) {
     throw std::runtime_error(fmt::format("'{}' is not a fittable parameter (have: {})", name, have));
 }
 
+const sc_core::sc_time& time_param(const platform& p, const std::string& name) {
+    return time_param(const_cast<platform&>(p), name);  // the same table, read only
+}
+
 calibration_points load_points(const std::string& path, const calibration& cal) {
     calibration_points out;
     out.path = path;
@@ -137,10 +141,9 @@ calibration_points load_points(const std::string& path, const calibration& cal) 
                 yaml::fail(path, n["share_with"], e.what());
             }
         }
-        platform probe = cal.get(p.platform);
         for (const auto& f : p.fits) {
             try {
-                time_param(probe, f);
+                time_param(cal.get(p.platform), f);
             } catch (const std::exception& e) {
                 yaml::fail(path, n["fits"], e.what());
             }

@@ -48,10 +48,7 @@ double lower_bound_ns(const calibration& cal, const fit_group& g) {
     for (const auto& pa : g.params) {
         if (pa.size() < 4 || pa.compare(pa.size() - 4, 4, ".p99") != 0) continue;
         const std::string med = pa.substr(0, pa.size() - 4) + ".median";
-        for (const auto& pl : g.platforms) {
-            platform copy = cal.platforms.at(pl);
-            lo = std::max(lo, time_param(copy, med).to_seconds() * 1e9);
-        }
+        for (const auto& pl : g.platforms) lo = std::max(lo, time_param(cal.get(pl), med).to_seconds() * 1e9);
     }
     return lo;
 }
@@ -107,8 +104,7 @@ fit_result fit_calibration(const calibration& start, const calibration_points& p
         for (std::size_t k = 0; k < groups.size(); ++k) {
             if (!active[k]) continue;
             const fit_group& g = groups[k];
-            const double cur =
-                time_param(r.cal.platforms.at(g.platforms[0]), g.params[0]).to_seconds() * 1e9;
+            const double cur = time_param(r.cal.get(g.platforms[0]), g.params[0]).to_seconds() * 1e9;
             double lo = lower_bound_ns(r.cal, g);
             double hi = std::max({4 * cur, lo + 10000.0, 10000.0});
             // Golden section on [lo, hi]; 45 steps shrink 10 us below a picosecond.
@@ -139,12 +135,9 @@ fit_result fit_calibration(const calibration& start, const calibration_points& p
     for (std::size_t k = 0; k < groups.size(); ++k) {
         if (!active[k]) continue;
         for (const auto& pl : groups[k].platforms)
-            for (const auto& pa : groups[k].params) {
-                platform before = start.get(pl);
-                platform after = r.cal.get(pl);
-                r.params.push_back({pl, pa, time_param(before, pa).to_seconds() * 1e9,
-                                    time_param(after, pa).to_seconds() * 1e9});
-            }
+            for (const auto& pa : groups[k].params)
+                r.params.push_back({pl, pa, time_param(start.get(pl), pa).to_seconds() * 1e9,
+                                    time_param(r.cal.get(pl), pa).to_seconds() * 1e9});
     }
     return r;
 }

@@ -39,23 +39,12 @@ std::vector<collective_row> run_collectives(const std::vector<std::string>& gene
             for (unsigned n : hosts)
                 for (auto z : sizes) {
                     if (n < 2 || n > 8) throw std::runtime_error(fmt::format("hosts must be 2..8, not {}", n));
-                    scenario s = point_scenario(g, platform, interrupts, throttle_us, n);
-                    s.duration = sc_core::sc_time(60, sc_core::SC_SEC);
-                    scenario_workload w;
-                    w.name = std::string(to_string(kind));
-                    w.kind = kind;
-                    for (unsigned i = 0; i < n; ++i) w.hosts.push_back(i);
-                    w.size = std::max<std::uint64_t>(z, n);
-                    w.count = 3;
-                    s.workloads = {w};
-                    run_options o;
-                    o.trace_frames = false;
-                    o.copy_limit = 32;
-                    const workload_result r = run_scenario(s, cal, o).workloads[0];
+                    const workload_result r =
+                        run_collective(g, platform, interrupts, throttle_us, n, kind, z, cal);
                     if (!r.completed)
                         throw std::runtime_error(fmt::format("{} of {} B over {} {} hosts did not complete",
-                                                             w.name, z, n, g));
-                    out.push_back({g, w.name, n, z, r.time_us, r.busbw_gbps});
+                                                             r.name, z, n, g));
+                    out.push_back({g, r.name, n, z, r.time_us, r.busbw_gbps});
                     if (progress) progress(out.size(), total);
                 }
     return out;
@@ -94,15 +83,8 @@ nlohmann::json report_json(const report_data& d) {
 
 std::vector<std::pair<std::string, std::string>> report_charts(const report_data& d) {
     std::vector<std::pair<std::string, std::string>> out;
-    svg::chart lat, bw;
-    lat.title = "One-way latency vs message size: p50 and p99 (ping-pong RTT/2)";
-    lat.xlabel = "message size (bytes)";
-    lat.ylabel = "latency (us)";
-    lat.logx = lat.logy = true;
-    bw.title = "Bandwidth (one direction) vs message size";
-    bw.xlabel = "message size (bytes)";
-    bw.ylabel = "Gb/s";
-    bw.logx = true;
+    svg::chart lat = latency_size_chart("One-way latency vs message size: p50 and p99 (ping-pong RTT/2)");
+    svg::chart bw = bandwidth_size_chart();
     for (const auto& g : generations_of(d.points)) {
         svg::series p50{g + " p50", {}}, p99{g + " p99", {}}, b{g, {}};
         for (const auto& p : d.points) {

@@ -108,6 +108,39 @@ double run_stream(const std::string& gen, const std::string& platform, bool inte
     return run_scenario(s, cal, quick_options()).workloads[0].gbps;
 }
 
+workload_result run_collective(const std::string& gen, const std::string& platform, bool interrupts,
+                               double throttle_us, unsigned hosts, workload_kind kind, std::uint64_t size,
+                               const calibration& cal) {
+    scenario s = point_scenario(gen, platform, interrupts, throttle_us, hosts);
+    s.duration = sc_time(60, sc_core::SC_SEC);  // 64 MiB rings on slow profiles
+    scenario_workload w;
+    w.name = std::string(to_string(kind));
+    w.kind = kind;
+    for (unsigned i = 0; i < hosts; ++i) w.hosts.push_back(i);
+    w.size = std::max<std::uint64_t>(size, hosts);
+    w.count = 3;
+    s.workloads = {w};
+    return run_scenario(s, cal, quick_options()).workloads[0];
+}
+
+svg::chart latency_size_chart(const std::string& title) {
+    svg::chart c;
+    c.title = title;
+    c.xlabel = "message size (bytes)";
+    c.ylabel = "latency (us)";
+    c.logx = c.logy = true;
+    return c;
+}
+
+svg::chart bandwidth_size_chart() {
+    svg::chart c;
+    c.title = "Bandwidth (one direction) vs message size";
+    c.xlabel = "message size (bytes)";
+    c.ylabel = "Gb/s";
+    c.logx = true;
+    return c;
+}
+
 sweep_point run_point(const std::string& gen, const std::string& platform, bool interrupts,
                       double throttle_us, unsigned hosts, std::uint64_t size, unsigned iterations,
                       const calibration& cal) {
@@ -130,17 +163,10 @@ sweep_point run_point(const std::string& gen, const std::string& platform, bool 
     }
     p.gbps = run_stream(gen, platform, interrupts, throttle_us, size, cal);
     if (hosts > 2) {
-        scenario s = point_scenario(gen, platform, interrupts, throttle_us, hosts);
-        scenario_workload w;
-        w.name = "allreduce";
-        w.kind = workload_kind::allreduce;
-        for (unsigned i = 0; i < hosts; ++i) w.hosts.push_back(i);
-        w.size = std::max<std::uint64_t>(size, hosts);
-        w.count = 3;
-        s.workloads = {w};
-        const run_result r = run_scenario(s, cal, quick_options());
-        p.allreduce_us = r.workloads[0].time_us;
-        p.busbw_gbps = r.workloads[0].busbw_gbps;
+        const workload_result r =
+            run_collective(gen, platform, interrupts, throttle_us, hosts, workload_kind::allreduce, size, cal);
+        p.allreduce_us = r.time_us;
+        p.busbw_gbps = r.busbw_gbps;
     }
     return p;
 }
@@ -183,15 +209,8 @@ static std::string series_key(const sweep_point& p) {
 
 std::vector<std::string> write_plots(const std::vector<sweep_point>& pts, const std::string& dir) {
     std::map<std::string, std::size_t> order;
-    svg::chart lat, bw, ar;
-    lat.title = "One-way latency (ping-pong RTT/2, p50) vs message size";
-    lat.xlabel = "message size (bytes)";
-    lat.ylabel = "latency (us)";
-    lat.logx = lat.logy = true;
-    bw.title = "Bandwidth (one direction) vs message size";
-    bw.xlabel = "message size (bytes)";
-    bw.ylabel = "Gb/s";
-    bw.logx = true;
+    svg::chart lat = latency_size_chart("One-way latency (ping-pong RTT/2, p50) vs message size");
+    svg::chart bw = bandwidth_size_chart(), ar;
     ar.title = "Ring all-reduce time vs size";
     ar.xlabel = "size (bytes)";
     ar.ylabel = "time (us)";

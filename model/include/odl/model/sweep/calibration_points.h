@@ -42,5 +42,6 @@ std::string point_unit(const calibration_point_spec& p);
 /// A fittable time parameter of a platform by name ("post",
 /// "irq_latency", "noise.sched.p99", ...); throws naming those that exist.
 sc_core::sc_time& time_param(platform& p, const std::string& name);
+const sc_core::sc_time& time_param(const platform& p, const std::string& name);
 
 }  // namespace odl::model

@@ -13,6 +13,7 @@
 #include "odl/model/scenario/runner.h"
 #include "odl/model/scenario/scenario.h"
 #include "odl/model/sweep/calibration_points.h"
+#include "odl/model/sweep/svg_plot.h"
 
 namespace odl::model {
 
@@ -56,6 +57,14 @@ workload_result run_pingpong(const std::string& gen, const std::string& platform
 /// Stream bandwidth (Gb/s, one direction) between two hosts.
 double run_stream(const std::string& gen, const std::string& platform, bool interrupts,
                   double throttle_us, std::uint64_t size, const calibration& cal);
+/// A ring collective (allreduce, allgather) over @hosts hosts cabled in a
+/// ring, 3 iterations.
+workload_result run_collective(const std::string& gen, const std::string& platform, bool interrupts,
+                               double throttle_us, unsigned hosts, workload_kind kind, std::uint64_t size,
+                               const calibration& cal);
+/// The axes every latency-vs-size and bandwidth-vs-size chart shares.
+svg::chart latency_size_chart(const std::string& title);
+svg::chart bandwidth_size_chart();
 /// Ping-pong latency (one-way) and stream bandwidth of one point.
 sweep_point run_point(const std::string& gen, const std::string& platform, bool interrupts,
                       double throttle_us, unsigned hosts, std::uint64_t size,
