@@ -24,17 +24,22 @@ static void odl_fill_header(struct odl_tb5 *odl, struct odl_xd_hdr *hdr,
 	hdr->command_id = command_id;
 }
 
+/* The peer this device's packets must come from and be addressed to. */
+static void odl_xd_ids(struct odl_tb5 *odl, struct odl_xd_ids *ids)
+{
+	ids->route = odl->xd->route;
+	ids->local_uuid = (const u8 *)odl->xd->local_uuid;
+	ids->remote_uuid = (const u8 *)odl->xd->remote_uuid;
+}
+
 /* A response header must answer our request: same service, addressed to us. */
 static bool odl_check_reply(struct odl_tb5 *odl, const struct odl_xd_hdr *hdr,
 			    size_t size, u32 type, u32 command_id)
 {
-	u32 length = hdr->length_sn & ODL_XD_LENGTH_MASK;
+	struct odl_xd_ids ids;
 
-	return length == (size - 12) / 4 && hdr->type == type &&
-	       hdr->command_id == command_id &&
-	       !memcmp(hdr->uuid, &odl_svc_uuid, 16) &&
-	       !memcmp(hdr->initiator_uuid, odl->xd->remote_uuid, 16) &&
-	       !memcmp(hdr->target_uuid, odl->xd->local_uuid, 16);
+	odl_xd_ids(odl, &ids);
+	return odl_xd_answers(hdr, size, type, command_id, &ids);
 }
 
 /**
@@ -86,58 +91,9 @@ static void __odl_session_end(struct odl_tb5 *odl)
 		odl->broken = true;
 }
 
-/* Ring i's HopID from a LOGIN (i < rings; ring 0 is transmit_path). */
-static u32 odl_login_path(const struct odl_xd_login *req, unsigned int i)
-{
-	if (!i)
-		return req->transmit_path;
-	i--;
-	return (req->transmit_path_ext[i / 2] >>
-		((i % 2) * ODL_XD_PATH_EXT_BITS)) & ODL_XD_PATH_EXT_MASK;
-}
-
-/*
- * The rings fields of a peer's LOGIN: 0 and the peer's ring count (1 when
- * it did not offer ODL_XD_FEAT_RINGS: the fields are reserved then), or
- * -EINVAL for a count out of range, a HopID out of range or used twice, or
- * stray bits.
- */
-static int odl_login_rings(struct odl_tb5 *odl, const struct odl_xd_login *req,
-			   unsigned int *rings)
-{
-	u32 max = odl->xd->local_max_hopid, p, q;
-	unsigned int i, j, n = 1;
-
-	if (req->features & ODL_XD_FEAT_RINGS) {
-		if (!req->rings || req->rings > ODL_XD_RINGS_MAX)
-			return -EINVAL;
-		n = req->rings;
-		/* Bits past ring n - 1's HopID must be zero. */
-		for (i = n; i < ODL_XD_RINGS_MAX; i++)
-			if (odl_login_path(req, i))
-				return -EINVAL;
-		if (req->transmit_path_ext[1] >> ODL_XD_PATH_EXT_BITS)
-			return -EINVAL;
-	} else if (req->rings || req->transmit_path_ext[0] ||
-		   req->transmit_path_ext[1]) {
-		return -EINVAL;
-	}
-	for (i = 0; i < n; i++) {
-		p = odl_login_path(req, i);
-		if (p < ODL_MIN_HOPID || p > max)
-			return -EINVAL;
-		for (j = 0; j < i; j++) {
-			q = odl_login_path(req, j);
-			if (p == q)
-				return -EINVAL;
-		}
-	}
-	*rings = n;
-	return 0;
-}
-
 static int odl_login_request(struct odl_tb5 *odl)
 {
+	enum odl_xd_resp_verdict verdict;
 	struct odl_xd_login_resp reply;
 	struct odl_xd_login req;
 	unsigned int offer, i;
@@ -157,7 +113,6 @@ static int odl_login_request(struct odl_tb5 *odl)
 		       (odl_split ? ODL_XD_FEAT_SPLIT : 0);
 	req.ring_size = odl->ring_size;
 	req.frame_bytes = ODL_FRAME_MAX_BYTES;
-	req.transmit_path = odl->ring[0].tx_hopid;
 	/*
 	 * One ring: the 1.0 form (rings fields zero), which a 1.0 peer takes.
 	 * A 1.0 peer refuses the rings fields (reserved to it); after its
@@ -167,11 +122,9 @@ static int odl_login_request(struct odl_tb5 *odl)
 	if (offer > 1) {
 		req.features |= ODL_XD_FEAT_RINGS;
 		req.rings = offer;
-		for (i = 1; i < offer; i++)
-			req.transmit_path_ext[(i - 1) / 2] |=
-				(u32)odl->ring[i].tx_hopid <<
-				(((i - 1) % 2) * ODL_XD_PATH_EXT_BITS);
 	}
+	for (i = 0; i < offer; i++)
+		odl_xd_login_set_path(&req, i, odl->ring[i].tx_hopid);
 	ret = tb_xdomain_request(odl->xd, &req, sizeof(req),
 				 TB_CFG_PKG_XDOMAIN_RESP, &reply,
 				 sizeof(reply), TB_CFG_PKG_XDOMAIN_RESP,
@@ -179,31 +132,23 @@ static int odl_login_request(struct odl_tb5 *odl)
 	mutex_unlock(&odl->xd_lock);
 	if (ret)
 		return ret;
-	if (!odl_check_reply(odl, &reply.hdr, sizeof(reply),
-			     ODL_XD_LOGIN_RESP, id) ||
-	    reply.reserved[0] || reply.reserved[1]) {
-		odl_stat_inc(odl, xd_bad, 1);
-		return -EPROTO;
-	}
-	/* A 1.0 peer refused our rings fields: offer one ring from now on. */
-	if (reply.status == ODL_XD_ST_INVAL && offer > 1 &&
-	    reply.version_major == ODL_XD_VERSION_MAJOR &&
-	    reply.version_minor == 0) {
+	verdict = odl_check_reply(odl, &reply.hdr, sizeof(reply),
+				  ODL_XD_LOGIN_RESP, id) ?
+		  odl_xd_login_resp_check(&reply, offer, ODL_FRAME_MAX_BYTES) :
+		  ODL_XD_RESP_MALFORMED;
+	switch (verdict) {
+	case ODL_XD_RESP_OK:
+		break;
+	case ODL_XD_RESP_ONE_RING:
+		/* A 1.0 peer refused our rings fields: offer one ring from now on. */
 		dev_info(&odl->svc->dev, "peer login version 1.0: one ring\n");
 		odl->login_compat = true;
 		return -EPROTO;
-	}
-	if (reply.status != ODL_XD_ST_OK) {
+	case ODL_XD_RESP_REFUSED:
 		dev_warn(&odl->svc->dev, "peer refused login (status %u, version %u.%u)\n",
 			 reply.status, reply.version_major, reply.version_minor);
 		return -EPROTO;
-	}
-	/* The responder's count only answers an offer of several rings. */
-	if (reply.version_major != ODL_XD_VERSION_MAJOR ||
-	    reply.frame_bytes != ODL_FRAME_MAX_BYTES ||
-	    !(reply.features & ODL_XD_FEAT_CREDITS) ||
-	    (offer > 1 && (reply.features & ODL_XD_FEAT_RINGS) ?
-	     !reply.rings || reply.rings > ODL_XD_RINGS_MAX : reply.rings)) {
+	default:
 		odl_stat_inc(odl, xd_bad, 1);
 		return -EPROTO;
 	}
@@ -603,18 +548,11 @@ static void odl_handle_login(struct odl_tb5 *odl, const struct odl_xd_login *req
 	struct odl_xd_login_resp resp;
 	unsigned int rings = 0, i;
 	unsigned long flags;
-	u32 status = ODL_XD_ST_OK;
 	bool reset = false;
+	u32 status;
 
-	if (req->version_major != ODL_XD_VERSION_MAJOR)
-		status = ODL_XD_ST_VERSION;
-	else if (odl_login_rings(odl, req, &rings) ||
-		 req->frame_bytes != ODL_FRAME_MAX_BYTES ||
-		 !(req->features & ODL_XD_FEAT_CREDITS) ||
-		 req->ring_size < ODL_RING_SIZE_MIN ||
-		 req->ring_size > ODL_RING_SIZE_MAX ||
-		 !is_power_of_2(req->ring_size))
-		status = ODL_XD_ST_INVAL;
+	status = odl_xd_login_check(req, odl->xd->local_max_hopid,
+				    ODL_FRAME_MAX_BYTES, &rings);
 
 	memset(&resp, 0, sizeof(resp));
 	resp.status = status;
@@ -644,7 +582,7 @@ static void odl_handle_login(struct odl_tb5 *odl, const struct odl_xd_login *req
 	if (odl->connected)
 		reset = true;
 	for (i = 0; i < ODL_RINGS_MAX; i++)
-		odl->remote_paths[i] = i < rings ? odl_login_path(req, i) : 0;
+		odl->remote_paths[i] = i < rings ? odl_xd_login_path(req, i) : 0;
 	odl->peer_rings = rings;
 	odl->peer_ring_size = req->ring_size;
 	odl->peer_ver_major = req->version_major;
@@ -666,7 +604,7 @@ static void odl_handle_port(struct odl_tb5 *odl, const struct odl_xd_port *req,
 {
 	unsigned long flags;
 
-	if (req->open > 1) {
+	if (odl_xd_port_check(req) != ODL_XD_ST_OK) {
 		odl_stat_inc(odl, xd_bad, 1);
 		odl_respond_status(odl, req->hdr.command_id, sn, ODL_XD_ST_INVAL);
 		return;
@@ -688,65 +626,48 @@ static void odl_handle_port(struct odl_tb5 *odl, const struct odl_xd_port *req,
  * @buf: the packet, CPU order
  * @size: its size in bytes
  *
- * Every field is checked before use; packets for another XDomain or of an
- * unknown shape are left to others.
+ * Every field is checked before use (odl_xd_classify() and the checks of
+ * tb5_login_codec.h); packets for another XDomain or of an unknown shape are
+ * left to others, the unknown shapes counted.
  *
  * Return: 1 if the packet was a request for this device and was handled,
  * 0 to let the Thunderbolt core match it against pending requests.
  */
 static int odl_handle_request(struct odl_tb5 *odl, const void *buf, size_t size)
 {
-	const struct odl_xd_hdr *hdr = buf;
-	u64 route;
-	u32 length, sn;
+	struct odl_xd_ids ids;
+	struct odl_xd_hdr hdr;
+	u32 sn;
 
-	if (size < sizeof(*hdr))
+	odl_xd_ids(odl, &ids);
+	switch (odl_xd_classify(buf, size, &ids, &hdr, &sn)) {
+	case ODL_XD_FOREIGN:
 		return 0;
-	route = ((u64)hdr->route_hi << 32) | hdr->route_lo;
-	route &= ~BIT_ULL(63);
-	if (route != odl->xd->route)
+	case ODL_XD_ANSWER:
+		return 0; /* the core matches it to our pending request */
+	case ODL_XD_REQUEST:
+		break;
+	default:
+		odl_stat_inc(odl, xd_bad, 1);
 		return 0;
-	if (memcmp(hdr->uuid, &odl_svc_uuid, 16) ||
-	    memcmp(hdr->initiator_uuid, odl->xd->remote_uuid, 16) ||
-	    memcmp(hdr->target_uuid, odl->xd->local_uuid, 16))
-		return 0;
-	length = hdr->length_sn & ODL_XD_LENGTH_MASK;
-	sn = (hdr->length_sn & ODL_XD_SN_MASK) >> ODL_XD_SN_SHIFT;
-	if (length != (size - 12) / 4 || size % 4)
-		goto bad;
-
-	switch (hdr->type) {
+	}
+	switch (hdr.type) {
 	case ODL_XD_LOGIN:
-		if (size != sizeof(struct odl_xd_login))
-			goto bad;
 		odl_handle_login(odl, buf, sn);
-		return 1;
+		break;
 	case ODL_XD_LOGOUT:
-		if (size != sizeof(struct odl_xd_hdr))
-			goto bad;
-		odl_respond_status(odl, hdr->command_id, sn, ODL_XD_ST_OK);
+		odl_respond_status(odl, hdr.command_id, sn, ODL_XD_ST_OK);
 		odl_stat_inc(odl, logouts, 1);
 		odl_queue_work(odl, &odl->reset_work);
-		return 1;
+		break;
 	case ODL_XD_PORT:
-		if (size != sizeof(struct odl_xd_port))
-			goto bad;
 		odl_handle_port(odl, buf, sn);
-		return 1;
-	case ODL_XD_PING:
-		if (size != sizeof(struct odl_xd_hdr))
-			goto bad;
-		odl_respond_status(odl, hdr->command_id, sn, ODL_XD_ST_OK);
-		return 1;
-	case ODL_XD_LOGIN_RESP:
-	case ODL_XD_STATUS:
-		return 0; /* answers to our requests */
-	default:
-		goto bad;
+		break;
+	default: /* ODL_XD_PING: odl_xd_classify() knows no other request */
+		odl_respond_status(odl, hdr.command_id, sn, ODL_XD_ST_OK);
+		break;
 	}
-bad:
-	odl_stat_inc(odl, xd_bad, 1);
-	return 0;
+	return 1;
 }
 
 /*

@@ -19,7 +19,7 @@
 #include <linux/workqueue.h>
 
 #include "odl/wire/frame_codec.h"
-#include "odl/wire/tb5_login.h"
+#include "odl/wire/tb5_login_codec.h"
 #include "uapi/odl_tb5.h"
 
 /* Protocol timeouts in ms */
@@ -29,9 +29,9 @@
 #define ODL_LOGIN_RETRIES 60       /* then wait for the peer's login */
 #define ODL_PORT_RETRIES 5         /* open/close notice attempts */
 
-#define ODL_MIN_HOPID 8 /* first DMA path HopID (TB_PATH_MIN_HOPID, private to thunderbolt.ko) */
-#define ODL_RING_SIZE_MIN 64
-#define ODL_RING_SIZE_MAX 16384
+#define ODL_MIN_HOPID ODL_XD_MIN_HOPID /* TB_PATH_MIN_HOPID, private to thunderbolt.ko */
+#define ODL_RING_SIZE_MIN ODL_XD_RING_SIZE_MIN
+#define ODL_RING_SIZE_MAX ODL_XD_RING_SIZE_MAX
 #define ODL_IRQ_THROTTLE_MAX_US 1000
 #define ODL_RINGS_MAX ODL_XD_RINGS_MAX /* ring pairs per peer */
 

@@ -6,6 +6,7 @@
 #include "odl/odl.h"
 #include "odl/wire/frame_codec.h"
 #include "odl/wire/sim_codec.h"
+#include "odl/wire/tb5_login_codec.h"
 
 int main(void)
 {
