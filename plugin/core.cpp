@@ -21,29 +21,13 @@
 #include <unordered_set>
 #include <vector>
 
+#include "handle.h"
 #include "link.h"
 #include "log.h"
 #include "stats.h"
 
 namespace odl::plugin {
 namespace {
-
-constexpr uint32_t kHandleMagic = 0x484c444fu;  // "ODLH"
-constexpr uint16_t kHandleVersion = 1;
-
-/// What listen() writes and the peer's connect() reads (and scribbles on:
-/// NCCL passes the same buffer on every retry, so it holds connect state).
-struct handle {
-    uint32_t magic;
-    uint16_t version;
-    uint16_t reserved;
-    uint64_t listen_id;         ///< names the listener in CONNECT
-    int32_t listen_dev;         ///< listener's device (a hint only)
-    uint32_t tries;             ///< connector: calls so far
-    uint64_t connect_start_ns;  ///< connector: time of its first call
-    char identity[64];          ///< listener's process, as its links' peers see it
-};
-static_assert(sizeof(handle) <= NCCL_NET_HANDLE_MAXSIZE, "handle must fit NCCL's 128 bytes");
 
 /// How long connect waits for the rest of a device's lanes to come up.
 constexpr uint64_t kLaneGraceNs = 2'000'000'000ull;
@@ -378,14 +362,7 @@ ncclResult_t core_listen(int dev, void* h, void** out) {
         } while (lc->id == 0 || s.listeners.count(lc->id));
         s.listeners.insert(lc->id);
     }
-    handle hd{};
-    hd.magic = kHandleMagic;
-    hd.version = kHandleVersion;
-    hd.listen_id = lc->id;
-    hd.listen_dev = dev;
-    copy_str(hd.identity, sizeof(hd.identity), s.identity);
-    std::memset(h, 0, NCCL_NET_HANDLE_MAXSIZE);
-    std::memcpy(h, &hd, sizeof(hd));
+    write_handle(h, lc->id, dev, s.identity);
     *out = lc.release();
     return ncclSuccess;
 }
@@ -394,10 +371,10 @@ ncclResult_t core_connect(int dev, void* h, void** send_comm, ncclNetDeviceHandl
     if (!device_at(dev) || !h || !send_comm) return ncclInternalError;
     *send_comm = nullptr;
     if (dev_comm) *dev_comm = nullptr;
+    const uint64_t now = now_ns();
     handle hd;
-    std::memcpy(&hd, h, sizeof(hd));
-    if (hd.magic != kHandleMagic || hd.version != kHandleVersion || !memchr(hd.identity, 0, sizeof(hd.identity))) {
-        ODL_WARN("connect: not an ODL handle");
+    if (const char* why = read_handle(h, now, hd)) {
+        ODL_WARN("connect: a bad handle: %s", why);
         return ncclInternalError;
     }
     auto& s = g();
@@ -405,9 +382,8 @@ ncclResult_t core_connect(int dev, void* h, void** send_comm, ncclNetDeviceHandl
         ODL_WARN("connect: the listener is this process; ODL links only reach other processes");
         return ncclSystemError;
     }
-    const uint64_t now = now_ns();
     if (hd.tries++ == 0) hd.connect_start_ns = now;
-    std::memcpy(h, &hd, sizeof(hd));
+    save_connect_state(h, hd);
     // Mesh: the links whose peer is the listener's process, whatever @dev
     // NCCL picked; @dev's lanes win over other devices' links to that peer.
     // Among them the lane with the fewest send comms, so NCCL's channels

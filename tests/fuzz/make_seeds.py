@@ -103,6 +103,44 @@ body = struct.pack(">III", 0x00000000, 0x00000001, 0x00020010)
 write("usb4_ctl", "read_request", body + struct.pack(">I", crc32c(body)))
 write("usb4_ctl", "bad_crc", body + b"\0\0\0\0")
 
+# login: a mode byte (ring count offered, highest HopID; fuzz_login.cpp), then
+# odl_tb5 XDomain packets in CPU order from route 1, peer UUID 22.., to 11...
+SVC = bytes([0x2F, 0x1A, 0x7C, 0x3E, 0x5B, 0x0D, 0x4E, 0x6A, 0x9C, 0x1B, 0x0D, 0x1E, 0x4F, 0x5A, 0x6B, 0x7C])
+
+
+def xd(xtype, body=b"", sn=1, command_id=7):
+    size = 68 + len(body)
+    return struct.pack("<III", 0x80000000, 1, ((size - 12) // 4) | (sn << 27)) + SVC + b"\x22" * 16 + \
+        b"\x11" * 16 + struct.pack("<II", xtype, command_id) + body
+
+
+def xd_login(rings, ring_size=256):
+    paths = [8 + 3 * i for i in range(rings)]
+    ext = [0, 0]
+    for i, p in enumerate(paths[1:]):
+        ext[i // 2] |= p << (16 * (i % 2))
+    features = 1 | 8 | (2 if rings > 1 else 0)
+    return xd(1, struct.pack("<HHIIIIIII", 1, 3, features, ring_size, MAXB, paths[0], rings if rings > 1 else 0, *ext))
+
+
+write("login", "login_one_ring", b"\x00" + xd_login(1))
+write("login", "login_four_rings", b"\x03" + xd_login(4))
+write("login", "login_resp", b"\x03" + xd(2, struct.pack("<IHHIIIIII", 0, 1, 3, 3, 512, MAXB, 4, 0, 0)))
+write("login", "login_resp_1_0_refusal", b"\x01" + xd(2, struct.pack("<IHHIIIIII", 2, 1, 0, 1, 256, MAXB, 0, 0, 0)))
+write("login", "port_open", b"\x00" + xd(4, struct.pack("<II", 1, 5)))
+write("login", "logout", b"\x00" + xd(3))
+write("login", "ping", b"\x00" + xd(6))
+write("login", "status", b"\x00" + xd(5, struct.pack("<I", 0)))
+
+# plugin_handle: the connector's clock, then a listener's handle
+# (plugin/handle.h), fresh and after two connect tries.
+def nccl_handle(tries=0, start=0):
+    return struct.pack("<IHHQiIQ64s", 0x484C444F, 1, 0, 0x1234, 0, tries, start, b"hostA:4242:1")
+
+
+write("plugin_handle", "fresh", struct.pack("<Q", 1000) + nccl_handle())
+write("plugin_handle", "retry", struct.pack("<Q", 1000) + nccl_handle(2, 900))
+
 # The YAML loaders: the tree's own files, and docs/hil.md's inventory.
 def copy_yaml(src_dir, target):
     os.makedirs(os.path.join(seeds, target), exist_ok=True)
