@@ -108,6 +108,64 @@ for k in $kernels; do
 	ok "DKMS built the installed source for $k: $ko (vermagic, alias, license, parameters, signed)"
 done
 
+# The DKMS postinst's Secure Boot branch. There is no EFI firmware here:
+# stand-ins for mokutil (the firmware's answers), modprobe (the kernel's)
+# and uname -r (a kernel whose headers are here, so the postinst gets as far
+# as loading) come first on PATH, with ischroot saying "not a chroot".
+sb_case() { # NAME MOKUTIL(enabled|disabled|none) ENROLLED(yes|no) MODPROBE(ok|rejected|nokey) WANT(help|load)
+	local name=$1 out
+	rm -f "$r/tmp/sb/modprobe-called"
+	out=$(chroot "$r" env -i PATH=/tmp/sb/bin:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C SB_KVER="$sb_kver" \
+		SB_STATE="$2" SB_ENROLLED="$3" SB_MODPROBE="$4" sh /var/lib/dpkg/info/odl-tb5-dkms.postinst configure 2>&1) ||
+		fail "Secure Boot case $name: postinst failed: $out"
+	case $5 in
+	help)
+		echo "$out" | grep -q 'mokutil --import /var/lib/dkms/mok.pub' ||
+			fail "Secure Boot case $name: no enrolment help: $out"
+		echo "$out" | grep -qF "($6)" || fail "Secure Boot case $name: help does not say '$6': $out" ;;
+	load)
+		! echo "$out" | grep -q 'mokutil --import' || fail "Secure Boot case $name: enrolment help without cause: $out"
+		[ -e "$r/tmp/sb/modprobe-called" ] || fail "Secure Boot case $name: postinst did not load the module: $out" ;;
+	esac
+	if [ "$name" = blocked ] && [ -e "$r/tmp/sb/modprobe-called" ]; then
+		fail "Secure Boot case $name: postinst tried modprobe with an unenrolled key under Secure Boot"
+	fi
+}
+sb_kver=${kernels%% *}
+if [ -n "$sb_kver" ]; then
+	mkdir -p "$r/tmp/sb/bin"
+	printf '#!/bin/sh\nexit 1\n' >"$r/tmp/sb/bin/ischroot"
+	printf '#!/bin/sh\n[ "$1" = -r ] && { echo "$SB_KVER"; exit 0; }\nexec /bin/uname "$@"\n' >"$r/tmp/sb/bin/uname"
+	cat >"$r/tmp/sb/bin/mokutil" <<'SB'
+#!/bin/sh
+case "$SB_STATE:$1" in
+none:*) echo "mokutil: command not found" >&2; exit 127 ;;
+*:--sb-state) echo "SecureBoot $SB_STATE" ;;
+*:--test-key) [ "$SB_ENROLLED" = yes ] && echo "$2 is already enrolled" || echo "$2 is not enrolled" ;;
+*) exit 2 ;;
+esac
+SB
+	cat >"$r/tmp/sb/bin/modprobe" <<'SB'
+#!/bin/sh
+touch /tmp/sb/modprobe-called
+case "$SB_MODPROBE" in
+ok) exit 0 ;;
+rejected) echo "modprobe: ERROR: could not insert 'odl_tb5': Key was rejected by service" >&2; exit 1 ;;
+nokey) echo "modprobe: ERROR: could not insert 'odl_tb5': Required key not available" >&2; exit 1 ;;
+esac
+SB
+	chmod +x "$r"/tmp/sb/bin/*
+	sb_case blocked enabled no ok help "Secure Boot is on"
+	sb_case enrolled-but-rejected enabled yes rejected help "modprobe: Key was rejected by service"
+	sb_case sig-enforce none no nokey help "modprobe: Required key not available"
+	sb_case off disabled no ok load
+	sb_case enrolled enabled yes ok load
+	rm -rf "$r/tmp/sb"
+	ok "DKMS postinst under Secure Boot (stand-in mokutil/modprobe, $sb_kver): help when the key is not enrolled or the kernel refuses it; loads otherwise"
+else
+	echo "NOT RUN: the Secure Boot cases need headers of a Debian kernel (none installed)"
+fi
+
 # The installed udev rule: comments, blank lines, or KEY{attr}OP"value"
 # pairs separated by ", " (udev(7)); a typo there silently does nothing.
 rules=$(in_root sh -c 'ls /usr/lib/udev/rules.d/*odl*.rules /lib/udev/rules.d/*odl*.rules 2>/dev/null' | head -n1)
