@@ -51,6 +51,7 @@ static int odl_open(struct inode *inode, struct file *file)
 		odl_session_update(odl);
 		if (connected)
 			odl_queue_work(odl, &odl->port_work);
+		odl_state_changed(odl);
 	}
 	mutex_unlock(&odl->lock);
 	if (ret) {
@@ -85,6 +86,7 @@ static int odl_release(struct inode *inode, struct file *file)
 	up_read(&odl->io_rwsem);
 	if (connected)
 		odl_queue_work(odl, &odl->port_work);
+	odl_state_changed(odl);
 	mutex_unlock(&odl->lock);
 	put_device(&odl->dev);
 	return 0;

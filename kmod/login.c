@@ -371,6 +371,7 @@ void odl_connect_work(struct work_struct *work)
 		odl->ring[0].rx_hopid, odl->ring[0].rx->hop);
 	if (open)
 		odl_queue_work(odl, &odl->port_work);
+	odl_state_changed(odl);
 	wake_up_all(&odl->rq);
 	wake_up_all(&odl->wq);
 out_unlock:
@@ -395,6 +396,7 @@ void odl_disconnect(struct odl_tb5 *odl)
 	odl->peer_open = false;
 	__odl_session_end(odl);
 	spin_unlock_irqrestore(&odl->state_lock, flags);
+	odl_state_changed(odl);
 	odl->login_sent = false;
 	odl->login_received = false;
 
@@ -615,6 +617,7 @@ static void odl_handle_port(struct odl_tb5 *odl, const struct odl_xd_port *req,
 		__odl_session_end(odl);
 	__odl_session_update(odl);
 	spin_unlock_irqrestore(&odl->state_lock, flags);
+	odl_state_changed(odl);
 	odl_respond_status(odl, req->hdr.command_id, sn, ODL_XD_ST_OK);
 	wake_up_all(&odl->rq);
 	wake_up_all(&odl->wq);

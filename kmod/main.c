@@ -125,6 +125,7 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	INIT_WORK(&odl->connect_work, odl_connect_work);
 	INIT_WORK(&odl->reset_work, odl_reset_work);
 	INIT_WORK(&odl->port_work, odl_port_work);
+	INIT_WORK(&odl->state_work, odl_state_work);
 	INIT_WORK(&odl->rx_poll_work, odl_rx_poll_work);
 	odl->login_retries = ODL_LOGIN_RETRIES;
 	odl->stats.flags = 0;
@@ -194,6 +195,7 @@ static void odl_remove(struct tb_service *svc)
 	cancel_work_sync(&odl->connect_work);
 	cancel_work_sync(&odl->reset_work);
 	cancel_work_sync(&odl->port_work);
+	cancel_work_sync(&odl->state_work);
 
 	mutex_lock(&odl->lock);
 	odl_disconnect(odl);

@@ -314,6 +314,9 @@ struct odl_tb5 {
 	struct work_struct connect_work;
 	struct work_struct reset_work;
 	struct work_struct port_work;
+	/* tells udev listeners (odl-daemon) that the state attribute changed */
+	struct work_struct state_work;
+	const char *state_reported;	/* the state the last uevent named */
 	int login_retries;
 	bool reannounced;
 	bool login_compat;
@@ -400,6 +403,9 @@ void odl_login_work(struct work_struct *work);
 void odl_connect_work(struct work_struct *work);
 void odl_reset_work(struct work_struct *work);
 void odl_port_work(struct work_struct *work);
+void odl_state_work(struct work_struct *work);
+const char *__odl_state_name(struct odl_tb5 *odl);
+void odl_state_changed(struct odl_tb5 *odl);
 void odl_disconnect(struct odl_tb5 *odl);
 int odl_ping(struct odl_tb5 *odl, u64 *rtt_ns);
 void odl_send_logout(struct odl_tb5 *odl);

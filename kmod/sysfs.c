@@ -23,6 +23,17 @@ static DEVICE_ATTR_RO(abi_version);
  * login (no login with the peer yet), connected (logged in, not both open),
  * session (both hosts have the device open), gone (peer service removed).
  */
+const char *__odl_state_name(struct odl_tb5 *odl)
+{
+	if (odl->gone)
+		return "gone";
+	if (!odl->connected)
+		return "login";
+	if (odl->local_open && odl->peer_open)
+		return "session";
+	return "connected";
+}
+
 static ssize_t state_show(struct device *dev, struct device_attribute *attr,
 			  char *buf)
 {
@@ -31,18 +42,44 @@ static ssize_t state_show(struct device *dev, struct device_attribute *attr,
 	unsigned long flags;
 
 	spin_lock_irqsave(&odl->state_lock, flags);
-	if (odl->gone)
-		name = "gone";
-	else if (!odl->connected)
-		name = "login";
-	else if (odl->local_open && odl->peer_open)
-		name = "session";
-	else
-		name = "connected";
+	name = __odl_state_name(odl);
 	spin_unlock_irqrestore(&odl->state_lock, flags);
 	return sysfs_emit(buf, "%s\n", name);
 }
 static DEVICE_ATTR_RO(state);
+
+/*
+ * A change uevent (ODL_STATE=<state>) and a sysfs notification of "state"
+ * whenever the state attribute would read differently: listeners such as
+ * odl-daemon wait for events instead of polling, and never open the device
+ * (an open starts a session with the peer). Sleeps, hence a work item.
+ */
+void odl_state_work(struct work_struct *work)
+{
+	struct odl_tb5 *odl = container_of(work, struct odl_tb5, state_work);
+	char env[32];
+	char *envp[] = { env, NULL };
+	const char *name;
+	unsigned long flags;
+
+	spin_lock_irqsave(&odl->state_lock, flags);
+	name = __odl_state_name(odl);
+	if (name == odl->state_reported)
+		name = NULL;
+	else
+		odl->state_reported = name;
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+	if (!name)
+		return;
+	snprintf(env, sizeof(env), "ODL_STATE=%s", name);
+	sysfs_notify(&odl->dev.kobj, NULL, "state");
+	kobject_uevent_env(&odl->dev.kobj, KOBJ_CHANGE, envp);
+}
+
+void odl_state_changed(struct odl_tb5 *odl)
+{
+	odl_queue_work(odl, &odl->state_work);
+}
 
 /* "local peer": 1 where that side has the device open. */
 static ssize_t open_show(struct device *dev, struct device_attribute *attr,
