@@ -2,7 +2,7 @@
 # Install layout, the exported CMake package, odl.pc and the CPack Debian
 # packages. The install() rules of each part sit in its own folder's
 # CMakeLists.txt, by component:
-#   runtime  package odl            odl CLI, libodl.so.0, udev rule, modules-load.d
+#   runtime  package odl            odl CLI, libodl.so.0, odl-daemon + unit + bus policy, udev rule, modules-load.d
 #   dev      package libodl-dev     headers, libodl.so, odl.pc, CMake config
 #   plugin   package odl-nccl-plugin  <libdir>/odl/lib{nccl,rccl}-net-odl.so
 #   dkms     package odl-tb5-dkms   /usr/src/odl_tb5-VERSION (kmod/ + include/)
@@ -84,19 +84,20 @@ set(CPACK_DEBIAN_COMPRESSION_TYPE xz)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME odl)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "passwd")
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "${ODL_DKMS_PACKAGE}")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "${ODL_DKMS_PACKAGE}, dbus")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SUGGESTS "odl-nccl-plugin, odl-model")
 # Own postinst/postrm (group odl, udev reload) and an ldconfig trigger
 # instead of CPack's ldconfig calls in maintainer scripts.
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${ODL_PACKAGING_DIR}/debian/odl/postinst
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${ODL_PACKAGING_DIR}/debian/odl/postinst ${ODL_PACKAGING_DIR}/debian/odl/prerm
     ${ODL_PACKAGING_DIR}/debian/odl/postrm ${ODL_PACKAGING_DIR}/debian/odl/triggers)
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
   "OdinLink host-to-host link over Thunderbolt 5 / USB4: odl tool and libodl
 OdinLink turns a Thunderbolt 5 / USB4 cable between two hosts into a fast
 interconnect (DMA over the USB4 host interface rings). This package holds the
 odl command-line tool (perf suite, plugin statistics), the shared library
-libodl.so.0, the udev rule for /dev/odl_tb5_N (group odl) and the boot-time
-load of the odl_tb5 kernel module, which odl-tb5-dkms provides.")
+libodl.so.0, odl-daemon (devices and peers on D-Bus, a systemd service), the
+udev rule for /dev/odl_tb5_N (group odl) and the boot-time load of the
+odl_tb5 kernel module, which odl-tb5-dkms provides.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libodl-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)

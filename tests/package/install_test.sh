@@ -65,6 +65,15 @@ mount -t tmpfs tmpfs "$r/tmp"
 mkdir -p "$r/tmp/debs"
 for d in $debs; do cp "$w/pkg/$d" "$r/tmp/debs/"; done
 in_root() { chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C "$@"; }
+# The daemons started inside the root below end with this script, pass or
+# fail (a survivor would keep ctest waiting on its output).
+stop_daemons() {
+	local f
+	for f in odl-daemon dbus; do
+		if [ -f "$r/tmp/$f.pid" ]; then kill "$(cat "$r/tmp/$f.pid")" 2>/dev/null || true; fi
+	done
+}
+trap stop_daemons EXIT
 
 # --- install ---------------------------------------------------------------------
 in_root sh -c 'dpkg -i /tmp/debs/*.deb' >"$w/install.log" 2>&1 || { cat "$w/install.log"; fail "dpkg -i"; }
@@ -166,6 +175,56 @@ else
 	echo "NOT RUN: the Secure Boot cases need headers of a Debian kernel (none installed)"
 fi
 
+# odl-daemon as installed, on a bus run with Debian's own system bus
+# configuration (its default policy denies method calls; the package's
+# system.d file opens what it should): any user reads, only root and the
+# group odl call methods; SIGTERM ends it quietly. The unit is checked by
+# systemd-analyze where systemd is installed.
+bus=unix:path=/tmp/odl-system-bus
+in_root sh -c "dbus-daemon --config-file=/usr/share/dbus-1/system.conf --address=$bus --nofork --nopidfile >/tmp/dbus.log 2>&1 & echo \$! >/tmp/dbus.pid"
+in_root sh -c "i=0; until [ -S /tmp/odl-system-bus ]; do i=\$((i + 1)); [ \$i -lt 100 ] || exit 1; sleep 0.05; done" ||
+	fail "the system bus did not start: $(cat "$r/tmp/dbus.log")"
+in_root sh -c "odl-daemon --bus $bus --no-udev 2>/tmp/odl-daemon.err & echo \$! >/tmp/odl-daemon.pid"
+send() { # USER-OPTIONS... -- dbus-send arguments; prints the reply, fails like dbus-send
+	local who=() a
+	while [ "$1" != -- ]; do who+=("$1"); shift; done
+	shift
+	in_root setpriv "${who[@]}" dbus-send --bus=$bus --print-reply --dest=org.odinlink.Daemon1 "$@" 2>&1
+}
+as_root=(--reuid=0)
+nobody=(--reuid=65534 --regid=65534 --clear-groups)
+odl_gid=$(in_root getent group odl | cut -d: -f3)
+member=(--reuid=65534 --regid=65534 "--groups=$odl_gid")
+for i in $(seq 100); do
+	send "${nobody[@]}" -- /org/odinlink/Daemon1 org.freedesktop.DBus.Properties.Get \
+		string:org.odinlink.Daemon1 string:Version >/dev/null && break
+	[ "$i" -lt 100 ] || fail "odl-daemon did not come up on the bus: $(cat "$r/tmp/odl-daemon.err")"
+	sleep 0.05
+done
+out=$(send "${nobody[@]}" -- /org/odinlink/Daemon1 org.freedesktop.DBus.ObjectManager.GetManagedObjects) ||
+	fail "a user cannot list the devices: $out"
+out=$(send "${nobody[@]}" -- /org/odinlink/Daemon1 org.odinlink.Daemon1.Rescan) &&
+	fail "a user outside the group odl called Rescan: $out"
+echo "$out" | grep -q 'AccessDenied' || fail "Rescan by a user outside odl: not AccessDenied: $out"
+out=$(send "${member[@]}" -- /org/odinlink/Daemon1 org.odinlink.Daemon1.Rescan) ||
+	fail "a member of the group odl cannot call Rescan: $out"
+out=$(send "${as_root[@]}" -- /org/odinlink/Daemon1 org.odinlink.Daemon1.SetIrqThrottle string:odl_tb5_0 uint32:8) &&
+	fail "SetIrqThrottle on a device this root does not have succeeded: $out"
+echo "$out" | grep -q 'org.odinlink.Error.NoSuchDevice' || fail "SetIrqThrottle without the device: $out"
+in_root sh -c 'kill -TERM $(cat /tmp/odl-daemon.pid); i=0; while kill -0 $(cat /tmp/odl-daemon.pid) 2>/dev/null; do i=$((i + 1)); [ $i -lt 100 ] || exit 1; sleep 0.05; done' ||
+	fail "odl-daemon did not end on SIGTERM"
+[ ! -s "$r/tmp/odl-daemon.err" ] || fail "odl-daemon logged on a healthy run: $(cat "$r/tmp/odl-daemon.err")"
+in_root sh -c 'kill -TERM $(cat /tmp/dbus.pid)' || fail "the test's system bus was gone before its end"
+if in_root sh -c 'command -v systemd-analyze' >/dev/null; then
+	out=$(in_root systemd-analyze verify /lib/systemd/system/odl-daemon.service 2>&1) ||
+		fail "systemd-analyze verify odl-daemon.service: $out"
+	rm -f "$r/run/systemd/systemd-units-load" # systemd-analyze's own, not the package's
+	unit_check="systemd-analyze verify clean"
+else
+	unit_check="systemd-analyze not installed: unit not verified"
+fi
+ok "odl-daemon's bus policy: users read, only root and group odl call methods (AccessDenied otherwise); quiet SIGTERM; unit: $unit_check"
+
 # The installed udev rule: comments, blank lines, or KEY{attr}OP"value"
 # pairs separated by ", " (udev(7)); a typo there silently does nothing.
 rules=$(in_root sh -c 'ls /usr/lib/udev/rules.d/*odl*.rules /lib/udev/rules.d/*odl*.rules 2>/dev/null' | head -n1)
@@ -197,7 +256,7 @@ INNER
 
 [ -n "$kernels" ] || echo "NOT RUN: the DKMS build (no Debian 6.12 or 6.1 headers installed); the test is reported skipped"
 mkdir -p "$tmp/ovl"
-unshare -m --propagation private bash "$tmp/inner.sh" "$tmp" "$debs" "$names" "$mver" "$kernels" ||
+unshare -m --propagation private bash ${ODL_TEST_TRACE:+-x} "$tmp/inner.sh" "$tmp" "$debs" "$names" "$mver" "$kernels" ||
 	fail "see above"
 [ -n "$kernels" ] || exit 77
 echo "PASS: install, DKMS build for $kernels, remove, purge in a throw-away root"

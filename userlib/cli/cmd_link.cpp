@@ -15,6 +15,8 @@
 #include "host_view.h"
 
 namespace odl::cli {
+
+using namespace odl::host;
 namespace {
 
 struct link_options {

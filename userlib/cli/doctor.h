@@ -11,6 +11,15 @@
 
 namespace odl::cli {
 
+// The host's view, read by odl::host (userlib/host).
+using host::below_rating;
+using host::read_host_view;
+using host::host_view;
+using host::lane_speed;
+using host::odl_device;
+using host::port_rating;
+using host::xdomain;
+
 /// Exit codes: 0 healthy; 10..29 the first broken layer (a failure stops the
 /// walk); 30.. a warning (the walk went on and nothing failed).
 enum class doctor_code : int {

@@ -17,7 +17,7 @@
 #include "odl/wire/tb5_login.h"
 #include "uapi/odl_tb5.h"
 
-namespace odl::cli {
+namespace odl::host {
 namespace fs = std::filesystem;
 
 namespace {
@@ -287,4 +287,4 @@ host_view read_host_view(const std::string& root) {
     return v;
 }
 
-}  // namespace odl::cli
+}  // namespace odl::host

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // What sysfs, /dev and /proc say about this host's USB4 stack and odl_tb5,
 // read without opening any device (an open of /dev/odl_tb5_N starts a
-// session with the peer). Shared by `odl doctor` and `odl link`. Every path
+// session with the peer). Shared by `odl doctor`, `odl link` and odl-daemon. Every path
 // is taken under a root directory, so tests can hand in a made-up tree.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace odl::cli {
+namespace odl::host {
 
 /// A USB4 / Thunderbolt host interface on PCI.
 struct pci_nhi {
@@ -115,4 +115,4 @@ std::string below_rating(const xdomain& x, const port_rating& r);
 /// first dword (supported speeds and widths). Empty when it is not there.
 std::optional<port_rating> parse_port_regs(const std::string& text);
 
-}  // namespace odl::cli
+}  // namespace odl::host

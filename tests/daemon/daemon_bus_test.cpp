@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: MIT
+// odl-daemon on a private D-Bus daemon over a made-up host tree (--root,
+// --no-udev: SIGHUP stands in for a udev event; the udev path runs in the
+// HIL guests). What a client sees: the device with its link, a signal for
+// each change (state, a device going and coming, a knob), refused bad
+// calls with the reason, the API exactly as org.odinlink.Daemon1.xml says,
+// and a quiet exit on SIGTERM.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <sdbus-c++/sdbus-c++.h>
+
+#include "fake_host.h"
+#include "org.odinlink.Daemon1_proxy.h"
+
+extern char** environ;
+
+namespace {
+
+using namespace std::chrono_literals;
+using props_t = std::map<std::string, sdbus::Variant>;
+
+constexpr const char* kDevicePath = "/org/odinlink/Daemon1/devices/odl_tb5_0";
+
+/// A child process with its stderr in a file; killed at the end.
+struct child {
+    pid_t pid = -1;
+    std::string err_file;
+    child() = default;
+    child(std::vector<std::string> argv, const std::string& err, int out_fd = -1) : err_file(err) {
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (out_fd >= 0) posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+        std::vector<char*> a;
+        for (auto& s : argv) a.push_back(s.data());
+        a.push_back(nullptr);
+        if (posix_spawn(&pid, a[0], &fa, nullptr, a.data(), environ) != 0) pid = -1;
+        posix_spawn_file_actions_destroy(&fa);
+    }
+    /// Exit status after @sig, or -1 if it did not end within 5 s.
+    int stop(int sig = SIGTERM) {
+        if (pid < 0) return -1;
+        kill(pid, sig);
+        for (int i = 0; i < 500; i++) {
+            int st = 0;
+            if (waitpid(pid, &st, WNOHANG) == pid) {
+                pid = -1;
+                return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+            }
+            std::this_thread::sleep_for(10ms);
+        }
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+        pid = -1;
+        return -1;
+    }
+    child(child&& o) noexcept : pid(o.pid), err_file(std::move(o.err_file)) { o.pid = -1; }
+    child& operator=(child&& o) noexcept {
+        if (this != &o) {
+            if (pid > 0) stop(SIGKILL);
+            pid = o.pid;
+            err_file = std::move(o.err_file);
+            o.pid = -1;
+        }
+        return *this;
+    }
+    child(const child&) = delete;
+    child& operator=(const child&) = delete;
+    ~child() {
+        if (pid > 0) stop(SIGKILL);
+    }
+    std::string err() const {
+        std::ifstream f(err_file);
+        std::stringstream s;
+        s << f.rdbuf();
+        return s.str();
+    }
+};
+
+/// What the test's client heard, with waits bounded in time.
+struct inbox {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<std::string> added, removed;
+    std::vector<props_t> device_changes;
+    bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds t = 3000ms) {
+        std::unique_lock<std::mutex> lk(mu);
+        return cv.wait_for(lk, t, pred);
+    }
+};
+
+class daemon_proxy final : public sdbus::ProxyInterfaces<org::odinlink::Daemon1_proxy, sdbus::ObjectManager_proxy,
+                                                          sdbus::Introspectable_proxy> {
+public:
+    daemon_proxy(sdbus::IConnection& c, inbox& in)
+        : ProxyInterfaces(c, "org.odinlink.Daemon1", "/org/odinlink/Daemon1"), m_in(in) {
+        registerProxy();
+    }
+    ~daemon_proxy() { unregisterProxy(); }
+
+private:
+    void onInterfacesAdded(const sdbus::ObjectPath& p,
+                           const std::map<std::string, std::map<std::string, sdbus::Variant>>&) override {
+        std::lock_guard<std::mutex> lk(m_in.mu);
+        m_in.added.push_back(p);
+        m_in.cv.notify_all();
+    }
+    void onInterfacesRemoved(const sdbus::ObjectPath& p, const std::vector<std::string>&) override {
+        std::lock_guard<std::mutex> lk(m_in.mu);
+        m_in.removed.push_back(p);
+        m_in.cv.notify_all();
+    }
+    inbox& m_in;
+};
+
+class device_proxy final : public sdbus::ProxyInterfaces<org::odinlink::Device1_proxy, sdbus::Properties_proxy,
+                                                          sdbus::Introspectable_proxy> {
+public:
+    device_proxy(sdbus::IConnection& c, inbox& in) : ProxyInterfaces(c, "org.odinlink.Daemon1", kDevicePath), m_in(in) {
+        registerProxy();
+    }
+    ~device_proxy() { unregisterProxy(); }
+
+private:
+    void onPropertiesChanged(const std::string& iface, const props_t& changed, const std::vector<std::string>&) override {
+        if (iface != "org.odinlink.Device1") return;
+        std::lock_guard<std::mutex> lk(m_in.mu);
+        m_in.device_changes.push_back(changed);
+        m_in.cv.notify_all();
+    }
+    inbox& m_in;
+};
+
+class DaemonBus : public ::testing::Test {
+protected:
+    void SetUp() override {
+        h.put(h.dev + "/irq_throttle_us", "8");
+        h.put(h.dev + "/poll", "0");
+        const std::string sock = h.root + "/bus";
+        int fds[2];
+        ASSERT_EQ(pipe(fds), 0);
+        bus = child({"/usr/bin/dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1",
+                     "--address=unix:path=" + sock},
+                    h.root + "/dbus.err", fds[1]);
+        close(fds[1]);
+        ASSERT_GT(bus.pid, 0) << "cannot start dbus-daemon";
+        std::string line;
+        char c;
+        while (read(fds[0], &c, 1) == 1 && c != '\n') line += c;
+        close(fds[0]);
+        ASSERT_FALSE(line.empty()) << "dbus-daemon printed no address: " << bus.err();
+        address = line;
+        start_daemon();
+    }
+    void start_daemon() {
+        std::vector<std::string> argv{ODL_DAEMON_BIN, "--bus", address, "--root", h.root, "--no-udev"};
+        argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+        daemon = child(argv, h.root + "/daemon.err");
+        ASSERT_GT(daemon.pid, 0);
+        conn = sdbus::createSessionBusConnectionWithAddress(address);
+        // The daemon takes its name once its objects are there.
+        bool up = false;
+        for (int i = 0; i < 500 && !up; i++) {
+            auto dbus = sdbus::createProxy(*conn, "org.freedesktop.DBus", "/org/freedesktop/DBus");
+            dbus->callMethod("NameHasOwner").onInterface("org.freedesktop.DBus").withArguments(std::string("org.odinlink.Daemon1")).storeResultsTo(up);
+            if (!up) std::this_thread::sleep_for(10ms);
+        }
+        ASSERT_TRUE(up) << "odl-daemon did not take its name within 5 s: " << daemon.err();
+        root = std::make_unique<daemon_proxy>(*conn, in);
+        dev = std::make_unique<device_proxy>(*conn, in);
+        conn->enterEventLoopAsync();
+    }
+    void TearDown() override {
+        if (conn) conn->leaveEventLoop();
+        dev.reset();
+        root.reset();
+        conn.reset();
+        daemon.stop(SIGKILL);
+        bus.stop(SIGTERM);
+    }
+    /// A udev event's stand-in: the daemon re-reads the tree.
+    void hup() { kill(daemon.pid, SIGHUP); }
+
+    odl::test::fake_host h;
+    std::vector<std::string> extra_args;  ///< set by a derived fixture's constructor
+    child bus, daemon;
+    std::string address;
+    std::unique_ptr<sdbus::IConnection> conn;
+    inbox in;
+    std::unique_ptr<daemon_proxy> root;
+    std::unique_ptr<device_proxy> dev;
+};
+
+TEST_F(DaemonBus, PublishesTheDeviceWithItsLink) {
+    const auto objs = root->GetManagedObjects();
+    ASSERT_EQ(objs.size(), 1u);
+    const auto& p = objs.at(sdbus::ObjectPath(kDevicePath)).at("org.odinlink.Device1");
+    EXPECT_EQ(p.at("Name").get<std::string>(), "odl_tb5_0");
+    EXPECT_EQ(p.at("State").get<std::string>(), "connected");
+    EXPECT_EQ(p.at("Peer").get<std::string>(), "peer-host");
+    EXPECT_EQ(p.at("XDomain").get<std::string>(), "0-1");
+    EXPECT_EQ(p.at("TxGbpsPerLane").get<uint32_t>(), 40u);
+    EXPECT_EQ(p.at("RxLanes").get<uint32_t>(), 2u);
+    EXPECT_EQ(p.at("Rating").get<std::string>(), "Gen4 x2 (80 Gb/s)");
+    EXPECT_EQ(p.at("BelowRating").get<std::string>(), "");
+    EXPECT_EQ(p.at("PeerVersion").get<std::string>(), "1.3");
+    EXPECT_EQ(p.at("IrqThrottleUs").get<std::string>(), "8");
+    const auto counters = p.at("Counters").get<std::map<std::string, uint64_t>>();
+    EXPECT_EQ(counters.at("tx_frames"), 1200u);
+    EXPECT_EQ(root->Devices(), std::vector<sdbus::ObjectPath>{sdbus::ObjectPath(kDevicePath)});
+    EXPECT_EQ(root->Version().rfind("0.", 0), 0u) << root->Version();
+}
+
+TEST_F(DaemonBus, SignalsAStateChangeAndADegradedLink) {
+    h.put(h.dev + "/state", "session");
+    hup();
+    ASSERT_TRUE(in.wait_for([&] {
+        for (const auto& c : in.device_changes)
+            if (c.count("State") && c.at("State").get<std::string>() == "session") return true;
+        return false;
+    })) << "no PropertiesChanged(State=session) within 3 s";
+    EXPECT_EQ(dev->State(), "session");
+    // The cable retrains at Gen3 x1 one way: speed and the warning change.
+    h.put(h.xd + "/tx_speed", "20.0 Gb/s");
+    h.put(h.xd + "/tx_lanes", "1");
+    root->Rescan();
+    ASSERT_TRUE(in.wait_for([&] {
+        for (const auto& c : in.device_changes)
+            if (c.count("TxLanes") && c.at("TxLanes").get<uint32_t>() == 1) return true;
+        return false;
+    }));
+    EXPECT_EQ(dev->TxGbpsPerLane(), 20u);
+    EXPECT_NE(dev->BelowRating(), "") << "a Gen3 x1 direction on a Gen4 x2 port must say so";
+    // Nothing changed: no signal.
+    const size_t n = in.device_changes.size();
+    root->Rescan();
+    std::this_thread::sleep_for(300ms);
+    std::lock_guard<std::mutex> lk(in.mu);
+    EXPECT_EQ(in.device_changes.size(), n);
+}
+
+TEST_F(DaemonBus, ADeviceGoesAndComesBack) {
+    h.remove("sys/class/odl_tb5/odl_tb5_0");
+    hup();
+    ASSERT_TRUE(in.wait_for([&] { return !in.removed.empty(); })) << "no InterfacesRemoved";
+    EXPECT_EQ(in.removed.front(), kDevicePath);
+    EXPECT_TRUE(root->Devices().empty());
+    EXPECT_TRUE(root->GetManagedObjects().empty());
+    h.link(h.dev, "sys/class/odl_tb5/odl_tb5_0");
+    hup();
+    ASSERT_TRUE(in.wait_for([&] { return !in.added.empty(); })) << "no InterfacesAdded";
+    EXPECT_EQ(in.added.front(), kDevicePath);
+    EXPECT_EQ(root->GetManagedObjects().size(), 1u);
+}
+
+TEST_F(DaemonBus, SetsTheThrottleAndRefusesBadCalls) {
+    root->SetIrqThrottle("odl_tb5_0", 64);
+    std::ifstream f(h.root + "/" + h.dev + "/irq_throttle_us");
+    std::string v;
+    f >> v;
+    EXPECT_EQ(v, "64");
+    EXPECT_EQ(dev->IrqThrottleUs(), "64");
+    auto error_of = [&](const std::string& d, uint32_t us) {
+        try {
+            root->SetIrqThrottle(d, us);
+        } catch (const sdbus::Error& e) {
+            return e.getName() + ": " + e.getMessage();
+        }
+        return std::string("no error");
+    };
+    EXPECT_EQ(error_of("../../../../etc/passwd", 1).rfind("org.odinlink.Error.NoSuchDevice", 0), 0u);
+    EXPECT_EQ(error_of("odl_tb5_7", 1).rfind("org.odinlink.Error.NoSuchDevice", 0), 0u);
+    const std::string big = error_of("odl_tb5_0", 5000);
+    EXPECT_EQ(big.rfind("org.odinlink.Error.InvalidArgs", 0), 0u) << big;
+    EXPECT_NE(big.find("0..1000"), std::string::npos) << big;
+    // The device's knob went away under it (module unloaded): a clear failure.
+    h.remove(h.dev + "/irq_throttle_us");
+    std::filesystem::create_directories(h.root + "/" + h.dev + "/irq_throttle_us");
+    EXPECT_EQ(error_of("odl_tb5_0", 10).rfind("org.odinlink.Error.Failed", 0), 0u);
+    EXPECT_EQ(root->Devices().size(), 1u) << "the daemon must stay up after refused calls";
+}
+
+/// The interfaces, members and signatures an introspection text declares
+/// for org.odinlink.*: one line per member.
+std::set<std::string> members(const std::string& xml) {
+    std::set<std::string> out;
+    const std::regex iface(R"re(<interface name="(org\.odinlink\.[A-Za-z0-9]+)">([\s\S]*?)</interface>)re");
+    const std::regex member(R"re(<(method|property|signal) name="([A-Za-z]+)"( type="([^"]+)")?( access="([a-z]+)")?)re");
+    const std::regex arg(R"re(<arg (?:name="[a-z_]+" )?type="([^"]+)"(?: name="[a-z_]+")? direction="(in|out)")re");
+    for (std::sregex_iterator i(xml.begin(), xml.end(), iface), e; i != e; ++i) {
+        const std::string body = (*i)[2];
+        for (std::sregex_iterator m(body.begin(), body.end(), member); m != e; ++m) {
+            std::string line = (*i)[1].str() + " " + (*m)[1].str() + " " + (*m)[2].str() + " " + (*m)[4].str() + " " +
+                               (*m)[6].str();
+            const size_t start = size_t(m->position()) + size_t(m->length());
+            // A method with arguments is not self-closed: its args run to </method>.
+            if ((*m)[1] == "method" && body.compare(start, 2, "/>") != 0) {
+                const size_t end = body.find("</method>", start);
+                const std::string args = body.substr(start, end == std::string::npos ? 0 : end - start);
+                for (std::sregex_iterator a(args.begin(), args.end(), arg); a != e; ++a)
+                    line += " " + (*a)[2].str() + ":" + (*a)[1].str();
+            }
+            out.insert(line);
+        }
+    }
+    return out;
+}
+
+TEST_F(DaemonBus, IntrospectsAsTheXmlSays) {
+    std::ifstream f(ODL_DAEMON_XML);
+    std::stringstream s;
+    s << f.rdbuf();
+    const auto want = members(s.str());
+    ASSERT_GT(want.size(), 20u) << "the XML file was not read";
+    auto got = members(root->Introspect());
+    const auto dev_members = members(dev->Introspect());
+    got.insert(dev_members.begin(), dev_members.end());
+    EXPECT_EQ(got, want);
+}
+
+TEST_F(DaemonBus, EndsQuietlyOnSigterm) {
+    EXPECT_EQ(daemon.stop(SIGTERM), 0);
+    EXPECT_EQ(daemon.err(), "") << "an orderly shutdown logs nothing";
+}
+
+/// One HTTP exchange with the daemon's endpoint: the raw request in, the
+/// status line and the body out.
+struct http_reply {
+    std::string status, headers, body;
+};
+http_reply http(uint16_t port, const std::string& request) {
+    http_reply r;
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+        close(fd);
+        return r;
+    }
+    (void)!write(fd, request.data(), request.size());
+    std::string all;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0) all.append(buf, size_t(n));
+    close(fd);
+    const auto eol = all.find("\r\n"), end = all.find("\r\n\r\n");
+    if (eol == std::string::npos || end == std::string::npos) return r;
+    r.status = all.substr(0, eol);
+    r.headers = all.substr(eol + 2, end - eol - 2);
+    r.body = all.substr(end + 4);
+    return r;
+}
+
+class DaemonMetrics : public DaemonBus {
+protected:
+    DaemonMetrics() { extra_args = {"--metrics", "0", "-v"}; }
+    uint16_t port() {
+        const std::smatch m = [&] {
+            std::smatch x;
+            static const std::regex re("metrics on 127\\.0\\.0\\.1 port ([0-9]+)");
+            err = daemon.err();
+            std::regex_search(err, x, re);
+            return x;
+        }();
+        return m.empty() ? 0 : uint16_t(std::stoi(m[1]));
+    }
+    std::string err;
+};
+
+TEST_F(DaemonMetrics, ServesPrometheusTextThatPromtoolAccepts) {
+    const uint16_t p = port();
+    ASSERT_NE(p, 0) << "no 'metrics on ... port' line: " << err;
+    const auto r = http(p, "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    ASSERT_EQ(r.status, "HTTP/1.1 200 OK") << r.status << r.body;
+    EXPECT_NE(r.headers.find("text/plain; version=0.0.4"), std::string::npos) << r.headers;
+    for (const char* line : {"odl_devices 1", "odl_device_state{device=\"odl_tb5_0\",state=\"connected\"} 1",
+                             "odl_device_state{device=\"odl_tb5_0\",state=\"session\"} 0",
+                             "odl_link_lanes{device=\"odl_tb5_0\",direction=\"tx\"} 2",
+                             "odl_link_speed_bytes{device=\"odl_tb5_0\",direction=\"rx\"} 10000000000",
+                             "odl_link_rated_speed_bytes{device=\"odl_tb5_0\"} 10000000000",
+                             "odl_link_below_rating{device=\"odl_tb5_0\"} 0",
+                             "odl_device_tx_frames_total{device=\"odl_tb5_0\"} 1200",
+                             "odl_device_irq_throttle_seconds{device=\"odl_tb5_0\"} 8e-06"})
+        EXPECT_NE(r.body.find(std::string("\n") + line + "\n"), std::string::npos) << line << " not in:\n" << r.body;
+    // Each scrape reads the host afresh: a state change shows at once.
+    h.put(h.dev + "/state", "session");
+    const auto r2 = http(p, "GET /metrics HTTP/1.0\r\n\r\n");
+    EXPECT_NE(r2.body.find("state=\"session\"} 1"), std::string::npos) << r2.body;
+    // promtool, Prometheus's own checker: format and naming conventions.
+    const std::string file = h.root + "/metrics.txt";
+    std::ofstream(file) << r.body;
+    FILE* g = popen(ODL_GET_PROMTOOL, "r");
+    ASSERT_NE(g, nullptr);
+    char path[4096] = {};
+    const bool got = fgets(path, sizeof(path), g) != nullptr;
+    ASSERT_EQ(pclose(g), 0) << "cannot get promtool (tests/support/get-promtool.sh)";
+    ASSERT_TRUE(got);
+    std::string promtool(path);
+    promtool.erase(promtool.find_last_not_of("\n") + 1);
+    FILE* c = popen((promtool + " check metrics < " + file + " 2>&1").c_str(), "r");
+    ASSERT_NE(c, nullptr);
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), c)) > 0) out.append(buf, n);
+    EXPECT_EQ(pclose(c), 0) << out;
+    EXPECT_EQ(out, "") << "promtool's lint found problems";
+}
+
+TEST_F(DaemonMetrics, RefusesWhatIsNotAScrapeAndStaysUp) {
+    const uint16_t p = port();
+    ASSERT_NE(p, 0) << err;
+    EXPECT_EQ(http(p, "GET /other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").status, "HTTP/1.1 404 Not Found");
+    EXPECT_EQ(http(p, "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").status,
+              "HTTP/1.1 405 Method Not Allowed");
+    EXPECT_EQ(http(p, "HELLO THERE\r\n\r\n").status, "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(http(p, "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 99999\r\nConnection: close\r\n\r\n").status,
+              "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(http(p, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").status, "HTTP/1.1 200 OK");
+    EXPECT_EQ(root->GetManagedObjects().size(), 1u);
+}
+
+TEST(DaemonCli, BadBusAndOptionsAreRefusedWithTheReason) {
+    odl::test::fake_host h;
+    child d({ODL_DAEMON_BIN, "--bus", "unix:path=" + h.root + "/no-such-bus", "--no-udev"}, h.root + "/err");
+    int st = 0;
+    ASSERT_EQ(waitpid(d.pid, &st, 0), d.pid);
+    d.pid = -1;
+    EXPECT_EQ(WEXITSTATUS(st), 1);
+    EXPECT_NE(d.err().find("odl-daemon: D-Bus"), std::string::npos) << d.err();
+    child o({ODL_DAEMON_BIN, "--counters-interval-ms", "-5"}, h.root + "/err2");
+    ASSERT_EQ(waitpid(o.pid, &st, 0), o.pid);
+    o.pid = -1;
+    EXPECT_NE(WEXITSTATUS(st), 0);
+    EXPECT_NE(o.err().find("counters-interval-ms"), std::string::npos) << o.err();
+    for (const char* bad : {"0.0.0.0:9464", "192.0.2.1:9464", "70000", "[::1]9464", "nohost:1"}) {
+        child m({ODL_DAEMON_BIN, "--bus", "unix:path=" + h.root + "/none", "--no-udev", "--metrics", bad},
+                h.root + "/err3");
+        ASSERT_EQ(waitpid(m.pid, &st, 0), m.pid);
+        m.pid = -1;
+        EXPECT_EQ(WEXITSTATUS(st), 1) << bad;
+        EXPECT_NE(m.err().find("metrics"), std::string::npos) << bad << ": " << m.err();
+    }
+}
+
+}  // namespace

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+// odl-daemon: publishes this host's OdinLink devices and peers on D-Bus
+// (org.odinlink.Daemon1.xml) and signals every change. One thread, one
+// poll(2) over the bus, the udev monitor and a signalfd: udev events and
+// SIGHUP re-read the devices, SIGTERM / SIGINT end it quietly. Runs in the
+// foreground (systemd: odl-daemon.service, Type=dbus).
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <cstdlib>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <sdbus-c++/sdbus-c++.h>
+
+#include "metrics.h"
+#include "metrics_server.h"
+#include "odl/build_info.h"
+#include "service.h"
+#include "udev_events.h"
+
+namespace {
+
+uint64_t now_us() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000u + uint64_t(ts.tv_nsec) / 1000u;
+}
+
+/// "PORT", "ADDRESS:PORT" or "[IPv6]:PORT" (the address defaults to 127.0.0.1).
+std::pair<std::string, uint16_t> listen_spec(const std::string& s) {
+    std::string addr = "127.0.0.1", port = s;
+    if (!s.empty() && s[0] == '[') {
+        const auto close = s.find("]:");
+        if (close == std::string::npos) throw std::runtime_error("--metrics '" + s + "': want [ADDRESS]:PORT");
+        addr = s.substr(1, close - 1);
+        port = s.substr(close + 2);
+    } else if (const auto colon = s.rfind(':'); colon != std::string::npos) {
+        addr = s.substr(0, colon);
+        port = s.substr(colon + 1);
+    }
+    char* end = nullptr;
+    const unsigned long p = std::strtoul(port.c_str(), &end, 10);
+    if (port.empty() || *end || p > 65535) throw std::runtime_error("--metrics '" + s + "': the port must be 0..65535");
+    return {addr, uint16_t(p)};
+}
+
+std::unique_ptr<sdbus::IConnection> connect(const std::string& bus) {
+    if (bus == "system") return sdbus::createSystemBusConnection();
+    if (bus == "session") return sdbus::createSessionBusConnection();
+    return sdbus::createSessionBusConnectionWithAddress(bus);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"odl-daemon: OdinLink devices and peers on D-Bus (org.odinlink.Daemon1)"};
+    std::string bus = "system", root;
+    bool no_udev = false, verbose = false;
+    unsigned counters_ms = 1000;
+    std::string metrics;
+    app.set_version_flag("--version", std::string("odl-daemon " ODL_BUILD_VERSION));
+    app.add_option("--bus", bus, "system, session, or a D-Bus address (unix:path=...)")->capture_default_str();
+    app.add_option("--root", root, "read sysfs, /dev and /proc under this directory (tests)");
+    app.add_flag("--no-udev", no_udev, "no udev events: re-read only on SIGHUP and Rescan()");
+    app.add_option("--counters-interval-ms", counters_ms,
+                   "re-read the counters this often while a device is in a session (0: never)")
+        ->capture_default_str()
+        ->check(CLI::Range(0u, 3600000u));
+    app.add_option("--metrics", metrics,
+                   "serve Prometheus metrics at http://ADDRESS:PORT/metrics, loopback only ([ADDRESS:]PORT; off "
+                   "by default)");
+    app.add_flag("-v,--verbose", verbose, "log each refresh");
+    CLI11_PARSE(app, argc, argv);
+
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, nullptr);
+    const int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) {
+        std::perror("odl-daemon: signalfd");
+        return 1;
+    }
+
+    try {
+        std::optional<odl::daemon::udev_events> events;
+        if (!no_udev) events.emplace();
+        std::unique_ptr<odl::daemon::metrics_server> prom;
+        if (!metrics.empty()) {
+            const auto [addr, port] = listen_spec(metrics);
+            prom = std::make_unique<odl::daemon::metrics_server>(addr, port, [root] {
+                return odl::daemon::render_metrics(odl::host::read_host_view(root), ODL_BUILD_VERSION);
+            });
+            if (verbose) fmt::print(stderr, "odl-daemon: metrics on {} port {}\n", addr, prom->port());
+        }
+        auto conn = connect(bus);
+        odl::daemon::service svc(*conn, root, ODL_BUILD_VERSION);
+        svc.refresh();
+        // The name last: a client that sees it finds the objects there.
+        conn->requestName(odl::daemon::kBusName);
+        if (verbose)
+            fmt::print(stderr, "odl-daemon: {} on the {} bus; events from {}\n", odl::daemon::kBusName, bus,
+                       events ? events->source() : "SIGHUP only");
+        uint64_t next_counters = now_us() + uint64_t(counters_ms) * 1000u;
+        for (;;) {
+            const auto pd = conn->getEventLoopPollData();
+            pollfd fds[3] = {{pd.fd, pd.events, 0}, {sfd, POLLIN, 0}, {events ? events->fd() : -1, POLLIN, 0}};
+            uint64_t deadline = pd.timeout_usec;
+            if (counters_ms && svc.any_session() && next_counters < deadline) deadline = next_counters;
+            const uint64_t t = now_us();
+            const int timeout_ms = deadline == UINT64_MAX ? -1 : deadline <= t ? 0 : int((deadline - t + 999) / 1000);
+            if (poll(fds, 3, timeout_ms) < 0 && errno != EINTR) throw std::runtime_error("poll failed");
+            bool rescan = false;
+            if (fds[1].revents & POLLIN) {
+                signalfd_siginfo si{};
+                while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+                    if (si.ssi_signo == SIGHUP)
+                        rescan = true;
+                    else
+                        return 0;  // SIGTERM, SIGINT: the objects go with the connection
+                }
+            }
+            if (events && (fds[2].revents & POLLIN) && events->drain()) rescan = true;
+            if (counters_ms && now_us() >= next_counters) {
+                next_counters = now_us() + uint64_t(counters_ms) * 1000u;
+                rescan |= svc.any_session();
+            }
+            if (rescan) {
+                const unsigned n = svc.refresh();
+                if (verbose && n) fmt::print(stderr, "odl-daemon: {} device(s) changed\n", n);
+            }
+            while (conn->processPendingRequest()) {
+            }
+        }
+    } catch (const sdbus::Error& e) {
+        fmt::print(stderr, "odl-daemon: D-Bus: {}: {}\n", e.getName(), e.getMessage());
+        return 1;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "odl-daemon: {}\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+#include "metrics.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <optional>
+#include <map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "device_props.h"
+
+namespace odl::daemon {
+namespace {
+
+/// A label value with \, " and newlines escaped as the format asks.
+std::string esc(const std::string& s) {
+    std::string o;
+    for (char c : s) {
+        if (c == '\\' || c == '"')
+            o += '\\', o += c;
+        else if (c == '\n')
+            o += "\\n";
+        else
+            o += c;
+    }
+    return o;
+}
+
+/// A metric name part from a sysfs file name: [a-z0-9_] only.
+std::string name_part(const std::string& s) {
+    std::string o;
+    for (char c : s) o += std::isalnum(static_cast<unsigned char>(c)) ? char(std::tolower(c)) : '_';
+    return o;
+}
+
+/// One family: HELP, TYPE, then its samples in the order given.
+class family {
+public:
+    family(std::string name, std::string type, std::string help)
+        : m_name(std::move(name)), m_type(std::move(type)), m_help(std::move(help)) {}
+    void add(const std::string& labels, double v) { m_samples.emplace_back(labels, v); }
+    void write(std::string& out) const {
+        if (m_samples.empty()) return;
+        out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", m_name, m_help, m_name, m_type);
+        for (const auto& [l, v] : m_samples)
+            out += l.empty() ? fmt::format("{} {}\n", m_name, v) : fmt::format("{}{{{}}} {}\n", m_name, l, v);
+    }
+
+private:
+    std::string m_name, m_type, m_help;
+    std::vector<std::pair<std::string, double>> m_samples;
+};
+
+/// A sysfs value as a number; nothing for "" or garbage.
+std::optional<double> number(const std::string& s) {
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || end == s.c_str() || *end) return std::nullopt;
+    return v;
+}
+
+double bytes_per_second(uint32_t gbps_per_lane, uint32_t lanes) { return double(gbps_per_lane) * lanes * 1e9 / 8; }
+
+}  // namespace
+
+std::string render_metrics(const host::host_view& v, const std::string& version) {
+    const auto devs = devices_of(v);
+    family info("odl_daemon_info", "gauge", "The odl-daemon build (version and source hash), always 1.");
+    info.add(fmt::format("version=\"{}\"", esc(version)), 1);
+    family count("odl_devices", "gauge", "odl_tb5 devices present on this host.");
+    count.add("", double(devs.size()));
+    family dinfo("odl_device_info", "gauge", "A device and its peer, always 1.");
+    family state("odl_device_state", "gauge", "1 for the device's state (login, connected, session, gone), 0 for the others.");
+    family speed("odl_link_speed_bytes", "gauge", "Trained link speed per direction, bytes per second.");
+    family lanes("odl_link_lanes", "gauge", "Trained lanes per direction.");
+    family rated("odl_link_rated_speed_bytes", "gauge", "What the port is rated for per direction, bytes per second (root reads it).");
+    family below("odl_link_below_rating", "gauge", "1 when a direction trained below the port's rating.");
+    family rings("odl_device_rings", "gauge", "Ring pairs in use and offered.");
+    family logins("odl_device_connects_total", "counter", "Logins with the peer since the module loaded.");
+    family throttle("odl_device_irq_throttle_seconds", "gauge", "The NHI interrupt throttle of the device's rings.");
+    family poll("odl_device_poll", "gauge", "1 when the device's receive side busy-polls.");
+    std::map<std::string, family> counters;
+    for (const auto& [name, p] : devs) {
+        const std::string d = fmt::format("device=\"{}\"", esc(name));
+        dinfo.add(fmt::format("{},xdomain=\"{}\",peer=\"{}\",peer_version=\"{}\"", d, esc(p.xdomain), esc(p.peer),
+                              esc(p.peer_version)),
+                  1);
+        for (const char* s : {"login", "connected", "session", "gone"})
+            state.add(fmt::format("{},state=\"{}\"", d, s), p.state == s ? 1 : 0);
+        if (p.tx_lanes || p.rx_lanes) {
+            speed.add(d + ",direction=\"tx\"", bytes_per_second(p.tx_gbps_per_lane, p.tx_lanes));
+            speed.add(d + ",direction=\"rx\"", bytes_per_second(p.rx_gbps_per_lane, p.rx_lanes));
+            lanes.add(d + ",direction=\"tx\"", p.tx_lanes);
+            lanes.add(d + ",direction=\"rx\"", p.rx_lanes);
+        }
+        for (const auto& x : v.peers)
+            if (x.name == p.xdomain && x.rating) {
+                rated.add(d, bytes_per_second(x.rating->max_gbps_per_lane, x.rating->max_lanes));
+                below.add(d, p.below_rating.empty() ? 0 : 1);
+            }
+        rings.add(d + ",kind=\"used\"", p.rings_used);
+        rings.add(d + ",kind=\"offered\"", p.rings_offered);
+        logins.add(d, p.connect_count);
+        if (const auto us = number(p.irq_throttle_us)) throttle.add(d, *us * 1e-6);
+        if (!p.poll.empty()) poll.add(d, p.poll == "1" ? 1 : 0);
+        for (const auto& [c, n] : p.counters) {
+            const std::string m = "odl_device_" + name_part(c) + "_total";
+            auto it = counters.try_emplace(m, m, "counter", fmt::format("The module's {} counter (statistics/{}).", c, c)).first;
+            it->second.add(d, double(n));
+        }
+    }
+    std::string out;
+    for (const family* f : {&info, &count, &dinfo, &state, &speed, &lanes, &rated, &below, &rings, &logins, &throttle, &poll})
+        f->write(out);
+    for (const auto& [m, f] : counters) f.write(out);
+    return out;
+}
+
+}  // namespace odl::daemon

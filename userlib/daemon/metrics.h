@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: MIT
+// The daemon's state and counters in the Prometheus text format (0.0.4):
+// the same values the D-Bus API publishes, named and unitised the
+// Prometheus way (base units: bytes, seconds; counters end in _total).
+#pragma once
+
+#include <string>
+
+#include "host_view.h"
+
+namespace odl::daemon {
+
+/// The exposition of @v, with @version in odl_daemon_info.
+std::string render_metrics(const host::host_view& v, const std::string& version);
+
+}  // namespace odl::daemon

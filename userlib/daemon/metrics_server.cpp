@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+#include "metrics_server.h"
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace odl::daemon {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr auto kTimeout = std::chrono::seconds(5);  // a whole request and its answer
+constexpr std::size_t kMaxRequestBytes = 8192;
+
+/// One connection: requests in turn until the client closes or times out.
+class session : public std::enable_shared_from_this<session> {
+public:
+    session(tcp::socket s, const metrics_server::render_fn& render) : m_stream(std::move(s)), m_render(render) {}
+    void start() { read(); }
+
+private:
+    void read() {
+        m_parser.emplace();
+        m_parser->body_limit(kMaxRequestBytes);
+        m_parser->header_limit(kMaxRequestBytes);
+        m_stream.expires_after(kTimeout);
+        http::async_read(m_stream, m_buf, *m_parser,
+                         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+    }
+    void on_read(beast::error_code ec) {
+        if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::connection_reset)
+            return close();
+        if (ec) return reply(http::status::bad_request, "malformed request\n", false);
+        const auto& req = m_parser->get();
+        if (req.method() != http::verb::get && req.method() != http::verb::head)
+            return reply(http::status::method_not_allowed, "only GET\n", req.keep_alive());
+        if (req.target() != "/metrics") return reply(http::status::not_found, "only /metrics\n", req.keep_alive());
+        std::string body;
+        try {
+            body = m_render();
+        } catch (const std::exception& e) {
+            return reply(http::status::internal_server_error, std::string(e.what()) + "\n", false);
+        }
+        reply(http::status::ok, req.method() == http::verb::head ? std::string() : std::move(body), req.keep_alive(),
+              "text/plain; version=0.0.4; charset=utf-8");
+    }
+    void reply(http::status st, std::string body, bool keep, const char* type = "text/plain; charset=utf-8") {
+        auto res = std::make_shared<http::response<http::string_body>>(st, 11);
+        res->set(http::field::server, "odl-daemon");
+        res->set(http::field::content_type, type);
+        res->keep_alive(keep);
+        res->body() = std::move(body);
+        res->prepare_payload();
+        m_stream.expires_after(kTimeout);
+        http::async_write(m_stream, *res, [self = shared_from_this(), res, keep](beast::error_code ec, std::size_t) {
+            if (ec || !keep) return self->close();
+            self->read();
+        });
+    }
+    void close() {
+        beast::error_code ec;
+        m_stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    }
+
+    beast::tcp_stream m_stream;
+    beast::flat_buffer m_buf;
+    std::optional<http::request_parser<http::string_body>> m_parser;
+    metrics_server::render_fn m_render;
+};
+
+}  // namespace
+
+struct metrics_server::impl {
+    asio::io_context io{1};
+    tcp::acceptor acceptor{io};
+    render_fn render;
+
+    void accept() {
+        acceptor.async_accept([this](beast::error_code ec, tcp::socket s) {
+            if (ec == asio::error::operation_aborted) return;
+            if (!ec) std::make_shared<session>(std::move(s), render)->start();
+            accept();
+        });
+    }
+};
+
+metrics_server::metrics_server(const std::string& address, uint16_t port, render_fn render)
+    : m_impl(std::make_unique<impl>()) {
+    m_impl->render = std::move(render);
+    beast::error_code ec;
+    const auto addr = asio::ip::make_address(address == "localhost" ? "127.0.0.1" : address, ec);
+    if (ec) throw std::runtime_error("metrics: '" + address + "' is not an IP address (127.0.0.1, ::1 or localhost)");
+    if (!addr.is_loopback())
+        throw std::runtime_error("metrics: " + address + " is not a loopback address: the endpoint is for this host only");
+    const tcp::endpoint ep(addr, port);
+    auto& a = m_impl->acceptor;
+    a.open(ep.protocol(), ec);
+    if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) a.bind(ep, ec);
+    if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec)
+        throw std::runtime_error("metrics: cannot listen on " + address + " port " + std::to_string(port) + ": " +
+                                 ec.message());
+    m_port = a.local_endpoint().port();
+    m_impl->accept();
+    m_thread = std::thread([this] { m_impl->io.run(); });
+}
+
+metrics_server::~metrics_server() {
+    m_impl->io.stop();
+    if (m_thread.joinable()) m_thread.join();
+}
+
+}  // namespace odl::daemon

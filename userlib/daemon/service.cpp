@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+#include "service.h"
+
+#include <fstream>
+
+#include <fmt/format.h>
+
+namespace odl::daemon {
+
+constexpr unsigned kIrqThrottleMaxUs = 1000;  // odl_tb5's ODL_IRQ_THROTTLE_MAX_US
+
+class device_object final
+    : public sdbus::AdaptorInterfaces<org::odinlink::Device1_adaptor, sdbus::ManagedObject_adaptor,
+                                      sdbus::Properties_adaptor> {
+public:
+    device_object(sdbus::IConnection& bus, device_props p)
+        : AdaptorInterfaces(bus, device_path(p.name)), m_p(std::move(p)) {
+        registerAdaptor();
+        emitInterfacesAddedSignal({org::odinlink::Device1_adaptor::INTERFACE_NAME});
+    }
+    ~device_object() {
+        emitInterfacesRemovedSignal({org::odinlink::Device1_adaptor::INTERFACE_NAME});
+        unregisterAdaptor();
+    }
+    /// Takes the new reading; true if anything changed (and was signalled).
+    bool update(device_props p) {
+        const auto names = changed_properties(m_p, p);
+        m_p = std::move(p);
+        if (names.empty()) return false;
+        emitPropertiesChangedSignal(org::odinlink::Device1_adaptor::INTERFACE_NAME, names);
+        return true;
+    }
+    const device_props& props() const { return m_p; }
+
+private:
+    std::string Name() override { return m_p.name; }
+    std::string State() override { return m_p.state; }
+    std::string Peer() override { return m_p.peer; }
+    std::string XDomain() override { return m_p.xdomain; }
+    uint32_t TxGbpsPerLane() override { return m_p.tx_gbps_per_lane; }
+    uint32_t TxLanes() override { return m_p.tx_lanes; }
+    uint32_t RxGbpsPerLane() override { return m_p.rx_gbps_per_lane; }
+    uint32_t RxLanes() override { return m_p.rx_lanes; }
+    std::string Rating() override { return m_p.rating; }
+    std::string BelowRating() override { return m_p.below_rating; }
+    uint32_t RingsUsed() override { return m_p.rings_used; }
+    uint32_t RingsOffered() override { return m_p.rings_offered; }
+    uint32_t ConnectCount() override { return m_p.connect_count; }
+    std::string IrqThrottleUs() override { return m_p.irq_throttle_us; }
+    std::string Poll() override { return m_p.poll; }
+    std::string PeerVersion() override { return m_p.peer_version; }
+    std::map<std::string, uint64_t> Counters() override { return m_p.counters; }
+
+    device_props m_p;
+};
+
+std::string device_path(const std::string& name) { return std::string(kRootPath) + "/devices/" + name; }
+
+service::service(sdbus::IConnection& bus, std::string root, std::string version)
+    : AdaptorInterfaces(bus, kRootPath), m_bus(bus), m_root(std::move(root)), m_version(std::move(version)) {
+    registerAdaptor();
+}
+
+service::~service() {
+    m_devices.clear();
+    unregisterAdaptor();
+}
+
+unsigned service::refresh() {
+    auto now = devices_of(host::read_host_view(m_root));
+    unsigned changed = 0;
+    bool set_changed = false;
+    for (auto it = m_devices.begin(); it != m_devices.end();) {
+        if (now.count(it->first)) {
+            ++it;
+            continue;
+        }
+        it = m_devices.erase(it);  // InterfacesRemoved
+        ++changed;
+        set_changed = true;
+    }
+    for (auto& [name, p] : now) {
+        auto it = m_devices.find(name);
+        if (it == m_devices.end()) {
+            m_devices.emplace(name, std::make_unique<device_object>(m_bus, std::move(p)));  // InterfacesAdded
+            ++changed;
+            set_changed = true;
+        } else if (it->second->update(std::move(p))) {
+            ++changed;
+        }
+    }
+    if (set_changed) emitPropertiesChangedSignal(org::odinlink::Daemon1_adaptor::INTERFACE_NAME, {"Devices"});
+    return changed;
+}
+
+bool service::any_session() const {
+    for (const auto& [name, d] : m_devices)
+        if (d->props().state == "session") return true;
+    return false;
+}
+
+std::vector<sdbus::ObjectPath> service::Devices() {
+    std::vector<sdbus::ObjectPath> v;
+    for (const auto& [name, d] : m_devices) v.emplace_back(device_path(name));
+    return v;
+}
+
+void service::Rescan() { refresh(); }
+
+void service::SetIrqThrottle(const std::string& device, const uint32_t& microseconds) {
+    // Only a device we publish: the name never reaches a path otherwise.
+    if (!m_devices.count(device))
+        throw sdbus::Error("org.odinlink.Error.NoSuchDevice", fmt::format("no device '{}'", device));
+    if (microseconds > kIrqThrottleMaxUs)
+        throw sdbus::Error("org.odinlink.Error.InvalidArgs",
+                           fmt::format("{} us: the throttle is 0..{} us", microseconds, kIrqThrottleMaxUs));
+    const std::string path = m_root + "/sys/class/odl_tb5/" + device + "/irq_throttle_us";
+    std::ofstream f(path);
+    if (f) f << microseconds << '\n';
+    f.close();
+    if (!f)
+        throw sdbus::Error("org.odinlink.Error.Failed",
+                           fmt::format("cannot write {} (the module refused it or the device went)", path));
+    refresh();
+}
+
+}  // namespace odl::daemon

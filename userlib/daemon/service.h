@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// odl-daemon's objects on the bus: /org/odinlink/Daemon1 (org.odinlink.Daemon1
+// and the ObjectManager) and one org.odinlink.Device1 object per device.
+// refresh() re-reads the host view and turns every difference into a
+// signal: InterfacesAdded / InterfacesRemoved for devices that came or
+// went, PropertiesChanged for the rest.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include <sdbus-c++/sdbus-c++.h>
+
+#include "device_props.h"
+#include "org.odinlink.Daemon1_adaptor.h"
+
+namespace odl::daemon {
+
+constexpr const char* kBusName = "org.odinlink.Daemon1";
+constexpr const char* kRootPath = "/org/odinlink/Daemon1";
+
+class device_object;
+
+class service final
+    : public sdbus::AdaptorInterfaces<org::odinlink::Daemon1_adaptor, sdbus::ObjectManager_adaptor,
+                                      sdbus::Properties_adaptor> {
+public:
+    /// Objects on @bus for the host under @root ("" the real one).
+    service(sdbus::IConnection& bus, std::string root, std::string version);
+    ~service();
+
+    /// Re-reads every device; signals what changed. Returns the number of
+    /// devices whose properties (or presence) changed.
+    unsigned refresh();
+    /// True when a device is in a session (its counters move).
+    bool any_session() const;
+
+private:
+    void Rescan() override;
+    void SetIrqThrottle(const std::string& device, const uint32_t& microseconds) override;
+    std::string Version() override { return m_version; }
+    std::vector<sdbus::ObjectPath> Devices() override;
+
+    sdbus::IConnection& m_bus;
+    std::string m_root;
+    std::string m_version;
+    std::map<std::string, std::unique_ptr<device_object>> m_devices;
+};
+
+/// The object path of device @name ("odl_tb5_0").
+std::string device_path(const std::string& name);
+
+}  // namespace odl::daemon
