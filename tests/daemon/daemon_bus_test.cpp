@@ -43,6 +43,13 @@ using props_t = std::map<std::string, sdbus::Variant>;
 
 constexpr const char* kDevicePath = "/org/odinlink/Daemon1/devices/odl_tb5_0";
 
+std::string slurp(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
 /// A child process with its stderr in a file; killed at the end.
 struct child {
     pid_t pid = -1;
@@ -91,12 +98,7 @@ struct child {
     ~child() {
         if (pid > 0) stop(SIGKILL);
     }
-    std::string err() const {
-        std::ifstream f(err_file);
-        std::stringstream s;
-        s << f.rdbuf();
-        return s.str();
-    }
+    std::string err() const { return slurp(err_file); }
 };
 
 /// What the test's client heard, with waits bounded in time.
@@ -329,10 +331,7 @@ std::set<std::string> members(const std::string& xml) {
 }
 
 TEST_F(DaemonBus, IntrospectsAsTheXmlSays) {
-    std::ifstream f(ODL_DAEMON_XML);
-    std::stringstream s;
-    s << f.rdbuf();
-    const auto want = members(s.str());
+    const auto want = members(slurp(ODL_DAEMON_XML));
     ASSERT_GT(want.size(), 20u) << "the XML file was not read";
     auto got = members(root->Introspect());
     const auto dev_members = members(dev->Introspect());

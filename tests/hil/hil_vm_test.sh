@@ -124,6 +124,54 @@ assert j["hosts"][0]["odl_tb5_srcversion"] == j["hosts"][1]["odl_tb5_srcversion"
 ' || fail "check --json: $out"
 check1_s=$((SECONDS - t))
 
+# The guests as SSH sees them, for the steps that look inside.
+ssh_b() {
+	ssh -F /dev/null -o BatchMode=yes -o UserKnownHostsFile="$ODL_VM_DIR/hil/known_hosts" \
+		-o IdentityFile="$ODL_VM_DIR/hil/id_ed25519" -o IdentitiesOnly=yes -o ConnectTimeout=10 \
+		-p "$(cat "$ODL_VM_DIR/B.ssh_port")" root@127.0.0.1 "$@"
+}
+ssh_a() {
+	ssh -F /dev/null -o BatchMode=yes -o UserKnownHostsFile="$ODL_VM_DIR/hil/known_hosts" \
+		-o IdentityFile="$ODL_VM_DIR/hil/id_ed25519" -o IdentitiesOnly=yes -o ConnectTimeout=10 \
+		-p "$(cat "$ODL_VM_DIR/A.ssh_port")" root@127.0.0.1 "$@"
+}
+
+step "odl-daemon, enabled and started by the package: the device on the bus; an unplug and a replug arrive as signals"
+t=$SECONDS
+for h in a b; do
+	[ "$(ssh_$h 'systemctl is-active odl-daemon')" = active ] ||
+		fail "odl-daemon not active on $h: $(ssh_$h 'systemctl status odl-daemon --no-pager 2>&1 | tail -n 5')"
+done
+prop() { # HOST PROPERTY: the device's property as busctl prints it ('s "connected"')
+	ssh_$1 "busctl get-property org.odinlink.Daemon1 /org/odinlink/Daemon1/devices/odl_tb5_0 org.odinlink.Device1 $2" 2>&1
+}
+[ "$(prop a State)" = 's "connected"' ] || fail "a's daemon: State is $(prop a State), want connected"
+[ "$(prop a XDomain)" = 's "0-1"' ] || fail "a's daemon: XDomain is $(prop a XDomain)"
+# The signals a client of a's daemon gets (a monitor as root: no policy in the way).
+ssh_a "(timeout 90 dbus-monitor --system \"type='signal',path_namespace='/org/odinlink/Daemon1'\" </dev/null >/tmp/odl-signals.log 2>&1 &)"
+sleep 1
+"$tb" cable unplug >/dev/null
+t0=$SECONDS
+for _ in $(seq 1 40); do
+	ssh_a 'grep -q "member=InterfacesRemoved" /tmp/odl-signals.log' && break
+	sleep 0.25
+done
+ssh_a 'grep -q "member=InterfacesRemoved" /tmp/odl-signals.log' ||
+	fail "a's daemon: no InterfacesRemoved within 10 s of the unplug: $(ssh_a 'cat /tmp/odl-signals.log')"
+unplug_s=$((SECONDS - t0))
+"$tb" cable plug >/dev/null
+for _ in $(seq 1 120); do
+	[ "$(prop a State)" = 's "connected"' ] && [ "$(prop b State)" = 's "connected"' ] && break
+	sleep 0.5
+done
+[ "$(prop a State)" = 's "connected"' ] || fail "a's daemon after the replug: State $(prop a State)"
+ssh_a 'grep -q "member=InterfacesAdded" /tmp/odl-signals.log && grep -q "member=PropertiesChanged" /tmp/odl-signals.log' ||
+	fail "a's daemon: no InterfacesAdded / PropertiesChanged after the replug: $(ssh_a 'cat /tmp/odl-signals.log')"
+ssh_a 'pkill -x dbus-monitor || true; journalctl -u odl-daemon --no-pager -q -p warning' >"$tmp/daemon-warnings.txt" || true
+[ ! -s "$tmp/daemon-warnings.txt" ] || fail "odl-daemon logged warnings on a: $(cat "$tmp/daemon-warnings.txt")"
+echo "ok: InterfacesRemoved $unplug_s s after the unplug (bounded by 1 s polling); back to connected after the replug"
+daemon_s=$((SECONDS - t))
+
 step "run quickstart on the pair (odl hil run), results folder"
 t=$SECONDS
 hil run "$repo/scenarios/quickstart.yaml" "$inv" --out "$tmp/results"
@@ -217,12 +265,6 @@ for f in report.json junit.xml compare.json latency-ping.png; do
 done
 compare_s=$((SECONDS - t))
 
-# The guests as SSH sees them, for the fault steps.
-ssh_b() {
-	ssh -F /dev/null -o BatchMode=yes -o UserKnownHostsFile="$ODL_VM_DIR/hil/known_hosts" \
-		-o IdentityFile="$ODL_VM_DIR/hil/id_ed25519" -o IdentitiesOnly=yes -o ConnectTimeout=10 \
-		-p "$(cat "$ODL_VM_DIR/B.ssh_port")" root@127.0.0.1 "$@"
-}
 
 step "a host that stops answering mid-run (QEMU B frozen): the run ends naming b, a is left clean, a rerun works"
 # SIGSTOP freezes B as a hung host or a pulled management cable would: its
@@ -257,11 +299,6 @@ echo "$err" | grep -q "b (root@127.0.0.1 port [0-9]*)" || fail "host frozen mid-
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert "error" in r and not r["passed"], r' \
 	"$tmp/vanish/report.json" || fail "no report with the error after the host vanished"
 pgrep -f "ssh .*ControlPath=/tmp/odl-hil-" >/dev/null && fail "an SSH master was left running"
-ssh_a() {
-	ssh -F /dev/null -o BatchMode=yes -o UserKnownHostsFile="$ODL_VM_DIR/hil/known_hosts" \
-		-o IdentityFile="$ODL_VM_DIR/hil/id_ed25519" -o IdentitiesOnly=yes -o ConnectTimeout=10 \
-		-p "$(cat "$ODL_VM_DIR/A.ssh_port")" root@127.0.0.1 "$@"
-}
 left=$(ssh_a 'pgrep -a -x odl || true')
 [ -z "$left" ] || fail "odl processes left on a: $left"
 ssh_a 'grep -qx odl_tb5 <(cut -d" " -f1 /proc/modules)' || fail "odl_tb5 no longer loaded on a"
@@ -332,6 +369,6 @@ echo "ok ($((SECONDS - t)) s): $err"
 pgrep -f "ssh .*ControlPath=/tmp/odl-hil-" >/dev/null && fail "an SSH master was left running"
 
 "$tb" down quiet
-echo "phases: boot ${boot_s} s, check ${check0_s} s, deploy ${deploy_s} s, check ${check1_s} s, run ${run_s} s," \
+echo "phases: boot ${boot_s} s, check ${check0_s} s, deploy ${deploy_s} s, check ${check1_s} s, daemon ${daemon_s} s, run ${run_s} s," \
 	"3 x (quickstart, sizes) ${measure_s} s, calibrate ${calibrate_s} s, compare ${compare_s} s, host frozen mid-run noticed in ${vanish_s} s"
 echo "PASS: hil check / deploy / run against the testbed's Debian-root guests ($kernel)"
