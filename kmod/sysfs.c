@@ -58,7 +58,7 @@ void odl_state_work(struct work_struct *work)
 {
 	struct odl_tb5 *odl = container_of(work, struct odl_tb5, state_work);
 	char env[32];
-	char *envp[] = { env, NULL };
+	char *envp[2];
 	const char *name;
 	unsigned long flags;
 
@@ -72,6 +72,8 @@ void odl_state_work(struct work_struct *work)
 	if (!name)
 		return;
 	snprintf(env, sizeof(env), "ODL_STATE=%s", name);
+	envp[0] = env;
+	envp[1] = NULL;
 	sysfs_notify(&odl->dev.kobj, NULL, "state");
 	kobject_uevent_env(&odl->dev.kobj, KOBJ_CHANGE, envp);
 }
