@@ -440,6 +440,13 @@ TEST_F(DaemonMetrics, RefusesWhatIsNotAScrapeAndStaysUp) {
     EXPECT_EQ(http(p, "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 99999\r\nConnection: close\r\n\r\n").status,
               "HTTP/1.1 400 Bad Request");
     EXPECT_EQ(http(p, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").status, "HTTP/1.1 200 OK");
+    // HEAD: the GET's headers, its length included, and no body.
+    const auto head = http(p, "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(head.status, "HTTP/1.1 200 OK");
+    EXPECT_EQ(head.body, "");
+    std::smatch len;
+    ASSERT_TRUE(std::regex_search(head.headers, len, std::regex("Content-Length: ([0-9]+)"))) << head.headers;
+    EXPECT_GT(std::stoul(len[1]), 500u) << "HEAD must announce the body GET would send";
     EXPECT_EQ(root->GetManagedObjects().size(), 1u);
 }
 

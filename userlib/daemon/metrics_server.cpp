@@ -50,16 +50,19 @@ private:
         } catch (const std::exception& e) {
             return reply(http::status::internal_server_error, std::string(e.what()) + "\n", false);
         }
-        reply(http::status::ok, req.method() == http::verb::head ? std::string() : std::move(body), req.keep_alive(),
-              "text/plain; version=0.0.4; charset=utf-8");
+        reply(http::status::ok, std::move(body), req.keep_alive(), "text/plain; version=0.0.4; charset=utf-8",
+              req.method() == http::verb::head);
     }
-    void reply(http::status st, std::string body, bool keep, const char* type = "text/plain; charset=utf-8") {
+    /// @head: the headers of the answer, its Content-Length included, no body.
+    void reply(http::status st, std::string body, bool keep, const char* type = "text/plain; charset=utf-8",
+               bool head = false) {
         auto res = std::make_shared<http::response<http::string_body>>(st, 11);
         res->set(http::field::server, "odl-daemon");
         res->set(http::field::content_type, type);
         res->keep_alive(keep);
         res->body() = std::move(body);
         res->prepare_payload();
+        if (head) res->body().clear();
         m_stream.expires_after(kTimeout);
         http::async_write(m_stream, *res, [self = shared_from_this(), res, keep](beast::error_code ec, std::size_t) {
             if (ec || !keep) return self->close();
