@@ -245,9 +245,9 @@ static int __init odl_init(void)
 		       ODL_RINGS_MAX);
 		return -EINVAL;
 	}
-	if (odl_irq_throttle_us > ODL_IRQ_THROTTLE_MAX_US) {
+	if (odl_irq_throttle_us > ODL_TB5_IRQ_THROTTLE_MAX_US) {
 		pr_err("odl_tb5: irq_throttle_us %u is above %u\n",
-		       odl_irq_throttle_us, ODL_IRQ_THROTTLE_MAX_US);
+		       odl_irq_throttle_us, ODL_TB5_IRQ_THROTTLE_MAX_US);
 		return -EINVAL;
 	}
 

@@ -32,7 +32,6 @@
 #define ODL_MIN_HOPID ODL_XD_MIN_HOPID /* TB_PATH_MIN_HOPID, private to thunderbolt.ko */
 #define ODL_RING_SIZE_MIN ODL_XD_RING_SIZE_MIN
 #define ODL_RING_SIZE_MAX ODL_XD_RING_SIZE_MAX
-#define ODL_IRQ_THROTTLE_MAX_US 1000
 #define ODL_RINGS_MAX ODL_XD_RINGS_MAX /* ring pairs per peer */
 
 static_assert(ODL_RINGS_MAX == ODL_TB5_RINGS_MAX);

@@ -187,7 +187,7 @@ static ssize_t irq_throttle_us_store(struct device *dev,
 	ret = kstrtouint(buf, 10, &us);
 	if (ret)
 		return ret;
-	if (us > ODL_IRQ_THROTTLE_MAX_US)
+	if (us > ODL_TB5_IRQ_THROTTLE_MAX_US)
 		return -EINVAL;
 	mutex_lock(&odl->lock);
 	WRITE_ONCE(odl->irq_throttle_us, us);

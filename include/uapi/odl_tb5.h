@@ -94,6 +94,8 @@
 
 #define ODL_TB5_ABI_VERSION 3
 #define ODL_TB5_DEV_PREFIX "odl_tb5_" /* /dev/odl_tb5_N */
+/* irq_throttle_us (module parameter and device attribute): 0..this */
+#define ODL_TB5_IRQ_THROTTLE_MAX_US 1000
 
 /**
  * enum odl_tb5_state - where one device (one bound peer service) stands,

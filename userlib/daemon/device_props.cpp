@@ -27,6 +27,8 @@ std::map<std::string, device_props> devices_of(const host::host_view& v) {
             if (x.rating) {
                 p.rating = host::rating_text(*x.rating);
                 p.below_rating = host::below_rating(x, *x.rating);
+                p.rated_gbps_per_lane = x.rating->max_gbps_per_lane;
+                p.rated_lanes = x.rating->max_lanes;
             }
         }
         out.emplace(p.name, std::move(p));

@@ -18,6 +18,8 @@ struct device_props {
     std::string irq_throttle_us, poll, peer_version;
     uint32_t tx_gbps_per_lane = 0, tx_lanes = 0, rx_gbps_per_lane = 0, rx_lanes = 0;
     uint32_t rings_used = 0, rings_offered = 0, connect_count = 0;
+    /// The port's rating behind @rating (0: unknown); for the metrics.
+    uint32_t rated_gbps_per_lane = 0, rated_lanes = 0;
     std::map<std::string, uint64_t> counters;
 };
 

@@ -95,11 +95,10 @@ std::string render_metrics(const host::host_view& v, const std::string& version)
             lanes.add(d + ",direction=\"tx\"", p.tx_lanes);
             lanes.add(d + ",direction=\"rx\"", p.rx_lanes);
         }
-        for (const auto& x : v.peers)
-            if (x.name == p.xdomain && x.rating) {
-                rated.add(d, bytes_per_second(x.rating->max_gbps_per_lane, x.rating->max_lanes));
-                below.add(d, p.below_rating.empty() ? 0 : 1);
-            }
+        if (p.rated_lanes) {
+            rated.add(d, bytes_per_second(p.rated_gbps_per_lane, p.rated_lanes));
+            below.add(d, p.below_rating.empty() ? 0 : 1);
+        }
         rings.add(d + ",kind=\"used\"", p.rings_used);
         rings.add(d + ",kind=\"offered\"", p.rings_offered);
         logins.add(d, p.connect_count);

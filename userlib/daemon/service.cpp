@@ -5,9 +5,10 @@
 
 #include <fmt/format.h>
 
+#include "uapi/odl_tb5.h"
+
 namespace odl::daemon {
 
-constexpr unsigned kIrqThrottleMaxUs = 1000;  // odl_tb5's ODL_IRQ_THROTTLE_MAX_US
 
 class device_object final
     : public sdbus::AdaptorInterfaces<org::odinlink::Device1_adaptor, sdbus::ManagedObject_adaptor,
@@ -111,9 +112,9 @@ void service::SetIrqThrottle(const std::string& device, const uint32_t& microsec
     // Only a device we publish: the name never reaches a path otherwise.
     if (!m_devices.count(device))
         throw sdbus::Error("org.odinlink.Error.NoSuchDevice", fmt::format("no device '{}'", device));
-    if (microseconds > kIrqThrottleMaxUs)
+    if (microseconds > ODL_TB5_IRQ_THROTTLE_MAX_US)
         throw sdbus::Error("org.odinlink.Error.InvalidArgs",
-                           fmt::format("{} us: the throttle is 0..{} us", microseconds, kIrqThrottleMaxUs));
+                           fmt::format("{} us: the throttle is 0..{} us", microseconds, ODL_TB5_IRQ_THROTTLE_MAX_US));
     const std::string path = m_root + "/sys/class/odl_tb5/" + device + "/irq_throttle_us";
     std::ofstream f(path);
     if (f) f << microseconds << '\n';
