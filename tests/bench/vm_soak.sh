@@ -148,13 +148,9 @@ run_once() {
 	say "run $r: interrupted (rc $crc): $reason"
 	return 1
 }
-# After a fault: both ends logged in again (bounded).
-relogin() {
-	local v
-	for v in A B; do
-		wait_in "$v" 120 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' || return 1
-	done
-}
+# After a fault: both ends logged in again (vm_lib's wait_login, bounded;
+# in a subshell so that its failure returns here instead of ending the soak).
+relogin() { (wait_login 120 "after a fault") >&2; }
 
 say "streaming: $gib GiB each way in runs of $run_mib MiB, a fault every ~$every s"
 while [ "$each_ab" -lt "$target" ] || [ "$each_ba" -lt "$target" ]; do
