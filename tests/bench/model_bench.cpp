@@ -25,7 +25,15 @@ platform line_rate_platform(bool poll) {
     return p;
 }
 
-void stream(benchmark::State& state, bool tb5_asym) {
+const calibration& shipped() {
+    static const calibration c = load_calibration(default_calibration_path());
+    return c;
+}
+
+/// @plat on both hosts, or the line-rate platform; @copy payload bytes the
+/// NHIs move per frame.
+void stream(benchmark::State& state, bool tb5_asym, const platform* plat = nullptr,
+            std::uint32_t copy = ODL_FRAME_HDR_BYTES) {
     const unsigned frames = static_cast<unsigned>(state.range(0));
     double sim_s = 0, wall_s = 0;
     std::uint64_t events = 0, delivered = 0;
@@ -33,12 +41,12 @@ void stream(benchmark::State& state, bool tb5_asym) {
         std::vector<host_spec> hs(2);
         hs[0].name = "a";
         hs[1].name = "b";
-        hs[0].plat = hs[1].plat = line_rate_platform(true);
-        hs[0].copy_limit = hs[1].copy_limit = ODL_FRAME_HDR_BYTES;
+        hs[0].plat = hs[1].plat = plat ? *plat : line_rate_platform(true);
+        hs[0].copy_limit = hs[1].copy_limit = copy;
         cable_spec c;
         c.cfg.asymmetric = tb5_asym;
         c.cfg.lanes = tb5_asym ? 3 : 2;
-        link_calibration l;
+        link_calibration l = plat ? shipped().link : link_calibration{};
         l.link_train = sc_core::sc_time(1, sc_core::SC_US);
         const auto t0 = std::chrono::steady_clock::now();
         system_model sys(hs, {c}, l, 1, false);
@@ -66,9 +74,20 @@ void stream(benchmark::State& state, bool tb5_asym) {
 
 void BM_Tb5Stream4KiB(benchmark::State& state) { stream(state, false); }
 void BM_Tb5AsymStream4KiB(benchmark::State& state) { stream(state, true); }
+/// What odl-linkd --sim runs: the shipped intel-tb5-discrete profile (host
+/// costs, interrupts, noise), whole payloads (second argument 4096) or
+/// headers only (32), which is what the sim server asks for.
+void BM_SimProfileStream4KiB(benchmark::State& state) {
+    stream(state, false, &shipped().get("intel-tb5-discrete"), static_cast<std::uint32_t>(state.range(1)));
+}
 
 BENCHMARK(BM_Tb5Stream4KiB)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Tb5AsymStream4KiB)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SimProfileStream4KiB)
+    ->Args({100000, 4096})
+    ->Args({100000, ODL_FRAME_HDR_BYTES})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

@@ -4,7 +4,8 @@
 # latency and bandwidth between two processes over odl-linkd --sim, next to
 # `odl run --on model` of a scenario with the same hosts, cable and message
 # sizes. Prints one table; the model-timing columns say how many frames
-# arrived late (the run is then slower than the model, and marked). Not a
+# arrived late (the run is then slower than the model, and marked); under
+# each cable, where the server's wall time went (odl-linkd -v). Not a
 # ctest test (timings); docs/benchmarks.md "The sim backend".
 #
 # Usage: sim_vs_model.sh [PROFILE (intel-tb5-discrete)] [CABLES ("gen3:2 gen4:2 gen4:2:asym")]
@@ -47,21 +48,26 @@ workloads:
 YAML
 	"$model" run "$tmp/s.yaml" --on model --json --out "$tmp/run" >"$tmp/model.json" 2>"$tmp/model.log" ||
 		{ echo "odl run --on model failed: $(tail -n 5 "$tmp/model.log")" >&2; exit 1; }
-	"$linkd" --sim --socket "$ODL_SIM_SOCKET" "${args[@]}" >"$tmp/linkd.log" 2>&1 &
-	server=$!
-	for _ in $(seq 100); do [ -S "$ODL_SIM_SOCKET" ] && break; sleep 0.1; done
+	# One server per run, so that each run's profile is its own.
 	# A (the scenario's first host, the fast end when asymmetric) is the client.
 	perf() {
+		local out=$1
+		shift
+		"$linkd" -v --sim --socket "$ODL_SIM_SOCKET" "${args[@]}" >"$tmp/linkd.log" 2>&1 &
+		server=$!
+		for _ in $(seq 100); do [ -S "$ODL_SIM_SOCKET" ] && break; sleep 0.1; done
 		ODL_SIM_END=b "$odl" perf "$1" --backend sim --server --quiet 2>/dev/null &
 		sleep 0.3
-		ODL_SIM_END=a "$odl" perf "$@" --backend sim --client 0 --json --quiet 2>/dev/null
+		ODL_SIM_END=a "$odl" perf "$@" --backend sim --client 0 --json --quiet >"$out" 2>/dev/null
 		wait $!
+		kill "$server"
+		wait "$server" 2>/dev/null || true
+		server=
+		# Where the server's wall time went: odl-linkd -v's last line.
+		echo "$(grep -o 'turns .*' "$tmp/linkd.log" | tail -n 1 || echo 'no profile line in its log')"
 	}
-	perf latency -s 64,64K -n 1000 --warmup 100 >"$tmp/lat.json"
-	perf bandwidth -s 1M --bytes 256M >"$tmp/bw.json"
-	kill "$server"
-	wait "$server" 2>/dev/null || true
-	server=
+	lat_prof=$(perf "$tmp/lat.json" latency -s 64,64K -n 1000 --warmup 100)
+	bw_prof=$(perf "$tmp/bw.json" bandwidth -s 1M --bytes 256M)
 	python3 - "$c" "$tmp/model.json" "$tmp/lat.json" "$tmp/bw.json" <<'PY'
 import json, sys
 cable, m, lat, bw = sys.argv[1], *(json.load(open(p)) for p in sys.argv[2:])
@@ -75,4 +81,6 @@ for name, s, p, run in rows:
     print("%-18s %-8s %12.2f %12.2f %+7.1f%% %14s" % (cable, name, s, p, 100 * (s / p - 1),
           "%d/%d" % (t.get("late_frames", 0), t.get("frames", 0))))
 PY
+	echo "  server, latency runs: $lat_prof"
+	echo "  server, bandwidth run: $bw_prof"
 done

@@ -112,6 +112,7 @@ int run_sim(const odl::model::linkd::server_config& srv, const sim_options& o, c
         if (srv.verbose)
             fmt::print(stderr, "odl-linkd: sim: frames A->B {} (lost {}), B->A {} (lost {})\n", st.frames_in[0],
                        st.frames_lost[0], st.frames_in[1], st.frames_lost[1]);
+        if (srv.verbose) fmt::print(stderr, "odl-linkd: sim: {}\n", sim.profile().summary());
         return 0;
     } catch (const std::exception& e) {
         fmt::print(stderr, "odl-linkd: {}\n", e.what());

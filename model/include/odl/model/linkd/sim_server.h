@@ -50,6 +50,22 @@ struct sim_server_stats {
     std::uint64_t bad_msgs = 0;
 };
 
+/// Where the server's wall time goes, turn by turn (run()); for `status`
+/// and the exit line, to tell a server that cannot keep up from one that
+/// waits for its programs.
+struct sim_turn_profile {
+    std::uint64_t turns = 0;
+    std::uint64_t busy_turns = 0;   ///< turns that took or delivered a frame
+    std::uint64_t frames = 0;       ///< frames taken from the programs
+    std::uint64_t take_ns = 0;      ///< frames from the rings into the model
+    std::uint64_t model_ns = 0;     ///< the model run up to the wall clock
+    std::uint64_t put_ns = 0;       ///< delivered frames into the rings, acks
+    std::uint64_t poll_ns = 0;      ///< the control sockets and sleeping
+    std::uint64_t model_runs = 0;   ///< turns that entered the SystemC kernel
+    std::uint64_t max_behind_ns = 0;  ///< longest the model was due but not run
+    std::string summary() const;
+};
+
 class sim_server {
 public:
     /// Builds the model. Throws std::runtime_error (unknown profile, bad cable).
@@ -64,6 +80,7 @@ public:
     void run();
     void stop() { m_stop.store(true); }
     const sim_server_stats& stats() const { return m_stats; }
+    const sim_turn_profile& profile() const { return m_prof; }
     /// "<profile> <gen>x<lanes>[ asym] <length> m", as HELLO tells clients.
     std::string describe() const;
     /// Payload rate of 4 KiB frames sent from @end (0 = A), Mb/s.
@@ -119,6 +136,7 @@ private:
     std::uint64_t m_last_frame_ns = 0;  ///< wall time a program last sent a frame
     std::vector<std::vector<unsigned char>> m_spare;  ///< frame buffers to reuse
     sim_server_stats m_stats;
+    sim_turn_profile m_prof;
 };
 
 }  // namespace odl::model::linkd
