@@ -4,7 +4,9 @@
 # latency and bandwidth between two processes over odl-linkd --sim, next to
 # `odl run --on model` of a scenario with the same hosts, cable and message
 # sizes. Prints one table; the model-timing columns say how many frames
-# arrived late (the run is then slower than the model, and marked); under
+# arrived late (the run is then slower than the model, and marked); the
+# loopback column is the same program over the loopback backend (no model,
+# no server: its own cost, which comes on top of the model's on sim); under
 # each cable, where the server's wall time went (odl-linkd -v). Not a
 # ctest test (timings); docs/benchmarks.md "The sim backend".
 #
@@ -24,7 +26,18 @@ server=
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 export ODL_SIM_SOCKET=$tmp/sim.sock SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 
-printf '%-18s %-8s %12s %12s %8s %14s\n' cable metric "sim" "model" "error" "late/frames"
+# The same two runs over the loopback backend (no link model, no server):
+# what the program itself costs, which the sim backend adds to the model.
+loop_perf() {
+	"$odl" perf "$1" --backend loopback --server --quiet 2>/dev/null &
+	local srv=$!
+	sleep 0.3
+	"$odl" perf "$@" --backend loopback --client 0 --json --quiet 2>/dev/null
+	wait "$srv"
+}
+loop_perf latency -s 64,64K -n 1000 --warmup 100 >"$tmp/loop-lat.json"
+loop_perf bandwidth -s 1M --bytes 256M >"$tmp/loop-bw.json"
+printf '%-18s %-8s %12s %12s %8s %14s %10s\n' cable metric "sim" "model" "error" "late/frames" "loopback"
 for c in $cables; do
 	IFS=: read -r gen lanes asym <<<"$c"
 	args=(--gen "$gen" --lanes "$lanes" --profile "$profile")
@@ -68,18 +81,19 @@ YAML
 	}
 	lat_prof=$(perf "$tmp/lat.json" latency -s 64,64K -n 1000 --warmup 100)
 	bw_prof=$(perf "$tmp/bw.json" bandwidth -s 1M --bytes 256M)
-	python3 - "$c" "$tmp/model.json" "$tmp/lat.json" "$tmp/bw.json" <<'PY'
+	python3 - "$c" "$tmp/model.json" "$tmp/lat.json" "$tmp/bw.json" "$tmp/loop-lat.json" "$tmp/loop-bw.json" <<'PY'
 import json, sys
-cable, m, lat, bw = sys.argv[1], *(json.load(open(p)) for p in sys.argv[2:])
+cable, m, lat, bw, llat, lbw = sys.argv[1], *(json.load(open(p)) for p in sys.argv[2:])
 w = {x["name"]: x for x in m["workloads"]}
 l = {x["size"]: x for x in lat["results"]}
-rows = [("p50 64B us", l[64]["p50_us"], w["lat64"]["one_way_us"]["p50"], lat),
-        ("p50 64K us", l[65536]["p50_us"], w["lat64k"]["one_way_us"]["p50"], lat),
-        ("1M Gb/s", bw["results"][0]["gbps"], w["bulk"]["gbps"], bw)]
-for name, s, p, run in rows:
+ll = {x["size"]: x for x in llat["results"]}
+rows = [("p50 64B us", l[64]["p50_us"], w["lat64"]["one_way_us"]["p50"], lat, ll[64]["p50_us"]),
+        ("p50 64K us", l[65536]["p50_us"], w["lat64k"]["one_way_us"]["p50"], lat, ll[65536]["p50_us"]),
+        ("1M Gb/s", bw["results"][0]["gbps"], w["bulk"]["gbps"], bw, lbw["results"][0]["gbps"])]
+for name, s, p, run, loop in rows:
     t = run.get("model_timing", {})
-    print("%-18s %-8s %12.2f %12.2f %+7.1f%% %14s" % (cable, name, s, p, 100 * (s / p - 1),
-          "%d/%d" % (t.get("late_frames", 0), t.get("frames", 0))))
+    print("%-18s %-8s %12.2f %12.2f %+7.1f%% %14s %10.2f" % (cable, name, s, p, 100 * (s / p - 1),
+          "%d/%d" % (t.get("late_frames", 0), t.get("frames", 0)), loop))
 PY
 	echo "  server, latency runs: $lat_prof"
 	echo "  server, bandwidth run: $bw_prof"

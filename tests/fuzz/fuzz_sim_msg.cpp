@@ -3,7 +3,8 @@
 // datagrams odl-linkd --sim and libodl check, and the shared rings, whose
 // indices and slot lengths come from the other process. The input sets a
 // region's header, one ring's indices and slot lengths; the ring calls must
-// hand out only slots inside the region and never a length above a frame.
+// hand out only slots inside the region and never a length above a frame,
+// and a descriptor that passes its check must point inside the sender's slots.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -51,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     shm->to_server.tail = take64(p, n);
     if (n >= 4) std::memcpy(&shm->magic, p, 4);  // sometimes a broken header
     if (odl_sim_shm_check(shm)) return 0;
-    odl_sim_slot* slots = odl_sim_slots(shm, 0);
+    odl_sim_slot* slots = odl_sim_slots(shm);
     const auto* lo = reinterpret_cast<const unsigned char*>(slots);
     const auto* hi = region.data() + region.size();
     // Slot lengths the other side wrote, at the slots the indices point to.
@@ -70,6 +71,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             const auto* s = reinterpret_cast<const unsigned char*>(slot);
             require(s >= lo && s + sizeof(*slot) <= hi);
         }
+    }
+    // Descriptors as the server might write them: a usable one names a slot
+    // inside the sender's ring and a frame length a slot holds.
+    for (unsigned i = 0; i < 4 && n >= sizeof(odl_sim_desc); ++i, p += sizeof(odl_sim_desc), n -= sizeof(odl_sim_desc)) {
+        odl_sim_desc* d = odl_sim_descs(shm) + (own + i) % ODL_SIM_SLOTS;
+        std::memcpy(d, p, sizeof(*d));
+        odl_sim_desc out;
+        if (odl_sim_desc_take(d, &out)) continue;
+        const auto* s = reinterpret_cast<const unsigned char*>(&slots[out.slot]);
+        require(s >= lo && s + sizeof(odl_sim_slot) <= reinterpret_cast<const unsigned char*>(odl_sim_descs(shm)));
+        require(out.len >= ODL_FRAME_HDR_BYTES && out.len <= sizeof(slots[out.slot].data));
+        require(out.region != 0);
     }
     return 0;
 }

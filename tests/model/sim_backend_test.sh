@@ -149,8 +149,8 @@ start_server
 ctl cable unplug >/dev/null
 python3 - "$ODL_SIM_SOCKET" <<'PY' || fail "could not send the garbage"
 import mmap, os, socket, struct, sys
-MAGIC, VERSION, SLOTS, SLOT, HDR = 0x4d53444f, 2, 512, 64 + 4096, 384
-SIZE = HDR + 2 * SLOTS * SLOT
+MAGIC, VERSION, SLOTS, SLOT, DESC, HDR = 0x4d53444f, 3, 512, 64 + 4096, 32, 384
+SIZE = HDR + SLOTS * SLOT + SLOTS * DESC
 def conn():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.connect(sys.argv[1])
@@ -217,7 +217,7 @@ s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.bind(sys.argv[1]); s.listen(1)
 c, _ = s.accept()
 c.recv(8192)
-hello = struct.pack("<IHBBIII I40s", 0x4d53444f, 2, 0, 0, 10000, 256, os.getpid(), 0, b"fake")
+hello = struct.pack("<IHBBIII I40s", 0x4d53444f, 3, 0, 0, 10000, 256, os.getpid(), 0, b"fake")
 c.send(struct.pack("<HHIQQQ", 1, 0, len(hello), 0, 0, 0) + hello)
 c.send(struct.pack("<HHIQQQ", 4, 0, 0, 1, 0, 7))                 # LINK with unknown bits
 c.settimeout(10)

@@ -39,6 +39,7 @@ TEST(SimCodec, WellFormedMessagesPass) {
     EXPECT_EQ(check(msg(ODL_SIM_WAKE, 0), ODL_SIM_SIDE_CLIENT), nullptr);
     EXPECT_EQ(check(msg(ODL_SIM_LINK, 0, ODL_SIM_LINK_ALL), ODL_SIM_SIDE_SERVER), nullptr);
     EXPECT_EQ(check(msg(ODL_SIM_BYE, 0), ODL_SIM_SIDE_CLIENT), nullptr);
+    EXPECT_EQ(check(msg(ODL_SIM_PEER, 0, 3), ODL_SIM_SIDE_SERVER), nullptr);
 }
 
 TEST(SimCodec, EveryRefusalHasAReason) {
@@ -73,6 +74,9 @@ TEST(SimCodec, EveryRefusalHasAReason) {
         {msg(ODL_SIM_LINK, 0, 1), ODL_SIM_SIDE_CLIENT, "LINK from a client"},
         {msg(ODL_SIM_LINK, 0, 4), ODL_SIM_SIDE_SERVER, "unknown state bits"},
         {msg(ODL_SIM_BYE, 8), ODL_SIM_SIDE_SERVER, "BYE with a payload"},
+        {msg(ODL_SIM_PEER, 0, 1), ODL_SIM_SIDE_CLIENT, "PEER from a client"},
+        {msg(ODL_SIM_PEER, 0, 0), ODL_SIM_SIDE_SERVER, "no region name"},
+        {msg(ODL_SIM_PEER, 8, 1), ODL_SIM_SIDE_SERVER, "PEER with a payload"},
         {msg(0, 0), ODL_SIM_SIDE_SERVER, "unknown message type"},
         {msg(99, 0), ODL_SIM_SIDE_CLIENT, "unknown message type"},
     };
@@ -90,9 +94,11 @@ TEST(SimRings, ProducerAndConsumerAndImpossibleIndices) {
     auto* shm = reinterpret_cast<odl_sim_shm*>(mem.data());
     odl_sim_shm_init(shm);
     ASSERT_EQ(odl_sim_shm_check(shm), nullptr);
-    odl_sim_slot* slots = odl_sim_slots(shm, 0);
-    EXPECT_EQ(reinterpret_cast<unsigned char*>(odl_sim_slots(shm, 1)) - mem.data(),
+    odl_sim_slot* slots = odl_sim_slots(shm);
+    EXPECT_EQ(reinterpret_cast<unsigned char*>(odl_sim_descs(shm)) - mem.data(),
               ptrdiff_t(sizeof(odl_sim_shm) + ODL_SIM_SLOTS * sizeof(odl_sim_slot)));
+    EXPECT_EQ(reinterpret_cast<unsigned char*>(odl_sim_descs(shm) + ODL_SIM_SLOTS) - mem.data(),
+              ptrdiff_t(ODL_SIM_SHM_BYTES));
     odl_sim_slot* slot = nullptr;
     EXPECT_EQ(odl_sim_ring_next(&shm->to_server, slots, 0, &slot), ODL_SIM_RING_NONE);
     uint64_t head = 0;
@@ -124,8 +130,56 @@ TEST(SimRings, ProducerAndConsumerAndImpossibleIndices) {
     shm->slots = ODL_SIM_SLOTS / 2;
     EXPECT_NE(odl_sim_shm_check(shm), nullptr);
     odl_sim_shm_init(shm);
-    shm->version = 1;
+    shm->version = 2;  // frames copied into the client's ring, not read from the sender's
     EXPECT_NE(odl_sim_shm_check(shm), nullptr);
+}
+
+// Descriptors come from the server; each field is read once and checked
+// before the client reads the sender's slot.
+TEST(SimRings, DescriptorsAreCheckedBeforeUse) {
+    odl_sim_desc d{}, out{};
+    d.len = 100;
+    d.slot = ODL_SIM_SLOTS - 1;
+    d.stamp_ns = 42;
+    d.region = 7;
+    d.reserved = 99;
+    ASSERT_EQ(odl_sim_desc_take(&d, &out), nullptr);
+    EXPECT_EQ(out.len, 100u);
+    EXPECT_EQ(out.slot, ODL_SIM_SLOTS - 1);
+    EXPECT_EQ(out.stamp_ns, 42u);
+    EXPECT_EQ(out.region, 7u);
+    struct bad {
+        odl_sim_desc d;
+        const char* want;
+    };
+    auto with = [&d](auto change) {
+        odl_sim_desc x = d;
+        change(x);
+        return x;
+    };
+    const std::vector<bad> cases = {
+        {with([](odl_sim_desc& x) { x.len = ODL_FRAME_HDR_BYTES - 1; }), "impossible frame length"},
+        {with([](odl_sim_desc& x) { x.len = ODL_FRAME_MAX_BYTES + 1; }), "impossible frame length"},
+        {with([](odl_sim_desc& x) { x.slot = ODL_SIM_SLOTS; }), "outside the sender's ring"},
+        {with([](odl_sim_desc& x) { x.region = 0; }), "no ring memory"},
+    };
+    for (size_t i = 0; i < cases.size(); ++i) {
+        const char* why = odl_sim_desc_take(&cases[i].d, &out);
+        ASSERT_NE(why, nullptr) << "case " << i << " passed";
+        EXPECT_NE(std::string(why).find(cases[i].want), std::string::npos) << "case " << i << ": " << why;
+    }
+    // The descriptor ring's indices are checked like the frame ring's.
+    std::vector<unsigned char> mem(ODL_SIM_SHM_BYTES);
+    auto* shm = reinterpret_cast<odl_sim_shm*>(mem.data());
+    odl_sim_shm_init(shm);
+    EXPECT_EQ(odl_sim_ring_can_take(&shm->to_client, 0), ODL_SIM_RING_NONE);
+    shm->to_client.head = ODL_SIM_SLOTS;
+    EXPECT_EQ(odl_sim_ring_can_take(&shm->to_client, 0), ODL_SIM_RING_OK);
+    EXPECT_EQ(odl_sim_ring_can_put(&shm->to_client, ODL_SIM_SLOTS), ODL_SIM_RING_NONE);
+    shm->to_client.head = ODL_SIM_SLOTS + 1;
+    EXPECT_EQ(odl_sim_ring_can_take(&shm->to_client, 0), ODL_SIM_RING_CORRUPT);
+    shm->to_client.tail = 5;
+    EXPECT_EQ(odl_sim_ring_can_put(&shm->to_client, 4), ODL_SIM_RING_CORRUPT);
 }
 
 }  // namespace

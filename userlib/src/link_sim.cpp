@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: MIT
 // Sim link: frames to and from odl-linkd --sim through two rings in a memfd
 // this end creates and hands over with HELLO; the control socket carries
-// HELLO, link state, wake-ups and goodbyes. The server paces delivery to
-// the wall clock; each frame it hands over carries the time it was due, so
-// this end can tell how far behind the model fell.
+// HELLO, link state, the peer's ring memory (read-only), wake-ups and
+// goodbyes. The server paces delivery to the wall clock: it hands over a
+// descriptor of each frame, stamped with the time it was due (so this end
+// can tell how far behind the model fell), and this end reads the bytes
+// from the peer's ring.
 #include "link_sim.h"
 
 #include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -18,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <vector>
 
 #include <fmt/format.h>
@@ -51,7 +55,19 @@ uint64_t lag_threshold_ns() {
     return 50'000;
 }
 
-/// The shared region: created here, mapped here and by the server.
+/// A received descriptor, closed unless someone took it.
+struct fd_owner {
+    int fd = -1;
+    fd_owner() = default;
+    fd_owner(const fd_owner&) = delete;
+    fd_owner& operator=(const fd_owner&) = delete;
+    ~fd_owner() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+/// The shared region: created here, mapped here and by the server (and
+/// read-only by the peer).
 class ring_memory {
 public:
     ring_memory() {
@@ -90,12 +106,42 @@ private:
     odl_sim_shm* m_shm = nullptr;
 };
 
+/// A read-only view of the peer's ring memory (PEER), named as the
+/// server's descriptors name it.
+class peer_view {
+public:
+    peer_view(uint64_t region, int fd) : m_region(region) {
+        struct stat st {};
+        if (::fstat(fd, &st) < 0 || uint64_t(st.st_size) < ODL_SIM_SHM_BYTES)
+            throw error(ODL_ERR_IO, "the model server sent the peer's ring memory with the wrong size");
+        void* p = ::mmap(nullptr, ODL_SIM_SHM_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED)
+            throw error(ODL_ERR_IO, fmt::format("the peer's ring memory cannot be mapped: {}", std::strerror(errno)));
+        m_shm = static_cast<odl_sim_shm*>(p);
+        if (const char* why = odl_sim_shm_check(m_shm)) {
+            ::munmap(m_shm, ODL_SIM_SHM_BYTES);
+            throw error(ODL_ERR_IO, fmt::format("the model server sent the peer's {}", why));
+        }
+    }
+    ~peer_view() {
+        if (m_shm) ::munmap(m_shm, ODL_SIM_SHM_BYTES);
+    }
+    peer_view(const peer_view&) = delete;
+    peer_view& operator=(const peer_view&) = delete;
+    uint64_t region() const { return m_region; }
+    const odl_sim_slot* slots() const { return odl_sim_slots(m_shm); }
+
+private:
+    uint64_t m_region;
+    odl_sim_shm* m_shm = nullptr;
+};
+
 class sim_link final : public link {
 public:
     sim_link(int fd, uint8_t want_end, std::string path) : m_fd(fd), m_path(std::move(path)) {
         m_lag.threshold_ns = lag_threshold_ns();
-        m_to_server = odl_sim_slots(m_mem.shm(), 0);
-        m_to_client = odl_sim_slots(m_mem.shm(), 1);
+        m_to_server = odl_sim_slots(m_mem.shm());
+        m_descs = odl_sim_descs(m_mem.shm());
         odl_sim_hello h{};
         h.magic = odl_cpu_le32(ODL_SIM_MAGIC);
         h.version = odl_cpu_le16(ODL_SIM_VERSION);
@@ -139,8 +185,7 @@ public:
 
     rx_frame rx_peek() override {
         if (m_state == link_state::lost) return {};
-        odl_sim_slot* slot = nullptr;
-        const auto st = odl_sim_ring_next(&m_mem.shm()->to_client, m_to_client, m_taken, &slot);
+        const auto st = odl_sim_ring_can_take(&m_mem.shm()->to_client, m_taken);
         if (st == ODL_SIM_RING_CORRUPT) {
             lose("the model server corrupted the ring indices");
             return {};
@@ -150,16 +195,25 @@ public:
             return {};
         }
         m_empty_polls = 0;
-        const uint32_t len = odl_sim_slot_len(slot);
+        odl_sim_desc d;
+        if (const char* why = odl_sim_desc_take(&m_descs[m_taken & (ODL_SIM_SLOTS - 1)], &d)) {
+            lose(fmt::format("the model server sent {}", why));
+            return {};
+        }
+        const peer_view* peer = view_of(d.region);
+        if (!peer) return {};
         if (m_counted != m_taken) {  // once per frame, however often it is peeked at
             m_counted = m_taken;
-            const uint64_t now = now_ns(), due = slot->stamp_ns;
+            const uint64_t now = now_ns(), due = d.stamp_ns;
             const uint64_t late = now > due ? now - due : 0;
             ++m_lag.frames;
             m_lag.max_ns = std::max(m_lag.max_ns, late);
             if (late > m_lag.threshold_ns) ++m_lag.late_frames;
         }
-        return {slot->data, len};  // len 0: the engine refuses it and counts it
+        // The bytes are the sender's, read in place: a peer that rewrites
+        // a slot it sent corrupts only its own frame, which the engine's
+        // checks catch like any damaged frame.
+        return {peer->slots()[d.slot].data, d.len};
     }
     void rx_release() override { odl_sim_store(&m_mem.shm()->to_client.tail, ++m_taken); }
 
@@ -263,11 +317,42 @@ private:
         lose_io("send to", ETIMEDOUT);
     }
 
-    /// Takes in the server's control messages.
+    /// The peer's ring memory named @region. PEER comes before the first
+    /// descriptor naming it, but this end reads the control socket only now
+    /// and then: read it now, and wait for it (bounded) if need be.
+    const peer_view* view_of(uint64_t region) {
+        for (int tries = 0; tries < 100 && m_state != link_state::lost; ++tries) {
+            for (const auto& v : m_peers)
+                if (v->region() == region) return v.get();
+            if (tries > 0) {
+                pollfd p{m_fd, POLLIN, 0};
+                ::poll(&p, 1, 10);
+            }
+            read_control();
+        }
+        lose(fmt::format("the model server named ring memory it never sent (region {})", region));
+        return nullptr;
+    }
+
+    /// Takes in the server's control messages (PEER with its descriptor).
     void read_control() {
         unsigned char buf[ODL_SIM_MAX_DATAGRAM + 1];
         for (int i = 0; i < 64 && !m_sock_failed; ++i) {
-            const ssize_t n = ::recv(m_fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
+            iovec iov{buf, sizeof(buf)};
+            alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))];
+            msghdr mh{};
+            mh.msg_iov = &iov;
+            mh.msg_iovlen = 1;
+            mh.msg_control = ctl;
+            mh.msg_controllen = sizeof(ctl);
+            const ssize_t n = ::recvmsg(m_fd, &mh, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+            fd_owner fd;
+            if (n >= 0)
+                for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+                    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+                        cm->cmsg_len == CMSG_LEN(sizeof(int)))
+                        std::memcpy(&fd.fd, CMSG_DATA(cm), sizeof(int));
+            if (n >= 0 && (mh.msg_flags & MSG_CTRUNC)) return lose("the model server sent more than one descriptor");
             if (n == 0) {
                 m_sock_failed = true;
                 return lose("the model server closed the connection (odl-linkd --sim stopped)");
@@ -282,12 +367,24 @@ private:
             odl_sim_hdr h;
             std::memcpy(&h, buf, sizeof(h));
             if (odl_le64(h.seq) != m_rx_seq++) return lose("the model server sent a message out of sequence");
-            handle(h, buf);
+            handle(h, buf, fd.fd);
         }
     }
 
-    void handle(const odl_sim_hdr& h, const unsigned char* buf) {
+    void handle(const odl_sim_hdr& h, const unsigned char* buf, int fd) {
         switch (odl_le16(h.type)) {
+        case ODL_SIM_PEER: {
+            if (fd < 0) return lose("the model server sent PEER without the peer's ring memory");
+            try {
+                m_peers.push_back(std::make_unique<peer_view>(odl_le64(h.arg), fd));
+            } catch (const error& e) {
+                return lose(e.what());
+            }
+            // Frames of an earlier peer may still wait in our ring: keep
+            // its view too, not older ones.
+            if (m_peers.size() > 2) m_peers.erase(m_peers.begin());
+            return;
+        }
         case ODL_SIM_HELLO: {
             if (m_end >= 0) return lose("the model server sent a second HELLO");
             odl_sim_hello s;
@@ -322,7 +419,8 @@ private:
     std::string m_path, m_name = "sim", m_failure;
     ring_memory m_mem;
     odl_sim_slot* m_to_server = nullptr;
-    odl_sim_slot* m_to_client = nullptr;
+    odl_sim_desc* m_descs = nullptr;
+    std::vector<std::unique_ptr<peer_view>> m_peers;
     odl_sim_slot* m_tx_slot = nullptr;
     link_state m_state = link_state::connecting;
     int m_end = -1;

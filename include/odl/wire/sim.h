@@ -9,17 +9,20 @@
  *   struct odl_sim_hdr (32 bytes) followed by hdr.len bytes (a struct
  *   odl_sim_hello for HELLO, nothing otherwise);
  * - frame rings in a memfd the client creates and hands over with its HELLO
- *   (SCM_RIGHTS): struct odl_sim_shm, then ODL_SIM_SLOTS slots towards the
- *   server, then ODL_SIM_SLOTS slots towards the client. Single producer,
- *   single consumer each; a frame costs no system call.
+ *   (SCM_RIGHTS): struct odl_sim_shm, then ODL_SIM_SLOTS frame slots towards
+ *   the server, then ODL_SIM_SLOTS descriptors towards the client. Single
+ *   producer, single consumer each; a frame costs no system call.
  *
  * The server runs the SystemC model paced to the wall clock. A client puts
  * each frame in its ring stamped with its CLOCK_MONOTONIC time; the model
  * posts it on that host's NHI at that time (or at once, when the model is
  * already past it) and decides when it reaches the peer host; the server
- * then puts the bytes in the peer's ring stamped with the time they were
- * due. Frames the model loses (bit errors, unplug) are never handed over;
- * their sender gets its window back all the same (@acked).
+ * then puts a descriptor in the peer's ring, stamped with the time the frame
+ * was due, and the peer reads the bytes from the sender's slot: it holds the
+ * sender's rings read-only (PEER). The server never copies a frame; it
+ * frees the sender's slot (to_server.tail) once the peer has taken the
+ * descriptor. Frames the model loses (bit errors, unplug) are never handed
+ * over; their sender gets its window back all the same (@acked).
  */
 #ifndef ODL_WIRE_SIM_H
 #define ODL_WIRE_SIM_H
@@ -28,7 +31,7 @@
 #include "odl/wire/wire_common.h"
 
 #define ODL_SIM_MAGIC 0x4d53444fu /* "ODSM" little-endian, in HELLO and the shm */
-#define ODL_SIM_VERSION 2u        /* 2: frames in shared rings */
+#define ODL_SIM_VERSION 3u        /* 2: frames in shared rings; 3: read from the sender's */
 
 #define ODL_SIM_HDR_BYTES 32u
 #define ODL_SIM_MAX_DATAGRAM (ODL_SIM_HDR_BYTES + 64u)
@@ -51,12 +54,16 @@
  * WAKE: client -> server: frames wait in the ring while the server sleeps
  *	(it set @server_waiting).
  * BYE: either way: orderly close; the sender closes next.
+ * PEER: server -> client, with a read-only descriptor of the other end's
+ *	ring memory (SCM_RIGHTS); @arg names it (never 0) in the descriptors
+ *	that point into it. Sent before any descriptor names it.
  */
 enum odl_sim_type {
 	ODL_SIM_HELLO = 1,
 	ODL_SIM_LINK = 4,
 	ODL_SIM_BYE = 5,
 	ODL_SIM_WAKE = 6,
+	ODL_SIM_PEER = 7,
 };
 
 /**
@@ -66,7 +73,7 @@ enum odl_sim_type {
  * @len: bytes after the header (HELLO: 64; else 0)
  * @seq: per-direction message counter, first 0
  * @stamp_ns: the sender's CLOCK_MONOTONIC time
- * @arg: LINK: ODL_SIM_LINK_* bits; else 0
+ * @arg: LINK: ODL_SIM_LINK_* bits; PEER: the region's name; else 0
  */
 struct odl_sim_hdr {
 	__le16 type;
@@ -126,11 +133,10 @@ struct odl_sim_index {
 ODL_WIRE_SIZE(struct odl_sim_index, 128);
 
 /**
- * struct odl_sim_slot - one frame.
+ * struct odl_sim_slot - one frame from the client.
  * @len: frame bytes, ODL_FRAME_HDR_BYTES..ODL_FRAME_MAX_BYTES
  * @reserved: zero
- * @stamp_ns: towards the server: when the client sent it; towards the
- *	client: when the model said it was due (CLOCK_MONOTONIC)
+ * @stamp_ns: when the client sent it (CLOCK_MONOTONIC)
  * @data: the frame
  */
 struct odl_sim_slot {
@@ -143,9 +149,26 @@ struct odl_sim_slot {
 ODL_WIRE_SIZE(struct odl_sim_slot, 64 + 4096);
 
 /**
+ * struct odl_sim_desc - one frame for the client: where to read it.
+ * @len: frame bytes (the server read the sender's @len once and checked it)
+ * @slot: the frame's slot in the sender's to_server ring, < ODL_SIM_SLOTS
+ * @stamp_ns: when the model said the frame was due (CLOCK_MONOTONIC)
+ * @region: the sender's ring memory, as its PEER message named it
+ * @reserved: zero
+ */
+struct odl_sim_desc {
+	__u32 len;
+	__u32 slot;
+	__u64 stamp_ns;
+	__u64 region;
+	__u64 reserved;
+};
+ODL_WIRE_SIZE(struct odl_sim_desc, 32);
+
+/**
  * struct odl_sim_shm - start of the shared region (host byte order: both
- * sides share one machine). The slots follow: ODL_SIM_SLOTS towards the
- * server, then ODL_SIM_SLOTS towards the client.
+ * sides share one machine). ODL_SIM_SLOTS frame slots towards the server
+ * follow, then ODL_SIM_SLOTS descriptors towards the client.
  * @magic: ODL_SIM_MAGIC
  * @version: ODL_SIM_VERSION
  * @slots: ODL_SIM_SLOTS
@@ -154,9 +177,10 @@ ODL_WIRE_SIZE(struct odl_sim_slot, 64 + 4096);
  *	a frame in its ring while it is set clears it and sends WAKE
  * @acked: written by the server: frames of this client that left the model
  *	(delivered or lost); the client's window is its frames put in the
- *	ring minus @acked
+ *	ring minus @acked. Its slots come free later, when the peer has read
+ *	them (@to_server.tail).
  * @to_server: frames from the client
- * @to_client: frames for the client
+ * @to_client: descriptors for the client
  */
 struct odl_sim_shm {
 	__u32 magic;
@@ -173,7 +197,8 @@ struct odl_sim_shm {
 ODL_WIRE_SIZE(struct odl_sim_shm, 384);
 
 /* Bytes of the whole region. */
-#define ODL_SIM_SHM_BYTES \
-	(sizeof(struct odl_sim_shm) + 2u * ODL_SIM_SLOTS * sizeof(struct odl_sim_slot))
+#define ODL_SIM_SHM_BYTES                                                   \
+	(sizeof(struct odl_sim_shm) + ODL_SIM_SLOTS * sizeof(struct odl_sim_slot) + \
+	 ODL_SIM_SLOTS * sizeof(struct odl_sim_desc))
 
 #endif /* ODL_WIRE_SIM_H */

@@ -66,6 +66,12 @@ static inline const char *odl_sim_check(const void *buf, size_t n, enum odl_sim_
 		return len == 0 ? NULL : "WAKE with a payload";
 	case ODL_SIM_BYE:
 		return len == 0 ? NULL : "BYE with a payload";
+	case ODL_SIM_PEER:
+		if (from != ODL_SIM_SIDE_SERVER)
+			return "PEER from a client";
+		if (len != 0 || odl_le64(h.arg) == 0)
+			return "PEER with a payload or no region name";
+		return NULL;
 	default:
 		return "unknown message type";
 	}
@@ -102,10 +108,16 @@ static inline const char *odl_sim_shm_check(const struct odl_sim_shm *shm)
 	return NULL;
 }
 
-/* The slots towards the server (@to_client 0) or towards the client. */
-static inline struct odl_sim_slot *odl_sim_slots(struct odl_sim_shm *shm, int to_client)
+/* The frame slots towards the server. */
+static inline struct odl_sim_slot *odl_sim_slots(struct odl_sim_shm *shm)
 {
-	return (struct odl_sim_slot *)(shm + 1) + (to_client ? ODL_SIM_SLOTS : 0);
+	return (struct odl_sim_slot *)(shm + 1);
+}
+
+/* The descriptors towards the client, after the slots. */
+static inline struct odl_sim_desc *odl_sim_descs(struct odl_sim_shm *shm)
+{
+	return (struct odl_sim_desc *)(odl_sim_slots(shm) + ODL_SIM_SLOTS);
 }
 
 static inline __u64 odl_sim_load(const __u64 *p)
@@ -119,7 +131,7 @@ static inline void odl_sim_store(__u64 *p, __u64 v)
 }
 
 /*
- * Ring results: a slot, or why there is none. CORRUPT: the other side's
+ * Ring results: an entry, or why there is none. CORRUPT: the other side's
  * index is impossible (more than a ring apart from ours).
  */
 enum odl_sim_ring_st {
@@ -128,6 +140,26 @@ enum odl_sim_ring_st {
 	ODL_SIM_RING_CORRUPT = 2,
 };
 
+/* Producer: may entry number @head (our own count) be filled? */
+static inline enum odl_sim_ring_st odl_sim_ring_can_put(struct odl_sim_index *ix, __u64 head)
+{
+	__u64 tail = odl_sim_load(&ix->tail);
+
+	if (head - tail > ODL_SIM_SLOTS)
+		return ODL_SIM_RING_CORRUPT;
+	return head - tail == ODL_SIM_SLOTS ? ODL_SIM_RING_NONE : ODL_SIM_RING_OK;
+}
+
+/* Consumer: has the producer filled entry number @tail (our own count)? */
+static inline enum odl_sim_ring_st odl_sim_ring_can_take(struct odl_sim_index *ix, __u64 tail)
+{
+	__u64 head = odl_sim_load(&ix->head);
+
+	if (head - tail > ODL_SIM_SLOTS)
+		return ODL_SIM_RING_CORRUPT;
+	return head == tail ? ODL_SIM_RING_NONE : ODL_SIM_RING_OK;
+}
+
 /**
  * odl_sim_ring_room() - producer: the slot for frame number @head (the
  * producer's own count), if the consumer has freed it.
@@ -135,14 +167,11 @@ enum odl_sim_ring_st {
 static inline enum odl_sim_ring_st odl_sim_ring_room(struct odl_sim_index *ix, struct odl_sim_slot *slots,
 						      __u64 head, struct odl_sim_slot **slot)
 {
-	__u64 tail = odl_sim_load(&ix->tail);
+	enum odl_sim_ring_st st = odl_sim_ring_can_put(ix, head);
 
-	if (head - tail > ODL_SIM_SLOTS)
-		return ODL_SIM_RING_CORRUPT;
-	if (head - tail == ODL_SIM_SLOTS)
-		return ODL_SIM_RING_NONE;
-	*slot = &slots[head & (ODL_SIM_SLOTS - 1)];
-	return ODL_SIM_RING_OK;
+	if (st == ODL_SIM_RING_OK)
+		*slot = &slots[head & (ODL_SIM_SLOTS - 1)];
+	return st;
 }
 
 /**
@@ -152,14 +181,11 @@ static inline enum odl_sim_ring_st odl_sim_ring_room(struct odl_sim_index *ix, s
 static inline enum odl_sim_ring_st odl_sim_ring_next(struct odl_sim_index *ix, struct odl_sim_slot *slots,
 						      __u64 tail, struct odl_sim_slot **slot)
 {
-	__u64 head = odl_sim_load(&ix->head);
+	enum odl_sim_ring_st st = odl_sim_ring_can_take(ix, tail);
 
-	if (head - tail > ODL_SIM_SLOTS)
-		return ODL_SIM_RING_CORRUPT;
-	if (head == tail)
-		return ODL_SIM_RING_NONE;
-	*slot = &slots[tail & (ODL_SIM_SLOTS - 1)];
-	return ODL_SIM_RING_OK;
+	if (st == ODL_SIM_RING_OK)
+		*slot = &slots[tail & (ODL_SIM_SLOTS - 1)];
+	return st;
 }
 
 /* odl_sim_slot_len() - the slot's frame length, read once; 0 if impossible. */
@@ -168,6 +194,27 @@ static inline __u32 odl_sim_slot_len(const struct odl_sim_slot *slot)
 	__u32 len = __atomic_load_n(&slot->len, __ATOMIC_RELAXED);
 
 	return len >= ODL_FRAME_HDR_BYTES && len <= ODL_FRAME_MAX_BYTES ? len : 0;
+}
+
+/**
+ * odl_sim_desc_take() - copies descriptor @d (written by the server) to
+ * @out, each field read once, and checks the copy.
+ * Return: NULL when @out may be used, else why not.
+ */
+static inline const char *odl_sim_desc_take(const struct odl_sim_desc *d, struct odl_sim_desc *out)
+{
+	out->len = __atomic_load_n(&d->len, __ATOMIC_RELAXED);
+	out->slot = __atomic_load_n(&d->slot, __ATOMIC_RELAXED);
+	out->stamp_ns = __atomic_load_n(&d->stamp_ns, __ATOMIC_RELAXED);
+	out->region = __atomic_load_n(&d->region, __ATOMIC_RELAXED);
+	out->reserved = 0;
+	if (out->len < ODL_FRAME_HDR_BYTES || out->len > ODL_FRAME_MAX_BYTES)
+		return "a descriptor with an impossible frame length";
+	if (out->slot >= ODL_SIM_SLOTS)
+		return "a descriptor pointing outside the sender's ring";
+	if (out->region == 0)
+		return "a descriptor naming no ring memory";
+	return NULL;
 }
 
 #endif /* ODL_WIRE_SIM_CODEC_H */

@@ -51,6 +51,24 @@ std::uint64_t mono_ns() {
 }
 
 
+/// One datagram, with @fd (if any) passed along; sendmsg()'s result.
+ssize_t send_datagram(int sock, iovec* iov, std::size_t n, int fd) {
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+    msghdr mh{};
+    mh.msg_iov = iov;
+    mh.msg_iovlen = n;
+    if (fd >= 0) {
+        mh.msg_control = ctl;
+        mh.msg_controllen = sizeof(ctl);
+        cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    }
+    return ::sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 std::string event_name(const scenario_event& e) {
     switch (e.kind) {
     case event_kind::plug: return "cable plug";
@@ -70,22 +88,48 @@ struct sim_server::client {
     int end = -1;  ///< 0 = A, 1 = B once HELLO was answered
     std::uint64_t tx_seq = 0, rx_seq = 0;
     odl_sim_shm* shm = nullptr;  ///< the client's rings, mapped at HELLO
-    std::uint64_t taken = 0;     ///< frames taken from its ring (our tail)
+    int memfd = -1;              ///< their memory, for the peer's read-only view
+    std::uint64_t region = 0;    ///< its name in PEER and descriptors
+    std::uint64_t taken = 0;     ///< frames taken from its ring into the model
+    std::uint64_t released = 0;  ///< slots given back (our to_server.tail)
     std::uint64_t acked = 0;     ///< frames acknowledged through shm->acked
-    std::uint64_t put = 0;       ///< frames put in its receive ring (our head)
+    std::uint64_t put = 0;       ///< descriptors put in its ring (our head)
+    std::uint64_t consumed = 0;  ///< descriptors it has read (its tail)
+    /// Its frames that left the model, in order, until their slot is free:
+    /// read by @to (at its descriptor @pos; k_not_put while waiting for
+    /// room), or by nobody (@to null: lost, or no peer).
+    struct exit_rec {
+        std::uint64_t seq;
+        client* to;
+        std::uint64_t pos;
+    };
+    std::deque<exit_rec> exits;
     struct due_frame {
         std::uint64_t due_ns;
-        std::vector<unsigned char> bytes;
+        std::uint64_t region;
+        std::uint64_t seq;
+        std::uint32_t len;
     };
     std::deque<due_frame> rxq;  ///< delivered frames waiting for room in its ring
-    std::deque<std::vector<unsigned char>> outq;  ///< control datagrams waiting for room
+    struct queued {
+        std::vector<unsigned char> bytes;
+        int fd = -1;  ///< ours, closed once sent
+    };
+    std::deque<queued> outq;  ///< control datagrams waiting for room
     bool dead = false;
     std::string why;
     std::uint64_t link_sent = ~std::uint64_t{0};  ///< last LINK state told
     ~client() {
         if (shm) ::munmap(shm, ODL_SIM_SHM_BYTES);
+        if (memfd >= 0) ::close(memfd);
+        for (auto& q : outq)
+            if (q.fd >= 0) ::close(q.fd);
     }
 };
+
+namespace {
+constexpr std::uint64_t k_not_put = ~std::uint64_t{0};
+}  // namespace
 
 sim_server::sim_server(sim_server_config cfg) : m_cfg(std::move(cfg)) {
     if (auto why = validate(m_cfg.link)) throw std::runtime_error("bad cable: " + *why);
@@ -94,9 +138,10 @@ sim_server::sim_server(sim_server_config cfg) : m_cfg(std::move(cfg)) {
     hosts[1].name = "b";
     hosts[0].plat = m_cfg.cal.get(m_cfg.profile);
     hosts[1].plat = m_cfg.cal.get(m_cfg.profile_b.empty() ? m_cfg.profile : m_cfg.profile_b);
-    // The programs' bytes travel beside the model (m_pending): its NHIs
-    // need only each frame's header, which saves two 4 KiB copies per frame
-    // and changes no timing (DMA time is by length, bit errors by wire bits).
+    // The programs' bytes never enter the model (the peer reads them from
+    // the sender's ring): its NHIs need only each frame's header, which
+    // saves two 4 KiB copies per frame and changes no timing (DMA time is
+    // by length, bit errors by wire bits).
     for (auto& h : hosts) h.copy_limit = ODL_FRAME_HDR_BYTES;
     for (const auto& e : m_cfg.events)
         if (e.kind == event_kind::host_reset || e.cable != 0)
@@ -201,7 +246,9 @@ void sim_server::run() {
             if (due <= now) {
                 m_prof.max_behind_ns = std::max(m_prof.max_behind_ns, now - due);
                 ++m_prof.model_runs;
+                const std::uint64_t ev = m_sys->sched.events_run();
                 m_sys->run_until(sc_core::sc_time(double(now), sc_core::SC_NS));
+                m_prof.events += m_sys->sched.events_run() - ev;
             }
         }
         m_upto_ns = now;
@@ -209,6 +256,7 @@ void sim_server::run() {
         m_prof.model_ns += after_model - wall;
         sweep_lost(now);
         for (auto& c : m_clients) put_frames(*c);
+        release_slots();
         flush_acks();
         reap();
         ++m_prof.turns;
@@ -277,9 +325,11 @@ bool sim_server::about_to_sleep() {
 }
 
 // Frames from a client's ring into the model, each posted at its stamp.
+// Only the slot's length and stamp are read: the bytes stay where they are
+// until the peer has read them.
 void sim_server::take_frames(client& c) {
     if (!c.shm || c.dead || c.end < 0) return;
-    odl_sim_slot* slots = odl_sim_slots(c.shm, 0);
+    odl_sim_slot* slots = odl_sim_slots(c.shm);
     const int e = c.end;
     auto& drv = *m_sys->hosts[e].drv;
     // The model has been run up to its last turn; a frame stamped after
@@ -294,35 +344,74 @@ void sim_server::take_frames(client& c) {
         const std::uint32_t len = odl_sim_slot_len(slot);
         if (len == 0) return drop(c, "put a frame of an impossible length in its ring");
         if (c.taken + 1 - c.acked > ODL_SIM_WINDOW) return drop(c, "sent more frames than its window");
-        const std::int64_t stamp = std::int64_t(slot->stamp_ns) - m_t0_ns;
+        const std::int64_t stamp = std::int64_t(__atomic_load_n(&slot->stamp_ns, __ATOMIC_RELAXED)) - m_t0_ns;
         const std::uint64_t at = std::max<std::uint64_t>(stamp > 0 ? std::uint64_t(stamp) : 0, model_now);
         const std::uint32_t tag = m_next_tag[e]++;
-        std::vector<unsigned char> bytes = spare_buffer();
-        bytes.assign(slot->data, slot->data + len);
-        m_pending[e].push_back({tag, at, std::move(bytes)});
-        odl_sim_store(&c.shm->to_server.tail, ++c.taken);
+        m_pending[e].push_back({tag, at, c.region, c.taken, len});
+        ++c.taken;
         ++m_stats.frames_in[e];
         m_sys->sched.at(sc_core::sc_time(double(at), sc_core::SC_NS),
                         [&drv, len, tag] { drv.send(k_port, len - ODL_FRAME_HDR_BYTES, tag); });
     }
 }
 
-// Delivered frames into the client's ring, as far as it has room.
+// Descriptors of delivered frames into the client's ring, as far as it has room.
 void sim_server::put_frames(client& c) {
     if (!c.shm || c.dead) return;
-    odl_sim_slot* slots = odl_sim_slots(c.shm, 1);
+    odl_sim_desc* descs = odl_sim_descs(c.shm);
     while (!c.rxq.empty()) {
-        odl_sim_slot* slot = nullptr;
-        const auto st = odl_sim_ring_room(&c.shm->to_client, slots, c.put, &slot);
+        const auto st = odl_sim_ring_can_put(&c.shm->to_client, c.put);
         if (st == ODL_SIM_RING_CORRUPT) return drop(c, "corrupted its ring indices");
         if (st != ODL_SIM_RING_OK) return;
         const auto& f = c.rxq.front();
-        std::memcpy(slot->data, f.bytes.data(), f.bytes.size());
-        slot->stamp_ns = f.due_ns;
-        __atomic_store_n(&slot->len, std::uint32_t(f.bytes.size()), __ATOMIC_RELAXED);
+        odl_sim_desc& d = descs[c.put & (ODL_SIM_SLOTS - 1)];
+        d.len = f.len;
+        d.slot = std::uint32_t(f.seq & (ODL_SIM_SLOTS - 1));
+        d.stamp_ns = f.due_ns;
+        d.region = f.region;
+        d.reserved = 0;
+        if (client* from = by_region(f.region)) {
+            auto& ex = from->exits;
+            // Frames leave the model in order, so @seq's record is at its
+            // distance from the first one still held.
+            if (!ex.empty() && f.seq >= ex.front().seq && f.seq - ex.front().seq < ex.size())
+                ex[f.seq - ex.front().seq].pos = c.put;
+        }
         odl_sim_store(&c.shm->to_client.head, ++c.put);
-        recycle(std::move(c.rxq.front().bytes));
         c.rxq.pop_front();
+    }
+}
+
+sim_server::client* sim_server::by_region(std::uint64_t region) const {
+    for (const auto& c : m_clients)
+        if (c->region == region) return c.get();
+    return nullptr;
+}
+
+void sim_server::left_model(std::uint64_t region, std::uint64_t seq, client* to) {
+    if (client* from = by_region(region)) from->exits.push_back({seq, to, k_not_put});
+}
+
+void sim_server::release_slots() {
+    for (auto& c : m_clients) {
+        if (!c->shm || c->dead) continue;
+        const std::uint64_t t = odl_sim_load(&c->shm->to_client.tail);
+        if (t < c->consumed || t > c->put) {
+            drop(*c, "corrupted its ring indices");
+            continue;
+        }
+        c->consumed = t;
+    }
+    for (auto& c : m_clients) {
+        if (!c->shm || c->dead) continue;
+        const std::uint64_t before = c->released;
+        while (!c->exits.empty()) {
+            const auto& e = c->exits.front();
+            if (e.to && (e.pos == k_not_put || e.to->consumed <= e.pos)) break;
+            c->released = e.seq + 1;
+            c->exits.pop_front();
+        }
+        if (c->released != before) odl_sim_store(&c->shm->to_server.tail, c->released);
     }
 }
 
@@ -330,11 +419,11 @@ std::string sim_turn_profile::summary() const {
     const double total = double(take_ns + model_ns + put_ns + poll_ns);
     const auto pct = [total](std::uint64_t ns) { return total > 0 ? 100.0 * double(ns) / total : 0.0; };
     const auto per_frame = [this](std::uint64_t ns) { return frames ? double(ns) / double(frames) : 0.0; };
-    return fmt::format("turns {} ({} busy, {:.1f} frames each), model entered {} times, at most {:.1f} us behind; "
-                       "wall time: take {:.0f}% ({:.0f} ns/frame), model {:.0f}% ({:.0f} ns/frame), put {:.0f}% "
-                       "({:.0f} ns/frame), poll {:.0f}%",
+    return fmt::format("turns {} ({} busy, {:.1f} frames each), model entered {} times ({:.1f} actions per frame), at "
+                       "most {:.1f} us behind; wall time: take {:.0f}% ({:.0f} ns/frame), model {:.0f}% ({:.0f} "
+                       "ns/frame), put {:.0f}% ({:.0f} ns/frame), poll {:.0f}%",
                        turns, busy_turns, busy_turns ? double(frames) / double(busy_turns) : 0.0, model_runs,
-                       double(max_behind_ns) / 1000.0, pct(take_ns), per_frame(take_ns), pct(model_ns),
+                       frames ? double(events) / double(frames) : 0.0, double(max_behind_ns) / 1000.0, pct(take_ns), per_frame(take_ns), pct(model_ns),
                        per_frame(model_ns), pct(put_ns), per_frame(put_ns), pct(poll_ns));
 }
 
@@ -409,8 +498,11 @@ void sim_server::handle(client& c, const unsigned char* buf, std::size_t n, int 
         if (m == MAP_FAILED) return drop(c, fmt::format("ring memory cannot be mapped: {}", std::strerror(errno)));
         c.shm = static_cast<odl_sim_shm*>(m);
         if (const char* why = odl_sim_shm_check(c.shm)) return drop(c, fmt::format("sent {}", why));
-        c.taken = odl_sim_load(&c.shm->to_server.tail);
-        c.put = odl_sim_load(&c.shm->to_client.head);
+        c.taken = c.released = odl_sim_load(&c.shm->to_server.tail);
+        c.put = c.consumed = odl_sim_load(&c.shm->to_client.head);
+        c.memfd = guard.fd;  // kept: the peer gets a read-only view of it
+        guard.fd = -1;
+        c.region = ++m_next_region;
         int end = -1;
         if (in.end == ODL_SIM_END_ANY) {
             end = !m_end[0] ? 0 : !m_end[1] ? 1 : -1;
@@ -434,6 +526,12 @@ void sim_server::handle(client& c, const unsigned char* buf, std::size_t n, int 
         const std::string d = describe();
         std::memcpy(out.profile, d.data(), std::min(d.size(), sizeof(out.profile) - 1));
         send_msg(c, ODL_SIM_HELLO, wall_ns(), 0, &out, sizeof(out));
+        // Each end reads the other's frames from its rings: views before
+        // the LINK state that lets frames flow.
+        if (client* other = m_end[1 - end]) {
+            send_peer(c, *other);
+            send_peer(*other, c);
+        }
         m_link_up[end] = m_sys->hosts[end].drv->link_up(k_port);
         notify(end);
         notify(1 - end);
@@ -455,15 +553,22 @@ void sim_server::delivered(int to, std::uint32_t tag) {
     while (!q.empty() && q.front().tag != tag) {
         ++m_stats.frames_lost[from];
         ++acked;
+        left_model(q.front().region, q.front().seq, nullptr);
         q.pop_front();
     }
     if (q.empty()) return ack(from, acked);  // a frame we no longer hold (swept as lost)
+    const pending& p = q.front();
     const std::uint64_t due = std::uint64_t(m_t0_ns) + ns_of(scheduler::now());
-    if (client* c = m_end[to]) {
-        c->rxq.push_back({due, std::move(q.front().bytes)});
+    client* c = m_end[to];
+    // The peer reads the bytes from the sender's slot; a sender that left
+    // meanwhile is still readable through the peer's own mapping.
+    if (c && c->shm) {
+        c->rxq.push_back({due, p.region, p.seq, p.len});
+        left_model(p.region, p.seq, c);
         put_frames(*c);
         ++m_stats.frames_out[to];
     } else {
+        left_model(p.region, p.seq, nullptr);
         ++m_stats.frames_no_peer[to];
     }
     q.pop_front();
@@ -473,18 +578,6 @@ void sim_server::delivered(int to, std::uint32_t tag) {
 // Acknowledgements are gathered and sent once per turn of run(): one
 // message for many frames.
 void sim_server::ack(int end, std::uint64_t frames) { m_ack[end] += frames; }
-
-// Frame buffers go round instead of being allocated per frame.
-std::vector<unsigned char> sim_server::spare_buffer() {
-    if (m_spare.empty()) return std::vector<unsigned char>();
-    std::vector<unsigned char> v = std::move(m_spare.back());
-    m_spare.pop_back();
-    return v;
-}
-
-void sim_server::recycle(std::vector<unsigned char> v) {
-    if (m_spare.size() < 2 * ODL_SIM_SLOTS) m_spare.push_back(std::move(v));
-}
 
 void sim_server::flush_acks() {
     for (int end = 0; end < 2; ++end) {
@@ -506,6 +599,7 @@ void sim_server::sweep_lost(std::uint64_t now) {
         while (!q.empty() && q.front().sent_ns + m_cfg.lost_after_ns < now) {
             ++m_stats.frames_lost[e];
             ++n;
+            left_model(q.front().region, q.front().seq, nullptr);
             q.pop_front();
         }
         ack(e, n);
@@ -527,32 +621,43 @@ void sim_server::notify(int end) {
 }
 
 void sim_server::send_msg(client& c, unsigned type, std::uint64_t stamp, std::uint64_t arg, const void* payload,
-                          std::size_t len) {
+                          std::size_t len, int fd) {
     if (c.dead) return;
     odl_sim_hdr h;
     odl_sim_hdr_init(&h, type, std::uint32_t(len), c.tx_seq++, stamp, arg);
     // Straight out when nothing waits before it (no copy); queued otherwise.
     if (c.outq.empty()) {
         iovec iov[2] = {{&h, sizeof(h)}, {const_cast<void*>(payload), len}};
-        msghdr mh{};
-        mh.msg_iov = iov;
-        mh.msg_iovlen = len ? 2 : 1;
-        if (::sendmsg(c.fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return;
+        if (send_datagram(c.fd, iov, len ? 2 : 1, fd) >= 0) return;
         if (errno != EAGAIN && errno != EWOULDBLOCK) return send_failed(c, errno);
     }
-    std::vector<unsigned char> d(sizeof(odl_sim_hdr) + len);
-    std::memcpy(d.data(), &h, sizeof(h));
-    if (len) std::memcpy(d.data() + sizeof(h), payload, len);
+    client::queued d;
+    d.bytes.resize(sizeof(odl_sim_hdr) + len);
+    std::memcpy(d.bytes.data(), &h, sizeof(h));
+    if (len) std::memcpy(d.bytes.data() + sizeof(h), payload, len);
+    if (fd >= 0 && (d.fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+        return drop(c, fmt::format("cannot keep a descriptor to send: {}", std::strerror(errno)));
     c.outq.push_back(std::move(d));
+}
+
+// Read-only: a program can read its peer's frames, never write its rings.
+void sim_server::send_peer(client& to, const client& of) {
+    const std::string path = fmt::format("/proc/self/fd/{}", of.memfd);
+    const int ro = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (ro < 0) return drop(to, fmt::format("cannot share its peer's ring memory ({}: {})", path, std::strerror(errno)));
+    send_msg(to, ODL_SIM_PEER, wall_ns(), of.region, nullptr, 0, ro);
+    ::close(ro);
 }
 
 void sim_server::flush(client& c) {
     while (!c.outq.empty() && !c.dead) {
-        const auto& d = c.outq.front();
-        if (::send(c.fd, d.data(), d.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+        auto& d = c.outq.front();
+        iovec iov{d.bytes.data(), d.bytes.size()};
+        if (send_datagram(c.fd, &iov, 1, d.fd) < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) return;
             return send_failed(c, errno);
         }
+        if (d.fd >= 0) ::close(d.fd);
         c.outq.pop_front();
     }
 }
@@ -586,6 +691,10 @@ void sim_server::reap() {
                        c.why.empty() ? "said goodbye" : c.why);
         const int end = c.end;
         if (end >= 0) m_end[end] = nullptr;
+        // Nobody will read what it was handed: its senders' slots come free.
+        for (auto& o : m_clients)
+            for (auto& e : o->exits)
+                if (e.to == &c) e.to = nullptr;
         ::close(c.fd);
         it = m_clients.erase(it);
         if (end >= 0) notify(1 - end);

@@ -62,6 +62,7 @@ struct sim_turn_profile {
     std::uint64_t put_ns = 0;       ///< delivered frames into the rings, acks
     std::uint64_t poll_ns = 0;      ///< the control sockets and sleeping
     std::uint64_t model_runs = 0;   ///< turns that entered the SystemC kernel
+    std::uint64_t events = 0;       ///< model actions those runs carried out
     std::uint64_t max_behind_ns = 0;  ///< longest the model was due but not run
     std::string summary() const;
 };
@@ -88,10 +89,13 @@ public:
 
 private:
     struct client;
+    /// A frame in the model. Its bytes stay in the sender's slot.
     struct pending {
         std::uint32_t tag;
         std::uint64_t sent_ns;  ///< model time it was posted
-        std::vector<unsigned char> bytes;
+        std::uint64_t region;   ///< the sender's ring memory
+        std::uint64_t seq;      ///< the sender's frame number (its slot)
+        std::uint32_t len;      ///< checked when taken
     };
 
     void start_model();
@@ -105,14 +109,20 @@ private:
     void put_frames(client& c);
     bool about_to_sleep();
     void drop(client& c, const std::string& why);
+    /// @fd, if any, goes along (SCM_RIGHTS); the caller keeps its own.
     void send_msg(client& c, unsigned type, std::uint64_t stamp, std::uint64_t arg,
-                  const void* payload, std::size_t len);
+                  const void* payload, std::size_t len, int fd = -1);
+    /// Gives @to a read-only view of @of's ring memory (PEER).
+    void send_peer(client& to, const client& of);
+    client* by_region(std::uint64_t region) const;
+    /// Frame @seq of @region left the model; @to reads it, or nobody.
+    void left_model(std::uint64_t region, std::uint64_t seq, client* to);
+    /// The receivers' read positions; the senders' slots they free.
+    void release_slots();
     void flush(client& c);
     void send_failed(client& c, int err);  ///< @err: errno of the failed send
     void ack(int end, std::uint64_t frames);
     void flush_acks();
-    std::vector<unsigned char> spare_buffer();
-    void recycle(std::vector<unsigned char> v);
     void delivered(int to, std::uint32_t tag);
     void sweep_lost(std::uint64_t now);  ///< @now: simulated time of this turn
     void link_changed(int end, bool up);
@@ -134,7 +144,7 @@ private:
     std::uint64_t m_ack[2] = {0, 0};  ///< frames to acknowledge this turn
     std::uint64_t m_upto_ns = 0;  ///< simulated time the model has been run up to
     std::uint64_t m_last_frame_ns = 0;  ///< wall time a program last sent a frame
-    std::vector<std::vector<unsigned char>> m_spare;  ///< frame buffers to reuse
+    std::uint64_t m_next_region = 0;  ///< names of ring memory, as PEER gives them
     sim_server_stats m_stats;
     sim_turn_profile m_prof;
 };
