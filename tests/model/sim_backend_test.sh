@@ -210,6 +210,50 @@ ctl cable plug >/dev/null
 	fail "perf after the garbage: $(cat "$tmp/after.log")"
 stop_server
 
+step "each program sees its peer's rings read-only"
+start_server
+python3 - "$ODL_SIM_SOCKET" <<'PY' || fail "the peer's ring memory"
+import mmap, os, socket, struct, sys
+MAGIC, VERSION, SLOTS, SLOT, DESC, HDR = 0x4d53444f, 3, 512, 64 + 4096, 32, 384
+SIZE = HDR + SLOTS * SLOT + SLOTS * DESC
+hello = struct.pack("<IHBBIII I40s", MAGIC, VERSION, 0xff, 0, 0, 0, os.getpid(), 0, b"")
+msg = struct.pack("<HHIQQQ", 1, 0, len(hello), 0, 0, 0) + hello
+ends = []
+for name in ("a", "b"):
+    fd = os.memfd_create(name)
+    os.ftruncate(fd, SIZE)
+    m = mmap.mmap(fd, SIZE)
+    struct.pack_into("<III", m, 0, MAGIC, VERSION, SLOTS)
+    struct.pack_into("<I", m, 12, 0xabc0 + len(ends))   # reserved: tells the two apart
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(sys.argv[1])
+    socket.send_fds(s, [msg], [fd])
+    ends.append((s, m))
+s, _ = ends[1]
+s.settimeout(5)
+peer = None
+for _ in range(4):
+    data, fds, _, _ = socket.recv_fds(s, 256, 1)
+    t, arg = struct.unpack_from("<H", data)[0], struct.unpack_from("<Q", data, 24)[0]
+    if t == 7:
+        assert len(fds) == 1 and arg != 0, (fds, arg)
+        peer = fds[0]
+        break
+    for f in fds:
+        os.close(f)
+assert peer is not None, "no PEER message"
+ro = mmap.mmap(peer, SIZE, prot=mmap.PROT_READ)
+assert struct.unpack_from("<III", ro, 0) == (MAGIC, VERSION, SLOTS)
+assert struct.unpack_from("<I", ro, 12)[0] == 0xabc0, "not the other program's memory"
+try:
+    mmap.mmap(peer, SIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    raise SystemExit("the peer's ring memory can be mapped writable")
+except PermissionError:
+    pass
+print("PEER: the other program's rings, read-only")
+PY
+stop_server
+
 step "garbage from the server: the program fails with the reason, nothing hangs"
 python3 - "$tmp/bad.sock" >"$tmp/badsrv.log" 2>&1 <<'PY' &
 import socket, struct, sys, os
