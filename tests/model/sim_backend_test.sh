@@ -119,6 +119,19 @@ PY
 for _ in $(seq 20); do [ -z "$(grep -v 'serving the sim backend' "$tmp/linkd.log")" ] || break; sleep 0.1; done
 noise=$(grep -v 'serving the sim backend' "$tmp/linkd.log" || true)
 [ -z "$noise" ] || fail "an orderly run left this in the server's log: $noise"
+step "the server spinning between busy turns (--spin on; auto turns it on with 4 or more CPUs)"
+stop_server
+start_server --spin on
+"$odl" perf latency --backend sim -s 64,4K -n 200 --warmup 20 --checksum --json --quiet >"$tmp/spin.json" 2>"$tmp/spin.log" ||
+	fail "perf latency over sim with the server spinning"
+python3 - "$tmp/spin.json" <<'PY' || fail "latency results with the server spinning"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = {x["size"]: x for x in d["results"]}
+assert set(r) == {64, 4096} and all(x["samples"] == 200 for x in r.values()), r
+assert all(x["p50_us"] >= 1.0 for x in r.values()), r
+print("spinning: p50 64 B %.1f us, 4 KiB %.1f us" % (r[64]["p50_us"], r[4096]["p50_us"]))
+PY
 step "a third program is refused while two hold the link"
 "$odl" perf latency --backend sim --server --quiet >"$tmp/srv3.log" 2>&1 &
 holder=$!

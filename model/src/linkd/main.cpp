@@ -52,6 +52,7 @@ struct sim_options {
     bool asymmetric = false;
     double length_m = 1.0;
     std::uint64_t seed = 1;
+    std::string spin = "auto";
 };
 
 // --sim: libodl's sim backend instead of QEMU devices (docs/sim.md).
@@ -63,6 +64,7 @@ int run_sim(const odl::model::linkd::server_config& srv, const sim_options& o, c
     cfg.verbose = srv.verbose;
     cfg.profile = o.profile;
     cfg.seed = o.seed;
+    cfg.spin = o.spin == "on" ? 1 : o.spin == "off" ? 0 : -1;
     cfg.link.gen = *odl::model::parse_generation(gen);
     cfg.link.lanes = lanes;
     cfg.link.asymmetric = o.asymmetric;
@@ -181,6 +183,10 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
                                 "--sim: take the two hosts' profiles, the cable and its events (plug, unplug, ber, "
                                 "degrade, retrain) from this scenario file")
                      ->check(CLI::ExistingFile);
+    auto* spin = app.add_option("--spin", sim.spin,
+                                "--sim: between busy turns, spin instead of a system call (auto: with 4 or more "
+                                "CPUs; docs/sim.md)")
+                     ->check(CLI::IsMember({"auto", "on", "off"}));
     auto* gen_opt = app.get_option("--gen");
 #endif
     CLI11_PARSE(app, argc, argv);
@@ -199,7 +205,7 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
                 }
         return run_sim(cfg, sim, gen, lanes);
     }
-    for (auto* o : {prof, calf, asym, len, seed, scen})
+    for (auto* o : {prof, calf, asym, len, seed, scen, spin})
         if (o->count() > 0) {
             fmt::print(stderr, "odl-linkd: {} needs --sim\n", o->get_name());
             return 1;

@@ -38,6 +38,9 @@ struct sim_server_config {
     /// A frame the model has neither delivered nor reported for this long
     /// (simulated) is lost: its sender gets its window back.
     std::uint64_t lost_after_ns = 50'000'000;
+    /// Spin between busy turns instead of ppoll(): 1 on, 0 off, -1 with 4
+    /// or more CPUs (two polling programs and the server).
+    int spin = -1;
     bool verbose = false;
 };
 
@@ -108,6 +111,7 @@ private:
     void take_frames(client& c);
     void put_frames(client& c);
     bool about_to_sleep();
+    void spin_until(std::uint64_t until);
     void drop(client& c, const std::string& why);
     /// @fd, if any, goes along (SCM_RIGHTS); the caller keeps its own.
     void send_msg(client& c, unsigned type, std::uint64_t stamp, std::uint64_t arg,
@@ -144,6 +148,8 @@ private:
     std::uint64_t m_ack[2] = {0, 0};  ///< frames to acknowledge this turn
     std::uint64_t m_upto_ns = 0;  ///< simulated time the model has been run up to
     std::uint64_t m_last_frame_ns = 0;  ///< wall time a program last sent a frame
+    std::uint64_t m_last_poll_ns = 0;   ///< wall time of the last ppoll()
+    bool m_spin = false;                ///< spin between busy turns (enough cores)
     std::uint64_t m_next_region = 0;  ///< names of ring memory, as PEER gives them
     sim_server_stats m_stats;
     sim_turn_profile m_prof;
