@@ -140,35 +140,57 @@ void scheduler::run() {
             other = kernel + sc_core::sc_time_to_pending_activity().value();
         limit = std::min<std::uint64_t>(m_horizon.value(), other) - 1;
     }
-    {
-        active_guard g(m_running, s_active);
-        for (;;) {
-            key k;
-            if (!m_heap_mode && m_head != m_q.size() && m_q[m_head] < m_far_min) {
-                // Common case: the head of the sorted run is the earliest.
-                k = m_q[m_head];
-                if (static_cast<std::uint64_t>(k >> 64) > limit) break;
-                if (++m_head == m_q.size()) {
-                    m_q.clear();
-                    m_head = 0;
-                } else if (m_head >= 4096 && m_head * 2 >= m_q.size()) {
-                    m_q.erase(m_q.begin(), m_q.begin() + static_cast<std::ptrdiff_t>(m_head));
-                    m_head = 0;
-                }
-            } else {
-                if (empty() || static_cast<std::uint64_t>(min_key() >> 64) > limit) break;
-                k = pop_min();
-            }
-            const auto slot = static_cast<std::uint32_t>(k) & ((1u << k_slot_bits) - 1);
-            task& tk = *m_slot_ptr[slot];
-            s_now = tk.when;
-            ++m_run;
-            tk.run(tk.buf);
-            m_free.push_back(slot);
-        }
-    }
+    run_actions(limit);
     if (!empty()) m_wake.notify(slot_of(min_key()).when - kernel_t);
 }
+
+void scheduler::run_actions(std::uint64_t limit) {
+    active_guard g(m_running, s_active);
+    for (;;) {
+        key k;
+        if (!m_heap_mode && m_head != m_q.size() && m_q[m_head] < m_far_min) {
+            // Common case: the head of the sorted run is the earliest.
+            k = m_q[m_head];
+            if (static_cast<std::uint64_t>(k >> 64) > limit) break;
+            if (++m_head == m_q.size()) {
+                m_q.clear();
+                m_head = 0;
+            } else if (m_head >= 4096 && m_head * 2 >= m_q.size()) {
+                m_q.erase(m_q.begin(), m_q.begin() + static_cast<std::ptrdiff_t>(m_head));
+                m_head = 0;
+            }
+        } else {
+            if (empty() || static_cast<std::uint64_t>(min_key() >> 64) > limit) break;
+            k = pop_min();
+        }
+        const auto slot = static_cast<std::uint32_t>(k) & ((1u << k_slot_bits) - 1);
+        task& tk = *m_slot_ptr[slot];
+        s_now = tk.when;
+        ++m_run;
+        tk.run(tk.buf);
+        m_free.push_back(slot);
+    }
+}
+
+void scheduler::run_direct(const sc_time& t) {
+    if (t <= now()) return;
+    run_actions(t.value());
+    s_direct = t;
+}
+
+namespace {
+std::size_t count_processes(const std::vector<sc_core::sc_object*>& objs) {
+    std::size_t n = 0;
+    for (const auto* o : objs) {
+        const std::string kind = o->kind();
+        if (kind == "sc_method_process" || kind == "sc_thread_process" || kind == "sc_cthread_process") ++n;
+        n += count_processes(o->get_child_objects());
+    }
+    return n;
+}
+}  // namespace
+
+bool scheduler::sole_process() const { return count_processes(sc_core::sc_get_top_level_objects()) == 1; }
 
 void scheduler::run_until(const sc_time& t) {
     const sc_time cur = sc_core::sc_time_stamp();

@@ -239,6 +239,15 @@ void sim_server::run() {
     // fewer the server yields every turn (ppoll) so the programs can run.
     m_spin = m_cfg.spin >= 0 ? m_cfg.spin == 1 : ::sysconf(_SC_NPROCESSORS_ONLN) >= 4;
     start_model();
+    // Entering the SystemC kernel costs about a microsecond, and a frame
+    // takes a dozen actions at distinct times: when the model has no other
+    // SystemC process, its actions run without the kernel.
+    m_direct = m_sys->sched.sole_process();
+    if (m_cfg.verbose)
+        fmt::print(stderr, "odl-linkd: sim: the model runs {}; the server {} between busy turns\n",
+                   m_direct ? "without the SystemC kernel (its scheduler is the only process)"
+                            : "through the SystemC kernel (it has other processes)",
+                   m_spin ? "spins" : "polls its sockets");
     std::vector<pollfd> pfds;
     std::uint64_t turn_start = wall_ns();
     while (!m_stop.load()) {
@@ -252,18 +261,20 @@ void sim_server::run() {
         m_prof.take_ns += wall - turn_start;
         if (taken) m_last_frame_ns = wall;
         const std::uint64_t now = model_of(wall);
-        // Entering the SystemC kernel costs about a microsecond: only when
-        // something is due. Either way the model has been run up to @now.
+        // The model runs only when an action is due; either way it has been
+        // run up to @now.
         const std::uint64_t out_before = m_stats.frames_out[0] + m_stats.frames_out[1];
-        if (sc_core::sc_pending_activity()) {
-            const std::uint64_t due = ns_of(sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity());
-            if (due <= now) {
-                m_prof.max_behind_ns = std::max(m_prof.max_behind_ns, now - due);
-                ++m_prof.model_runs;
-                const std::uint64_t ev = m_sys->sched.events_run();
-                m_sys->run_until(sc_core::sc_time(double(now), sc_core::SC_NS));
-                m_prof.events += m_sys->sched.events_run() - ev;
-            }
+        std::uint64_t due = 0;
+        if (next_due(due) && due <= now) {
+            m_prof.max_behind_ns = std::max(m_prof.max_behind_ns, now - due);
+            ++m_prof.model_runs;
+            const std::uint64_t ev = m_sys->sched.events_run();
+            const sc_core::sc_time upto(double(now), sc_core::SC_NS);
+            if (m_direct)
+                m_sys->sched.run_direct(upto);
+            else
+                m_sys->run_until(upto);
+            m_prof.events += m_sys->sched.events_run() - ev;
         }
         m_upto_ns = now;
         const std::uint64_t after_model = wall_ns();
@@ -280,17 +291,16 @@ void sim_server::run() {
         m_prof.put_ns += after_put - after_model;
 
         std::uint64_t wait_ns = 10'000'000;
-        if (sc_core::sc_pending_activity()) {
-            const auto next = ns_of(sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity());
-            wait_ns = std::min(wait_ns, next > now ? next - now : 0);
-        }
+        if (std::uint64_t next = 0; next_due(next)) wait_ns = std::min(wait_ns, next > now ? next - now : 0);
         // Busy, with a core to spare: no system call per turn. Spin on the
         // rings and the clock until a frame comes or the model's next
         // action is due (a turn with a ppoll() took about 1.5 us on the
         // 16-core host: a delivery waited half of that on average); the
         // sockets are still polled every k_poll_every_ns.
         if (m_spin && m_last_frame_ns + k_busy_ns > wall && after_put - m_last_poll_ns < k_poll_every_ns) {
-            spin_until(after_put + std::min(wait_ns, k_spin_ns));
+            // From the turn's clock read: the next action is due at
+            // wall + wait_ns, however long this turn took.
+            spin_until(wall + std::min(wait_ns, k_spin_ns));
             turn_start = wall_ns();
             m_prof.poll_ns += turn_start - after_put;
             continue;
@@ -336,12 +346,25 @@ void sim_server::run() {
         if (!c->dead) send_msg(*c, ODL_SIM_BYE, wall_ns(), 0, nullptr, 0);
 }
 
+// The simulated time (ns) of the model's next action, if any.
+bool sim_server::next_due(std::uint64_t& ns) const {
+    if (m_direct) {
+        sc_core::sc_time t;
+        if (!m_sys->sched.next_time(t)) return false;
+        ns = ns_of(t);
+        return true;
+    }
+    if (!sc_core::sc_pending_activity()) return false;
+    ns = ns_of(sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity());
+    return true;
+}
+
 // Until @until (wall clock) or a program has put a frame in its ring.
 void sim_server::spin_until(std::uint64_t until) {
     for (unsigned i = 0;; ++i) {
         for (auto& c : m_clients)
             if (c->shm && !c->dead && odl_sim_load(&c->shm->to_server.head) != c->taken) return;
-        if ((i & 7) == 0 && wall_ns() >= until) return;
+        if (wall_ns() >= until) return;
         cpu_relax();
     }
 }
@@ -414,6 +437,11 @@ void sim_server::put_frames(client& c) {
                 ex[f.seq - ex.front().seq].pos = c.put;
         }
         odl_sim_store(&c.shm->to_client.head, ++c.put);
+        const std::uint64_t w = wall_ns();
+        const std::uint64_t lag = w > f.due_ns ? w - f.due_ns : 0;
+        ++m_prof.handed;
+        m_prof.hand_lag_ns += lag;
+        if (lag > 1000) ++m_prof.hand_late;
         c.rxq.pop_front();
     }
 }
@@ -457,10 +485,12 @@ std::string sim_turn_profile::summary() const {
     const auto per_frame = [this](std::uint64_t ns) { return frames ? double(ns) / double(frames) : 0.0; };
     return fmt::format("turns {} ({} busy, {:.1f} frames each), model entered {} times ({:.1f} actions per frame), at "
                        "most {:.1f} us behind; wall time: take {:.0f}% ({:.0f} ns/frame), model {:.0f}% ({:.0f} "
-                       "ns/frame), put {:.0f}% ({:.0f} ns/frame), poll {:.0f}%",
+                       "ns/frame), put {:.0f}% ({:.0f} ns/frame), poll {:.0f}%; handed over {:.2f} us past due on "
+                       "average, {} of {} more than 1 us",
                        turns, busy_turns, busy_turns ? double(frames) / double(busy_turns) : 0.0, model_runs,
                        frames ? double(events) / double(frames) : 0.0, double(max_behind_ns) / 1000.0, pct(take_ns), per_frame(take_ns), pct(model_ns),
-                       per_frame(model_ns), pct(put_ns), per_frame(put_ns), pct(poll_ns));
+                       per_frame(model_ns), pct(put_ns), per_frame(put_ns), pct(poll_ns),
+                       handed ? double(hand_lag_ns) / double(handed) / 1000.0 : 0.0, hand_late, handed);
 }
 
 void sim_server::accept_one() {

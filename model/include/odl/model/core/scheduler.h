@@ -62,7 +62,9 @@ public:
     /// SystemC time. While the scheduler runs ahead of the kernel
     /// (run_until()), this is ahead of sc_time_stamp().
     static sc_core::sc_time now() {
-        return s_active ? s_now : sc_core::sc_time_stamp();
+        if (s_active) return s_now;
+        const sc_core::sc_time k = sc_core::sc_time_stamp();
+        return s_direct > k ? s_direct : k;
     }
 
     /// sc_start() up to absolute time @t. Within it, the scheduler runs its
@@ -72,6 +74,23 @@ public:
     /// times of actions are exactly those of the kernel-stepped run. Plain
     /// sc_start() calls (odl-linkd, unit tests) step the kernel per time.
     void run_until(const sc_core::sc_time& t);
+
+    /// Runs the actions due up to @t (inclusive) without entering the
+    /// SystemC kernel: the same actions, times and order as run_until(),
+    /// without the kernel's cost per call (about a microsecond, which a
+    /// wall-clock paced caller pays several times per frame). Only for a
+    /// model whose sole SystemC process is this scheduler's (sole_process());
+    /// afterwards now() outside actions is @t, and the kernel's own clock
+    /// stays where it was.
+    void run_direct(const sc_core::sc_time& t);
+    /// True when this scheduler's method is the only SystemC process.
+    bool sole_process() const;
+    /// The time of the earliest pending action; false when there is none.
+    bool next_time(sc_core::sc_time& out) const {
+        if (empty()) return false;
+        out = sc_core::sc_time::from_value(static_cast<std::uint64_t>(min_key() >> 64));
+        return true;
+    }
 
     /// Number of actions run so far (the benchmark's events).
     std::uint64_t events_run() const { return m_run; }
@@ -171,6 +190,8 @@ private:
         return *m_slot_ptr[static_cast<std::uint32_t>(k) & ((1u << k_slot_bits) - 1)];
     }
     void run();
+    /// Runs every pending action due at or before @limit (sc_time value).
+    void run_actions(std::uint64_t limit);
 
     bool empty() const { return m_head == m_q.size() && m_far.empty(); }
     key min_key() const;
@@ -199,6 +220,7 @@ private:
 
     static inline bool s_active = false;
     static inline sc_core::sc_time s_now;
+    static inline sc_core::sc_time s_direct;  ///< how far run_direct() went
 };
 
 }  // namespace odl::model

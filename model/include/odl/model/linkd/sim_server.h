@@ -67,6 +67,9 @@ struct sim_turn_profile {
     std::uint64_t model_runs = 0;   ///< turns that entered the SystemC kernel
     std::uint64_t events = 0;       ///< model actions those runs carried out
     std::uint64_t max_behind_ns = 0;  ///< longest the model was due but not run
+    std::uint64_t handed = 0;         ///< descriptors handed to the programs
+    std::uint64_t hand_lag_ns = 0;    ///< their total wall time past due
+    std::uint64_t hand_late = 0;      ///< those more than 1 us past due
     std::string summary() const;
 };
 
@@ -112,6 +115,7 @@ private:
     void put_frames(client& c);
     bool about_to_sleep();
     void spin_until(std::uint64_t until);
+    bool next_due(std::uint64_t& ns) const;
     void drop(client& c, const std::string& why);
     /// @fd, if any, goes along (SCM_RIGHTS); the caller keeps its own.
     void send_msg(client& c, unsigned type, std::uint64_t stamp, std::uint64_t arg,
@@ -150,6 +154,7 @@ private:
     std::uint64_t m_last_frame_ns = 0;  ///< wall time a program last sent a frame
     std::uint64_t m_last_poll_ns = 0;   ///< wall time of the last ppoll()
     bool m_spin = false;                ///< spin between busy turns (enough cores)
+    bool m_direct = false;              ///< the model runs without the SystemC kernel
     std::uint64_t m_next_region = 0;  ///< names of ring memory, as PEER gives them
     sim_server_stats m_stats;
     sim_turn_profile m_prof;
