@@ -26,6 +26,7 @@ scheduler::scheduler(sc_core::sc_module_name name) : sc_module(name) {
     SC_METHOD(run);
     sensitive << m_wake;
     dont_initialize();
+    s_direct = sc_core::SC_ZERO_TIME;  // a new simulation starts at 0
 }
 
 scheduler::~scheduler() {
