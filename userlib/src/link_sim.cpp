@@ -298,21 +298,8 @@ private:
         odl_sim_hdr h;
         odl_sim_hdr_init(&h, type, uint32_t(len), m_tx_seq++, stamp, arg);
         iovec iov[2] = {{&h, sizeof(h)}, {const_cast<void*>(payload), len}};
-        alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-        msghdr mh{};
-        mh.msg_iov = iov;
-        mh.msg_iovlen = len ? 2 : 1;
-        if (fd >= 0) {
-            mh.msg_control = ctl;
-            mh.msg_controllen = sizeof(ctl);
-            cmsghdr* cm = CMSG_FIRSTHDR(&mh);
-            cm->cmsg_level = SOL_SOCKET;
-            cm->cmsg_type = SCM_RIGHTS;
-            cm->cmsg_len = CMSG_LEN(sizeof(int));
-            std::memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-        }
         for (int tries = 0; tries < 100; ++tries) {
-            if (::sendmsg(m_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return;
+            if (odl_sim_send(m_fd, iov, len ? 2 : 1, fd) >= 0) return;
             if (errno != EAGAIN && errno != EWOULDBLOCK) return lose_io("send to", errno);
             pollfd p{m_fd, POLLOUT, 0};
             ::poll(&p, 1, 10);
@@ -341,21 +328,10 @@ private:
     void read_control() {
         unsigned char buf[ODL_SIM_MAX_DATAGRAM + 1];
         for (int i = 0; i < 64 && !m_sock_failed; ++i) {
-            iovec iov{buf, sizeof(buf)};
-            alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))];
-            msghdr mh{};
-            mh.msg_iov = &iov;
-            mh.msg_iovlen = 1;
-            mh.msg_control = ctl;
-            mh.msg_controllen = sizeof(ctl);
-            const ssize_t n = ::recvmsg(m_fd, &mh, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
             fd_owner fd;
-            if (n >= 0)
-                for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-                    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-                        cm->cmsg_len == CMSG_LEN(sizeof(int)))
-                        std::memcpy(&fd.fd, CMSG_DATA(cm), sizeof(int));
-            if (n >= 0 && (mh.msg_flags & MSG_CTRUNC)) return lose("the model server sent more than one descriptor");
+            int flags = 0;
+            const ssize_t n = odl_sim_recv(m_fd, buf, sizeof(buf), &fd.fd, &flags);
+            if (n > 0 && (flags & MSG_CTRUNC)) return lose("the model server sent more than one descriptor");
             if (n == 0) {
                 m_sock_failed = true;
                 return lose("the model server closed the connection (odl-linkd --sim stopped)");

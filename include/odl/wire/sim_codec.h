@@ -14,6 +14,8 @@
 #include "odl/wire/sim.h"
 
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 /* Who sent a message: some types go one way only. */
 enum odl_sim_side {
@@ -75,6 +77,72 @@ static inline const char *odl_sim_check(const void *buf, size_t n, enum odl_sim_
 	default:
 		return "unknown message type";
 	}
+}
+
+/**
+ * odl_sim_send() - one control datagram of @n parts on @sock, non-blocking,
+ * with descriptor @fd passed along when it is >= 0 (SCM_RIGHTS: a HELLO's
+ * rings, a PEER's view). Return: sendmsg()'s.
+ */
+static inline ssize_t odl_sim_send(int sock, struct iovec *iov, size_t n, int fd)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct msghdr mh;
+	struct cmsghdr *cm;
+
+	memset(&mh, 0, sizeof(mh));
+	memset(&ctl, 0, sizeof(ctl));
+	mh.msg_iov = iov;
+	mh.msg_iovlen = n;
+	if (fd >= 0) {
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof(ctl.buf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	return sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/**
+ * odl_sim_recv() - one control datagram from @sock into @buf (@cap bytes),
+ * non-blocking. *@fd gets the descriptor that came with it (close-on-exec;
+ * the caller owns it) or -1; *@flags gets msg_flags (MSG_TRUNC: longer than
+ * @cap; MSG_CTRUNC: more than one descriptor was sent, the rest dropped).
+ * Return: recvmsg()'s.
+ */
+static inline ssize_t odl_sim_recv(int sock, void *buf, size_t cap, int *fd, int *flags)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { buf, cap };
+	struct msghdr mh;
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = ctl.buf;
+	mh.msg_controllen = sizeof(ctl.buf);
+	*fd = -1;
+	*flags = 0;
+	n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return n;
+	*flags = mh.msg_flags;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+		    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(fd, CMSG_DATA(cm), sizeof(int));
+	return n;
 }
 
 /* odl_sim_hdr_init() - a header of @type with @len payload bytes. */

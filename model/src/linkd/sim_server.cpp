@@ -62,24 +62,6 @@ std::uint64_t mono_ns() {
 }
 
 
-/// One datagram, with @fd (if any) passed along; sendmsg()'s result.
-ssize_t send_datagram(int sock, iovec* iov, std::size_t n, int fd) {
-    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-    msghdr mh{};
-    mh.msg_iov = iov;
-    mh.msg_iovlen = n;
-    if (fd >= 0) {
-        mh.msg_control = ctl;
-        mh.msg_controllen = sizeof(ctl);
-        cmsghdr* cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-    }
-    return ::sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-}
-
 std::string event_name(const scenario_event& e) {
     switch (e.kind) {
     case event_kind::plug: return "cable plug";
@@ -504,25 +486,17 @@ void sim_server::accept_one() {
 void sim_server::serve(client& c) {
     unsigned char buf[ODL_SIM_MAX_DATAGRAM + 1];
     for (int i = 0; i < k_batch && !c.dead; ++i) {
-        iovec iov{buf, sizeof(buf)};
-        alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))];
-        msghdr mh{};
-        mh.msg_iov = &iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = ctl;
-        mh.msg_controllen = sizeof(ctl);
-        const ssize_t n = ::recvmsg(c.fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (n == 0) return drop(c, "closed the connection");
+        int fd = -1, flags = 0;
+        const ssize_t n = odl_sim_recv(c.fd, buf, sizeof(buf), &fd, &flags);
+        if (n == 0) {
+            if (fd >= 0) ::close(fd);
+            return drop(c, "closed the connection");
+        }
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) return;
             return drop(c, fmt::format("receive failed: {}", std::strerror(errno)));
         }
-        int fd = -1;
-        for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-                cm->cmsg_len == CMSG_LEN(sizeof(int)))
-                std::memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-        if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+        if (flags & (MSG_TRUNC | MSG_CTRUNC)) {
             if (fd >= 0) ::close(fd);
             ++m_stats.bad_msgs;
             return drop(c, "sent an oversized datagram or more than one descriptor");
@@ -694,7 +668,7 @@ void sim_server::send_msg(client& c, unsigned type, std::uint64_t stamp, std::ui
     // Straight out when nothing waits before it (no copy); queued otherwise.
     if (c.outq.empty()) {
         iovec iov[2] = {{&h, sizeof(h)}, {const_cast<void*>(payload), len}};
-        if (send_datagram(c.fd, iov, len ? 2 : 1, fd) >= 0) return;
+        if (odl_sim_send(c.fd, iov, len ? 2 : 1, fd) >= 0) return;
         if (errno != EAGAIN && errno != EWOULDBLOCK) return send_failed(c, errno);
     }
     client::queued d;
@@ -719,7 +693,7 @@ void sim_server::flush(client& c) {
     while (!c.outq.empty() && !c.dead) {
         auto& d = c.outq.front();
         iovec iov{d.bytes.data(), d.bytes.size()};
-        if (send_datagram(c.fd, &iov, 1, d.fd) < 0) {
+        if (odl_sim_send(c.fd, &iov, 1, d.fd) < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) return;
             return send_failed(c, errno);
         }
