@@ -223,6 +223,29 @@ ctl cable plug >/dev/null
 	fail "perf after the garbage: $(cat "$tmp/after.log")"
 stop_server
 
+step "a program that says goodbye with the server's messages unread ends in order (nothing logged)"
+start_server
+python3 - "$ODL_SIM_SOCKET" <<'PY' || fail "could not say goodbye"
+import mmap, os, socket, struct, sys, time
+MAGIC, VERSION, SLOTS, SLOT, DESC, HDR = 0x4d53444f, 3, 512, 64 + 4096, 32, 384
+SIZE = HDR + SLOTS * SLOT + SLOTS * DESC
+hello = struct.pack("<IHBBIII I40s", MAGIC, VERSION, 0xff, 0, 0, 0, os.getpid(), 0, b"")
+fd = os.memfd_create("bye")
+os.ftruncate(fd, SIZE)
+m = mmap.mmap(fd, SIZE)
+struct.pack_into("<III", m, 0, MAGIC, VERSION, SLOTS)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+socket.send_fds(s, [struct.pack("<HHIQQQ", 1, 0, len(hello), 0, 0, 0) + hello], [fd])
+time.sleep(0.3)                                     # the server's HELLO and LINK wait, unread
+s.send(struct.pack("<HHIQQQ", 5, 0, 0, 1, 0, 0))    # BYE, then close: Linux resets the connection
+s.close()
+PY
+sleep 0.5
+noise=$(grep -v 'serving the sim backend' "$tmp/linkd.log" || true)
+[ -z "$noise" ] || fail "a goodbye with unread messages was logged as a failure: $noise"
+stop_server
+
 step "each program sees its peer's rings read-only"
 start_server
 python3 - "$ODL_SIM_SOCKET" <<'PY' || fail "the peer's ring memory"

@@ -170,7 +170,7 @@ public:
     }
 
     unsigned char* tx_reserve() override {
-        if (m_state == link_state::lost || in_window() >= m_window) return nullptr;
+        if (m_state == link_state::lost || !m_loss.empty() || in_window() >= m_window) return nullptr;
         const auto st = odl_sim_ring_room(&m_mem.shm()->to_server, m_to_server, m_put, &m_tx_slot);
         if (st == ODL_SIM_RING_CORRUPT) lose("the model server corrupted the ring indices");
         return st == ODL_SIM_RING_OK ? m_tx_slot->data : nullptr;
@@ -191,6 +191,10 @@ public:
             return {};
         }
         if (st != ODL_SIM_RING_OK) {
+            if (!m_loss.empty()) {
+                lose(m_loss);
+                return {};
+            }
             idle();
             return {};
         }
@@ -379,9 +383,12 @@ private:
             const uint64_t st = odl_le64(h.arg);
             if (m_state == link_state::connecting && st == ODL_SIM_LINK_ALL) {
                 m_state = link_state::up;
-            } else if (m_state == link_state::up && st != ODL_SIM_LINK_ALL) {
-                lose(!(st & ODL_SIM_LINK_UP) ? "the modelled link went down (cable unplugged)"
-                                             : "the peer left the modelled link");
+            } else if (m_state == link_state::up && st != ODL_SIM_LINK_ALL && m_loss.empty()) {
+                // Frames handed over before it are still ours to read (a
+                // peer's last words before it closed): the link is lost
+                // once the ring is empty.
+                m_loss = !(st & ODL_SIM_LINK_UP) ? "the modelled link went down (cable unplugged)"
+                                                 : "the peer left the modelled link";
             }
             return;
         }
@@ -396,6 +403,7 @@ private:
 
     int m_fd;
     std::string m_path, m_name = "sim", m_failure;
+    std::string m_loss;  ///< why the link is going, once the ring is read
     ring_memory m_mem;
     odl_sim_slot* m_to_server = nullptr;
     odl_sim_desc* m_descs = nullptr;

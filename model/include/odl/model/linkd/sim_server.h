@@ -67,9 +67,9 @@ struct sim_turn_profile {
     std::uint64_t model_runs = 0;   ///< turns that entered the SystemC kernel
     std::uint64_t events = 0;       ///< model actions those runs carried out
     std::uint64_t max_behind_ns = 0;  ///< longest the model was due but not run
-    std::uint64_t handed = 0;         ///< descriptors handed to the programs
-    std::uint64_t hand_lag_ns = 0;    ///< their total wall time past due
-    std::uint64_t hand_late = 0;      ///< those more than 1 us past due
+    std::uint64_t handed = 0;         ///< descriptors handed over, 1 in 16 sampled
+    std::uint64_t hand_lag_ns = 0;    ///< the samples' total wall time past due
+    std::uint64_t hand_late = 0;      ///< samples more than 1 us past due
     std::string summary() const;
 };
 
