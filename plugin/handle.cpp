@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "stats_shm.h"
+#include "odl/wire/nccl_stats.h"
 
 namespace odl::plugin {
 namespace {

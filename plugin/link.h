@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "comm.h"
-#include "stats_shm.h"
+#include "odl/wire/nccl_stats.h"
 
 namespace odl::plugin {
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "stats_shm.h"
+#include "odl/wire/nccl_stats.h"
 
 namespace odl::plugin {
 

@@ -14,7 +14,7 @@
 
 #include "pair_harness.h"
 #include "odl/odl.h"
-#include "stats_shm.h"
+#include "odl/wire/nccl_stats.h"
 
 namespace odl::plugin::test {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "odl/odl.h"
 #include "pair_harness.h"
-#include "stats_shm.h"
+#include "odl/wire/nccl_stats.h"
 
 namespace odl::plugin::test {
 namespace {

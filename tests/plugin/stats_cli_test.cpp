@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "stats_shm.h"
+#include "odl/wire/nccl_stats.h"
 
 namespace {
 

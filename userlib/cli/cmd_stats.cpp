@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "../../plugin/stats_shm.h"
+#include "odl/wire/nccl_stats.h"
 #include "commands.h"
 
 namespace odl::cli {

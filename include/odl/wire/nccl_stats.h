@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Layout of the plugin's statistics file (one per process, mapped shared
-// under the runtime directory) and where it lives. Written by the plugin,
-// read by `odl stats`; this header is the one definition of both.
+// Layout of the NCCL/RCCL plugin's statistics file (one per process, mapped
+// shared under the runtime directory) and where it lives. Written by the
+// plugin, read by `odl stats`; this header is the one definition of both.
+// C++ and userspace only, unlike the other wire headers.
 #pragma once
 
 #include <sys/types.h>
