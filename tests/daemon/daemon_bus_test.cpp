@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <regex>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sdbus-c++/sdbus-c++.h>
 
 #include "fake_host.h"
@@ -450,6 +452,102 @@ TEST_F(DaemonMetrics, RefusesWhatIsNotAScrapeAndStaysUp) {
     EXPECT_EQ(root->GetManagedObjects().size(), 1u);
 }
 
+class DaemonStatusPage : public DaemonBus {
+protected:
+    DaemonStatusPage() { extra_args = {"--status-page", "0"}; }
+    /// The page's address for this process's uid, over D-Bus.
+    std::string url() { return root->StatusPage(); }
+    /// Headless Chromium from Debian: the page's DOM after @budget_ms of
+    /// its own time (its timers run, its fetches answer); a screenshot
+    /// next to it when @png is given. Chromium's log goes to @log.
+    std::string chromium(const std::string& u, const std::string& png = "", int budget_ms = 3000) {
+        const std::string profile = h.root + "/chromium-profile";
+        std::string cmd = "timeout 90 chromium --headless --no-sandbox --disable-gpu --no-first-run "
+                          "--enable-logging=stderr --v=0 --user-data-dir=" + profile +
+                          " --virtual-time-budget=" + std::to_string(budget_ms) + " --window-size=900,900 ";
+        cmd += png.empty() ? "--dump-dom" : "--screenshot=" + png;
+        cmd += " '" + u + "' 2>>" + h.root + "/chromium.log";
+        FILE* f = popen(cmd.c_str(), "r");
+        std::string out;
+        char buf[4096];
+        while (f && fgets(buf, sizeof(buf), f)) out += buf;
+        if (f) pclose(f);
+        return out;
+    }
+    /// Chromium's log lines about the page's console or its scripts' errors.
+    std::vector<std::string> console_errors() {
+        std::vector<std::string> bad;
+        std::istringstream log(slurp(h.root + "/chromium.log"));
+        for (std::string line; std::getline(log, line);)
+            if (line.find("CONSOLE") != std::string::npos || line.find("Uncaught") != std::string::npos)
+                bad.push_back(line);
+        return bad;
+    }
+};
+
+TEST_F(DaemonStatusPage, GivesEachUserATokenAndRefusesOthers) {
+    const std::string u = url();
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(u, m, std::regex("http://127\\.0\\.0\\.1:([0-9]+)/\\?token=([0-9a-f]{32})"))) << u;
+    EXPECT_EQ(url(), u) << "the same user gets the same token";
+    const auto port = uint16_t(std::stoi(m[1]));
+    const std::string token = m[2];
+    const auto get = [port](const std::string& target) {
+        return http(port, "GET " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    };
+    EXPECT_EQ(get("/").status, "HTTP/1.1 403 Forbidden");
+    EXPECT_EQ(get("/api/state").status, "HTTP/1.1 403 Forbidden");
+    std::string wrong = token;
+    wrong[0] = wrong[0] == 'a' ? 'b' : 'a';
+    EXPECT_EQ(get("/api/state?token=" + wrong).status, "HTTP/1.1 403 Forbidden");
+    EXPECT_EQ(get("/api/state?token=" + token.substr(1)).status, "HTTP/1.1 403 Forbidden");
+    EXPECT_EQ(get("/etc/passwd?token=" + token).status, "HTTP/1.1 404 Not Found");
+    const auto page = get("/?token=" + token);
+    EXPECT_EQ(page.status, "HTTP/1.1 200 OK");
+    EXPECT_NE(page.headers.find("text/html"), std::string::npos) << page.headers;
+    EXPECT_NE(page.headers.find("no-store"), std::string::npos) << page.headers;
+    const auto state = get("/api/state?token=" + token);
+    ASSERT_EQ(state.status, "HTTP/1.1 200 OK");
+    const auto j = nlohmann::json::parse(state.body);
+    ASSERT_EQ(j["peers"].size(), 1u) << j.dump();
+    EXPECT_EQ(j["peers"][0]["peer"], "peer-host");
+    EXPECT_EQ(j["peers"][0]["tx"]["lanes"], 2);
+    EXPECT_EQ(j["peers"][0]["devices"][0]["state"], "connected");
+    EXPECT_EQ(j["peers"][0]["devices"][0]["counters"]["tx_frames"], 1200);
+}
+
+TEST_F(DaemonStatusPage, RendersInChromiumWithoutConsoleErrorsAndWarnsBelowRating) {
+    if (std::system("command -v chromium >/dev/null") != 0)
+        GTEST_SKIP() << "chromium is not installed (the bootstrap installs it)";
+    const std::string u = url();
+    const std::string dom = chromium(u);
+    EXPECT_NE(dom.find("data-state=\"live\""), std::string::npos) << "the page never read /api/state:\n" << dom;
+    EXPECT_NE(dom.find("peer-host"), std::string::npos) << dom;
+    EXPECT_NE(dom.find("/dev/odl_tb5_0"), std::string::npos) << dom;
+    EXPECT_NE(dom.find("tx_frames"), std::string::npos) << dom;
+    EXPECT_TRUE(std::regex_search(dom, std::regex("id=\"tx\"[^>]*points=\"[0-9]"))) << "no throughput line drawn";
+    EXPECT_EQ(dom.find("class=\"warn\""), std::string::npos) << "a link at its rating was flagged";
+    // The cable trains at one lane: the page says it is below the rating.
+    for (const char* d : {"rx", "tx"}) h.put(h.xd + "/" + d + "_lanes", "1");
+    const std::string degraded = chromium(u);
+    EXPECT_NE(degraded.find("<div class=\"warn\">WARNING: "), std::string::npos) << degraded;
+    // Screenshots of both views for whoever reads the test's output.
+    const std::string dir = std::string(ODL_ARTIFACT_DIR) + "/status-page";
+    std::filesystem::create_directories(dir);
+    chromium(u, dir + "/degraded.png");
+    for (const char* d : {"rx", "tx"}) h.put(h.xd + "/" + d + "_lanes", "2");
+    chromium(u, dir + "/healthy.png");
+    for (const char* png : {"/degraded.png", "/healthy.png"}) {
+        std::error_code ec;
+        EXPECT_GT(std::filesystem::file_size(dir + png, ec), 10000u) << dir << png << ": " << ec.message();
+    }
+    std::cout << "screenshots: " << dir << "/{healthy,degraded}.png\n";
+    // Without the token nothing is shown but the refusal.
+    EXPECT_EQ(chromium(u.substr(0, u.find('?'))).find("peer-host"), std::string::npos);
+    const auto bad = console_errors();
+    EXPECT_TRUE(bad.empty()) << "the page logged: " << bad.front();
+}
+
 TEST(DaemonCli, BadBusAndOptionsAreRefusedWithTheReason) {
     odl::test::fake_host h;
     child d({ODL_DAEMON_BIN, "--bus", "unix:path=" + h.root + "/no-such-bus", "--no-udev"}, h.root + "/err");
@@ -463,14 +561,16 @@ TEST(DaemonCli, BadBusAndOptionsAreRefusedWithTheReason) {
     o.pid = -1;
     EXPECT_NE(WEXITSTATUS(st), 0);
     EXPECT_NE(o.err().find("counters-interval-ms"), std::string::npos) << o.err();
-    for (const char* bad : {"0.0.0.0:9464", "192.0.2.1:9464", "70000", "[::1]9464", "nohost:1"}) {
-        child m({ODL_DAEMON_BIN, "--bus", "unix:path=" + h.root + "/none", "--no-udev", "--metrics", bad},
-                h.root + "/err3");
-        ASSERT_EQ(waitpid(m.pid, &st, 0), m.pid);
-        m.pid = -1;
-        EXPECT_EQ(WEXITSTATUS(st), 1) << bad;
-        EXPECT_NE(m.err().find("metrics"), std::string::npos) << bad << ": " << m.err();
-    }
+    for (const char* opt : {"--metrics", "--status-page"})
+        for (const char* bad : {"0.0.0.0:9464", "192.0.2.1:9464", "70000", "[::1]9464", "nohost:1"}) {
+            child m({ODL_DAEMON_BIN, "--bus", "unix:path=" + h.root + "/none", "--no-udev", opt, bad},
+                    h.root + "/err3");
+            ASSERT_EQ(waitpid(m.pid, &st, 0), m.pid);
+            m.pid = -1;
+            EXPECT_EQ(WEXITSTATUS(st), 1) << opt << " " << bad;
+            const std::string what = std::string(opt) == "--metrics" ? "metrics" : "status";
+            EXPECT_NE(m.err().find(what), std::string::npos) << opt << " " << bad << ": " << m.err();
+        }
 }
 
 }  // namespace

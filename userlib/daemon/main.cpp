@@ -23,7 +23,8 @@
 #include <sdbus-c++/sdbus-c++.h>
 
 #include "metrics.h"
-#include "metrics_server.h"
+#include "http_server.h"
+#include "status_page.h"
 #include "odl/build_info.h"
 #include "service.h"
 #include "udev_events.h"
@@ -37,11 +38,11 @@ uint64_t now_us() {
 }
 
 /// "PORT", "ADDRESS:PORT" or "[IPv6]:PORT" (the address defaults to 127.0.0.1).
-std::pair<std::string, uint16_t> listen_spec(const std::string& s) {
+std::pair<std::string, uint16_t> listen_spec(const std::string& opt, const std::string& s) {
     std::string addr = "127.0.0.1", port = s;
     if (!s.empty() && s[0] == '[') {
         const auto close = s.find("]:");
-        if (close == std::string::npos) throw std::runtime_error("--metrics '" + s + "': want [ADDRESS]:PORT");
+        if (close == std::string::npos) throw std::runtime_error(opt + " '" + s + "': want [ADDRESS]:PORT");
         addr = s.substr(1, close - 1);
         port = s.substr(close + 2);
     } else if (const auto colon = s.rfind(':'); colon != std::string::npos) {
@@ -50,7 +51,7 @@ std::pair<std::string, uint16_t> listen_spec(const std::string& s) {
     }
     char* end = nullptr;
     const unsigned long p = std::strtoul(port.c_str(), &end, 10);
-    if (port.empty() || *end || p > 65535) throw std::runtime_error("--metrics '" + s + "': the port must be 0..65535");
+    if (port.empty() || *end || p > 65535) throw std::runtime_error(opt + " '" + s + "': the port must be 0..65535");
     return {addr, uint16_t(p)};
 }
 
@@ -67,7 +68,7 @@ int main(int argc, char** argv) {
     std::string bus = "system", root;
     bool no_udev = false, verbose = false;
     unsigned counters_ms = 1000;
-    std::string metrics;
+    std::string metrics, status;
     app.set_version_flag("--version", std::string("odl-daemon " ODL_BUILD_VERSION));
     app.add_option("--bus", bus, "system, session, or a D-Bus address (unix:path=...)")->capture_default_str();
     app.add_option("--root", root, "read sysfs, /dev and /proc under this directory (tests)");
@@ -79,6 +80,9 @@ int main(int argc, char** argv) {
     app.add_option("--metrics", metrics,
                    "serve Prometheus metrics at http://ADDRESS:PORT/metrics, loopback only ([ADDRESS:]PORT; off "
                    "by default)");
+    app.add_option("--status-page", status,
+                   "serve the live status page on http://ADDRESS:PORT/, loopback only, each user with a token "
+                   "of their own (D-Bus method StatusPage) ([ADDRESS:]PORT; off by default)");
     app.add_flag("-v,--verbose", verbose, "log each refresh");
     CLI11_PARSE(app, argc, argv);
 
@@ -97,16 +101,34 @@ int main(int argc, char** argv) {
     try {
         std::optional<odl::daemon::udev_events> events;
         if (!no_udev) events.emplace();
-        std::unique_ptr<odl::daemon::metrics_server> prom;
+        using odl::daemon::http_server;
+        std::unique_ptr<http_server> prom;
         if (!metrics.empty()) {
-            const auto [addr, port] = listen_spec(metrics);
-            prom = std::make_unique<odl::daemon::metrics_server>(addr, port, [root] {
-                return odl::daemon::render_metrics(odl::host::read_host_view(root), ODL_BUILD_VERSION);
+            const auto [addr, port] = listen_spec("--metrics", metrics);
+            prom = std::make_unique<http_server>("metrics", addr, port, [root](const std::string& target) {
+                if (target != "/metrics") return http_server::reply{404, "text/plain; charset=utf-8", "only /metrics\n"};
+                return http_server::reply{200, "text/plain; version=0.0.4; charset=utf-8",
+                                          odl::daemon::render_metrics(odl::host::read_host_view(root),
+                                                                      ODL_BUILD_VERSION)};
             });
             if (verbose) fmt::print(stderr, "odl-daemon: metrics on {} port {}\n", addr, prom->port());
         }
+        odl::daemon::status_tokens tokens;
+        std::unique_ptr<http_server> page;
+        std::string page_base;
+        if (!status.empty()) {
+            const auto [addr, port] = listen_spec("--status-page", status);
+            page = std::make_unique<http_server>("status page", addr, port, [&tokens, root](const std::string& t) {
+                return odl::daemon::status_request(t, tokens, root, ODL_BUILD_VERSION);
+            });
+            page_base = fmt::format("http://{}:{}/", addr.find(':') != std::string::npos ? "[" + addr + "]" : addr,
+                                    page->port());
+            if (verbose) fmt::print(stderr, "odl-daemon: status page on {} port {}\n", addr, page->port());
+        }
         auto conn = connect(bus);
-        odl::daemon::service svc(*conn, root, ODL_BUILD_VERSION);
+        odl::daemon::service svc(*conn, root, ODL_BUILD_VERSION, [&](uid_t uid) {
+            return page ? page_base + "?token=" + tokens.issue(uid) : std::string();
+        });
         svc.refresh();
         // The name last: a client that sees it finds the objects there.
         conn->requestName(odl::daemon::kBusName);

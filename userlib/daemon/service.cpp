@@ -57,8 +57,12 @@ private:
 
 std::string device_path(const std::string& name) { return std::string(kRootPath) + "/devices/" + name; }
 
-service::service(sdbus::IConnection& bus, std::string root, std::string version)
-    : AdaptorInterfaces(bus, kRootPath), m_bus(bus), m_root(std::move(root)), m_version(std::move(version)) {
+service::service(sdbus::IConnection& bus, std::string root, std::string version, status_url_fn status_url)
+    : AdaptorInterfaces(bus, kRootPath),
+      m_bus(bus),
+      m_root(std::move(root)),
+      m_version(std::move(version)),
+      m_status_url(std::move(status_url)) {
     registerAdaptor();
 }
 
@@ -123,6 +127,15 @@ void service::SetIrqThrottle(const std::string& device, const uint32_t& microsec
         throw sdbus::Error("org.odinlink.Error.Failed",
                            fmt::format("cannot write {} (the module refused it or the device went)", path));
     refresh();
+}
+
+// The caller's uid comes from the bus (its credentials), never from the call.
+std::string service::StatusPage() {
+    const std::string url = m_status_url ? m_status_url(getObject().getCurrentlyProcessedMessage()->getCredsUid()) : "";
+    if (url.empty())
+        throw sdbus::Error("org.odinlink.Error.NotEnabled",
+                           "the status page is off: odl-daemon runs without --status-page (docs/daemon.md)");
+    return url;
 }
 
 }  // namespace odl::daemon

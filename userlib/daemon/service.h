@@ -6,6 +6,7 @@
 // went, PropertiesChanged for the rest.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,8 +27,10 @@ class service final
     : public sdbus::AdaptorInterfaces<org::odinlink::Daemon1_adaptor, sdbus::ObjectManager_adaptor,
                                       sdbus::Properties_adaptor> {
 public:
+    /// The status page's address for a uid, or "" when it is off.
+    using status_url_fn = std::function<std::string(uid_t)>;
     /// Objects on @bus for the host under @root ("" the real one).
-    service(sdbus::IConnection& bus, std::string root, std::string version);
+    service(sdbus::IConnection& bus, std::string root, std::string version, status_url_fn status_url = {});
     ~service();
 
     /// Re-reads every device; signals what changed. Returns the number of
@@ -41,10 +44,12 @@ private:
     void SetIrqThrottle(const std::string& device, const uint32_t& microseconds) override;
     std::string Version() override { return m_version; }
     std::vector<sdbus::ObjectPath> Devices() override;
+    std::string StatusPage() override;
 
     sdbus::IConnection& m_bus;
     std::string m_root;
     std::string m_version;
+    status_url_fn m_status_url;
     std::map<std::string, std::unique_ptr<device_object>> m_devices;
 };
 

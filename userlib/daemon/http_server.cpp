@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "metrics_server.h"
+#include "http_server.h"
 
 #include <chrono>
 #include <optional>
@@ -24,7 +24,7 @@ constexpr std::size_t kMaxRequestBytes = 8192;
 /// One connection: requests in turn until the client closes or times out.
 class session : public std::enable_shared_from_this<session> {
 public:
-    session(tcp::socket s, const metrics_server::render_fn& render) : m_stream(std::move(s)), m_render(render) {}
+    session(tcp::socket s, const http_server::handler_fn& handler) : m_stream(std::move(s)), m_handler(handler) {}
     void start() { read(); }
 
 private:
@@ -43,22 +43,24 @@ private:
         const auto& req = m_parser->get();
         if (req.method() != http::verb::get && req.method() != http::verb::head)
             return reply(http::status::method_not_allowed, "only GET\n", req.keep_alive());
-        if (req.target() != "/metrics") return reply(http::status::not_found, "only /metrics\n", req.keep_alive());
-        std::string body;
+        http_server::reply r;
         try {
-            body = m_render();
+            r = m_handler(std::string(req.target()));
         } catch (const std::exception& e) {
             return reply(http::status::internal_server_error, std::string(e.what()) + "\n", false);
         }
-        reply(http::status::ok, std::move(body), req.keep_alive(), "text/plain; version=0.0.4; charset=utf-8",
+        reply(http::int_to_status(r.status), std::move(r.body), req.keep_alive(), r.type,
               req.method() == http::verb::head);
     }
     /// @head: the headers of the answer, its Content-Length included, no body.
-    void reply(http::status st, std::string body, bool keep, const char* type = "text/plain; charset=utf-8",
+    void reply(http::status st, std::string body, bool keep, const std::string& type = "text/plain; charset=utf-8",
                bool head = false) {
         auto res = std::make_shared<http::response<http::string_body>>(st, 11);
         res->set(http::field::server, "odl-daemon");
         res->set(http::field::content_type, type);
+        // Nothing the daemon serves may be framed or cached by another page.
+        res->set(http::field::cache_control, "no-store");
+        res->set("X-Frame-Options", "DENY");
         res->keep_alive(keep);
         res->body() = std::move(body);
         res->prepare_payload();
@@ -77,33 +79,33 @@ private:
     beast::tcp_stream m_stream;
     beast::flat_buffer m_buf;
     std::optional<http::request_parser<http::string_body>> m_parser;
-    metrics_server::render_fn m_render;
+    http_server::handler_fn m_handler;
 };
 
 }  // namespace
 
-struct metrics_server::impl {
+struct http_server::impl {
     asio::io_context io{1};
     tcp::acceptor acceptor{io};
-    render_fn render;
+    handler_fn handler;
 
     void accept() {
         acceptor.async_accept([this](beast::error_code ec, tcp::socket s) {
             if (ec == asio::error::operation_aborted) return;
-            if (!ec) std::make_shared<session>(std::move(s), render)->start();
+            if (!ec) std::make_shared<session>(std::move(s), handler)->start();
             accept();
         });
     }
 };
 
-metrics_server::metrics_server(const std::string& address, uint16_t port, render_fn render)
+http_server::http_server(const std::string& what, const std::string& address, uint16_t port, handler_fn handler)
     : m_impl(std::make_unique<impl>()) {
-    m_impl->render = std::move(render);
+    m_impl->handler = std::move(handler);
     beast::error_code ec;
     const auto addr = asio::ip::make_address(address == "localhost" ? "127.0.0.1" : address, ec);
-    if (ec) throw std::runtime_error("metrics: '" + address + "' is not an IP address (127.0.0.1, ::1 or localhost)");
+    if (ec) throw std::runtime_error(what + ": '" + address + "' is not an IP address (127.0.0.1, ::1 or localhost)");
     if (!addr.is_loopback())
-        throw std::runtime_error("metrics: " + address + " is not a loopback address: the endpoint is for this host only");
+        throw std::runtime_error(what + ": " + address + " is not a loopback address: it is for this host only");
     const tcp::endpoint ep(addr, port);
     auto& a = m_impl->acceptor;
     a.open(ep.protocol(), ec);
@@ -111,14 +113,14 @@ metrics_server::metrics_server(const std::string& address, uint16_t port, render
     if (!ec) a.bind(ep, ec);
     if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
     if (ec)
-        throw std::runtime_error("metrics: cannot listen on " + address + " port " + std::to_string(port) + ": " +
+        throw std::runtime_error(what + ": cannot listen on " + address + " port " + std::to_string(port) + ": " +
                                  ec.message());
     m_port = a.local_endpoint().port();
     m_impl->accept();
     m_thread = std::thread([this] { m_impl->io.run(); });
 }
 
-metrics_server::~metrics_server() {
+http_server::~http_server() {
     m_impl->io.stop();
     if (m_thread.joinable()) m_thread.join();
 }
