@@ -37,6 +37,8 @@ wait_gone() {
 	return 1
 }
 export ODL_SIM_SOCKET=$tmp/sim.sock
+# The hand-made programs below speak the protocol through sim_proto.py.
+export PYTHONPATH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)${PYTHONPATH:+:$PYTHONPATH}
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 
 # start_server ARGS...: odl-linkd --sim on $ODL_SIM_SOCKET, waits for it.
@@ -161,17 +163,12 @@ start_server
 # by acknowledgements arriving in time.
 ctl cable unplug >/dev/null
 python3 - "$ODL_SIM_SOCKET" <<'PY' || fail "could not send the garbage"
-import mmap, os, socket, struct, sys
-MAGIC, VERSION, SLOTS, SLOT, DESC, HDR = 0x4d53444f, 3, 512, 64 + 4096, 32, 384
-SIZE = HDR + SLOTS * SLOT + SLOTS * DESC
+import socket, struct, sys
+from sim_proto import HDR, MAGIC, SLOT, connect, msg, rings
+from sim_proto import hello as hello_payload
+hello = hello_payload(pid=1234)
 def conn():
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.connect(sys.argv[1])
-    return s
-hello = struct.pack("<IHBBIII I40s", MAGIC, VERSION, 0xff, 0, 0, 0, 1234, 0, b"")
-def msg(t, payload=b"", seq=0, flags=0, length=None):
-    n = len(payload) if length is None else length
-    return struct.pack("<HHIQQQ", t, flags, n, seq, 0, 0) + payload
+    return connect(sys.argv[1])
 def drain(s):
     s.settimeout(5)
     try:
@@ -180,12 +177,6 @@ def drain(s):
     except (socket.timeout, ConnectionResetError):
         pass
     s.close()
-def rings(size=SIZE):
-    fd = os.memfd_create("garbage")
-    os.ftruncate(fd, size)
-    m = mmap.mmap(fd, size)
-    struct.pack_into("<III", m, 0, MAGIC, VERSION, SLOTS)
-    return fd, m
 for bad in [b"\x01\x02", msg(6),                                 # WAKE before HELLO
             msg(1, hello, length=10),                             # length lies
             msg(1, hello.replace(struct.pack("<I", MAGIC), b"\0" * 4)),
@@ -226,19 +217,13 @@ stop_server
 step "a program that says goodbye with the server's messages unread ends in order (nothing logged)"
 start_server
 python3 - "$ODL_SIM_SOCKET" <<'PY' || fail "could not say goodbye"
-import mmap, os, socket, struct, sys, time
-MAGIC, VERSION, SLOTS, SLOT, DESC, HDR = 0x4d53444f, 3, 512, 64 + 4096, 32, 384
-SIZE = HDR + SLOTS * SLOT + SLOTS * DESC
-hello = struct.pack("<IHBBIII I40s", MAGIC, VERSION, 0xff, 0, 0, 0, os.getpid(), 0, b"")
-fd = os.memfd_create("bye")
-os.ftruncate(fd, SIZE)
-m = mmap.mmap(fd, SIZE)
-struct.pack_into("<III", m, 0, MAGIC, VERSION, SLOTS)
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(sys.argv[1])
-socket.send_fds(s, [struct.pack("<HHIQQQ", 1, 0, len(hello), 0, 0, 0) + hello], [fd])
-time.sleep(0.3)                                     # the server's HELLO and LINK wait, unread
-s.send(struct.pack("<HHIQQQ", 5, 0, 0, 1, 0, 0))    # BYE, then close: Linux resets the connection
+import socket, sys, time
+from sim_proto import BYE, HELLO, connect, hello, msg, rings
+fd, m = rings(name="bye")
+s = connect(sys.argv[1])
+socket.send_fds(s, [msg(HELLO, hello())], [fd])
+time.sleep(0.3)                     # the server's HELLO and LINK wait, unread
+s.send(msg(BYE, seq=1))             # then close: Linux resets the connection
 s.close()
 PY
 sleep 0.5
@@ -249,21 +234,14 @@ stop_server
 step "each program sees its peer's rings read-only"
 start_server
 python3 - "$ODL_SIM_SOCKET" <<'PY' || fail "the peer's ring memory"
-import mmap, os, socket, struct, sys
-MAGIC, VERSION, SLOTS, SLOT, DESC, HDR = 0x4d53444f, 3, 512, 64 + 4096, 32, 384
-SIZE = HDR + SLOTS * SLOT + SLOTS * DESC
-hello = struct.pack("<IHBBIII I40s", MAGIC, VERSION, 0xff, 0, 0, 0, os.getpid(), 0, b"")
-msg = struct.pack("<HHIQQQ", 1, 0, len(hello), 0, 0, 0) + hello
+import mmap, socket, struct, sys
+from sim_proto import HELLO, MAGIC, PEER, SIZE, SLOTS, VERSION, connect, hello, msg, rings
 ends = []
 for name in ("a", "b"):
-    fd = os.memfd_create(name)
-    os.ftruncate(fd, SIZE)
-    m = mmap.mmap(fd, SIZE)
-    struct.pack_into("<III", m, 0, MAGIC, VERSION, SLOTS)
+    fd, m = rings(name=name)
     struct.pack_into("<I", m, 12, 0xabc0 + len(ends))   # reserved: tells the two apart
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.connect(sys.argv[1])
-    socket.send_fds(s, [msg], [fd])
+    s = connect(sys.argv[1])
+    socket.send_fds(s, [msg(HELLO, hello())], [fd])
     ends.append((s, m))
 s, _ = ends[1]
 s.settimeout(5)
@@ -271,7 +249,7 @@ peer = None
 for _ in range(4):
     data, fds, _, _ = socket.recv_fds(s, 256, 1)
     t, arg = struct.unpack_from("<H", data)[0], struct.unpack_from("<Q", data, 24)[0]
-    if t == 7:
+    if t == PEER:
         assert len(fds) == 1 and arg != 0, (fds, arg)
         peer = fds[0]
         break
@@ -297,9 +275,9 @@ s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.bind(sys.argv[1]); s.listen(1)
 c, _ = s.accept()
 c.recv(8192)
-hello = struct.pack("<IHBBIII I40s", 0x4d53444f, 3, 0, 0, 10000, 256, os.getpid(), 0, b"fake")
-c.send(struct.pack("<HHIQQQ", 1, 0, len(hello), 0, 0, 0) + hello)
-c.send(struct.pack("<HHIQQQ", 4, 0, 0, 1, 0, 7))                 # LINK with unknown bits
+from sim_proto import HELLO, LINK, hello, msg
+c.send(msg(HELLO, hello(end=0, rate=10000, window=256, profile=b"fake")))
+c.send(msg(LINK, seq=1, arg=7))                                   # LINK with unknown bits
 c.settimeout(10)
 try:
     c.recv(8192)

@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: MIT
+"""The sim protocol as sim_backend_test.sh's hand-made programs speak it:
+include/odl/wire/sim.h, version 3, in one place for every snippet."""
+import mmap
+import os
+import socket
+import struct
+
+MAGIC, VERSION, SLOTS, SLOT, DESC, HDR = 0x4d53444F, 3, 512, 64 + 4096, 32, 384
+SIZE = HDR + SLOTS * SLOT + SLOTS * DESC
+HELLO, LINK, BYE, WAKE, PEER = 1, 4, 5, 6, 7
+
+
+def hello(end=0xFF, pid=None, version=VERSION, rate=0, window=0, profile=b""):
+    """A HELLO payload (struct odl_sim_hello)."""
+    return struct.pack("<IHBBIII I40s", MAGIC, version, end, 0, rate, window,
+                       os.getpid() if pid is None else pid, 0, profile)
+
+
+def msg(kind, payload=b"", seq=0, flags=0, length=None, arg=0):
+    """A control datagram: header (struct odl_sim_hdr) and payload."""
+    n = len(payload) if length is None else length
+    return struct.pack("<HHIQQQ", kind, flags, n, seq, 0, arg) + payload
+
+
+def rings(size=SIZE, name="rings"):
+    """A program's ring memory: (memfd, its mapping) with the header set."""
+    fd = os.memfd_create(name)
+    os.ftruncate(fd, size)
+    m = mmap.mmap(fd, size)
+    struct.pack_into("<III", m, 0, MAGIC, VERSION, SLOTS)
+    return fd, m
+
+
+def connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(path)
+    return s
