@@ -24,7 +24,10 @@
 #   a half-deployed pair (odl removed from b): exit 41 naming b;
 #   a host key that does not match: exit 40 naming it;
 #   a vanished host (QEMU B killed): exit 40 naming b, bounded; a rerun of
-#   check still answers for a.
+#   check still answers for a;
+#   odl-daemon's status page on a (turned on with a drop-in), reached through
+#   an SSH tunnel and loaded in headless Chromium here: the peer and the
+#   device shown; after an unplug its data says no peer, timed.
 # Usage: hil_vm_test.sh ODL_BINARY [--kernel 6.12|6.1]
 # Environment: ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR
 set -euo pipefail
@@ -55,7 +58,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 77
 fi
 tmp=$(mktemp -d /tmp/odl-hil-test.XXXXXX)
-trap '"$tb" down quiet >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+tunnel=
+trap '[ -n "$tunnel" ] && kill "$tunnel" 2>/dev/null; "$tb" down quiet >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 
 # Runs odl hil with a bound; sets rc, out, err.
 hil() {
@@ -147,24 +151,66 @@ prop() { # HOST PROPERTY: the device's property as busctl prints it ('s "connect
 }
 [ "$(prop a State)" = 's "connected"' ] || fail "a's daemon: State is $(prop a State), want connected"
 [ "$(prop a XDomain)" = 's "0-1"' ] || fail "a's daemon: XDomain is $(prop a XDomain)"
+# The status page: on with a drop-in (as an administrator would), reached
+# from here through an SSH tunnel, as a user at the host's own browser would.
+ssh_a 'mkdir -p /etc/systemd/system/odl-daemon.service.d &&
+	printf "[Service]\nExecStart=\nExecStart=/usr/bin/odl-daemon --status-page 8465\n" \
+		>/etc/systemd/system/odl-daemon.service.d/page.conf &&
+	systemctl daemon-reload && systemctl restart odl-daemon'
+for _ in $(seq 1 40); do
+	url=$(ssh_a 'busctl call org.odinlink.Daemon1 /org/odinlink/Daemon1 org.odinlink.Daemon1 StatusPage' 2>/dev/null |
+		sed -n 's|^s "\(http://127.0.0.1:8465/?token=[0-9a-f]*\)"$|\1|p') && [ -n "$url" ] && break
+	sleep 0.25
+done
+[ -n "$url" ] || fail "a's daemon gave no status page address: $(ssh_a 'systemctl status odl-daemon --no-pager 2>&1 | tail -n 5')"
+lport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+ssh -F /dev/null -o BatchMode=yes -o UserKnownHostsFile="$ODL_VM_DIR/hil/known_hosts" \
+	-o IdentityFile="$ODL_VM_DIR/hil/id_ed25519" -o IdentitiesOnly=yes -o ConnectTimeout=10 \
+	-o ExitOnForwardFailure=yes -N -L "127.0.0.1:$lport:127.0.0.1:8465" \
+	-p "$(cat "$ODL_VM_DIR/A.ssh_port")" root@127.0.0.1 &
+tunnel=$!
+page="http://127.0.0.1:$lport/?token=${url#*token=}"
+state() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
+	"http://127.0.0.1:$lport/api/state?token=${url#*token=}" 2>/dev/null; }
+for _ in $(seq 1 40); do state >/dev/null && break; sleep 0.25; done
+dom=$(timeout 90 chromium --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$tmp/chromium" \
+	--virtual-time-budget=3000 --dump-dom "$page" 2>"$tmp/chromium.log") || fail "chromium: $(tail -n 5 "$tmp/chromium.log")"
+echo "$dom" | grep -q 'data-state="live"' && echo "$dom" | grep -q '/dev/odl_tb5_0' ||
+	fail "a's status page does not show the device: $(echo "$dom" | head -c 2000)"
 # The signals a client of a's daemon gets (a monitor as root: no policy in the way).
 ssh_a "(timeout 90 dbus-monitor --system \"type='signal',path_namespace='/org/odinlink/Daemon1'\" </dev/null >/tmp/odl-signals.log 2>&1 &)"
 sleep 1
 "$tb" cable unplug >/dev/null
 t0=$SECONDS
+ms0=$(date +%s%N)
+page_ms=
 for _ in $(seq 1 40); do
-	ssh_a 'grep -q "member=InterfacesRemoved" /tmp/odl-signals.log' && break
+	[ -z "$page_ms" ] && state | python3 -c 'import json, sys; sys.exit(0 if not json.load(sys.stdin)["peers"] else 1)' &&
+		page_ms=$((($(date +%s%N) - ms0) / 1000000))
+	ssh_a 'grep -q "member=InterfacesRemoved" /tmp/odl-signals.log' && [ -n "$page_ms" ] && break
 	sleep 0.25
 done
 ssh_a 'grep -q "member=InterfacesRemoved" /tmp/odl-signals.log' ||
 	fail "a's daemon: no InterfacesRemoved within 10 s of the unplug: $(ssh_a 'cat /tmp/odl-signals.log')"
+[ -n "$page_ms" ] || fail "a's status page still shows the peer 10 s after the unplug: $(state)"
 unplug_s=$((SECONDS - t0))
+dom=$(timeout 90 chromium --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$tmp/chromium" \
+	--virtual-time-budget=1500 --dump-dom "$page" 2>>"$tmp/chromium.log") || true
+echo "$dom" | grep -q 'No peer host is connected' || fail "a's status page after the unplug: $(echo "$dom" | head -c 2000)"
+if grep -q 'CONSOLE\|Uncaught' "$tmp/chromium.log"; then fail "the status page logged: $(grep 'CONSOLE\|Uncaught' "$tmp/chromium.log")"; fi
+echo "ok: the status page's data said no peer $page_ms ms after the unplug (read every 0.25 s through the tunnel; the page reads it every 0.5 s)"
 "$tb" cable plug >/dev/null
 for _ in $(seq 1 120); do
 	[ "$(prop a State)" = 's "connected"' ] && [ "$(prop b State)" = 's "connected"' ] && break
 	sleep 0.5
 done
 [ "$(prop a State)" = 's "connected"' ] || fail "a's daemon after the replug: State $(prop a State)"
+state | python3 -c 'import json, sys; p = json.load(sys.stdin)["peers"]; sys.exit(0 if p and p[0]["devices"] else 1)' ||
+	fail "a's status page does not show the peer again after the replug: $(state)"
+kill "$tunnel" 2>/dev/null || true
+wait "$tunnel" 2>/dev/null || true
+tunnel=
+ssh_a 'rm -r /etc/systemd/system/odl-daemon.service.d && systemctl daemon-reload'
 ssh_a 'grep -q "member=InterfacesAdded" /tmp/odl-signals.log && grep -q "member=PropertiesChanged" /tmp/odl-signals.log' ||
 	fail "a's daemon: no InterfacesAdded / PropertiesChanged after the replug: $(ssh_a 'cat /tmp/odl-signals.log')"
 ssh_a 'pkill -x dbus-monitor || true; journalctl -u odl-daemon --no-pager -q -p warning' >"$tmp/daemon-warnings.txt" || true
