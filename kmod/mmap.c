@@ -251,7 +251,7 @@ int odl_ioctl_map_info(struct odl_tb5 *odl, void __user *uarg)
 
 	/* No read(), write() or post runs while the file changes mode. */
 	down_write(&odl->io_rwsem);
-	if (!odl->svc) {
+	if (!odl->svc || READ_ONCE(odl->gone)) {
 		up_write(&odl->io_rwsem);
 		return -ENODEV;
 	}
@@ -462,7 +462,8 @@ int odl_post_entries(struct odl_tb5 *odl, void __user *uarg, size_t esize,
 				   (u64)done * esize, k * esize))
 			return done ? done : -EFAULT;
 		down_read(&odl->io_rwsem);
-		if (!odl->svc) {
+		/* Gone as soon as INFO says so, not once removal is done. */
+		if (!odl->svc || READ_ONCE(odl->gone)) {
 			up_read(&odl->io_rwsem);
 			return done ? done : -ENODEV;
 		}
