@@ -323,7 +323,6 @@ void sim_server::run() {
         const timespec ts{time_t(wait_ns < k_spin_ns ? 0 : (wait_ns - k_spin_ns) / 1'000'000'000u),
                           long(wait_ns < k_spin_ns ? 0 : (wait_ns - k_spin_ns) % 1'000'000'000u)};
         const int r = ::ppoll(pfds.data(), pfds.size(), &ts, nullptr);
-        m_last_poll_ns = wall_ns();
         for (auto& c : m_clients)
             if (c->shm) __atomic_store_n(&c->shm->server_waiting, 0u, __ATOMIC_SEQ_CST);
         if (r > 0) {  // else EINTR: stop() is checked next
@@ -336,7 +335,7 @@ void sim_server::run() {
                 if (pfds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) serve(c);
             }
         }
-        turn_start = wall_ns();
+        turn_start = m_last_poll_ns = wall_ns();  // the sockets were just polled
         m_prof.poll_ns += turn_start - after_put;
     }
     for (auto& c : m_clients)
