@@ -23,6 +23,8 @@ void add_link_command(CLI::App& app);
 void add_vm_command(CLI::App& app);
 /// Adds `odl package [--build-dir D] [--out D]`: the Debian packages (cpack).
 void add_package_command(CLI::App& app);
+/// Adds `odl pair`, `odl files serve DIR` and `odl cp`: the file service.
+void add_files_commands(CLI::App& app);
 /// Adds `odl hil check|deploy <inventory>`: a pair of hosts over SSH (hil/).
 void add_hil_command(CLI::App& app);
 

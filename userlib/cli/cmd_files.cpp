@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: MIT
+// The file service's commands: `odl pair` (make a key with the peer host),
+// `odl files serve DIR` (serve a folder to paired peers) and `odl cp`
+// (push and pull files and trees, verified and resumable). docs/files.md.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "files/client.h"
+#include "files/safe_dir.h"
+#include "files/server.h"
+#include "files/session.h"
+
+namespace odl::cli {
+namespace {
+
+using nlohmann::json;
+namespace fl = odl::files;
+
+std::atomic<bool> g_stop{false};
+
+void on_signal(int) { g_stop.store(true); }
+
+/// SIGINT and SIGTERM raise the stop flag (waits end within 0.2 s) instead
+/// of killing the process mid-write; a second one kills it.
+void catch_signals() {
+    struct sigaction sa{};
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+}
+
+struct link_opts {
+    std::string backend = "kernel";
+    uint32_t device = 0;
+    std::string keys;
+    double connect_timeout_s = 10;
+};
+
+void add_link_opts(CLI::App* cmd, link_opts& o) {
+    cmd->add_option("--backend,-b", o.backend, "kernel (odl_tb5) | loopback | sim")->capture_default_str();
+    cmd->add_option("--device,-d", o.device, "Device index leading to the peer")->capture_default_str();
+    cmd->add_option("--keys", o.keys, "Folder of pair keys (default: $ODL_KEYS_DIR, /etc/odl/pairs for root, "
+                                      "else ~/.config/odl/pairs)");
+}
+
+std::string keys_dir(const link_opts& o) { return o.keys.empty() ? fl::default_keys_dir() : o.keys; }
+
+std::unique_ptr<odl::device> open_dev(const link_opts& o, uint64_t timeout_ns) {
+    odl::open_params p;
+    p.backend = o.backend.c_str();
+    p.index = o.device;
+    p.num_streams = 1;
+    p.connect_timeout_ns = timeout_ns;
+    return std::make_unique<odl::device>(p);
+}
+
+[[noreturn]] void die(const std::string& cmd, const std::string& msg, int code = 1) {
+    std::fprintf(stderr, "odl: %s: %s\n", cmd.c_str(), msg.c_str());
+    std::exit(code);
+}
+
+uint32_t parse_chunk(const std::string& s) {
+    size_t pos = 0;
+    unsigned long v = 0;
+    try {
+        v = std::stoul(s, &pos);
+    } catch (const std::exception&) {
+        die("cp", fmt::format("bad --chunk '{}' (examples: 64K, 1M)", s));
+    }
+    const std::string unit = s.substr(pos);
+    if (unit == "K" || unit == "KiB") v <<= 10;
+    else if (unit == "M" || unit == "MiB") v <<= 20;
+    else if (!unit.empty() && unit != "B") die("cp", fmt::format("bad --chunk unit in '{}'", s));
+    if (!odl_files_chunk_ok(uint32_t(v)) || v > ODL_FILES_CHUNK_MAX)
+        die("cp", fmt::format("--chunk {}: want a power of two from 4K to 4M", s));
+    return uint32_t(v);
+}
+
+std::string host_name() {
+    char buf[ODL_FILES_NODE_MAX] = {};
+    if (::gethostname(buf, sizeof(buf) - 1) != 0 || !buf[0]) return "host";
+    return buf;
+}
+
+// --- odl pair ---------------------------------------------------------------
+
+struct pair_cli {
+    link_opts link;
+    std::string name;
+    bool yes = false;
+    double timeout_s = 60;
+};
+
+void run_pair(const pair_cli& c) {
+    const fl::pair_store store(keys_dir(c.link));
+    fl::pairing p;
+    try {
+        auto dev = open_dev(c.link, uint64_t(c.timeout_s * 1e9));
+        fl::channel ch(*dev, ODL_FILES_FROM_CLIENT, &g_stop);
+        p = fl::pair_over(ch, c.name.empty() ? host_name() : c.name, uint64_t(c.timeout_s * 1e9));
+        ch.flush(2'000'000'000ull);
+    } catch (const odl::error& e) {
+        die("pair", fmt::format("{} device {}: {} (run `odl pair` on the peer host too)", c.link.backend,
+                                c.link.device, e.what()));
+    } catch (const std::exception& e) {
+        die("pair", e.what());
+    }
+    std::printf("peer %s, pairing code %s\n", p.record.peer_name.c_str(), p.code.c_str());
+    if (!c.yes) {
+        if (!::isatty(STDIN_FILENO)) die("pair", "not saved: compare the code on both hosts, then rerun with --yes");
+        std::printf("Does the peer host show the same code? [y/N] ");
+        std::fflush(stdout);
+        std::string answer;
+        std::getline(std::cin, answer);
+        if (answer != "y" && answer != "Y" && answer != "yes") die("pair", "not saved (codes not confirmed)");
+    }
+    try {
+        const std::string path = store.save(p.record);
+        std::printf("paired with %s: key %s saved in %s\n", p.record.peer_name.c_str(), fl::hex(p.record.id).c_str(),
+                    path.c_str());
+    } catch (const std::exception& e) {
+        die("pair", e.what());
+    }
+}
+
+// --- odl files serve ----------------------------------------------------------
+
+struct serve_cli {
+    link_opts link;
+    std::string dir;
+    bool once = false;
+    bool verbose = false;
+    std::string max_chunk = "4M";
+};
+
+void run_serve(const serve_cli& c) {
+    fl::unique_fd root(::open(c.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root) die("files serve", fmt::format("{}: {}", c.dir, std::strerror(errno)));
+    const fl::pair_store store(keys_dir(c.link));
+    try {
+        if (store.all().empty())
+            die("files serve", fmt::format("no paired peer in {} (run `odl pair` on both hosts first)", store.dir()));
+    } catch (const fl::pair_store_error& e) {
+        die("files serve", e.what());
+    }
+    const bool verbose = c.verbose;
+    fl::file_server server(root.get(), store, [verbose](const std::string& line) {
+        // Sessions and their ends are routine (-v); refusals always show.
+        const bool routine = line.rfind("session with", 0) == 0 || line.find("said goodbye") != std::string::npos;
+        if (verbose || !routine) std::fprintf(stderr, "odl files: %s\n", line.c_str());
+    }, parse_chunk(c.max_chunk));
+    catch_signals();
+    while (!g_stop.load()) {
+        std::unique_ptr<odl::device> dev;
+        try {
+            dev = open_dev(c.link, 500'000'000ull);  // short: the stop flag is looked at in between
+        } catch (const odl::error& e) {
+            if (e.status() == ODL_ERR_TIMEOUT) continue;
+            die("files serve", fmt::format("{} device {}: {}", c.link.backend, c.link.device, e.what()));
+        }
+        server.serve(*dev, &g_stop);
+        if (c.once) break;
+    }
+    const auto& k = server.counters();
+    if (verbose)
+        std::fprintf(stderr, "odl files: %llu session(s), %llu file(s) in, %llu out, %llu refused, %llu hash mismatch(es)\n",
+                     (unsigned long long)k.sessions, (unsigned long long)k.files_in, (unsigned long long)k.files_out,
+                     (unsigned long long)k.refused, (unsigned long long)k.hash_mismatches);
+}
+
+// --- odl cp -------------------------------------------------------------------
+
+struct cp_cli {
+    link_opts link;
+    std::vector<std::string> args;
+    bool recursive = false;
+    std::string peer;
+    std::string chunk = "1M";
+    double retry_for_s = 30;
+    bool json_out = false;
+    bool quiet = false;
+};
+
+constexpr const char* kPeer = "peer:";
+
+bool is_remote(const std::string& s) { return s.rfind(kPeer, 0) == 0; }
+
+std::string human(double bytes) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 4) {
+        bytes /= 1024;
+        u++;
+    }
+    return fmt::format("{:.1f} {}", bytes, units[u]);
+}
+
+void run_cp(const cp_cli& c) {
+    if (c.args.size() < 2) die("cp", "want SOURCE... DEST, one side prefixed 'peer:'");
+    const std::string dest = c.args.back();
+    std::vector<std::string> sources(c.args.begin(), c.args.end() - 1);
+    size_t remote_sources = 0;
+    for (const auto& s : sources) remote_sources += is_remote(s);
+    const bool push = is_remote(dest);
+    if (push && remote_sources) die("cp", "both sides are on the peer: one side must be local");
+    if (!push && remote_sources != sources.size())
+        die("cp", "either DEST or every SOURCE starts with 'peer:' (the folder the peer serves)");
+    for (auto& s : sources)
+        if (!push) s = s.substr(std::strlen(kPeer));
+
+    fl::pair_record pair;
+    try {
+        pair = fl::pair_store(keys_dir(c.link)).choose(c.peer);
+    } catch (const fl::pair_store_error& e) {
+        die("cp", e.what());
+    }
+    fl::copy_options opt;
+    opt.recursive = c.recursive;
+    opt.chunk = parse_chunk(c.chunk);
+    opt.retry_for_ns = uint64_t(c.retry_for_s * 1e9);
+    const bool show = !c.quiet && ::isatty(STDERR_FILENO);
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    auto last = start;
+    auto progress = [&](const std::string& name, uint64_t done, uint64_t size) {
+        const auto now = clock::now();
+        if (!show || (now - last < std::chrono::milliseconds(250) && done != size)) return;
+        last = now;
+        std::fprintf(stderr, "\r%s  %s / %s\033[K", name.c_str(), human(double(done)).c_str(), human(double(size)).c_str());
+    };
+    auto note = [&](const std::string& line) {
+        if (show) std::fprintf(stderr, "\r\033[K");
+        std::fprintf(stderr, "odl: cp: %s\n", line.c_str());
+    };
+    const link_opts link = c.link;
+    auto open = [link]() { return open_dev(link, uint64_t(link.connect_timeout_s * 1e9)); };
+    catch_signals();
+    fl::file_client client(open, pair, opt, &g_stop, note, progress);
+    int rc = 0;
+    std::string failure;
+    try {
+        if (push)
+            client.push(sources, dest.substr(std::strlen(kPeer)));
+        else
+            client.pull(sources, dest);
+        client.close();
+    } catch (const fl::stopped&) {
+        failure = "stopped (a rerun resumes where this one ended)";
+        rc = 130;
+    } catch (const std::exception& e) {
+        failure = e.what();
+        rc = 1;
+    }
+    if (show) std::fprintf(stderr, "\r\033[K");
+    const double secs = std::chrono::duration<double>(clock::now() - start).count();
+    const auto& r = client.report();
+    if (c.json_out) {
+        const json out{{"direction", push ? "push" : "pull"},
+                       {"ok", rc == 0},
+                       {"error", failure},
+                       {"files", r.files},
+                       {"dirs", r.dirs},
+                       {"bytes", r.bytes},
+                       {"resumed_bytes", r.resumed_bytes},
+                       {"total_bytes", r.total_bytes},
+                       {"seconds", secs},
+                       {"gbps", secs > 0 ? double(r.bytes) * 8 / secs / 1e9 : 0.0},
+                       {"reconnects", r.reconnects},
+                       {"hash_mismatches", r.hash_mismatches},
+                       {"skipped", r.skipped}};
+        std::printf("%s\n", out.dump(2).c_str());
+    } else if (rc == 0 && !c.quiet) {
+        std::fprintf(stderr, "odl: cp: %llu file(s), %s in %.2f s (%.2f Gb/s), SHA-256 checked%s\n",
+                     (unsigned long long)r.files, human(double(r.bytes)).c_str(), secs,
+                     secs > 0 ? double(r.bytes) * 8 / secs / 1e9 : 0.0,
+                     r.resumed_bytes ? fmt::format(", {} resumed", human(double(r.resumed_bytes))).c_str() : "");
+    }
+    if (rc) die("cp", failure, rc);
+}
+
+}  // namespace
+
+void add_files_commands(CLI::App& app) {
+    auto pc = std::make_shared<pair_cli>();
+    auto* pair = app.add_subcommand("pair", "Make a key with the peer host (run on both; compare the code)");
+    add_link_opts(pair, pc->link);
+    pair->add_option("--name", pc->name, "This host's name as the peer will know it (default: host name)");
+    pair->add_flag("--yes,-y", pc->yes, "Save without asking (scripts that trust the cable)");
+    pair->add_option("--timeout", pc->timeout_s, "Seconds to wait for the peer")->capture_default_str();
+    pair->callback([pc] { run_pair(*pc); });
+
+    auto* files = app.add_subcommand("files", "The file service");
+    files->require_subcommand(1);
+    auto sc = std::make_shared<serve_cli>();
+    auto* serve = files->add_subcommand("serve", "Serve folder DIR to paired peers (odl cp's other end)");
+    serve->add_option("dir", sc->dir, "Folder to serve")->required();
+    add_link_opts(serve, sc->link);
+    serve->add_flag("--once", sc->once, "End after one session");
+    serve->add_flag("--verbose,-v", sc->verbose, "Log every session");
+    serve->add_option("--max-chunk", sc->max_chunk, "Largest DATA message granted")->capture_default_str();
+    serve->callback([sc] { run_serve(*sc); });
+
+    auto cc = std::make_shared<cp_cli>();
+    auto* cp = app.add_subcommand("cp", "Copy files to or from the peer's served folder: "
+                                        "odl cp [-r] SRC... peer:DEST | odl cp [-r] peer:SRC... DEST");
+    cp->add_option("paths", cc->args, "Sources then destination; 'peer:' marks the peer's side")->required();
+    add_link_opts(cp, cc->link);
+    cp->add_flag("--recursive,-r", cc->recursive, "Copy directory trees");
+    cp->add_option("--peer", cc->peer, "Which pairing to use (its peer name) when there are several");
+    cp->add_option("--chunk", cc->chunk, "Bytes per DATA message, 4K..4M")->capture_default_str();
+    cp->add_option("--retry-for", cc->retry_for_s, "Seconds to keep reconnecting after a lost link (resumes)")
+        ->capture_default_str();
+    cp->add_flag("--json", cc->json_out, "Report as JSON on stdout");
+    cp->add_flag("--quiet,-q", cc->quiet, "No progress or summary");
+    cp->callback([cc] { run_cp(*cc); });
+}
+
+}  // namespace odl::cli

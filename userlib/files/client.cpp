@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: MIT
+#include "client.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "session.h"
+#include "transfer.h"
+
+namespace odl::files {
+
+namespace fs = std::filesystem;
+
+struct file_client::job {
+    enum kind_t { push_file, push_dir, pull_file, pull_dir } kind;
+    std::string local, remote;
+    uint32_t mode = 0755;
+};
+
+namespace {
+
+uint64_t now_ns() {
+    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now().time_since_epoch())
+                        .count());
+}
+
+std::string strip_slashes(std::string s) {
+    while (s.size() > 1 && s.back() == '/') s.pop_back();
+    return s;
+}
+
+std::string base_name(const std::string& p) {
+    const std::string s = strip_slashes(p);
+    const size_t slash = s.rfind('/');
+    return slash == std::string::npos ? s : s.substr(slash + 1);
+}
+
+std::string join(const std::string& dir, const std::string& name) {
+    if (dir.empty()) return name;
+    return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+void check_remote(const std::string& p, bool allow_empty) {
+    if (const char* why = odl_files_path_check(p.data(), p.size(), allow_empty))
+        throw copy_error(fmt::format("peer:{}: {} (peer paths are relative to the folder the peer serves)", p, why));
+}
+
+/// The peer answered a request with ERROR: that, or a protocol error.
+[[noreturn]] void unexpected(const message& m, const char* want) {
+    if (m.type == ODL_FILES_ERROR) throw error_of(m);
+    throw protocol_error(fmt::format("peer sent message type {} where {} was due", m.type, want));
+}
+
+}  // namespace
+
+file_client::file_client(open_fn open, pair_record pair, copy_options opt, const std::atomic<bool>* stop,
+                         note_fn note, progress_fn progress)
+    : m_open(std::move(open)), m_pair(std::move(pair)), m_opt(opt), m_stop(stop), m_note(std::move(note)),
+      m_progress(std::move(progress)) {}
+
+file_client::~file_client() {
+    try {
+        close();
+    } catch (...) {
+        // Closing quietly: the peer notices the device closing.
+    }
+}
+
+void file_client::close() {
+    if (m_ch) {
+        m_ch->send(ODL_FILES_BYE, nullptr, 0);
+        m_ch->flush(2'000'000'000ull);
+    }
+    m_ch.reset();
+    m_dev.reset();
+}
+
+void file_client::connect() {
+    m_ch.reset();
+    m_dev.reset();
+    m_dev = m_open();
+    m_ch = std::make_unique<channel>(*m_dev, ODL_FILES_FROM_CLIENT, m_stop);
+    client_hello(*m_ch, m_pair, m_opt.chunk, m_opt.answer_timeout_ns);
+}
+
+void file_client::push(const std::vector<std::string>& sources, const std::string& dest_in) {
+    const std::string dest = strip_slashes(dest_in);
+    const bool into_dir = dest.empty() || dest_in.back() == '/' || sources.size() > 1;
+    std::vector<job> jobs;
+    for (const auto& src : sources) {
+        struct stat st{};
+        if (::stat(src.c_str(), &st) != 0) throw copy_error(fmt::format("{}: {}", src, std::strerror(errno)));
+        const std::string remote = into_dir ? join(dest == "/" ? "" : dest, base_name(src)) : dest;
+        check_remote(remote, false);
+        if (S_ISREG(st.st_mode)) {
+            jobs.push_back({job::push_file, src, remote});
+            continue;
+        }
+        if (!S_ISDIR(st.st_mode)) throw copy_error(fmt::format("{}: not a regular file or directory", src));
+        if (!m_opt.recursive) throw copy_error(fmt::format("{}: is a directory (copy trees with -r)", src));
+        jobs.push_back({job::push_dir, src, remote, uint32_t(st.st_mode & 07777)});
+        std::error_code ec;
+        for (fs::recursive_directory_iterator it(src, ec), end; !ec && it != end; it.increment(ec)) {
+            const std::string rel = it->path().lexically_relative(src).generic_string();
+            const auto name = it->path().filename().string();
+            if (is_partial_name(name)) continue;
+            const auto s = it->symlink_status(ec);
+            const std::string r = remote + "/" + rel;
+            if (fs::is_directory(s)) {
+                check_remote(r, false);
+                jobs.push_back({job::push_dir, it->path().string(), r, uint32_t(s.permissions()) & 07777});
+            } else if (fs::is_regular_file(s)) {
+                check_remote(r, false);
+                jobs.push_back({job::push_file, it->path().string(), r});
+            } else {
+                m_report.skipped++;
+                m_note(fmt::format("{}: skipped (not a regular file or directory)", it->path().string()));
+            }
+        }
+        if (ec) throw copy_error(fmt::format("{}: {}", src, ec.message()));
+    }
+    run(jobs);
+}
+
+std::vector<file_client::job> file_client::remote_tree(const std::string& src, const std::string& local_root) {
+    const odl_files_path h{0, odl_cpu_le32(uint32_t(src.size()))};
+    m_ch->send(ODL_FILES_LIST, &h, sizeof(h), src.data(), src.size());
+    std::vector<job> jobs{{job::pull_dir, local_root, src}};
+    for (;;) {
+        const message m = m_ch->recv(m_opt.answer_timeout_ns);
+        if (m.type != ODL_FILES_ENTRIES) unexpected(m, "ENTRIES");
+        const auto e = m.head<odl_files_entries>();
+        size_t off = sizeof(e);
+        for (uint32_t i = 0; i < odl_le32(e.count); i++) {
+            odl_files_entry en;
+            std::memcpy(&en, m.payload + off, sizeof(en));
+            off += sizeof(en);
+            const std::string rel(reinterpret_cast<const char*>(m.payload + off), odl_le16(en.path_len));
+            off += odl_le16(en.path_len);
+            const bool dir = odl_le16(en.kind) == ODL_FILES_DIR;
+            jobs.push_back({dir ? job::pull_dir : job::pull_file, local_root + "/" + rel, src + "/" + rel,
+                            odl_le32(en.mode)});
+        }
+        if (m.flags & ODL_FILES_LAST) return jobs;
+    }
+}
+
+void file_client::pull(const std::vector<std::string>& sources, const std::string& dest) {
+    std::error_code ec;
+    const bool into_dir = fs::is_directory(dest, ec) || (!dest.empty() && dest.back() == '/') || sources.size() > 1;
+    if (sources.size() > 1 && !fs::is_directory(dest, ec))
+        throw copy_error(fmt::format("{}: not a directory (several sources go into one)", dest));
+    std::vector<std::string> remotes;
+    for (const auto& s : sources) {
+        remotes.push_back(strip_slashes(s));
+        check_remote(remotes.back(), false);
+    }
+    std::vector<job> jobs;
+    for (const auto& r : remotes) {
+        const std::string local = into_dir ? join(dest, base_name(r)) : dest;
+        if (!m_opt.recursive) {
+            jobs.push_back({job::pull_file, local, r});
+            continue;
+        }
+        // Which sources are trees, the peer says (LIST of a file: E_KIND).
+        const uint64_t start = now_ns();
+        for (;;) {
+            try {
+                if (!m_ch) connect();
+                auto tree = remote_tree(r, local);
+                jobs.insert(jobs.end(), tree.begin(), tree.end());
+            } catch (const service_error& e) {
+                if (e.code != ODL_FILES_E_KIND) throw copy_error(fmt::format("peer:{}: {}", r, e.what()));
+                jobs.push_back({job::pull_file, local, r});
+            } catch (const link_error& e) {
+                m_ch.reset();
+                m_dev.reset();
+                if (now_ns() - start > m_opt.retry_for_ns) throw copy_error(fmt::format("link: {}", e.what()));
+                m_report.reconnects++;
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                continue;
+            }
+            break;
+        }
+    }
+    run(jobs);
+}
+
+void file_client::run(std::vector<job>& jobs) {
+    uint64_t failed = 0;
+    for (const job& j : jobs) {
+        uint64_t lost_since = 0;
+        bool hash_retried = false;
+        for (;;) {
+            if (m_stop && m_stop->load()) throw stopped();
+            try {
+                if (!m_ch) connect();
+                switch (j.kind) {
+                case job::push_file:
+                    push_file(j);
+                    break;
+                case job::push_dir:
+                    remote_mkdir(j.remote, j.mode);
+                    m_report.dirs++;
+                    break;
+                case job::pull_file:
+                    pull_file(j);
+                    break;
+                case job::pull_dir:
+                    fs::create_directories(j.local);
+                    m_report.dirs++;
+                    break;
+                }
+                break;
+            } catch (const link_error& e) {
+                m_ch.reset();
+                m_dev.reset();
+                const uint64_t now = now_ns();
+                if (!lost_since) lost_since = now;
+                if (now - lost_since > m_opt.retry_for_ns)
+                    throw copy_error(fmt::format("link lost ({}); gave up after {} s", e.what(),
+                                                 m_opt.retry_for_ns / 1'000'000'000ull));
+                m_report.reconnects++;
+                m_note(fmt::format("link: {}; reconnecting to resume", e.what()));
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            } catch (const odl::error& e) {  // the device would not open (no peer yet)
+                m_ch.reset();
+                m_dev.reset();
+                const uint64_t now = now_ns();
+                if (!lost_since) lost_since = now;
+                if (now - lost_since > m_opt.retry_for_ns) throw copy_error(e.what());
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            } catch (const service_error& e) {
+                if (e.code == ODL_FILES_E_HASH && !hash_retried) {
+                    hash_retried = true;
+                    m_report.hash_mismatches++;
+                    m_note(fmt::format("{}: SHA-256 mismatch; sending it again", j.local));
+                    continue;
+                }
+                if (e.code == ODL_FILES_E_HASH) m_report.hash_mismatches++;
+                failed++;
+                m_note(fmt::format("{}: {}", j.kind == job::push_file || j.kind == job::push_dir ? j.local
+                                                                                                 : "peer:" + j.remote,
+                                   e.what()));
+                break;
+            } catch (const fs::filesystem_error& e) {
+                failed++;
+                m_note(e.what());
+                break;
+            }
+        }
+    }
+    if (failed) throw copy_error(fmt::format("{} of {} item(s) failed", failed, jobs.size()));
+}
+
+void file_client::remote_mkdir(const std::string& path, uint32_t mode) {
+    const odl_files_path h{odl_cpu_le32(mode & 07777), odl_cpu_le32(uint32_t(path.size()))};
+    m_ch->send(ODL_FILES_MKDIR, &h, sizeof(h), path.data(), path.size());
+    const message m = m_ch->recv(m_opt.answer_timeout_ns);
+    if (m.type != ODL_FILES_DONE) unexpected(m, "DONE");
+}
+
+void file_client::push_file(const job& j) {
+    unique_fd fd(::open(j.local.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) throw service_error(ODL_FILES_E_IO, std::strerror(errno));
+    const file_meta meta = meta_of(fd.get());
+    odl_files_put h{odl_cpu_le64(meta.size), odl_cpu_le64(meta.mtime_ns), odl_cpu_le32(meta.mode),
+                    odl_cpu_le32(uint32_t(j.remote.size()))};
+    m_ch->send(ODL_FILES_PUT, &h, sizeof(h), j.remote.data(), j.remote.size());
+    const message r = m_ch->recv(m_opt.answer_timeout_ns);
+    if (r.type != ODL_FILES_READY) unexpected(r, "READY");
+    const uint64_t from = odl_le64(r.head<odl_files_offset>().offset);
+    if (from > meta.size) throw protocol_error("peer's READY offset beyond the file");
+    if (m_progress) m_progress(j.local, from, meta.size);
+    // An ERROR from the server ends the stream early (its disk is full).
+    std::optional<service_error> early;
+    try {
+        send_file(*m_ch, fd.get(), meta, from, [&](uint64_t done) {
+            if (auto m = m_ch->try_recv()) {
+                if (m->type != ODL_FILES_ERROR) unexpected(*m, "nothing");
+                early = error_of(*m);
+                throw *early;
+            }
+            if (m_progress) m_progress(j.local, done, meta.size);
+        });
+    } catch (const service_error& e) {
+        if (!early) throw;  // ours: send_file told the server already
+        send_error(*m_ch, ODL_FILES_E_IO, "stopped after the peer's error");
+        throw;
+    }
+    const message m = m_ch->recv(m_opt.answer_timeout_ns);
+    if (m.type != ODL_FILES_DONE) unexpected(m, "DONE");
+    m_report.files++;
+    m_report.bytes += meta.size - from;
+    m_report.resumed_bytes += from;
+    m_report.total_bytes += meta.size;
+}
+
+void file_client::pull_file(const job& j) {
+    const odl_files_path h{0, odl_cpu_le32(uint32_t(j.remote.size()))};
+    m_ch->send(ODL_FILES_GET, &h, sizeof(h), j.remote.data(), j.remote.size());
+    const message r = m_ch->recv(m_opt.answer_timeout_ns);
+    if (r.type != ODL_FILES_INFO) unexpected(r, "INFO");
+    const auto info = r.head<odl_files_info>();
+    const file_meta meta{odl_le64(info.size), odl_le64(info.mtime_ns), odl_le32(info.mode)};
+    fs::path local(j.local);
+    const std::string parent = local.has_parent_path() ? local.parent_path().string() : ".";
+    unique_fd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    std::optional<incoming_file> in;
+    try {
+        if (!dir) throw service_error(ODL_FILES_E_IO, fmt::format("{}: {}", parent, std::strerror(errno)));
+        in.emplace(dir.get(), local.filename().string(), meta);
+    } catch (const service_error& e) {
+        send_error(*m_ch, e.code, e.what());
+        throw;
+    }
+    const uint64_t from = in->offset();
+    const odl_files_offset ready{odl_cpu_le64(from)};
+    m_ch->send(ODL_FILES_READY, &ready, sizeof(ready));
+    if (m_progress) m_progress(j.local, from, meta.size);
+    std::optional<service_error> failed;
+    for (;;) {
+        const message m = m_ch->recv(m_opt.answer_timeout_ns);
+        if (m.type == ODL_FILES_DATA) {
+            if (failed) continue;  // the rest of the stream, read and dropped
+            try {
+                in->write(odl_le64(m.head<odl_files_data>().offset), m.payload + sizeof(odl_files_data),
+                          m.len - sizeof(odl_files_data));
+            } catch (const service_error& e) {
+                if (e.code == ODL_FILES_E_PROTO) throw protocol_error(e.what());
+                failed = e;
+            }
+            if (m_progress && !failed) m_progress(j.local, in->offset(), meta.size);
+            continue;
+        }
+        if (m.type == ODL_FILES_ERROR) {
+            in->discard();
+            throw error_of(m);
+        }
+        if (m.type != ODL_FILES_END) unexpected(m, "DATA or END");
+        if (failed) throw *failed;
+        digest sha{};
+        std::memcpy(sha.data(), m.payload, sha.size());
+        const uint64_t got = in->written();
+        in->finish(sha);
+        m_report.files++;
+        m_report.bytes += got;
+        m_report.resumed_bytes += from;
+        m_report.total_bytes += meta.size;
+        return;
+    }
+}
+
+}  // namespace odl::files
