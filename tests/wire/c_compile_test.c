@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "odl/odl.h"
+#include "odl/wire/files_codec.h"
 #include "odl/wire/frame_codec.h"
 #include "odl/wire/sim_codec.h"
 #include "odl/wire/tb5_login_codec.h"
@@ -30,6 +31,8 @@ int main(void)
 		return 1;
 	}
 	if (strcmp(odl_strerror(ODL_ERR_PEER_LOST), "peer lost") != 0)
+		return 1;
+	if (odl_files_path_check("a/b", 3, 0) || !odl_files_path_check("a/../b", 6, 0))
 		return 1;
 	return 0;
 }

@@ -152,6 +152,19 @@ void channel::send_hello(const odl_files_hello& h, const key32& pair_key) {
     post_send_slot(i, ODL_FILES_HDR_BYTES + sizeof(h) + ODL_FILES_TAG_BYTES);
 }
 
+void channel::send_refusal(odl_files_err code, const std::string& text) {
+    const std::string t = text.substr(0, ODL_FILES_TEXT_MAX);
+    const odl_files_error e{odl_cpu_le32(uint32_t(code)), odl_cpu_le32(uint32_t(t.size()))};
+    const size_t i = free_send_slot();
+    uint8_t* p = m_send[i].buf.get();
+    const size_t plen = sizeof(e) + t.size();
+    fill_header(p, ODL_FILES_ERROR, plen, 0, ++m_tx_seq);
+    std::memcpy(p + ODL_FILES_HDR_BYTES, &e, sizeof(e));
+    std::memcpy(p + ODL_FILES_HDR_BYTES + sizeof(e), t.data(), t.size());
+    std::memset(p + ODL_FILES_HDR_BYTES + plen, 0, ODL_FILES_TAG_BYTES);
+    post_send_slot(i, ODL_FILES_HDR_BYTES + plen + ODL_FILES_TAG_BYTES);
+}
+
 uint8_t* channel::data_area() {
     if (m_data_slot == SIZE_MAX) m_data_slot = free_send_slot();
     return m_send[m_data_slot].buf.get() + ODL_FILES_HDR_BYTES + sizeof(odl_files_data);
@@ -208,7 +221,7 @@ std::optional<message> channel::take() {
     if (m.type == ODL_FILES_PAIR) return m;
     m_rx_seq++;
     if (!m_rx) {
-        if (m.type != ODL_FILES_HELLO && m.type != ODL_FILES_HELLO_ACK)
+        if (m.type != ODL_FILES_HELLO && m.type != ODL_FILES_HELLO_ACK && m.type != ODL_FILES_ERROR)
             throw protocol_error(fmt::format("peer sent message type {} before the session began", m.type));
         return m;  // the caller checks the tag (it derives the key)
     }

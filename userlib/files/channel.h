@@ -76,6 +76,9 @@ public:
     /// is a PAIR (zero tag) or a HELLO (tagged with @hello_key).
     void send(uint16_t type, const void* a, size_t na, const void* b = nullptr, size_t nb = 0, uint32_t flags = 0);
     void send_hello(const odl_files_hello& h, const key32& pair_key);
+    /// Server, before any key: an ERROR with a zero tag refusing a HELLO,
+    /// so the client learns why (it cannot trust it, only show it).
+    void send_refusal(odl_files_err code, const std::string& text);
     /// DATA without a copy: fill data_area() (chunk bytes), then send_data().
     uint8_t* data_area();
     void send_data(uint64_t offset, size_t n);

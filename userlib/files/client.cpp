@@ -183,6 +183,8 @@ void file_client::pull(const std::vector<std::string>& sources, const std::strin
             } catch (const service_error& e) {
                 if (e.code != ODL_FILES_E_KIND) throw copy_error(fmt::format("peer:{}: {}", r, e.what()));
                 jobs.push_back({job::pull_file, local, r});
+            } catch (const protocol_error& e) {
+                throw copy_error(e.what());
             } catch (const link_error& e) {
                 m_ch.reset();
                 m_dev.reset();
@@ -258,6 +260,8 @@ void file_client::run(std::vector<job>& jobs) {
                 failed++;
                 m_note(e.what());
                 break;
+            } catch (const protocol_error& e) {
+                throw copy_error(e.what());  // the session is unusable: nothing more is tried
             }
         }
     }
@@ -299,10 +303,10 @@ void file_client::push_file(const job& j) {
         send_error(*m_ch, ODL_FILES_E_IO, "stopped after the peer's error");
         throw;
     }
+    m_report.bytes += meta.size - from;
     const message m = m_ch->recv(m_opt.answer_timeout_ns);
     if (m.type != ODL_FILES_DONE) unexpected(m, "DONE");
     m_report.files++;
-    m_report.bytes += meta.size - from;
     m_report.resumed_bytes += from;
     m_report.total_bytes += meta.size;
 }
@@ -337,6 +341,7 @@ void file_client::pull_file(const job& j) {
             try {
                 in->write(odl_le64(m.head<odl_files_data>().offset), m.payload + sizeof(odl_files_data),
                           m.len - sizeof(odl_files_data));
+                m_report.bytes += m.len - sizeof(odl_files_data);
             } catch (const service_error& e) {
                 if (e.code == ODL_FILES_E_PROTO) throw protocol_error(e.what());
                 failed = e;
@@ -352,10 +357,8 @@ void file_client::pull_file(const job& j) {
         if (failed) throw *failed;
         digest sha{};
         std::memcpy(sha.data(), m.payload, sha.size());
-        const uint64_t got = in->written();
         in->finish(sha);
         m_report.files++;
-        m_report.bytes += got;
         m_report.resumed_bytes += from;
         m_report.total_bytes += meta.size;
         return;

@@ -25,8 +25,8 @@ struct copy_options {
 
 struct copy_report {
     uint64_t files = 0, dirs = 0;
-    uint64_t bytes = 0;          ///< file bytes that crossed the link in this run
-    uint64_t resumed_bytes = 0;  ///< bytes the receiver already held
+    uint64_t bytes = 0;          ///< file bytes that crossed the link in this run (failed attempts too)
+    uint64_t resumed_bytes = 0;  ///< bytes the receiver already held, of files copied
     uint64_t total_bytes = 0;    ///< size of every file copied
     uint64_t reconnects = 0;
     uint64_t hash_mismatches = 0;  ///< retried from the start, once per file

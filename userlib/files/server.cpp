@@ -136,6 +136,10 @@ void file_server::serve(odl::device& dev, const std::atomic<bool>* stop) {
     } catch (const protocol_error& e) {
         m_counters.refused++;
         m_log(fmt::format("session with {} ended: {}", peer, e.what()));
+        try {
+            ch.flush(1'000'000'000ull);  // a refusal, if one was sent, must leave before the device closes
+        } catch (const std::exception&) {
+        }
     } catch (const link_error& e) {
         m_log(fmt::format("session with {} ended: {}", peer, e.what()));
     } catch (const stopped&) {

@@ -11,20 +11,6 @@ namespace odl::files {
 
 namespace {
 
-struct session_keys {
-    key32 c2s{}, s2c{};
-};
-
-session_keys derive(const key32& pair, const uint8_t* nonce_c, const uint8_t* nonce_s) {
-    uint8_t salt[2 * ODL_FILES_NONCE_BYTES];
-    std::memcpy(salt, nonce_c, ODL_FILES_NONCE_BYTES);
-    std::memcpy(salt + ODL_FILES_NONCE_BYTES, nonce_s, ODL_FILES_NONCE_BYTES);
-    session_keys k;
-    hkdf(pair.data(), pair.size(), salt, sizeof(salt), "odl files c2s v1", k.c2s.data(), k.c2s.size());
-    hkdf(pair.data(), pair.size(), salt, sizeof(salt), "odl files s2c v1", k.s2c.data(), k.s2c.size());
-    return k;
-}
-
 std::string utc_now() {
     const std::time_t t = std::time(nullptr);
     std::tm tm{};
@@ -36,6 +22,16 @@ std::string utc_now() {
 
 }  // namespace
 
+session_keys derive_session_keys(const key32& pair, const uint8_t* nonce_c, const uint8_t* nonce_s) {
+    uint8_t salt[2 * ODL_FILES_NONCE_BYTES];
+    std::memcpy(salt, nonce_c, ODL_FILES_NONCE_BYTES);
+    std::memcpy(salt + ODL_FILES_NONCE_BYTES, nonce_s, ODL_FILES_NONCE_BYTES);
+    session_keys k;
+    hkdf(pair.data(), pair.size(), salt, sizeof(salt), "odl files c2s v1", k.c2s.data(), k.c2s.size());
+    hkdf(pair.data(), pair.size(), salt, sizeof(salt), "odl files s2c v1", k.s2c.data(), k.s2c.size());
+    return k;
+}
+
 void client_hello(channel& ch, const pair_record& pair, uint32_t chunk, uint64_t timeout_ns) {
     odl_files_hello h{};
     std::memcpy(h.pair_id, pair.id.data(), pair.id.size());
@@ -43,11 +39,17 @@ void client_hello(channel& ch, const pair_record& pair, uint32_t chunk, uint64_t
     h.chunk = odl_cpu_le32(chunk);
     ch.send_hello(h, pair.key);
     const message m = ch.recv(timeout_ns);
+    if (m.type == ODL_FILES_ERROR) {
+        std::string text(m.tail(sizeof(odl_files_error)));
+        for (char& c : text)
+            if (static_cast<unsigned char>(c) < 0x20) c = '?';
+        throw protocol_error(fmt::format("peer refused the session: {} (an unauthenticated answer)", text));
+    }
     if (m.type != ODL_FILES_HELLO_ACK) throw protocol_error(fmt::format("peer answered HELLO with type {}", m.type));
     const auto a = m.head<odl_files_hello_ack>();
     const uint32_t got = odl_le32(a.chunk);
     if (got > chunk) throw protocol_error("peer chose a chunk larger than asked for");
-    const session_keys k = derive(pair.key, h.nonce, a.nonce);
+    const session_keys k = derive_session_keys(pair.key, h.nonce, a.nonce);
     if (!ch.verify_with(m, k.s2c))
         throw protocol_error("peer's HELLO_ACK does not verify: it does not hold this pairing's key");
     ch.set_keys(k.c2s, k.s2c);
@@ -61,15 +63,20 @@ pair_record server_hello(channel& ch, const pair_store& keys, uint32_t max_chunk
     pair_id id{};
     std::memcpy(id.data(), h.pair_id, id.size());
     const auto rec = keys.find(id);
-    if (!rec) throw protocol_error(fmt::format("HELLO from unknown pair {} (not paired here)", hex(id)));
-    if (!ch.verify_hello(m, rec->key))
+    if (!rec) {
+        ch.send_refusal(ODL_FILES_E_AUTH, "this host holds no pairing with that id: run `odl pair` on both hosts");
+        throw protocol_error(fmt::format("HELLO from unknown pair {} (not paired here)", hex(id)));
+    }
+    if (!ch.verify_hello(m, rec->key)) {
+        ch.send_refusal(ODL_FILES_E_AUTH, "HELLO does not verify with this host's key for the pairing");
         throw protocol_error(fmt::format("HELLO for pair {} ({}) does not verify: wrong key or forged", hex(id),
                                          rec->peer_name));
+    }
     odl_files_hello_ack a{};
     random_bytes(a.nonce, sizeof(a.nonce));
     const uint32_t chunk = std::min(odl_le32(h.chunk), max_chunk);
     a.chunk = odl_cpu_le32(chunk);
-    const session_keys k = derive(rec->key, h.nonce, a.nonce);
+    const session_keys k = derive_session_keys(rec->key, h.nonce, a.nonce);
     ch.set_keys(k.s2c, k.c2s);
     ch.set_chunk(chunk);
     ch.send(ODL_FILES_HELLO_ACK, &a, sizeof(a));

@@ -12,6 +12,13 @@
 
 namespace odl::files {
 
+/// A session's two keys (client to server, server to client), from the
+/// pair key and both HELLO nonces.
+struct session_keys {
+    key32 c2s{}, s2c{};
+};
+session_keys derive_session_keys(const key32& pair_key, const uint8_t* nonce_c, const uint8_t* nonce_s);
+
 /// Client: HELLO under @pair's key, then HELLO_ACK checked; sets the
 /// session keys and chunk. Throws link_error / protocol_error.
 void client_hello(channel& ch, const pair_record& pair, uint32_t chunk, uint64_t timeout_ns);
