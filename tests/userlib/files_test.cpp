@@ -104,7 +104,8 @@ protected:
         return server.counters();
     }
 
-    fl::file_client make_client(std::unique_ptr<odl::device>& dev, fl::copy_options opt = {}) {
+    fl::file_client make_client(std::unique_ptr<odl::device>& dev, fl::copy_options opt = {},
+                                fl::file_client::progress_fn progress = {}) {
         opt.retry_for_ns = 0;  // one device: no reconnecting here
         opt.answer_timeout_ns = 10'000'000'000ull;
         return fl::file_client(
@@ -112,7 +113,7 @@ protected:
                 if (!dev) throw fl::link_error("no second device in this test");
                 return std::move(dev);
             },
-            m_pair, opt, &m_stop, [this](const std::string& l) { m_notes += l + "\n"; });
+            m_pair, opt, &m_stop, [this](const std::string& l) { m_notes += l + "\n"; }, std::move(progress));
     }
 
     fs::path m_tmp, m_share, m_local;
@@ -207,6 +208,35 @@ TEST_F(FilesTest, CorruptedPartialIsCaughtByTheHashAndSentAgain) {
     EXPECT_EQ(k.hash_mismatches, 1u);
     EXPECT_EQ(slurp(m_share / "f.bin"), data);
     EXPECT_NE(m_notes.find("SHA-256 mismatch"), std::string::npos) << m_notes;
+}
+
+TEST_F(FilesTest, FileChangingWhileSentIsNotCommitted) {
+    write_file(m_local / "grows.log", random_bytes(4u << 20, 5));
+    write_file(m_local / "next", "next");
+    bool appended = false;
+    fl::copy_options opt;
+    opt.chunk = 256 << 10;
+    const auto k = session([&](auto& dev) {
+        auto c = make_client(dev, opt, [&](const std::string& name, uint64_t done, uint64_t) {
+            if (appended || name.find("grows.log") == std::string::npos || done < (1u << 20)) return;
+            std::ofstream(m_local / "grows.log", std::ios::app) << "one more line\n";  // a writer, mid-send
+            appended = true;
+        });
+        try {
+            c.push({(m_local / "grows.log").string(), (m_local / "next").string()}, "");
+            ADD_FAILURE() << "a changing file was reported copied";
+        } catch (const fl::copy_error& e) {
+            EXPECT_NE(std::string(e.what()).find("1 of 2"), std::string::npos) << e.what();
+        }
+        EXPECT_EQ(c.report().files, 1u) << "the next file still goes";
+        c.close();
+    });
+    EXPECT_TRUE(appended);
+    EXPECT_NE(m_notes.find("changed while it was sent"), std::string::npos) << m_notes;
+    EXPECT_FALSE(fs::exists(m_share / "grows.log"));
+    EXPECT_EQ(slurp(m_share / "next"), "next");
+    EXPECT_EQ(partials(m_share), 0u) << "the server dropped what it got";
+    EXPECT_EQ(k.files_in, 1u);
 }
 
 TEST_F(FilesTest, PathsOutOfTheFolderAreRefused) {

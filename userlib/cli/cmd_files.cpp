@@ -224,6 +224,7 @@ void run_cp(const cp_cli& c) {
     for (auto& s : sources)
         if (!push) s = s.substr(std::strlen(kPeer));
 
+    const uint32_t chunk = parse_chunk(c.chunk);
     fl::pair_record pair;
     try {
         pair = fl::pair_store(keys_dir(c.link)).choose(c.peer);
@@ -232,7 +233,7 @@ void run_cp(const cp_cli& c) {
     }
     fl::copy_options opt;
     opt.recursive = c.recursive;
-    opt.chunk = parse_chunk(c.chunk);
+    opt.chunk = chunk;
     opt.retry_for_ns = uint64_t(c.retry_for_s * 1e9);
     const bool show = !c.quiet && ::isatty(STDERR_FILENO);
     using clock = std::chrono::steady_clock;
@@ -251,25 +252,29 @@ void run_cp(const cp_cli& c) {
     const link_opts link = c.link;
     auto open = [link]() { return open_dev(link, uint64_t(link.connect_timeout_s * 1e9)); };
     catch_signals();
-    fl::file_client client(open, pair, opt, &g_stop, note, progress);
     int rc = 0;
     std::string failure;
-    try {
-        if (push)
-            client.push(sources, dest.substr(std::strlen(kPeer)));
-        else
-            client.pull(sources, dest);
-        client.close();
-    } catch (const fl::stopped&) {
-        failure = "stopped (a rerun resumes where this one ended)";
-        rc = 130;
-    } catch (const std::exception& e) {
-        failure = e.what();
-        rc = 1;
+    fl::copy_report r;
+    {
+        // Closed (BYE) before any exit below: std::exit skips destructors.
+        fl::file_client client(open, pair, opt, &g_stop, note, progress);
+        try {
+            if (push)
+                client.push(sources, dest.substr(std::strlen(kPeer)));
+            else
+                client.pull(sources, dest);
+            client.close();
+        } catch (const fl::stopped&) {
+            failure = "stopped (a rerun resumes where this one ended)";
+            rc = 130;
+        } catch (const std::exception& e) {
+            failure = e.what();
+            rc = 1;
+        }
+        r = client.report();
     }
     if (show) std::fprintf(stderr, "\r\033[K");
     const double secs = std::chrono::duration<double>(clock::now() - start).count();
-    const auto& r = client.report();
     if (c.json_out) {
         const json out{{"direction", push ? "push" : "pull"},
                        {"ok", rc == 0},

@@ -65,10 +65,13 @@ void channel::post_recv(size_t i) {
 }
 
 void channel::progress(uint64_t timeout_ns) {
+    // A link error is kept, not thrown here: messages that completed before
+    // it (the peer's last words before it closed) are still taken first.
+    if (!m_link_error.empty()) return;
     odl_completion c[16];
     size_t n = 0;
     const int rc = timeout_ns ? odl_wait(m_dev.get(), c, 16, &n, timeout_ns) : odl_poll(m_dev.get(), c, 16, &n);
-    if (rc != ODL_OK && rc != ODL_ERR_TIMEOUT) throw link_error(status_text(rc));
+    if (rc != ODL_OK && rc != ODL_ERR_TIMEOUT) m_link_error = status_text(rc);
     for (size_t k = 0; k < n; k++) {
         const bool rx = c[k].ctx & kRecvBit;
         const size_t i = size_t(c[k].ctx & 0xffffffffu);
@@ -79,15 +82,21 @@ void channel::progress(uint64_t timeout_ns) {
             s.busy = false;
             continue;
         }
+        if (c[k].status == ODL_ERR_TRUNCATED)
+            throw protocol_error(fmt::format("peer sent a message of {} bytes (at most {})", c[k].len, kSlotBytes));
         if (c[k].status != ODL_OK) {
-            if (c[k].status == ODL_ERR_TRUNCATED)
-                throw protocol_error(fmt::format("peer sent a message of {} bytes (at most {})", c[k].len, kSlotBytes));
-            throw link_error(fmt::format("link: {}", odl_strerror(c[k].status)));
+            if (m_link_error.empty()) m_link_error = fmt::format("link: {}", odl_strerror(c[k].status));
+            if (!rx) s.busy = false;
+            continue;
         }
         s.len = size_t(c[k].len);
         s.done = true;
         if (!rx) s.busy = false;
     }
+}
+
+void channel::check_link() const {
+    if (!m_link_error.empty()) throw link_error(m_link_error);
 }
 
 size_t channel::free_send_slot() {
@@ -96,6 +105,7 @@ size_t channel::free_send_slot() {
         for (size_t i = 0; i < m_send.size(); i++)
             if (!m_send[i].busy && i != m_data_slot) return i;
         if (m_stop && m_stop->load()) throw stopped();
+        check_link();
         progress(kSliceNs);
         if (now_ns() - start > 60'000'000'000ull) throw link_error("no send finished in 60 s");
     }
@@ -113,6 +123,7 @@ void channel::fill_header(uint8_t* p, uint16_t type, size_t payload_len, uint32_
 }
 
 void channel::post_send_slot(size_t i, size_t len) {
+    check_link();
     slot& s = m_send[i];
     const int rc = m_dev.post_send(0, 0, s.buf.get(), len, i);
     if (rc != ODL_OK) throw link_error("cannot send: " + status_text(rc));
@@ -192,6 +203,7 @@ void channel::flush(uint64_t timeout_ns) {
         for (const auto& s : m_send) busy |= s.busy;
         if (!busy) return;
         if (m_stop && m_stop->load()) throw stopped();
+        check_link();
         if (timeout_ns && now_ns() - start > timeout_ns) throw link_error("sends did not finish in time");
         progress(kSliceNs);
     }
@@ -199,7 +211,7 @@ void channel::flush(uint64_t timeout_ns) {
 
 std::optional<message> channel::take() {
     if (m_held) {
-        post_recv(*m_held);
+        if (m_link_error.empty()) post_recv(*m_held);
         m_held.reset();
     }
     if (m_recv_order.empty() || !m_recv[m_recv_order.front()].done) return std::nullopt;
@@ -238,6 +250,7 @@ message channel::recv(uint64_t timeout_ns) {
     for (;;) {
         if (auto m = take()) return *m;
         if (m_stop && m_stop->load()) throw stopped();
+        check_link();
         if (timeout_ns && now_ns() - start > timeout_ns)
             throw link_error(fmt::format("peer silent for {} s", timeout_ns / 1'000'000'000));
         progress(kSliceNs);
@@ -246,7 +259,9 @@ message channel::recv(uint64_t timeout_ns) {
 
 std::optional<message> channel::try_recv() {
     progress(0);
-    return take();
+    if (auto m = take()) return m;
+    check_link();
+    return std::nullopt;
 }
 
 bool channel::verify_hello(const message& m, const key32& pair_key) const {

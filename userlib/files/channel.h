@@ -111,6 +111,7 @@ private:
     void post_send_slot(size_t i, size_t len);
     void post_recv(size_t i);
     void progress(uint64_t timeout_ns);
+    void check_link() const;
     std::optional<message> take();
     void fill_header(uint8_t* p, uint16_t type, size_t payload_len, uint32_t flags, uint64_t seq) const;
 
