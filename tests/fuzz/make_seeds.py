@@ -141,6 +141,39 @@ def nccl_handle(tries=0, start=0):
 write("plugin_handle", "fresh", struct.pack("<Q", 1000) + nccl_handle())
 write("plugin_handle", "retry", struct.pack("<Q", 1000) + nccl_handle(2, 900))
 
+# files_msg: a side byte (0 client, 1 server), the sequence number due (8),
+# then one file-service message (header, payload, 16-byte tag).
+def files(mtype, payload=b"", seq=1, flags=0):
+    return struct.pack("<IHHIIQQ", 0x464C444F, 1, mtype, len(payload), flags, seq, 0) + payload + bytes(16)
+
+
+def fpath(mode, path):
+    return struct.pack("<II", mode, len(path)) + path
+
+
+def fentry(kind, path, size=0):
+    return struct.pack("<QQIHH", size, 0, 0o644, kind, len(path)) + path
+
+
+files_msgs = {
+    "hello": (0, files(2, bytes(16) + bytes(32) + struct.pack("<II", 1 << 20, 0))),
+    "hello_ack": (1, files(3, bytes(32) + struct.pack("<II", 1 << 20, 0))),
+    "pair": (0, files(1, bytes(96), seq=0)),
+    "put": (0, files(4, struct.pack("<QQII", 10, 0, 0o644, 5) + b"a/b.c")),
+    "ready": (1, files(5, struct.pack("<Q", 4096))),
+    "data": (0, files(6, struct.pack("<Q", 0) + b"0123456789")),
+    "end": (0, files(7, bytes(32))),
+    "get": (0, files(9, fpath(0, b"dir/file"))),
+    "info": (1, files(10, struct.pack("<QQII", 10, 0, 0o600, 0))),
+    "list_root": (0, files(11, fpath(0, b""))),
+    "entries": (1, files(12, struct.pack("<II", 2, 0) + fentry(2, b"d") + fentry(1, b"d/f", 3), flags=1)),
+    "mkdir": (0, files(13, fpath(0o755, b"new/dir"))),
+    "error": (1, files(14, struct.pack("<II", 2, 4) + b"full")),
+    "bye": (0, files(15)),
+}
+for name, (side, m) in files_msgs.items():
+    write("files_msg", name, bytes([side]) + struct.pack("<Q", 1) + m)
+
 # The YAML loaders: the tree's own files, and docs/hil.md's inventory.
 def copy_yaml(src_dir, target):
     os.makedirs(os.path.join(seeds, target), exist_ok=True)
