@@ -17,7 +17,6 @@ namespace {
 // Partial files are fsynced and their length recorded every so often: a
 // killed receiver resumes from the last record (a clean stop records all).
 constexpr uint64_t kCheckpointBytes = 64ull << 20;
-constexpr size_t kHashBlock = 1u << 20;
 
 [[noreturn]] void io_fail(const std::string& what, int err) {
     throw service_error(ODL_FILES_E_IO, fmt::format("{}: {}", what, std::strerror(err)));
@@ -40,18 +39,6 @@ bool read_exact(int fd, uint8_t* p, size_t n, uint64_t off) {
         p += r;
         n -= size_t(r);
         off += uint64_t(r);
-    }
-    return true;
-}
-
-/// Hashes [0, @n) of @fd into @h; false if the file is shorter.
-bool hash_prefix(int fd, uint64_t n, sha256& h) {
-    std::unique_ptr<uint8_t[]> buf(new uint8_t[kHashBlock]);
-    for (uint64_t off = 0; off < n;) {
-        const size_t k = size_t(std::min<uint64_t>(kHashBlock, n - off));
-        if (!read_exact(fd, buf.get(), k, off)) return false;
-        h.update(buf.get(), k);
-        off += k;
     }
     return true;
 }
@@ -88,8 +75,10 @@ void send_file(channel& ch, int fd, const file_meta& meta, uint64_t from, const 
     };
     if (uint64_t(before.st_size) != meta.size || mtime_of(before) != meta.mtime_ns)
         give_up(ODL_FILES_E_CHANGED, "file changed since it was announced");
-    sha256 h;
-    if (from > meta.size || !hash_prefix(fd, from, h)) give_up(ODL_FILES_E_CHANGED, "file shrank while it was sent");
+    if (from > meta.size) give_up(ODL_FILES_E_CHANGED, "file shrank while it was sent");
+    // The whole file is hashed on a thread of its own (also the resumed
+    // part the receiver already holds) while the rest is sent.
+    file_hasher h(fd, meta.size);
     const uint32_t chunk = ch.chunk();
     for (uint64_t off = from; off < meta.size;) {
         const size_t n = size_t(std::min<uint64_t>(chunk, meta.size - off));
@@ -101,15 +90,17 @@ void send_file(channel& ch, int fd, const file_meta& meta, uint64_t from, const 
             give_up(ODL_FILES_E_IO, e.what());
         }
         if (!ok) give_up(ODL_FILES_E_CHANGED, "file shrank while it was sent");
-        h.update(p, n);
         ch.send_data(off, n);
         off += n;
         if (progress) progress(off);
     }
+    digest d{};
+    int err = 0;
+    if (!h.finish(meta.size, d, err))
+        give_up(err ? ODL_FILES_E_IO : ODL_FILES_E_CHANGED, err ? std::strerror(err) : "file shrank while it was sent");
     struct stat after{};
     if (::fstat(fd, &after) != 0 || !same_version(before, after))
         give_up(ODL_FILES_E_CHANGED, "file changed while it was sent");
-    const digest d = h.finish();
     ch.send(ODL_FILES_END, d.data(), d.size());
 }
 
@@ -139,8 +130,8 @@ incoming_file::incoming_file(int dir, std::string name, const file_meta& meta)
     if (uint64_t(st.st_size) < held) held = 0;  // the record promises more than is there
     // Bytes after the record were never checkpointed: drop them.
     if (::ftruncate(m_fd.get(), off_t(held)) != 0) io_fail(fmt::format("truncate {}", m_part), errno);
-    if (held && !hash_prefix(m_fd.get(), held, m_hash)) held = 0;
     m_offset = m_checkpointed = held;
+    m_hash = std::make_unique<file_hasher>(m_fd.get(), held);
 }
 
 incoming_file::~incoming_file() {
@@ -176,8 +167,8 @@ void incoming_file::write(uint64_t off, const uint8_t* p, size_t n) {
         if (w <= 0) io_fail(fmt::format("write {}", m_name), w < 0 ? errno : EIO);
         done += size_t(w);
     }
-    m_hash.update(p, n);
     m_offset += n;
+    m_hash->advance(m_offset);
     m_written += n;
     if (m_offset - m_checkpointed >= kCheckpointBytes) checkpoint();
 }
@@ -193,7 +184,9 @@ void incoming_file::discard() { remove_partial(); }
 void incoming_file::finish(const digest& sender) {
     if (m_offset != m_meta.size)
         throw service_error(ODL_FILES_E_PROTO, fmt::format("END after {} of {} bytes", m_offset, m_meta.size));
-    const digest mine = m_hash.finish();
+    digest mine{};
+    int err = 0;
+    if (!m_hash->finish(m_offset, mine, err)) io_fail(fmt::format("read back {}", m_part), err ? err : EIO);
     if (!same_bytes(mine.data(), sender.data(), mine.size())) {
         remove_partial();
         throw service_error(ODL_FILES_E_HASH, fmt::format("SHA-256 of {} differs from the sender's", m_name));

@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "channel.h"
 #include "crypto.h"
+#include "file_hasher.h"
 #include "safe_dir.h"
 
 namespace odl::files {
@@ -66,7 +68,7 @@ private:
     std::string m_name, m_part, m_state;
     file_meta m_meta;
     unique_fd m_fd;
-    sha256 m_hash;
+    std::unique_ptr<file_hasher> m_hash;  ///< after m_fd: its thread reads it, so it goes first
     uint64_t m_offset = 0, m_checkpointed = 0, m_written = 0;
     bool m_open = true;
 };
