@@ -61,12 +61,17 @@ void add_link_opts(CLI::App* cmd, link_opts& o) {
 
 std::string keys_dir(const link_opts& o) { return o.keys.empty() ? fl::default_keys_dir() : o.keys; }
 
+/// Opens the device; @timeout_ns 0: without waiting for the peer (the
+/// session's first receive waits, and looks at the stop flag meanwhile).
 std::unique_ptr<odl::device> open_dev(const link_opts& o, uint64_t timeout_ns) {
     odl::open_params p;
     p.backend = o.backend.c_str();
     p.index = o.device;
     p.num_streams = 1;
-    p.connect_timeout_ns = timeout_ns;
+    if (timeout_ns)
+        p.connect_timeout_ns = timeout_ns;
+    else
+        p.flags |= ODL_OPEN_NONBLOCK;
     return std::make_unique<odl::device>(p);
 }
 
@@ -167,11 +172,12 @@ void run_serve(const serve_cli& c) {
     }, parse_chunk(c.max_chunk));
     catch_signals();
     while (!g_stop.load()) {
+        // Held open between sessions: on the kernel backend every open and
+        // close is a session notice to the peer host.
         std::unique_ptr<odl::device> dev;
         try {
-            dev = open_dev(c.link, 500'000'000ull);  // short: the stop flag is looked at in between
+            dev = open_dev(c.link, 0);
         } catch (const odl::error& e) {
-            if (e.status() == ODL_ERR_TIMEOUT) continue;
             die("files serve", fmt::format("{} device {}: {}", c.link.backend, c.link.device, e.what()));
         }
         server.serve(*dev, &g_stop);

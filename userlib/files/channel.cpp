@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -15,6 +16,8 @@ constexpr size_t kRecvSlots = 4;
 constexpr size_t kSlotBytes = ODL_FILES_MAX_MSG;
 constexpr uint64_t kRecvBit = 1ull << 32;
 constexpr uint64_t kSliceNs = 200'000'000;  // a wait's slice: the stop flag is looked at between them
+constexpr uint64_t kBusyNs = 20'000'000;      // waiting for a message this long is busy; then idle
+constexpr uint64_t kIdleSleepNs = 5'000'000;  // an idle receiver looks every 5 ms
 
 uint32_t dir_of(odl_files_side s) { return s == ODL_FILES_FROM_CLIENT ? 0 : 1; }
 
@@ -251,9 +254,17 @@ message channel::recv(uint64_t timeout_ns) {
         if (auto m = take()) return *m;
         if (m_stop && m_stop->load()) throw stopped();
         check_link();
-        if (timeout_ns && now_ns() - start > timeout_ns)
+        const uint64_t waited = now_ns() - start;
+        if (timeout_ns && waited > timeout_ns)
             throw link_error(fmt::format("peer silent for {} s", timeout_ns / 1'000'000'000));
-        progress(kSliceNs);
+        if (waited < kBusyNs) {
+            progress(kBusyNs);
+        } else {
+            // Idle (a server between requests): libodl's wait would wake
+            // every 50 us; a request may wait this long, a core is spared.
+            progress(0);
+            std::this_thread::sleep_for(std::chrono::nanoseconds(kIdleSleepNs));
+        }
     }
 }
 
