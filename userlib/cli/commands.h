@@ -25,6 +25,8 @@ void add_vm_command(CLI::App& app);
 void add_package_command(CLI::App& app);
 /// Adds `odl pair`, `odl files serve DIR` and `odl cp`: the file service.
 void add_files_commands(CLI::App& app);
+/// Adds `odl mount MOUNTPOINT [peer:PATH]`: the peer's folder through FUSE.
+void add_mount_command(CLI::App& app);
 /// Adds `odl hil check|deploy <inventory>`: a pair of hosts over SSH (hil/).
 void add_hil_command(CLI::App& app);
 

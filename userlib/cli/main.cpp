@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
     odl::cli::add_package_command(app);
     odl::cli::add_hil_command(app);
     odl::cli::add_files_commands(app);
+    odl::cli::add_mount_command(app);
     odl::cli::add_model_forwards(app);
     try {
         app.parse(argc, argv);

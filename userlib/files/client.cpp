@@ -133,10 +133,10 @@ void file_client::push(const std::vector<std::string>& sources, const std::strin
     run(jobs);
 }
 
-std::vector<file_client::job> file_client::remote_tree(const std::string& src, const std::string& local_root) {
+std::vector<remote_entry> file_client::list_once(const std::string& src) {
     const odl_files_path h{0, odl_cpu_le32(uint32_t(src.size()))};
     m_ch->send(ODL_FILES_LIST, &h, sizeof(h), src.data(), src.size());
-    std::vector<job> jobs{{job::pull_dir, local_root, src}};
+    std::vector<remote_entry> out;
     for (;;) {
         const message m = m_ch->recv(m_opt.answer_timeout_ns);
         if (m.type != ODL_FILES_ENTRIES) unexpected(m, "ENTRIES");
@@ -146,14 +146,47 @@ std::vector<file_client::job> file_client::remote_tree(const std::string& src, c
             odl_files_entry en;
             std::memcpy(&en, m.payload + off, sizeof(en));
             off += sizeof(en);
-            const std::string rel(reinterpret_cast<const char*>(m.payload + off), odl_le16(en.path_len));
+            remote_entry r;
+            r.path.assign(reinterpret_cast<const char*>(m.payload + off), odl_le16(en.path_len));
             off += odl_le16(en.path_len);
-            const bool dir = odl_le16(en.kind) == ODL_FILES_DIR;
-            jobs.push_back({dir ? job::pull_dir : job::pull_file, local_root + "/" + rel, src + "/" + rel,
-                            odl_le32(en.mode)});
+            r.dir = odl_le16(en.kind) == ODL_FILES_DIR;
+            r.size = odl_le64(en.size);
+            r.mtime_ns = odl_le64(en.mtime_ns);
+            r.mode = odl_le32(en.mode);
+            out.push_back(std::move(r));
         }
-        if (m.flags & ODL_FILES_LAST) return jobs;
+        if (m.flags & ODL_FILES_LAST) return out;
     }
+}
+
+std::vector<remote_entry> file_client::list(const std::string& src) {
+    check_remote(src, true);
+    const uint64_t start = now_ns();
+    for (;;) {
+        try {
+            if (!m_ch) connect();
+            return list_once(src);
+        } catch (const protocol_error& e) {
+            throw copy_error(e.what());
+        } catch (const link_error& e) {
+            m_ch.reset();
+            m_dev.reset();
+            if (now_ns() - start > m_opt.retry_for_ns) throw copy_error(fmt::format("link: {}", e.what()));
+            m_report.reconnects++;
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        } catch (const odl::error& e) {
+            m_ch.reset();
+            m_dev.reset();
+            if (now_ns() - start > m_opt.retry_for_ns) throw copy_error(e.what());
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+    }
+}
+
+void file_client::fetch(const std::string& remote, const std::string& local) {
+    check_remote(remote, false);
+    std::vector<job> jobs{{job::pull_file, local, remote}};
+    run(jobs);
 }
 
 void file_client::pull(const std::vector<std::string>& sources, const std::string& dest) {
@@ -174,26 +207,14 @@ void file_client::pull(const std::vector<std::string>& sources, const std::strin
             continue;
         }
         // Which sources are trees, the peer says (LIST of a file: E_KIND).
-        const uint64_t start = now_ns();
-        for (;;) {
-            try {
-                if (!m_ch) connect();
-                auto tree = remote_tree(r, local);
-                jobs.insert(jobs.end(), tree.begin(), tree.end());
-            } catch (const service_error& e) {
-                if (e.code != ODL_FILES_E_KIND) throw copy_error(fmt::format("peer:{}: {}", r, e.what()));
-                jobs.push_back({job::pull_file, local, r});
-            } catch (const protocol_error& e) {
-                throw copy_error(e.what());
-            } catch (const link_error& e) {
-                m_ch.reset();
-                m_dev.reset();
-                if (now_ns() - start > m_opt.retry_for_ns) throw copy_error(fmt::format("link: {}", e.what()));
-                m_report.reconnects++;
-                std::this_thread::sleep_for(std::chrono::milliseconds(200));
-                continue;
-            }
-            break;
+        try {
+            const auto entries = list(r);
+            jobs.push_back({job::pull_dir, local, r});
+            for (const auto& e : entries)
+                jobs.push_back({e.dir ? job::pull_dir : job::pull_file, local + "/" + e.path, r + "/" + e.path, e.mode});
+        } catch (const service_error& e) {
+            if (e.code != ODL_FILES_E_KIND) throw copy_error(fmt::format("peer:{}: {}", r, e.what()));
+            jobs.push_back({job::pull_file, local, r});
         }
     }
     run(jobs);

@@ -33,6 +33,15 @@ struct copy_report {
     uint64_t skipped = 0;          ///< symbolic links and special files left out
 };
 
+/// One entry of a LIST, its path relative to the listed folder.
+struct remote_entry {
+    std::string path;
+    bool dir = false;
+    uint64_t size = 0;
+    uint64_t mtime_ns = 0;
+    uint32_t mode = 0;
+};
+
 /// A copy that cannot be done: bad arguments, refusal, or out of retries.
 struct copy_error : std::runtime_error {
     using std::runtime_error::runtime_error;
@@ -53,6 +62,11 @@ public:
     void push(const std::vector<std::string>& sources, const std::string& dest);
     /// `odl cp peer:SRC... DEST`.
     void pull(const std::vector<std::string>& sources, const std::string& dest);
+    /// Every entry under the peer's folder @remote ("" = the served folder),
+    /// recursively; service_error when the peer refuses (E_KIND: a file).
+    std::vector<remote_entry> list(const std::string& remote);
+    /// Pulls one file @remote to @local: verified, resumed, reconnecting.
+    void fetch(const std::string& remote, const std::string& local);
     /// Says BYE and closes (also done by the destructor, quietly).
     void close();
 
@@ -65,7 +79,7 @@ private:
     void push_file(const job& j);
     void pull_file(const job& j);
     void remote_mkdir(const std::string& path, uint32_t mode);
-    std::vector<job> remote_tree(const std::string& src, const std::string& local_root);
+    std::vector<remote_entry> list_once(const std::string& src);
 
     open_fn m_open;
     pair_record m_pair;
