@@ -32,13 +32,14 @@ kver=${kver%-unsigned}
 # What the guests need to be a lab host: boot (systemd, udev, the kernel
 # and its initramfs), the management network (networkd, OpenSSH), DKMS for
 # odl-tb5-dkms (headers, compiler) and the runtime libraries of the odl
-# package (libfmt9, libyaml-cpp0.7, libsdbus-c++1 for odl-daemon; libudev1
-# comes with udev, the rest is in minbase).
+# package (libfmt9, libyaml-cpp0.7, libssl3 and libfuse3-3 for the file
+# service, libsdbus-c++1 for odl-daemon; libudev1 comes with udev, the rest
+# is in minbase).
 packages=(
 	systemd-sysv udev dbus openssh-server openssh-sftp-server iproute2 kmod procps
 	initramfs-tools "$image_pkg" "linux-headers-$kver"
 	dkms gcc make
-	libfmt9 libyaml-cpp0.7 libsdbus-c++1
+	libfmt9 libyaml-cpp0.7 libssl3 libfuse3-3 libsdbus-c++1
 )
 hash=$({
 	cat "$here/build-rootfs.sh"
