@@ -65,7 +65,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case ODL_FILES_GET:
     case ODL_FILES_LIST:
-    case ODL_FILES_MKDIR: {
+    case ODL_FILES_MKDIR:
+    case ODL_FILES_REMOVE: {
         odl_files_path fp;
         require(len >= sizeof(fp));
         std::memcpy(&fp, p, sizeof(fp));

@@ -170,6 +170,7 @@ files_msgs = {
     "mkdir": (0, files(13, fpath(0o755, b"new/dir"))),
     "error": (1, files(14, struct.pack("<II", 2, 4) + b"full")),
     "bye": (0, files(15)),
+    "remove": (0, files(16, fpath(0, b"old/file"))),
 }
 for name, (side, m) in files_msgs.items():
     write("files_msg", name, bytes([side]) + struct.pack("<Q", 1) + m)

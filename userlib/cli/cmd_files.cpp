@@ -3,16 +3,21 @@
 // `odl files serve DIR` (serve a folder to paired peers) and `odl cp`
 // (push and pull files and trees, verified and resumable). docs/files.md.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -20,6 +25,7 @@
 
 #include "commands.h"
 #include "files/client.h"
+#include "files/folder_sync.h"
 #include "files/safe_dir.h"
 #include "files/server.h"
 #include "files/session.h"
@@ -305,6 +311,126 @@ void run_cp(const cp_cli& c) {
     if (rc) die("cp", failure, rc);
 }
 
+// --- odl sync -------------------------------------------------------------------
+
+struct sync_cli {
+    link_opts link;
+    std::string local;
+    std::string remote;
+    std::string peer;
+    bool once = false;
+    double interval_s = 2;
+    double retry_for_s = 30;
+    bool quiet = false;
+};
+
+/// Watches @dir and every folder under it (but the service's own) for
+/// changes; rebuilt after each pass, so new folders are watched too.
+class tree_watch {
+public:
+    explicit tree_watch(const std::string& dir) : m_dir(dir), m_fd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+        if (m_fd < 0) die("sync", fmt::format("inotify: {}", std::strerror(errno)));
+    }
+    ~tree_watch() { ::close(m_fd); }
+    void rebuild() {
+        ::close(m_fd);
+        m_fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        const uint32_t mask = IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB;
+        add(m_dir, mask);
+        std::error_code ec;
+        for (std::filesystem::recursive_directory_iterator it(m_dir, ec), end; !ec && it != end; it.increment(ec)) {
+            if (!it->is_directory(ec) || it->is_symlink(ec)) continue;
+            if (fl::is_private_name(it->path().filename().string())) {
+                it.disable_recursion_pending();
+                continue;
+            }
+            add(it->path().string(), mask);
+        }
+    }
+    /// True when something changed within @timeout_ms (events drained).
+    bool wait(int timeout_ms) {
+        pollfd p{m_fd, POLLIN, 0};
+        if (::poll(&p, 1, timeout_ms) <= 0) return false;
+        bool ours_only = true;
+        alignas(inotify_event) char buf[8192];
+        ssize_t n;
+        while ((n = ::read(m_fd, buf, sizeof(buf))) > 0) {
+            for (ssize_t off = 0; off < n;) {
+                const auto* e = reinterpret_cast<const inotify_event*>(buf + off);
+                // The service's own files (partial files, its state) are no change.
+                if (!(e->len && fl::is_private_name(e->name))) ours_only = false;
+                off += ssize_t(sizeof(inotify_event) + e->len);
+            }
+        }
+        return !ours_only;
+    }
+
+private:
+    void add(const std::string& d, uint32_t mask) { ::inotify_add_watch(m_fd, d.c_str(), mask); }
+    std::string m_dir;
+    int m_fd;
+};
+
+void run_sync(const sync_cli& c) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(c.local, ec)) die("sync", fmt::format("{}: not a directory", c.local));
+    std::string remote = c.remote;
+    if (!remote.empty()) {
+        if (!is_remote(remote)) die("sync", fmt::format("'{}': the peer's folder is peer:PATH", remote));
+        remote = remote.substr(std::strlen(kPeer));
+        while (!remote.empty() && remote.back() == '/') remote.pop_back();
+        if (const char* why = odl_files_path_check(remote.data(), remote.size(), 1))
+            die("sync", fmt::format("peer:{}: {}", remote, why));
+    }
+    fl::pair_record pair;
+    try {
+        pair = fl::pair_store(keys_dir(c.link)).choose(c.peer);
+    } catch (const fl::pair_store_error& e) {
+        die("sync", e.what());
+    }
+    fl::copy_options opt;
+    opt.retry_for_ns = uint64_t(c.retry_for_s * 1e9);
+    const link_opts link = c.link;
+    auto open = [link]() { return open_dev(link, uint64_t(link.connect_timeout_s * 1e9)); };
+    const bool quiet = c.quiet;
+    auto note = [quiet](const std::string& line) {
+        if (!quiet) std::fprintf(stderr, "odl: sync: %s\n", line.c_str());
+    };
+    catch_signals();
+    int rc = 0;
+    std::string failure;
+    {
+        fl::file_client client(open, pair, opt, &g_stop, note);
+        try {
+            fl::folder_sync sync(client, c.local, remote, pair.peer_name, note);
+            tree_watch watch(c.local);
+            for (;;) {
+                watch.rebuild();
+                sync.pass();
+                if (c.once || g_stop.load()) break;
+                // A local change starts the next pass at once (after a short
+                // settle); the peer's changes are seen every --interval.
+                const auto deadline = std::chrono::steady_clock::now() +
+                                      std::chrono::milliseconds(int64_t(c.interval_s * 1000));
+                while (!g_stop.load() && std::chrono::steady_clock::now() < deadline) {
+                    if (watch.wait(100)) {
+                        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                        watch.wait(0);
+                        break;
+                    }
+                }
+                if (g_stop.load()) break;
+            }
+            client.close();
+        } catch (const fl::stopped&) {
+        } catch (const std::exception& e) {
+            failure = e.what();
+            rc = 1;
+        }
+    }
+    if (rc) die("sync", failure, rc);
+}
+
 }  // namespace
 
 void add_files_commands(CLI::App& app) {
@@ -340,6 +466,20 @@ void add_files_commands(CLI::App& app) {
     cp->add_flag("--json", cc->json_out, "Report as JSON on stdout");
     cp->add_flag("--quiet,-q", cc->quiet, "No progress or summary");
     cp->callback([cc] { run_cp(*cc); });
+
+    auto yc = std::make_shared<sync_cli>();
+    auto* sync = app.add_subcommand("sync", "Keep LOCAL and a folder of the peer's the same, both ways "
+                                            "(conflicts keep both copies; removals go to .odl-trash/)");
+    sync->add_option("local", yc->local, "The local folder")->required();
+    sync->add_option("remote", yc->remote, "peer:PATH (default: all the peer serves)");
+    add_link_opts(sync, yc->link);
+    sync->add_option("--peer", yc->peer, "Which pairing to use when there are several");
+    sync->add_flag("--once", yc->once, "One pass, then exit");
+    sync->add_option("--interval", yc->interval_s, "Seconds between looks at the peer's side")->capture_default_str();
+    sync->add_option("--retry-for", yc->retry_for_s, "Seconds to keep reconnecting after a lost link")
+        ->capture_default_str();
+    sync->add_flag("--quiet,-q", yc->quiet, "Say nothing of what is copied");
+    sync->callback([yc] { run_sync(*yc); });
 }
 
 }  // namespace odl::cli

@@ -23,7 +23,7 @@ void add_link_command(CLI::App& app);
 void add_vm_command(CLI::App& app);
 /// Adds `odl package [--build-dir D] [--out D]`: the Debian packages (cpack).
 void add_package_command(CLI::App& app);
-/// Adds `odl pair`, `odl files serve DIR` and `odl cp`: the file service.
+/// Adds `odl pair`, `odl files serve DIR`, `odl cp` and `odl sync`: the file service.
 void add_files_commands(CLI::App& app);
 /// Adds `odl mount MOUNTPOINT [peer:PATH]`: the peer's folder through FUSE.
 void add_mount_command(CLI::App& app);

@@ -22,7 +22,7 @@ namespace odl::files {
 namespace fs = std::filesystem;
 
 struct file_client::job {
-    enum kind_t { push_file, push_dir, pull_file, pull_dir } kind;
+    enum kind_t { push_file, push_dir, pull_file, pull_dir, remove_file } kind;
     std::string local, remote;
     uint32_t mode = 0755;
 };
@@ -114,7 +114,10 @@ void file_client::push(const std::vector<std::string>& sources, const std::strin
         for (fs::recursive_directory_iterator it(src, ec), end; !ec && it != end; it.increment(ec)) {
             const std::string rel = it->path().lexically_relative(src).generic_string();
             const auto name = it->path().filename().string();
-            if (is_partial_name(name)) continue;
+            if (is_private_name(name)) {
+                if (it->is_directory()) it.disable_recursion_pending();
+                continue;
+            }
             const auto s = it->symlink_status(ec);
             const std::string r = remote + "/" + rel;
             if (fs::is_directory(s)) {
@@ -189,6 +192,24 @@ void file_client::fetch(const std::string& remote, const std::string& local) {
     run(jobs);
 }
 
+void file_client::put(const std::string& local, const std::string& remote) {
+    check_remote(remote, false);
+    std::vector<job> jobs{{job::push_file, local, remote}};
+    run(jobs);
+}
+
+void file_client::make_dir(const std::string& remote, uint32_t mode) {
+    check_remote(remote, false);
+    std::vector<job> jobs{{job::push_dir, "", remote, mode}};
+    run(jobs);
+}
+
+void file_client::remove(const std::string& remote) {
+    check_remote(remote, false);
+    std::vector<job> jobs{{job::remove_file, "", remote}};
+    run(jobs);
+}
+
 void file_client::pull(const std::vector<std::string>& sources, const std::string& dest) {
     std::error_code ec;
     const bool into_dir = fs::is_directory(dest, ec) || (!dest.empty() && dest.back() == '/') || sources.size() > 1;
@@ -244,6 +265,9 @@ void file_client::run(std::vector<job>& jobs) {
                     fs::create_directories(j.local);
                     m_report.dirs++;
                     break;
+                case job::remove_file:
+                    remote_remove(j.remote);
+                    break;
                 }
                 break;
             } catch (const link_error& e) {
@@ -273,9 +297,8 @@ void file_client::run(std::vector<job>& jobs) {
                 }
                 if (e.code == ODL_FILES_E_HASH) m_report.hash_mismatches++;
                 failed++;
-                m_note(fmt::format("{}: {}", j.kind == job::push_file || j.kind == job::push_dir ? j.local
-                                                                                                 : "peer:" + j.remote,
-                                   e.what()));
+                const bool ours = j.kind == job::push_file || (j.kind == job::push_dir && !j.local.empty());
+                m_note(fmt::format("{}: {}", ours ? j.local : "peer:" + j.remote, e.what()));
                 break;
             } catch (const fs::filesystem_error& e) {
                 failed++;
@@ -292,6 +315,13 @@ void file_client::run(std::vector<job>& jobs) {
 void file_client::remote_mkdir(const std::string& path, uint32_t mode) {
     const odl_files_path h{odl_cpu_le32(mode & 07777), odl_cpu_le32(uint32_t(path.size()))};
     m_ch->send(ODL_FILES_MKDIR, &h, sizeof(h), path.data(), path.size());
+    const message m = m_ch->recv(m_opt.answer_timeout_ns);
+    if (m.type != ODL_FILES_DONE) unexpected(m, "DONE");
+}
+
+void file_client::remote_remove(const std::string& path) {
+    const odl_files_path h{0, odl_cpu_le32(uint32_t(path.size()))};
+    m_ch->send(ODL_FILES_REMOVE, &h, sizeof(h), path.data(), path.size());
     const message m = m_ch->recv(m_opt.answer_timeout_ns);
     if (m.type != ODL_FILES_DONE) unexpected(m, "DONE");
 }

@@ -67,6 +67,12 @@ public:
     std::vector<remote_entry> list(const std::string& remote);
     /// Pulls one file @remote to @local: verified, resumed, reconnecting.
     void fetch(const std::string& remote, const std::string& local);
+    /// Pushes one file @local to @remote: verified, resumed, reconnecting.
+    void put(const std::string& local, const std::string& remote);
+    /// Makes the folder @remote (and its parents) on the peer.
+    void make_dir(const std::string& remote, uint32_t mode = 0755);
+    /// Moves the peer's file @remote into its .odl-trash/.
+    void remove(const std::string& remote);
     /// Says BYE and closes (also done by the destructor, quietly).
     void close();
 
@@ -79,6 +85,7 @@ private:
     void push_file(const job& j);
     void pull_file(const job& j);
     void remote_mkdir(const std::string& path, uint32_t mode);
+    void remote_remove(const std::string& path);
     std::vector<remote_entry> list_once(const std::string& src);
 
     open_fn m_open;

@@ -61,4 +61,19 @@ std::pair<std::string, std::string> split_parent(const std::string& rel) {
 
 bool is_partial_name(const std::string& name) { return name.rfind(".odl-part.", 0) == 0; }
 
+bool is_private_name(const std::string& name) {
+    return is_partial_name(name) || name == kTrashDir || name == ".odl-sync";
+}
+
+bool has_private_component(const std::string& path) {
+    size_t start = 0;
+    while (start <= path.size()) {
+        size_t end = path.find('/', start);
+        if (end == std::string::npos) end = path.size();
+        if (is_private_name(path.substr(start, end - start))) return true;
+        start = end + 1;
+    }
+    return false;
+}
+
 }  // namespace odl::files

@@ -39,5 +39,12 @@ std::pair<std::string, std::string> split_parent(const std::string& rel);
 
 /// Names the service keeps to itself (partial files): never listed or sent.
 bool is_partial_name(const std::string& name);
+/// Names of the service's own: partial files, `.odl-trash` (removed files),
+/// `.odl-sync` (odl sync's state). Never listed, sent or written by a peer.
+bool is_private_name(const std::string& name);
+/// Does any component of the relative @path have a private name?
+bool has_private_component(const std::string& path);
+/// The folder removed files go to, in each served or synced folder.
+constexpr const char* kTrashDir = ".odl-trash";
 
 }  // namespace odl::files

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -76,7 +77,7 @@ void walk(int dir, const std::string& prefix, int depth, lister& l) {
     std::vector<std::string> names;
     while (const dirent* e = ::readdir(d.get())) {
         const std::string n = e->d_name;
-        if (n == "." || n == ".." || is_partial_name(n)) continue;
+        if (n == "." || n == ".." || is_private_name(n)) continue;
         names.push_back(n);
     }
     std::sort(names.begin(), names.end());
@@ -148,6 +149,13 @@ void file_server::serve(odl::device& dev, const std::atomic<bool>* stop) {
 
 void file_server::handle(channel& ch, const message& m) {
     try {
+        const size_t skip = m.type == ODL_FILES_PUT ? sizeof(odl_files_put) : sizeof(odl_files_path);
+        if (m.type == ODL_FILES_PUT || m.type == ODL_FILES_GET || m.type == ODL_FILES_MKDIR ||
+            m.type == ODL_FILES_REMOVE || m.type == ODL_FILES_LIST) {
+            const std::string path = path_of(m, skip);
+            if (has_private_component(path))
+                throw service_error(ODL_FILES_E_PATH, fmt::format("{}: a name the service keeps to itself", path));
+        }
         switch (m.type) {
         case ODL_FILES_PUT:
             return put(ch, m);
@@ -157,6 +165,8 @@ void file_server::handle(channel& ch, const message& m) {
             return list(ch, m);
         case ODL_FILES_MKDIR:
             return mkdir(ch, m);
+        case ODL_FILES_REMOVE:
+            return remove(ch, m);
         default:
             throw protocol_error(fmt::format("message type {} where a request was expected", m.type));
         }
@@ -172,7 +182,6 @@ void file_server::put(channel& ch, const message& m) {
     const std::string path = path_of(m, sizeof(h));
     const file_meta meta{odl_le64(h.size), odl_le64(h.mtime_ns), odl_le32(h.mode)};
     const auto [parent, name] = split_parent(path);
-    if (is_partial_name(name)) throw service_error(ODL_FILES_E_PATH, fmt::format("{}: name reserved", path));
     unique_fd dir(dir_beneath(m_root, parent, true));
     if (!dir) path_fail(path, -dir.get());
     std::optional<incoming_file> in;
@@ -276,6 +285,33 @@ void file_server::mkdir(channel& ch, const message& m) {
     unique_fd dir(dir_beneath(m_root, path, true, odl_le32(h.mode) & 07777 ? odl_le32(h.mode) & 07777 : 0755));
     if (!dir) path_fail(path, -dir.get());
     const odl_files_offset done{0};
+    ch.send(ODL_FILES_DONE, &done, sizeof(done));
+}
+
+void file_server::remove(channel& ch, const message& m) {
+    const std::string path = path_of(m, sizeof(odl_files_path));
+    const auto [parent, name] = split_parent(path);
+    unique_fd dir(dir_beneath(m_root, parent, false));
+    if (!dir) path_fail(path, -dir.get());
+    struct stat st{};
+    if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) path_fail(path, errno);
+    if (!S_ISREG(st.st_mode)) throw service_error(ODL_FILES_E_KIND, fmt::format("{}: not a regular file", path));
+    // Into the trash, never gone: a time-stamped folder per removal keeps
+    // every version that was removed.
+    char stamp[32];
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+    uint8_t rnd[4];
+    random_bytes(rnd, sizeof(rnd));
+    const std::string where = fmt::format("{}/{}-{}{}{}", kTrashDir, stamp, hex(rnd, sizeof(rnd)), parent.empty() ? "" : "/",
+                                          parent);
+    unique_fd trash(dir_beneath(m_root, where, true, 0700));
+    if (!trash) path_fail(where, -trash.get());
+    if (::renameat(dir.get(), name.c_str(), trash.get(), name.c_str()) != 0) path_fail(path, errno);
+    m_counters.removed++;
+    const odl_files_offset done{odl_cpu_le64(uint64_t(st.st_size))};
     ch.send(ODL_FILES_DONE, &done, sizeof(done));
 }
 

@@ -22,6 +22,7 @@ struct server_counters {
     uint64_t bytes_in = 0, bytes_out = 0;
     uint64_t hash_mismatches = 0;  ///< files whose SHA-256 did not match (dropped)
     uint64_t errors = 0;           ///< requests answered with ERROR
+    uint64_t removed = 0;          ///< files moved into the trash
 };
 
 class file_server {
@@ -42,6 +43,7 @@ private:
     void get(channel& ch, const message& m);
     void list(channel& ch, const message& m);
     void mkdir(channel& ch, const message& m);
+    void remove(channel& ch, const message& m);
 
     int m_root;
     pair_store m_keys;

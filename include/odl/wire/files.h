@@ -22,7 +22,8 @@
  * without waiting for answers (libodl's credit window paces it).
  *   push:  PUT -> READY{offset}; DATA...; END{sha256} -> DONE | ERROR
  *   pull:  GET -> INFO; READY{offset} -> DATA...; END{sha256} | ERROR
- *   tree:  LIST -> ENTRIES... (the last flagged); MKDIR -> DONE
+ *   tree:  LIST -> ENTRIES... (the last flagged); MKDIR -> DONE;
+ *          REMOVE -> DONE
  * A file appears under its final name only after the receiver's SHA-256
  * of every byte matched the sender's (temporary name, fsync, rename). A
  * transfer cut short resumes at READY's offset: the bytes the receiver
@@ -77,6 +78,8 @@
  * LIST (C): every entry under a path, recursively.
  * ENTRIES (S): some of them; ODL_FILES_LAST on the last message.
  * MKDIR (C): make a directory (and its parents).
+ * REMOVE (C): move a file into the served folder's .odl-trash/ (never
+ *	deleted outright: `odl sync` passes deletions on this way).
  * ERROR (S): the request failed: enum odl_files_err and words. (C): in
  *	place of END, the file being pushed changed or could not be read: the
  *	server drops what it received of it and answers nothing.
@@ -98,7 +101,8 @@ enum odl_files_type {
 	ODL_FILES_MKDIR = 13,
 	ODL_FILES_ERROR = 14,
 	ODL_FILES_BYE = 15,
-	ODL_FILES_TYPE_MAX = 15,
+	ODL_FILES_REMOVE = 16,
+	ODL_FILES_TYPE_MAX = 16,
 };
 
 /* hdr.flags */
@@ -210,8 +214,8 @@ struct odl_files_info {
 ODL_WIRE_SIZE(struct odl_files_info, 24);
 
 /*
- * GET, LIST and MKDIR payload, then @path_len path bytes (LIST: 0 = the
- * served folder itself). @mode: MKDIR's permission bits; zero otherwise.
+ * GET, LIST, MKDIR and REMOVE payload, then @path_len path bytes (LIST:
+ * 0 = the served folder itself). @mode: MKDIR's permission bits; else zero.
  */
 struct odl_files_path {
 	__le32 mode;

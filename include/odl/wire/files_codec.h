@@ -71,6 +71,7 @@ static inline int odl_files_type_from(__u32 type, enum odl_files_side from)
 	case ODL_FILES_GET:
 	case ODL_FILES_LIST:
 	case ODL_FILES_MKDIR:
+	case ODL_FILES_REMOVE:
 		return from == ODL_FILES_FROM_CLIENT;
 	case ODL_FILES_HELLO_ACK:
 	case ODL_FILES_DONE:
@@ -199,11 +200,12 @@ static inline const char *odl_files_payload_check(__u32 type, const __u8 *p, siz
 	}
 	case ODL_FILES_GET:
 	case ODL_FILES_LIST:
-	case ODL_FILES_MKDIR: {
+	case ODL_FILES_MKDIR:
+	case ODL_FILES_REMOVE: {
 		struct odl_files_path h;
 
 		if (n < sizeof(h))
-			return "GET/LIST/MKDIR shorter than its fields";
+			return "GET/LIST/MKDIR/REMOVE shorter than its fields";
 		memcpy(&h, p, sizeof(h));
 		if (odl_le32(h.mode) > 07777 || (type != ODL_FILES_MKDIR && h.mode))
 			return "mode beyond 07777, or a mode where none belongs";
