@@ -78,7 +78,7 @@ once
 once
 [ "$(cat here/from-peer.txt)" = ours ] || fail "our version lost here"
 [ "$(cat share/docs/from-peer.txt)" = ours ] || fail "the peer does not hold our version"
-conflict=$(cd here && ls from-peer.txt.conflict-* 2>/dev/null | head -1)
+conflict=$(cd here && ls from-peer.txt.conflict-* 2>/dev/null | head -1 || true)
 [ -n "$conflict" ] || fail "no conflict copy here"
 [ "$(cat "here/$conflict")" = theirs ] || fail "the conflict copy here is not the peer's version"
 [ "$(cat "share/docs/$conflict")" = theirs ] || fail "the peer lacks the conflict copy"

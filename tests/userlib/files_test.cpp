@@ -252,6 +252,16 @@ TEST_F(FilesTest, PathsOutOfTheFolderAreRefused) {
         EXPECT_THROW(c.pull({"/etc/passwd"}, (m_local / "got").string()), fl::copy_error);
         c.close();
     });
+    session([&](auto& dev) {
+        auto c = make_client(dev);
+        // The service's own names are not a peer's to write.
+        EXPECT_THROW(c.push({(m_local / "x").string()}, ".odl-trash/x"), fl::copy_error);
+        EXPECT_THROW(c.push({(m_local / "x").string()}, "d/.odl-part.0123"), fl::copy_error);
+        EXPECT_THROW(c.remove(".odl-sync/state.json"), fl::copy_error);
+        c.close();
+    });
+    EXPECT_FALSE(fs::exists(m_share / ".odl-trash"));
+    EXPECT_FALSE(fs::exists(m_share / "d"));
     EXPECT_FALSE(fs::exists(outside / "x"));
     EXPECT_FALSE(fs::exists(m_tmp / "x"));
     EXPECT_FALSE(fs::exists(m_local / "got"));

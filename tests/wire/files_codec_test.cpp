@@ -127,6 +127,11 @@ TEST(FilesCodec, Payloads) {
     lp.path_len = odl_cpu_le32(1);
     EXPECT_EQ(check(msg(ODL_FILES_MKDIR, bytes(lp, "d"), 1), C), nullptr);
     EXPECT_NE(check(msg(ODL_FILES_GET, bytes(lp, "d"), 1), C), nullptr) << "a mode on GET";
+    lp.mode = 0;
+    EXPECT_EQ(check(msg(ODL_FILES_REMOVE, bytes(lp, "d"), 1), C), nullptr);
+    EXPECT_NE(check(msg(ODL_FILES_REMOVE, bytes(lp, "d"), 1), S), nullptr) << "REMOVE from the client only";
+    lp.path_len = 0;
+    EXPECT_NE(check(msg(ODL_FILES_REMOVE, bytes(lp), 1), C), nullptr) << "REMOVE needs a path";
 
     odl_files_error e{odl_cpu_le32(ODL_FILES_E_IO), odl_cpu_le32(4)};
     EXPECT_EQ(check(msg(ODL_FILES_ERROR, bytes(e, "full"), 1), S), nullptr);

@@ -182,7 +182,7 @@ void run_mount(const mount_cli& c) {
     opt.retry_for_ns = uint64_t(c.retry_for_s * 1e9);
     opt.answer_timeout_ns = 30'000'000'000ull;
     const bool verbose = c.verbose;
-    fl::file_client client(open, pair, opt, nullptr, [verbose](const std::string& l) {
+    fl::file_client client(open, pair, opt, nullptr, [](const std::string& l) {
         std::fprintf(stderr, "odl: mount: %s\n", l.c_str());
     });
     fl::mount_view view(client, remote, cache, uint64_t(c.ttl_s * 1e9));

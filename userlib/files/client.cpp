@@ -22,7 +22,7 @@ namespace odl::files {
 namespace fs = std::filesystem;
 
 struct file_client::job {
-    enum kind_t { push_file, push_dir, pull_file, pull_dir, remove_file } kind;
+    enum kind_t { k_push, k_mkdir_there, k_pull, k_mkdir_here, k_remove } kind;
     std::string local, remote;
     uint32_t mode = 0755;
 };
@@ -104,12 +104,12 @@ void file_client::push(const std::vector<std::string>& sources, const std::strin
         const std::string remote = into_dir ? join(dest == "/" ? "" : dest, base_name(src)) : dest;
         check_remote(remote, false);
         if (S_ISREG(st.st_mode)) {
-            jobs.push_back({job::push_file, src, remote});
+            jobs.push_back({job::k_push, src, remote});
             continue;
         }
         if (!S_ISDIR(st.st_mode)) throw copy_error(fmt::format("{}: not a regular file or directory", src));
         if (!m_opt.recursive) throw copy_error(fmt::format("{}: is a directory (copy trees with -r)", src));
-        jobs.push_back({job::push_dir, src, remote, uint32_t(st.st_mode & 07777)});
+        jobs.push_back({job::k_mkdir_there, src, remote, uint32_t(st.st_mode & 07777)});
         std::error_code ec;
         for (fs::recursive_directory_iterator it(src, ec), end; !ec && it != end; it.increment(ec)) {
             const std::string rel = it->path().lexically_relative(src).generic_string();
@@ -122,10 +122,10 @@ void file_client::push(const std::vector<std::string>& sources, const std::strin
             const std::string r = remote + "/" + rel;
             if (fs::is_directory(s)) {
                 check_remote(r, false);
-                jobs.push_back({job::push_dir, it->path().string(), r, uint32_t(s.permissions()) & 07777});
+                jobs.push_back({job::k_mkdir_there, it->path().string(), r, uint32_t(s.permissions()) & 07777});
             } else if (fs::is_regular_file(s)) {
                 check_remote(r, false);
-                jobs.push_back({job::push_file, it->path().string(), r});
+                jobs.push_back({job::k_push, it->path().string(), r});
             } else {
                 m_report.skipped++;
                 m_note(fmt::format("{}: skipped (not a regular file or directory)", it->path().string()));
@@ -188,25 +188,25 @@ std::vector<remote_entry> file_client::list(const std::string& src) {
 
 void file_client::fetch(const std::string& remote, const std::string& local) {
     check_remote(remote, false);
-    std::vector<job> jobs{{job::pull_file, local, remote}};
+    std::vector<job> jobs{{job::k_pull, local, remote}};
     run(jobs);
 }
 
 void file_client::put(const std::string& local, const std::string& remote) {
     check_remote(remote, false);
-    std::vector<job> jobs{{job::push_file, local, remote}};
+    std::vector<job> jobs{{job::k_push, local, remote}};
     run(jobs);
 }
 
 void file_client::make_dir(const std::string& remote, uint32_t mode) {
     check_remote(remote, false);
-    std::vector<job> jobs{{job::push_dir, "", remote, mode}};
+    std::vector<job> jobs{{job::k_mkdir_there, "", remote, mode}};
     run(jobs);
 }
 
 void file_client::remove(const std::string& remote) {
     check_remote(remote, false);
-    std::vector<job> jobs{{job::remove_file, "", remote}};
+    std::vector<job> jobs{{job::k_remove, "", remote}};
     run(jobs);
 }
 
@@ -224,18 +224,18 @@ void file_client::pull(const std::vector<std::string>& sources, const std::strin
     for (const auto& r : remotes) {
         const std::string local = into_dir ? join(dest, base_name(r)) : dest;
         if (!m_opt.recursive) {
-            jobs.push_back({job::pull_file, local, r});
+            jobs.push_back({job::k_pull, local, r});
             continue;
         }
         // Which sources are trees, the peer says (LIST of a file: E_KIND).
         try {
             const auto entries = list(r);
-            jobs.push_back({job::pull_dir, local, r});
+            jobs.push_back({job::k_mkdir_here, local, r});
             for (const auto& e : entries)
-                jobs.push_back({e.dir ? job::pull_dir : job::pull_file, local + "/" + e.path, r + "/" + e.path, e.mode});
+                jobs.push_back({e.dir ? job::k_mkdir_here : job::k_pull, local + "/" + e.path, r + "/" + e.path, e.mode});
         } catch (const service_error& e) {
             if (e.code != ODL_FILES_E_KIND) throw copy_error(fmt::format("peer:{}: {}", r, e.what()));
-            jobs.push_back({job::pull_file, local, r});
+            jobs.push_back({job::k_pull, local, r});
         }
     }
     run(jobs);
@@ -251,21 +251,21 @@ void file_client::run(std::vector<job>& jobs) {
             try {
                 if (!m_ch) connect();
                 switch (j.kind) {
-                case job::push_file:
+                case job::k_push:
                     push_file(j);
                     break;
-                case job::push_dir:
+                case job::k_mkdir_there:
                     remote_mkdir(j.remote, j.mode);
                     m_report.dirs++;
                     break;
-                case job::pull_file:
+                case job::k_pull:
                     pull_file(j);
                     break;
-                case job::pull_dir:
+                case job::k_mkdir_here:
                     fs::create_directories(j.local);
                     m_report.dirs++;
                     break;
-                case job::remove_file:
+                case job::k_remove:
                     remote_remove(j.remote);
                     break;
                 }
@@ -297,7 +297,7 @@ void file_client::run(std::vector<job>& jobs) {
                 }
                 if (e.code == ODL_FILES_E_HASH) m_report.hash_mismatches++;
                 failed++;
-                const bool ours = j.kind == job::push_file || (j.kind == job::push_dir && !j.local.empty());
+                const bool ours = j.kind == job::k_push || (j.kind == job::k_mkdir_there && !j.local.empty());
                 m_note(fmt::format("{}: {}", ours ? j.local : "peer:" + j.remote, e.what()));
                 break;
             } catch (const fs::filesystem_error& e) {
