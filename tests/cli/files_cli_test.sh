@@ -12,27 +12,11 @@
 # Usage: files_cli_test.sh ODL
 set -euo pipefail
 odl=$1
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/odl-files-cli.XXXXXX")
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-	echo "FAIL: $*"
-	for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }; done
-	exit 1
-}
-step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
-# Private loopback rendezvous names, so concurrent runs never meet.
-export ODL_LOOPBACK_NAMESPACE=files-cli-$$
-cd "$tmp"
+. "$(dirname "${BASH_SOURCE[0]}")/files_lib.sh"
+files_setup files-cli 3
 mkdir -p share local
-A=(--backend loopback --device 3 --keys "$tmp/keys-a")  # the serving host
-B=(--backend loopback --device 3 --keys "$tmp/keys-b")  # the copying host
+A=("${L[@]}" --keys "$tmp/ka") # the serving host
+B=("${L[@]}" --keys "$tmp/kb") # the copying host
 
 # expect_fail WHAT PATTERN CMD...: CMD exits non-zero saying PATTERN.
 expect_fail() {
@@ -41,22 +25,6 @@ expect_fail() {
 	out=$("$@" 2>&1) || rc=$?
 	[ "$rc" -ne 0 ] || fail "$what: exit 0 ($out)"
 	grep -q -- "$pattern" <<<"$out" || fail "$what: no '$pattern' in: $out"
-}
-# start_server [WRAPPER...]: odl files serve share, logs to serve.log.
-start_server() {
-	"$@" "$odl" files serve share "${A[@]}" -v >>serve.log 2>&1 &
-	server=$!
-	pids+=("$server")
-}
-# wait_for SECONDS CMD...: until CMD succeeds (bounded).
-wait_for() {
-	local n=$(($1 * 20))
-	shift
-	while ! "$@" 2>/dev/null; do
-		n=$((n - 1))
-		[ "$n" -gt 0 ] || return 1
-		sleep 0.05
-	done
 }
 json_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
 size_of() { stat -c %s "$1" 2>/dev/null || echo 0; }
@@ -85,20 +53,16 @@ p=$!
 pids+=("$p")
 expect_fail "unconfirmed pairing" "not saved" "$odl" pair "${B[@]}" --name host-b </dev/null
 wait "$p" || true
-[ ! -e keys-a ] && [ ! -e keys-b ] || fail "a key was saved without confirmation"
-"$odl" pair "${A[@]}" --name host-a --yes >pair-a.log 2>&1 &
-p=$!
-pids+=("$p")
-"$odl" pair "${B[@]}" --name host-b --yes >pair-b.log 2>&1 || fail "pair (b)"
-wait "$p" || fail "pair (a)"
+[ ! -e ka ] && [ ! -e kb ] || fail "a key was saved without confirmation"
+pair_hosts
 code_a=$(sed -n 's/.*pairing code \([0-9]\{3\} [0-9]\{3\}\).*/\1/p' pair-a.log)
 code_b=$(sed -n 's/.*pairing code \([0-9]\{3\} [0-9]\{3\}\).*/\1/p' pair-b.log)
 [ -n "$code_a" ] && [ "$code_a" = "$code_b" ] || fail "pairing codes differ: '$code_a' '$code_b'"
 grep -q "peer host-b" pair-a.log && grep -q "peer host-a" pair-b.log || fail "peer names"
-for f in keys-a/*.json keys-b/*.json; do
+for f in ka/*.json kb/*.json; do
 	[ "$(stat -c %a "$f")" = 600 ] || fail "$f is not 0600"
 done
-[ "$(stat -c %a keys-a)" = 700 ] || fail "keys-a is not 0700"
+[ "$(stat -c %a ka)" = 700 ] || fail "ka is not 0700"
 
 step "push and pull"
 head -c $((48 << 20)) /dev/urandom >local/big.bin

@@ -10,48 +10,16 @@
 # Usage: files_mount_test.sh ODL
 set -euo pipefail
 odl=$1
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/odl-mount-test.XXXXXX")
-pids=()
-cleanup() {
-	local p
-	fusermount3 -u "$tmp/mnt" 2>/dev/null || true
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-	echo "FAIL: $*"
-	for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }; done
-	exit 1
-}
-step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
+. "$(dirname "${BASH_SOURCE[0]}")/files_lib.sh"
+files_setup files-mount 4
+files_extra_cleanup() { fusermount3 -u "$tmp/mnt" 2>/dev/null || true; }
 [ -c /dev/fuse ] || fail "no /dev/fuse on this machine: odl mount cannot be tested here"
 command -v fusermount3 >/dev/null || fail "fusermount3 missing (Debian package fuse3, installed by ./odl)"
-export ODL_LOOPBACK_NAMESPACE=files-mount-$$
-cd "$tmp"
 mkdir -p share/tree/sub mnt
-L=(--backend loopback --device 4)
-wait_for() {
-	local n=$(($1 * 20))
-	shift
-	while ! "$@" 2>/dev/null; do
-		n=$((n - 1))
-		[ "$n" -gt 0 ] || return 1
-		sleep 0.05
-	done
-}
 mounted() { grep -q " $tmp/mnt fuse" /proc/mounts; }
-start_server() {
-	"$odl" files serve share "${L[@]}" --keys ka >>serve.log 2>&1 &
-	server=$!
-	pids+=("$server")
-}
 
 step "pair, serve, mount"
-"$odl" pair "${L[@]}" --keys ka --yes >/dev/null 2>&1 &
-pids+=($!)
-"$odl" pair "${L[@]}" --keys kb --yes >/dev/null 2>&1 || fail "pairing"
+pair_hosts
 echo alpha >share/tree/a.txt
 head -c 3000000 /dev/urandom >share/tree/sub/b.bin
 chmod 640 share/tree/sub/b.bin

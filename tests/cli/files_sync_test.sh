@@ -10,30 +10,11 @@
 # Usage: files_sync_test.sh ODL
 set -euo pipefail
 odl=$1
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/odl-sync-test.XXXXXX")
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-	echo "FAIL: $*"
-	for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }; done
-	exit 1
-}
-step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
-export ODL_LOOPBACK_NAMESPACE=files-sync-$$
-cd "$tmp"
-L=(--backend loopback --device 6)
+. "$(dirname "${BASH_SOURCE[0]}")/files_lib.sh"
+files_setup files-sync 6
 mkdir -p share/docs here
-"$odl" pair "${L[@]}" --keys ka --yes >/dev/null 2>&1 &
-pids+=($!)
-"$odl" pair "${L[@]}" --keys kb --yes >/dev/null 2>&1 || fail "pairing"
-"$odl" files serve share "${L[@]}" --keys ka >serve.log 2>&1 &
-pids+=($!)
+pair_hosts
+start_server
 once() { "$odl" sync here peer:docs "${L[@]}" --keys kb --once >>sync.log 2>&1 || fail "sync pass"; }
 # same_trees: the synced folders hold the same files with the same bytes.
 same_trees() {
