@@ -186,8 +186,13 @@ void run_serve(const serve_cli& c) {
         } catch (const odl::error& e) {
             die("files serve", fmt::format("{} device {}: {}", c.link.backend, c.link.device, e.what()));
         }
+        const auto began = std::chrono::steady_clock::now();
         server.serve(*dev, &g_stop);
-        if (c.once) break;
+        if (c.once && server.counters().sessions) break;
+        // A device that fails at once (its link still going down) is not
+        // reopened in a tight loop.
+        if (std::chrono::steady_clock::now() - began < std::chrono::milliseconds(100))
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
     const auto& k = server.counters();
     if (verbose)

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "crypto.h"
 #include "session.h"
 #include "transfer.h"
 
@@ -33,6 +34,14 @@ uint64_t now_ns() {
     return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::steady_clock::now().time_since_epoch())
                         .count());
+}
+
+/// Between reconnects: 100-400 ms, random, so two sides that retry on the
+/// same beat (a server reopening its device as the client arrives) part.
+void backoff() {
+    uint8_t r = 0;
+    random_bytes(&r, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + 300 * r / 255));
 }
 
 std::string strip_slashes(std::string s) {
@@ -174,14 +183,14 @@ std::vector<remote_entry> file_client::list(const std::string& src) {
         } catch (const link_error& e) {
             m_ch.reset();
             m_dev.reset();
-            if (now_ns() - start > m_opt.retry_for_ns) throw copy_error(fmt::format("link: {}", e.what()));
+            if (now_ns() - start > m_opt.retry_for_ns) throw copy_error(e.what());
             m_report.reconnects++;
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            backoff();
         } catch (const odl::error& e) {
             m_ch.reset();
             m_dev.reset();
             if (now_ns() - start > m_opt.retry_for_ns) throw copy_error(e.what());
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            backoff();
         }
     }
 }
@@ -279,15 +288,15 @@ void file_client::run(std::vector<job>& jobs) {
                     throw copy_error(fmt::format("link lost ({}); gave up after {} s", e.what(),
                                                  m_opt.retry_for_ns / 1'000'000'000ull));
                 m_report.reconnects++;
-                m_note(fmt::format("link: {}; reconnecting to resume", e.what()));
-                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                m_note(fmt::format("{}; reconnecting to resume", e.what()));
+                backoff();
             } catch (const odl::error& e) {  // the device would not open (no peer yet)
                 m_ch.reset();
                 m_dev.reset();
                 const uint64_t now = now_ns();
                 if (!lost_since) lost_since = now;
                 if (now - lost_since > m_opt.retry_for_ns) throw copy_error(e.what());
-                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                backoff();
             } catch (const service_error& e) {
                 if (e.code == ODL_FILES_E_HASH && !hash_retried) {
                     hash_retried = true;

@@ -121,10 +121,10 @@ file_server::file_server(int root, pair_store keys, log_fn log, uint32_t max_chu
 
 void file_server::serve(odl::device& dev, const std::atomic<bool>* stop) {
     channel ch(dev, ODL_FILES_FROM_SERVER, stop);
-    m_counters.sessions++;
     std::string peer = "?";
     try {
         peer = server_hello(ch, m_keys, m_max_chunk).peer_name;
+        m_counters.sessions++;
         m_log(fmt::format("session with {}", peer));
         for (;;) {
             const message m = ch.recv(0);
@@ -142,7 +142,9 @@ void file_server::serve(odl::device& dev, const std::atomic<bool>* stop) {
         } catch (const std::exception&) {
         }
     } catch (const link_error& e) {
-        m_log(fmt::format("session with {} ended: {}", peer, e.what()));
+        // A link that failed before any HELLO is no session (the device
+        // reopened while the last peer was still leaving): not worth a line.
+        if (peer != "?") m_log(fmt::format("session with {} ended: {}", peer, e.what()));
     } catch (const stopped&) {
     }
 }
