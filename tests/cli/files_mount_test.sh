@@ -12,7 +12,13 @@ set -euo pipefail
 odl=$1
 . "$(dirname "${BASH_SOURCE[0]}")/files_lib.sh"
 files_setup files-mount 4
-files_extra_cleanup() { fusermount3 -u "$tmp/mnt" 2>/dev/null || true; }
+files_extra_cleanup() {
+	local cache
+	fusermount3 -u "$tmp/mnt" 2>/dev/null || true
+	# A mount killed on a failure cannot remove its private cache: do it here.
+	cache=$(sed -n 's/.*, cache \(.*\)$/\1/p' "$tmp/mount.log" 2>/dev/null || true)
+	case $cache in */odl-mount-cache.*) rm -rf "$cache" ;; esac
+}
 [ -c /dev/fuse ] || fail "no /dev/fuse on this machine: odl mount cannot be tested here"
 command -v fusermount3 >/dev/null || fail "fusermount3 missing (Debian package fuse3, installed by ./odl)"
 mkdir -p share/tree/sub mnt
