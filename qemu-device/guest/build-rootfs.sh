@@ -90,9 +90,13 @@ customize_hook='set -e; r=$1
 		systemd-networkd-wait-online.service >/dev/null 2>&1
 	install -d -m 700 "$r/root/.ssh"
 	install -m 600 "'"$tmp"'/id_ed25519.pub" "$r/root/.ssh/authorized_keys"
+	# Ready = SSH started and the management interface has its address (the
+	# driver of the NIC may load after ssh.service: SSH unreachable till then).
+	# $$ is a literal $ for systemd.
 	printf "%s\n" "[Unit]" "Description=tell the testbed this host is ready" \
 		"After=ssh.service systemd-networkd.service" "Wants=ssh.service" "" \
-		"[Service]" "Type=oneshot" "ExecStart=/bin/sh -c \"echo ODL-GUEST: ready >/dev/ttyS0\"" "" \
+		"[Service]" "Type=oneshot" \
+		"ExecStart=/bin/sh -c \"i=0; until ip -4 addr show scope global | grep -q inet || [ \$\$i -ge 240 ]; do i=\$\$((i + 1)); sleep 0.5; done; echo ODL-GUEST: ready >/dev/ttyS0\"" "" \
 		"[Install]" "WantedBy=multi-user.target" >"$r/etc/systemd/system/odl-testbed-ready.service"
 	chroot "$r" systemctl enable odl-testbed-ready.service >/dev/null 2>&1
 	: >"$r/etc/machine-id"
