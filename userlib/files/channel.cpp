@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "clock.h"
+
 namespace odl::files {
 
 namespace {
@@ -21,11 +23,6 @@ constexpr uint64_t kIdleSleepNs = 5'000'000;  // an idle receiver looks every 5 
 
 uint32_t dir_of(odl_files_side s) { return s == ODL_FILES_FROM_CLIENT ? 0 : 1; }
 
-uint64_t now_ns() {
-    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::steady_clock::now().time_since_epoch())
-                        .count());
-}
 
 std::string status_text(int status) {
     const char* why = odl_last_error();

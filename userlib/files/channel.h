@@ -97,7 +97,6 @@ public:
     /// Checks a HELLO_ACK's tag with @rx (the session key it proposes).
     bool verify_with(const message& m, const key32& rx) const;
 
-    uint64_t sent_messages() const { return m_tx_seq; }
 
 private:
     struct slot {

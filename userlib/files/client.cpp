@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "clock.h"
 #include "crypto.h"
 #include "session.h"
 #include "transfer.h"
@@ -30,11 +31,6 @@ struct file_client::job {
 
 namespace {
 
-uint64_t now_ns() {
-    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::steady_clock::now().time_since_epoch())
-                        .count());
-}
 
 /// Between reconnects: 100-400 ms, random, so two sides that retry on the
 /// same beat (a server reopening its device as the client arrives) part.
@@ -173,7 +169,7 @@ std::vector<remote_entry> file_client::list_once(const std::string& src) {
 
 std::vector<remote_entry> file_client::list(const std::string& src) {
     check_remote(src, true);
-    const uint64_t start = now_ns();
+    uint64_t lost_since = 0;
     for (;;) {
         try {
             if (!m_ch) connect();
@@ -181,18 +177,21 @@ std::vector<remote_entry> file_client::list(const std::string& src) {
         } catch (const protocol_error& e) {
             throw copy_error(e.what());
         } catch (const link_error& e) {
-            m_ch.reset();
-            m_dev.reset();
-            if (now_ns() - start > m_opt.retry_for_ns) throw copy_error(e.what());
+            drop_link(lost_since, e.what());
             m_report.reconnects++;
-            backoff();
         } catch (const odl::error& e) {
-            m_ch.reset();
-            m_dev.reset();
-            if (now_ns() - start > m_opt.retry_for_ns) throw copy_error(e.what());
-            backoff();
+            drop_link(lost_since, e.what());
         }
     }
+}
+
+void file_client::drop_link(uint64_t& since, const std::string& give_up) {
+    m_ch.reset();
+    m_dev.reset();
+    const uint64_t now = now_ns();
+    if (!since) since = now;
+    if (now - since > m_opt.retry_for_ns) throw copy_error(give_up);
+    backoff();
 }
 
 void file_client::fetch(const std::string& remote, const std::string& local) {
@@ -280,23 +279,12 @@ void file_client::run(std::vector<job>& jobs) {
                 }
                 break;
             } catch (const link_error& e) {
-                m_ch.reset();
-                m_dev.reset();
-                const uint64_t now = now_ns();
-                if (!lost_since) lost_since = now;
-                if (now - lost_since > m_opt.retry_for_ns)
-                    throw copy_error(fmt::format("link lost ({}); gave up after {} s", e.what(),
-                                                 m_opt.retry_for_ns / 1'000'000'000ull));
+                drop_link(lost_since, fmt::format("link lost ({}); gave up after {} s", e.what(),
+                                                  m_opt.retry_for_ns / 1'000'000'000ull));
                 m_report.reconnects++;
                 m_note(fmt::format("{}; reconnecting to resume", e.what()));
-                backoff();
             } catch (const odl::error& e) {  // the device would not open (no peer yet)
-                m_ch.reset();
-                m_dev.reset();
-                const uint64_t now = now_ns();
-                if (!lost_since) lost_since = now;
-                if (now - lost_since > m_opt.retry_for_ns) throw copy_error(e.what());
-                backoff();
+                drop_link(lost_since, e.what());
             } catch (const service_error& e) {
                 if (e.code == ODL_FILES_E_HASH && !hash_retried) {
                     hash_retried = true;

@@ -82,6 +82,9 @@ private:
     struct job;
     void run(std::vector<job>& jobs);
     void connect();
+    /// After a lost link: closes it and waits a little, or throws
+    /// copy_error(@give_up) once it has been down longer than retry_for.
+    void drop_link(uint64_t& since, const std::string& give_up);
     void push_file(const job& j);
     void pull_file(const job& j);
     void remote_mkdir(const std::string& path, uint32_t mode);

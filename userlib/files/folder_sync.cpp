@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "clock.h"
 #include "crypto.h"
 #include "safe_dir.h"
 #include "transfer.h"
@@ -23,16 +24,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kStateDir = ".odl-sync";
-
-std::string utc_stamp() {
-    const std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof(buf), "%Y%m%dT%H%M%SZ", &tm);
-    return buf;
-}
 
 }  // namespace
 
@@ -49,14 +40,14 @@ std::string folder_sync::remote_path(const std::string& rel) const {
 }
 
 void folder_sync::load_state() {
-    const std::string path = m_local + "/" + kStateDir + "/state.json";
+    const std::string path = m_local + "/" + kSyncDir + "/state.json";
     std::ifstream in(path);
     if (!in) return;  // the first pass: nothing synced yet
     try {
         const json j = json::parse(in);
         if (j.at("remote").get<std::string>() != m_remote)
             throw copy_error(fmt::format("{} was synced with peer:{}, not peer:{} (remove {}/{} to start over)", m_local,
-                                         j.at("remote").get<std::string>(), m_remote, m_local, kStateDir));
+                                         j.at("remote").get<std::string>(), m_remote, m_local, kSyncDir));
         for (const auto& [k, v] : j.at("files").items()) m_base[k] = version{v.at(0).get<uint64_t>(), v.at(1).get<uint64_t>()};
     } catch (const json::exception& e) {
         throw copy_error(fmt::format("{}: unreadable sync state: {}", path, e.what()));
@@ -64,7 +55,7 @@ void folder_sync::load_state() {
 }
 
 void folder_sync::save_state() const {
-    const std::string dir = m_local + "/" + kStateDir;
+    const std::string dir = m_local + "/" + kSyncDir;
     fs::create_directories(dir);
     json files = json::object();
     for (const auto& [k, v] : m_base) files[k] = {v.size, v.mtime_ns};

@@ -9,17 +9,13 @@
 
 #include <fmt/format.h>
 
+#include "clock.h"
 #include "crypto.h"
 
 namespace odl::files {
 
 namespace {
 
-uint64_t now_ns() {
-    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::steady_clock::now().time_since_epoch())
-                        .count());
-}
 
 }  // namespace
 

@@ -59,10 +59,10 @@ std::pair<std::string, std::string> split_parent(const std::string& rel) {
     return {rel.substr(0, slash), rel.substr(slash + 1)};
 }
 
-bool is_partial_name(const std::string& name) { return name.rfind(".odl-part.", 0) == 0; }
+bool is_partial_name(const std::string& name) { return name.rfind(kPartPrefix, 0) == 0; }
 
 bool is_private_name(const std::string& name) {
-    return is_partial_name(name) || name == kTrashDir || name == ".odl-sync";
+    return is_partial_name(name) || name == kTrashDir || name == kSyncDir;
 }
 
 bool has_private_component(const std::string& path) {

@@ -46,5 +46,9 @@ bool is_private_name(const std::string& name);
 bool has_private_component(const std::string& path);
 /// The folder removed files go to, in each served or synced folder.
 constexpr const char* kTrashDir = ".odl-trash";
+/// odl sync's state, in each synced folder.
+constexpr const char* kSyncDir = ".odl-sync";
+/// How partial files' names begin.
+constexpr const char* kPartPrefix = ".odl-part.";
 
 }  // namespace odl::files

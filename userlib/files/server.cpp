@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "clock.h"
 #include "session.h"
 #include "transfer.h"
 
@@ -300,14 +301,9 @@ void file_server::remove(channel& ch, const message& m) {
     if (!S_ISREG(st.st_mode)) throw service_error(ODL_FILES_E_KIND, fmt::format("{}: not a regular file", path));
     // Into the trash, never gone: a time-stamped folder per removal keeps
     // every version that was removed.
-    char stamp[32];
-    const std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
     uint8_t rnd[4];
     random_bytes(rnd, sizeof(rnd));
-    const std::string where = fmt::format("{}/{}-{}{}{}", kTrashDir, stamp, hex(rnd, sizeof(rnd)), parent.empty() ? "" : "/",
+    const std::string where = fmt::format("{}/{}-{}{}{}", kTrashDir, utc_stamp(), hex(rnd, sizeof(rnd)), parent.empty() ? "" : "/",
                                           parent);
     unique_fd trash(dir_beneath(m_root, where, true, 0700));
     if (!trash) path_fail(where, -trash.get());

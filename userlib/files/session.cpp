@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "session.h"
 
+#include "clock.h"
+#include "transfer.h"
+
 #include <algorithm>
 #include <cstring>
 #include <ctime>
@@ -8,19 +11,6 @@
 #include <fmt/format.h>
 
 namespace odl::files {
-
-namespace {
-
-std::string utc_now() {
-    const std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
-}  // namespace
 
 session_keys derive_session_keys(const key32& pair, const uint8_t* nonce_c, const uint8_t* nonce_s) {
     uint8_t salt[2 * ODL_FILES_NONCE_BYTES];
@@ -40,10 +30,8 @@ void client_hello(channel& ch, const pair_record& pair, uint32_t chunk, uint64_t
     ch.send_hello(h, pair.key);
     const message m = ch.recv(timeout_ns);
     if (m.type == ODL_FILES_ERROR) {
-        std::string text(m.tail(sizeof(odl_files_error)));
-        for (char& c : text)
-            if (static_cast<unsigned char>(c) < 0x20) c = '?';
-        throw protocol_error(fmt::format("peer refused the session: {} (an unauthenticated answer)", text));
+        throw protocol_error(fmt::format("peer refused the session: {} (an unauthenticated answer)",
+                                         peer_text(m.tail(sizeof(odl_files_error)))));
     }
     if (m.type != ODL_FILES_HELLO_ACK) throw protocol_error(fmt::format("peer answered HELLO with type {}", m.type));
     const auto a = m.head<odl_files_hello_ack>();
@@ -117,7 +105,7 @@ pairing pair_over(channel& ch, const std::string& local_name, uint64_t timeout_n
         if (static_cast<unsigned char>(ch_) < 0x20 || ch_ == '/') ch_ = '_';
     p.record.peer_name = name.empty() ? "peer" : name;
     p.record.local_name = local_name;
-    p.record.created = utc_now();
+    p.record.created = utc_iso();
     return p;
 }
 

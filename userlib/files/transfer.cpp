@@ -51,6 +51,13 @@ file_meta meta_of(int fd) {
     return {uint64_t(st.st_size), mtime_of(st), uint32_t(st.st_mode & 07777)};
 }
 
+std::string peer_text(std::string_view words) {
+    std::string text(words);
+    for (char& c : text)
+        if (static_cast<unsigned char>(c) < 0x20) c = '?';  // the peer's words, shown on our terminal
+    return text;
+}
+
 void send_error(channel& ch, odl_files_err code, const std::string& text) {
     const std::string t = text.substr(0, ODL_FILES_TEXT_MAX);
     const odl_files_error e{odl_cpu_le32(uint32_t(code)), odl_cpu_le32(uint32_t(t.size()))};
@@ -60,10 +67,7 @@ void send_error(channel& ch, odl_files_err code, const std::string& text) {
 service_error error_of(const message& m) {
     const auto e = m.head<odl_files_error>();
     const uint32_t code = odl_le32(e.code);
-    std::string text(m.tail(sizeof(e)));
-    for (char& c : text)
-        if (static_cast<unsigned char>(c) < 0x20) c = '?';  // the peer's words, shown on our terminal
-    return service_error(odl_files_err(code), "peer: " + text);
+    return service_error(odl_files_err(code), "peer: " + peer_text(m.tail(sizeof(e))));
 }
 
 void send_file(channel& ch, int fd, const file_meta& meta, uint64_t from, const progress_fn& progress) {
@@ -111,7 +115,7 @@ incoming_file::incoming_file(int dir, std::string name, const file_meta& meta)
     const std::string key = fmt::format("{}\n{}\n{}", m_name, meta.size, meta.mtime_ns);
     id.update(key.data(), key.size());
     const digest d = id.finish();
-    m_part = ".odl-part." + hex(d.data(), 12);
+    m_part = kPartPrefix + hex(d.data(), 12);
     m_state = m_part + ".state";
 
     uint64_t held = 0;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "channel.h"
 #include "crypto.h"
@@ -75,6 +76,8 @@ private:
 
 /// ERROR payload for @e (code and words).
 void send_error(channel& ch, odl_files_err code, const std::string& text);
+/// A peer's words made safe to print (control characters become '?').
+std::string peer_text(std::string_view words);
 /// An ERROR message's code and words.
 service_error error_of(const message& m);
 
