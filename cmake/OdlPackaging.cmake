@@ -7,6 +7,7 @@
 #   plugin   package odl-nccl-plugin  <libdir>/odl/lib{nccl,rccl}-net-odl.so
 #   dkms     package odl-tb5-dkms   /usr/src/odl_tb5-VERSION (kmod/ + include/)
 #   model    package odl-model      odl-model (odl run, odl model), odl-linkd
+#   tray     package odl-tray       odl-tray (GTK tray indicator), its icons and menu entry
 # Version: project(VERSION) in the root CMakeLists.txt; the package version
 # adds the source id (cmake/OdlBuildInfo.cmake), read when cpack runs, so
 # the packages name the commit their binaries were built from.
@@ -54,8 +55,9 @@ set(ODL_PACKAGE_NAME_dev libodl-dev)
 set(ODL_PACKAGE_NAME_plugin odl-nccl-plugin)
 set(ODL_PACKAGE_NAME_dkms ${ODL_DKMS_PACKAGE})
 set(ODL_PACKAGE_NAME_model odl-model)
+set(ODL_PACKAGE_NAME_tray odl-tray)
 set(ODL_PACKAGE_COMPONENTS)
-foreach(c runtime dev plugin dkms model)
+foreach(c runtime dev plugin dkms model tray)
   if(c IN_LIST _odl_components)
     odl_install_package_docs(${c} ${ODL_PACKAGE_NAME_${c}})
     list(APPEND ODL_PACKAGE_COMPONENTS ${c})
@@ -141,6 +143,16 @@ odl-model runs scenario replays and latency modelling on the SystemC model of
 the USB4 host interface, router and cable ('odl run', 'odl model sweep');
 odl-linkd is the model server the emulated QEMU device connects to. Kept
 apart from the odl package so that lab hosts need no simulator.")
+
+set(CPACK_DEBIAN_TRAY_PACKAGE_NAME odl-tray)
+set(CPACK_DEBIAN_TRAY_PACKAGE_SECTION x11)
+set(CPACK_COMPONENT_TRAY_DESCRIPTION
+  "OdinLink host-to-host link: tray indicator
+odl-tray shows the state of this host's OdinLink links in the desktop's
+notification area (connected, below the port's rating, disconnected, daemon
+down), lists each peer with its link and last test, opens odl-daemon's status
+page and runs a latency test from its menu.
+Kept apart from the odl package so that hosts without a desktop need no GTK.")
 
 # Version and inter-package dependencies are set when cpack runs, from the
 # source id of the build being packaged.

@@ -33,75 +33,21 @@
 #include <nlohmann/json.hpp>
 #include <sdbus-c++/sdbus-c++.h>
 
+#include "child_process.h"
+#include "http_client.h"
 #include "fake_host.h"
 #include "org.odinlink.Daemon1_proxy.h"
 
-extern char** environ;
 
 namespace {
 
 using namespace std::chrono_literals;
+using odl::test::child;
+using odl::test::slurp;
+using odl::test::http;
 using props_t = std::map<std::string, sdbus::Variant>;
 
 constexpr const char* kDevicePath = "/org/odinlink/Daemon1/devices/odl_tb5_0";
-
-std::string slurp(const std::string& path) {
-    std::ifstream f(path);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-
-/// A child process with its stderr in a file; killed at the end.
-struct child {
-    pid_t pid = -1;
-    std::string err_file;
-    child() = default;
-    child(std::vector<std::string> argv, const std::string& err, int out_fd = -1) : err_file(err) {
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (out_fd >= 0) posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-        std::vector<char*> a;
-        for (auto& s : argv) a.push_back(s.data());
-        a.push_back(nullptr);
-        if (posix_spawn(&pid, a[0], &fa, nullptr, a.data(), environ) != 0) pid = -1;
-        posix_spawn_file_actions_destroy(&fa);
-    }
-    /// Exit status after @sig, or -1 if it did not end within 5 s.
-    int stop(int sig = SIGTERM) {
-        if (pid < 0) return -1;
-        kill(pid, sig);
-        for (int i = 0; i < 500; i++) {
-            int st = 0;
-            if (waitpid(pid, &st, WNOHANG) == pid) {
-                pid = -1;
-                return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-            }
-            std::this_thread::sleep_for(10ms);
-        }
-        kill(pid, SIGKILL);
-        waitpid(pid, nullptr, 0);
-        pid = -1;
-        return -1;
-    }
-    child(child&& o) noexcept : pid(o.pid), err_file(std::move(o.err_file)) { o.pid = -1; }
-    child& operator=(child&& o) noexcept {
-        if (this != &o) {
-            if (pid > 0) stop(SIGKILL);
-            pid = o.pid;
-            err_file = std::move(o.err_file);
-            o.pid = -1;
-        }
-        return *this;
-    }
-    child(const child&) = delete;
-    child& operator=(const child&) = delete;
-    ~child() {
-        if (pid > 0) stop(SIGKILL);
-    }
-    std::string err() const { return slurp(err_file); }
-};
 
 /// What the test's client heard, with waits bounded in time.
 struct inbox {
@@ -346,36 +292,6 @@ TEST_F(DaemonBus, EndsQuietlyOnSigterm) {
     EXPECT_EQ(daemon.err(), "") << "an orderly shutdown logs nothing";
 }
 
-/// One HTTP exchange with the daemon's endpoint: the raw request in, the
-/// status line and the body out.
-struct http_reply {
-    std::string status, headers, body;
-};
-http_reply http(uint16_t port, const std::string& request) {
-    http_reply r;
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-        close(fd);
-        return r;
-    }
-    (void)!write(fd, request.data(), request.size());
-    std::string all;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof(buf))) > 0) all.append(buf, size_t(n));
-    close(fd);
-    const auto eol = all.find("\r\n"), end = all.find("\r\n\r\n");
-    if (eol == std::string::npos || end == std::string::npos) return r;
-    r.status = all.substr(0, eol);
-    r.headers = all.substr(eol + 2, end - eol - 2);
-    r.body = all.substr(end + 4);
-    return r;
-}
-
 class DaemonMetrics : public DaemonBus {
 protected:
     DaemonMetrics() { extra_args = {"--metrics", "0", "-v"}; }
@@ -571,6 +487,139 @@ TEST(DaemonCli, BadBusAndOptionsAreRefusedWithTheReason) {
             const std::string what = std::string(opt) == "--metrics" ? "metrics" : "status";
             EXPECT_NE(m.err().find(what), std::string::npos) << opt << " " << bad << ": " << m.err();
         }
+}
+
+/// RunTest over the loopback backend: the peer's `odl perf --server` runs
+/// as a child of the test, in a loopback namespace of this test's own.
+class DaemonTests : public DaemonBus {
+protected:
+    DaemonTests() {
+        extra_args = {"--test-backend", "loopback", "--test-limit", "3"};
+        setenv("ODL_LOOPBACK_NAMESPACE", ("daemon-test-" + std::to_string(getpid())).c_str(), 1);
+    }
+    ~DaemonTests() override { unsetenv("ODL_LOOPBACK_NAMESPACE"); }
+    child peer_server() {
+        return child({ODL_CLI_BIN, "perf", "latency", "--server", "--backend", "loopback", "--device", "0", "-q"},
+                     h.root + "/server.err");
+    }
+    std::string run_error(const std::string& device, const std::string& test) {
+        try {
+            root->RunTest(device, test);
+        } catch (const sdbus::Error& e) {
+            return e.getName() + ": " + e.getMessage();
+        }
+        return "no error";
+    }
+    nlohmann::json last_test() {
+        const std::string s = dev->LastTest();
+        return s.empty() ? nlohmann::json() : nlohmann::json::parse(s);
+    }
+};
+
+TEST_F(DaemonTests, RunsALatencyTestAgainstThePeerAndSignalsTheResult) {
+    EXPECT_EQ(dev->LastTest(), "") << "no test has run yet";
+    child server = peer_server();
+    ASSERT_GT(server.pid, 0);
+    const std::string report = root->RunTest("odl_tb5_0", "latency");
+    const auto j = nlohmann::json::parse(report);
+    ASSERT_EQ(j.at("results").size(), 2u) << report;
+    EXPECT_EQ(j.at("results")[0].at("size").get<uint64_t>(), 64u) << report;
+    EXPECT_GT(j.at("results")[1].at("p50_us").get<double>(), 0.0) << report;
+    EXPECT_EQ(server.wait(), 0) << "the peer's server ends by itself after the client's run: " << server.err();
+    const auto lt = last_test();
+    EXPECT_EQ(lt.at("state"), "passed") << lt.dump();
+    EXPECT_EQ(lt.at("test"), "latency");
+    EXPECT_EQ(lt.at("report"), j);
+    // The client heard it: running, then passed.
+    ASSERT_TRUE(in.wait_for([&] {
+        int seen = 0;
+        for (const auto& c : in.device_changes)
+            if (c.count("LastTest")) seen |= c.at("LastTest").get<std::string>().find("\"passed\"") != std::string::npos ? 2 : 1;
+        return seen == 3;
+    })) << "no PropertiesChanged(LastTest) for the start and the end";
+}
+
+TEST_F(DaemonTests, SaysWhyATestCannotRunAndStaysUp) {
+    EXPECT_EQ(run_error("odl_tb5_7", "latency").rfind("org.odinlink.Error.NoSuchDevice", 0), 0u);
+    EXPECT_EQ(run_error("odl_tb5_0; reboot", "latency").rfind("org.odinlink.Error.NoSuchDevice", 0), 0u);
+    const std::string bad = run_error("odl_tb5_0", "--server");
+    EXPECT_EQ(bad.rfind("org.odinlink.Error.InvalidArgs", 0), 0u) << bad;
+    EXPECT_EQ(dev->LastTest(), "") << "a refused call runs nothing";
+    // No peer answering (odl perf would wait 10 s for one): stopped at the limit, and the caller hears why.
+    // The waiting call on a connection of its own: a thread blocked in a call
+    // reads the bus's socket itself, and the signals it reads meanwhile would
+    // reach this test's event loop only after the call returned.
+    std::string first;
+    auto c2 = sdbus::createSessionBusConnectionWithAddress(address);
+    std::thread t([&] {
+        auto p2 = sdbus::createProxy(*c2, "org.odinlink.Daemon1", "/org/odinlink/Daemon1");
+        try {
+            p2->callMethod("RunTest").onInterface("org.odinlink.Daemon1").withArguments(std::string("odl_tb5_0"), std::string("latency"));
+            first = "no error";
+        } catch (const sdbus::Error& e) {
+            first = e.getName() + ": " + e.getMessage();
+        }
+    });
+    const bool running = in.wait_for([&] { return !in.device_changes.empty(); });
+    const std::string busy = run_error("odl_tb5_0", "bandwidth");
+    t.join();
+    ASSERT_TRUE(running) << "no LastTest(running)";
+    EXPECT_EQ(busy.rfind("org.odinlink.Error.Busy", 0), 0u) << busy;
+    EXPECT_EQ(first.rfind("org.odinlink.Error.Failed", 0), 0u) << first;
+    EXPECT_NE(first.find("no result within 3 s"), std::string::npos) << first;
+    const auto lt = last_test();
+    EXPECT_EQ(lt.at("state"), "failed") << lt.dump();
+    EXPECT_EQ(lt.at("error"), first.substr(first.find(": ") + 2));
+    EXPECT_EQ(root->Devices().size(), 1u);
+    EXPECT_EQ(daemon.stop(SIGTERM), 0);
+    EXPECT_EQ(daemon.err(), "") << "an orderly shutdown logs nothing";
+}
+
+/// The status page with the last test of a device: its table and chart.
+class DaemonPageTests : public DaemonStatusPage {
+protected:
+    DaemonPageTests() {
+        extra_args = {"--status-page", "0", "--test-backend", "loopback"};
+        setenv("ODL_LOOPBACK_NAMESPACE", ("daemon-page-" + std::to_string(getpid())).c_str(), 1);
+    }
+    ~DaemonPageTests() override { unsetenv("ODL_LOOPBACK_NAMESPACE"); }
+    void run(const std::string& test) {
+        child server({ODL_CLI_BIN, "perf", test, "--server", "--backend", "loopback", "--device", "0", "-q"},
+                     h.root + "/server.err");
+        root->RunTest("odl_tb5_0", test);
+        EXPECT_EQ(server.wait(), 0) << server.err();
+    }
+    /// How often @what occurs in the chart of the last test in @dom.
+    static size_t in_chart(const std::string& dom, const std::string& what) {
+        const auto at = dom.find("class=\"test-chart\"");
+        if (at == std::string::npos) return 0;
+        const std::string chart = dom.substr(at, dom.find("</svg>", at) - at);
+        size_t n = 0;
+        for (auto i = chart.find(what); i != std::string::npos; i = chart.find(what, i + 1)) n++;
+        return n;
+    }
+};
+
+TEST_F(DaemonPageTests, ShowsTheLastTestWithItsChart) {
+    if (std::system("command -v chromium >/dev/null") != 0)
+        GTEST_SKIP() << "chromium is not installed (the bootstrap installs it)";
+    const std::string u = url();
+    EXPECT_EQ(chromium(u).find("class=\"test\""), std::string::npos) << "no test yet, no test section";
+    const std::string dir = std::string(ODL_ARTIFACT_DIR) + "/status-page";
+    std::filesystem::create_directories(dir);
+    run("latency");
+    const std::string lat = chromium(u);
+    EXPECT_NE(lat.find("Last test: latency, passed"), std::string::npos) << lat;
+    EXPECT_EQ(in_chart(lat, "<polyline"), 2u) << "one distribution per size (64 B, 4 KiB):\n" << lat;
+    EXPECT_NE(lat.find("<td>4 KiB</td>"), std::string::npos) << lat;
+    chromium(u, dir + "/latency-test.png");
+    run("bandwidth");
+    const std::string bw = chromium(u);
+    EXPECT_NE(bw.find("Last test: bandwidth, passed"), std::string::npos) << bw;
+    EXPECT_EQ(in_chart(bw, "<rect"), 3u) << "one bar per size (4 KiB, 64 KiB, 1 MiB):\n" << bw;
+    chromium(u, dir + "/bandwidth-test.png");
+    const auto bad = console_errors();
+    EXPECT_TRUE(bad.empty()) << "the page logged: " << bad.front();
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ unset LD_LIBRARY_PATH PKG_CONFIG_PATH
 cpack --config "$build/CPackConfig.cmake" -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1 ||
 	{ cat "$tmp/cpack.log"; fail "cpack"; }
 deb() { ls "$tmp/pkg/$1_"*.deb 2>/dev/null | head -n1; }
-pkgs=(odl libodl-dev odl-nccl-plugin odl-tb5-dkms)
+pkgs=(odl libodl-dev odl-nccl-plugin odl-tb5-dkms odl-tray)
 [ "$model" = 1 ] && pkgs+=(odl-model)
 for p in "${pkgs[@]}"; do
 	d=$(deb "$p")
@@ -98,11 +98,12 @@ has odl "usr/$libdir/libodl.so.0"
 has odl usr/lib/udev/rules.d/71-odl-tb5.rules
 has odl usr/lib/modules-load.d/odl_tb5.conf
 has odl usr/share/man/man1/odl.1.gz
-lacks odl 'odl-model\|odl-linkd\|/include/\|libodl\.so$\|nccl'
+lacks odl 'odl-model\|odl-linkd\|/include/\|libodl\.so$\|nccl\|odl-tray'
 dep=$(dpkg-deb -f "$(deb odl)" Depends)
 # The simulator stays out of the host tool (a lab host needs none);
 # yaml-cpp is the host tool's own since `odl hil` reads inventories.
 case "$dep" in *systemc* | *odl-model*) fail "odl depends on the model: $dep" ;; esac
+case "$dep" in *gtk* | *appindicator*) fail "odl depends on the desktop (the tray's own): $dep" ;; esac
 dpkg-deb -x "$(deb odl)" "$tmp/odl-root"
 needed=$(readelf -d "$tmp/odl-root/usr/bin/odl" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 case "$needed" in *systemc*) fail "usr/bin/odl needs the model: $needed" ;; esac
@@ -117,6 +118,15 @@ has libodl-dev "usr/$libdir/pkgconfig/odl.pc"
 has libodl-dev "usr/$libdir/cmake/odl/odlTargets.cmake"
 dpkg-deb -f "$(deb libodl-dev)" Depends | grep -q "odl (= $full)" ||
 	fail "libodl-dev does not depend on odl (= $full): $(dpkg-deb -f "$(deb libodl-dev)" Depends)"
+
+has odl-tray usr/bin/odl-tray
+has odl-tray usr/share/man/man1/odl-tray.1.gz
+has odl-tray usr/share/applications/odl-tray.desktop
+for i in connected degraded disconnected daemon-down; do has odl-tray "usr/share/odl/icons/odl-$i.png"; done
+d=$(dpkg-deb -f "$(deb odl-tray)" Depends)
+for want in "odl (= $full)" libgtk-3 libayatana-appindicator3; do
+	case "$d" in *"$want"*) ;; *) fail "odl-tray does not depend on $want: $d" ;; esac
+done
 
 has odl-nccl-plugin "usr/$libdir/odl/libnccl-net-odl.so"
 has odl-nccl-plugin "usr/$libdir/odl/librccl-net-odl.so"

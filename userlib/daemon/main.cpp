@@ -3,14 +3,18 @@
 // (org.odinlink.Daemon1.xml) and signals every change. One thread, one
 // poll(2) over the bus, the udev monitor and a signalfd: udev events and
 // SIGHUP re-read the devices, SIGTERM / SIGINT end it quietly. Runs in the
-// foreground (systemd: odl-daemon.service, Type=dbus).
+// foreground (systemd: odl-daemon.service, Type=dbus). Tests asked for over
+// the bus run as `odl perf` children whose pipes join the same poll.
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <vector>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -22,6 +26,7 @@
 #include <fmt/format.h>
 #include <sdbus-c++/sdbus-c++.h>
 
+#include "files/clock.h"
 #include "metrics.h"
 #include "http_server.h"
 #include "status_page.h"
@@ -31,10 +36,13 @@
 
 namespace {
 
-uint64_t now_us() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000u + uint64_t(ts.tv_nsec) / 1000u;
+uint64_t now_us() { return odl::files::now_ns() / 1000u; }
+
+/// The odl CLI installed beside this program.
+std::string odl_beside_me() {
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string("odl") : (self.parent_path() / "odl").string();
 }
 
 /// "PORT", "ADDRESS:PORT" or "[IPv6]:PORT" (the address defaults to 127.0.0.1).
@@ -83,6 +91,16 @@ int main(int argc, char** argv) {
     app.add_option("--status-page", status,
                    "serve the live status page on http://ADDRESS:PORT/, loopback only, each user with a token "
                    "of their own (D-Bus method StatusPage) ([ADDRESS:]PORT; off by default)");
+    std::string odl = odl_beside_me(), test_backend = "kernel";
+    app.add_option("--odl", odl, "the odl CLI that runs the tests asked for over the bus (RunTest)")
+        ->capture_default_str();
+    app.add_option("--test-backend", test_backend, "the backend of those tests (loopback: tests of the daemon)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"kernel", "sim", "loopback"}));
+    unsigned test_limit_s = 120;
+    app.add_option("--test-limit", test_limit_s, "seconds a test may take before it is stopped")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 3600u));
     app.add_flag("-v,--verbose", verbose, "log each refresh");
     CLI11_PARSE(app, argc, argv);
 
@@ -114,19 +132,21 @@ int main(int argc, char** argv) {
             if (verbose) fmt::print(stderr, "odl-daemon: metrics on {} port {}\n", addr, prom->port());
         }
         odl::daemon::status_tokens tokens;
+        odl::daemon::test_records tests;
         std::unique_ptr<http_server> page;
         std::string page_base;
         if (!status.empty()) {
             const auto [addr, port] = listen_spec("--status-page", status);
-            page = std::make_unique<http_server>("status page", addr, port, [&tokens, root](const std::string& t) {
-                return odl::daemon::status_request(t, tokens, root, ODL_BUILD_VERSION);
+            page = std::make_unique<http_server>("status page", addr, port, [&tokens, &tests, root](const std::string& t) {
+                return odl::daemon::status_request(t, tokens, root, ODL_BUILD_VERSION, tests);
             });
             page_base = fmt::format("http://{}:{}/", addr.find(':') != std::string::npos ? "[" + addr + "]" : addr,
                                     page->port());
             if (verbose) fmt::print(stderr, "odl-daemon: status page on {} port {}\n", addr, page->port());
         }
         auto conn = connect(bus);
-        odl::daemon::service svc(*conn, root, ODL_BUILD_VERSION, [&](uid_t uid) {
+        odl::daemon::test_runner runner(odl, test_backend, test_limit_s);
+        odl::daemon::service svc(*conn, root, ODL_BUILD_VERSION, runner, tests, [&](uid_t uid) {
             return page ? page_base + "?token=" + tokens.issue(uid) : std::string();
         });
         svc.refresh();
@@ -138,12 +158,14 @@ int main(int argc, char** argv) {
         uint64_t next_counters = now_us() + uint64_t(counters_ms) * 1000u;
         for (;;) {
             const auto pd = conn->getEventLoopPollData();
-            pollfd fds[3] = {{pd.fd, pd.events, 0}, {sfd, POLLIN, 0}, {events ? events->fd() : -1, POLLIN, 0}};
-            uint64_t deadline = pd.timeout_usec;
+            std::vector<pollfd> fds{{pd.fd, pd.events, 0}, {sfd, POLLIN, 0}, {events ? events->fd() : -1, POLLIN, 0}};
+            for (int fd : runner.fds()) fds.push_back({fd, POLLIN, 0});
+            uint64_t deadline = std::min(pd.timeout_usec, runner.deadline_us());
             if (counters_ms && svc.any_session() && next_counters < deadline) deadline = next_counters;
             const uint64_t t = now_us();
             const int timeout_ms = deadline == UINT64_MAX ? -1 : deadline <= t ? 0 : int((deadline - t + 999) / 1000);
-            if (poll(fds, 3, timeout_ms) < 0 && errno != EINTR) throw std::runtime_error("poll failed");
+            if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) throw std::runtime_error("poll failed");
+            runner.handle();
             bool rescan = false;
             if (fds[1].revents & POLLIN) {
                 signalfd_siginfo si{};

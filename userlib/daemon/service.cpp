@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "service.h"
 
+#include <algorithm>
 #include <fstream>
+#include <memory>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "files/clock.h"
 
 #include "uapi/odl_tb5.h"
 
@@ -32,6 +37,11 @@ public:
         return true;
     }
     const device_props& props() const { return m_p; }
+    /// A new LastTest (signalled).
+    void set_last_test(std::string json) {
+        m_last_test = std::move(json);
+        emitPropertiesChangedSignal(org::odinlink::Device1_adaptor::INTERFACE_NAME, {"LastTest"});
+    }
 
 private:
     std::string Name() override { return m_p.name; }
@@ -51,17 +61,22 @@ private:
     std::string Poll() override { return m_p.poll; }
     std::string PeerVersion() override { return m_p.peer_version; }
     std::map<std::string, uint64_t> Counters() override { return m_p.counters; }
+    std::string LastTest() override { return m_last_test; }
 
     device_props m_p;
+    std::string m_last_test;  // kept while the device is present
 };
 
 std::string device_path(const std::string& name) { return std::string(kRootPath) + "/devices/" + name; }
 
-service::service(sdbus::IConnection& bus, std::string root, std::string version, status_url_fn status_url)
+service::service(sdbus::IConnection& bus, std::string root, std::string version, test_runner& runner,
+                 test_records& records, status_url_fn status_url)
     : AdaptorInterfaces(bus, kRootPath),
       m_bus(bus),
       m_root(std::move(root)),
       m_version(std::move(version)),
+      m_runner(runner),
+      m_records(records),
       m_status_url(std::move(status_url)) {
     registerAdaptor();
 }
@@ -136,6 +151,55 @@ std::string service::StatusPage() {
         throw sdbus::Error("org.odinlink.Error.NotEnabled",
                            "the status page is off: odl-daemon runs without --status-page (docs/daemon.md)");
     return url;
+}
+
+void service::RunTest(sdbus::Result<std::string>&& result, std::string device, std::string test) {
+    // Checked before anything runs; the name never reaches a command line unchecked.
+    const std::string prefix = "odl_tb5_";
+    auto it = m_devices.find(device);
+    if (it == m_devices.end() || device.compare(0, prefix.size(), prefix) != 0 ||
+        device.find_first_not_of("0123456789", prefix.size()) != std::string::npos)
+        throw sdbus::Error("org.odinlink.Error.NoSuchDevice", fmt::format("no device '{}'", device));
+    const auto& known = test_runner::tests();
+    if (std::find(known.begin(), known.end(), test) == known.end())
+        throw sdbus::Error("org.odinlink.Error.InvalidArgs", fmt::format("no test '{}' (latency, bandwidth)", test));
+    if (m_runner.running(device))
+        throw sdbus::Error("org.odinlink.Error.Busy", fmt::format("a test is already running on {}", device));
+    const unsigned index = unsigned(std::stoul(device.substr(prefix.size())));
+    nlohmann::json rec{{"test", test}, {"state", "running"}, {"started", files::utc_iso()}};
+    // std::function wants a copyable callable; the reply is move-only.
+    auto reply = std::make_shared<sdbus::Result<std::string>>(std::move(result));
+    try {
+        m_runner.start(device, index, test, [this, device, rec, reply](const test_outcome& o) mutable {
+                           rec["finished"] = files::utc_iso();
+                           rec["state"] = o.ok ? "passed" : "failed";
+                           if (o.ok) {
+                               nlohmann::json report = nlohmann::json::parse(o.report, nullptr, false);
+                               if (report.is_discarded()) {
+                                   rec["state"] = "failed";
+                                   rec["error"] = "odl perf's report is not JSON";
+                               } else {
+                                   rec["report"] = std::move(report);
+                               }
+                           } else {
+                               rec["error"] = o.error;
+                           }
+                           // The device may have gone meanwhile: the caller still gets the outcome.
+                           set_last_test(device, rec.dump());
+                           if (rec["state"] == "passed")
+                               reply->returnResults(o.report);
+                           else
+                               reply->returnError(sdbus::Error("org.odinlink.Error.Failed", rec["error"].get<std::string>()));
+                       });
+    } catch (const std::exception& e) {
+        throw sdbus::Error("org.odinlink.Error.Failed", e.what());
+    }
+    set_last_test(device, rec.dump());
+}
+
+void service::set_last_test(const std::string& device, const std::string& json) {
+    if (auto d = m_devices.find(device); d != m_devices.end()) d->second->set_last_test(json);
+    m_records.set(device, json);
 }
 
 }  // namespace odl::daemon

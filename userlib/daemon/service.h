@@ -14,6 +14,7 @@
 #include <sdbus-c++/sdbus-c++.h>
 
 #include "device_props.h"
+#include "test_runner.h"
 #include "org.odinlink.Daemon1_adaptor.h"
 
 namespace odl::daemon {
@@ -29,8 +30,10 @@ class service final
 public:
     /// The status page's address for a uid, or "" when it is off.
     using status_url_fn = std::function<std::string(uid_t)>;
-    /// Objects on @bus for the host under @root ("" the real one).
-    service(sdbus::IConnection& bus, std::string root, std::string version, status_url_fn status_url = {});
+    /// Objects on @bus for the host under @root ("" the real one); tests
+    /// run by @runner, their outcomes kept in @records too.
+    service(sdbus::IConnection& bus, std::string root, std::string version, test_runner& runner,
+            test_records& records, status_url_fn status_url = {});
     ~service();
 
     /// Re-reads every device; signals what changed. Returns the number of
@@ -45,10 +48,15 @@ private:
     std::string Version() override { return m_version; }
     std::vector<sdbus::ObjectPath> Devices() override;
     std::string StatusPage() override;
+    void RunTest(sdbus::Result<std::string>&& result, std::string device, std::string test) override;
+    /// A device's new LastTest: its object (if it is still there) and the records.
+    void set_last_test(const std::string& device, const std::string& json);
 
     sdbus::IConnection& m_bus;
     std::string m_root;
     std::string m_version;
+    test_runner& m_runner;
+    test_records& m_records;
     status_url_fn m_status_url;
     std::map<std::string, std::unique_ptr<device_object>> m_devices;
 };

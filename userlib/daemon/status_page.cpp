@@ -63,7 +63,7 @@ bool status_tokens::valid(const std::string& token) const {
 }
 
 http_server::reply status_request(const std::string& target, const status_tokens& tokens, const std::string& root,
-                                  const std::string& version) {
+                                  const std::string& version, const test_records& tests) {
     const std::string path = target.substr(0, target.find('?'));
     if (path != "/" && path != "/api/state") return {404, "text/plain; charset=utf-8", "no such page\n"};
     if (!tokens.valid(query_value(target, "token")))
@@ -73,6 +73,8 @@ http_server::reply status_request(const std::string& target, const status_tokens
     if (path == "/") return {200, "text/html; charset=utf-8", kStatusPageHtml};
     nlohmann::json j = host::link_json(host::read_host_view(root));
     j["version"] = version;
+    j["tests"] = nlohmann::json::object();
+    for (const auto& [device, rec] : tests.all()) j["tests"][device] = nlohmann::json::parse(rec, nullptr, false);
     j["unix_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "http_server.h"
+#include "test_runner.h"
 
 namespace odl::daemon {
 
@@ -29,9 +30,10 @@ private:
     std::map<uid_t, std::string> m_by_uid;
 };
 
-/// Answers one request for @target (path and query).
+/// Answers one request for @target (path and query); @tests: the last
+/// test of each device (shown with its charts).
 http_server::reply status_request(const std::string& target, const status_tokens& tokens, const std::string& root,
-                                  const std::string& version);
+                                  const std::string& version, const test_records& tests);
 
 /// The page itself (status_page_html.cpp).
 extern const char* const kStatusPageHtml;

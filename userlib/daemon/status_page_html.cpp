@@ -26,6 +26,7 @@ td, th { border-bottom: 1px solid #eaeef2; padding: .2em .8em .2em 0; text-align
 .counters td { font-variant-numeric: tabular-nums; }
 svg { background: #fff; border: 1px solid #d0d7de; }
 .none { color: #57606a; font-style: italic; }
+.test h3 { font-size: 1em; margin: .8em 0 .2em; }
 </style>
 </head>
 <body>
@@ -49,6 +50,82 @@ function el(tag, text, cls) {
   if (text !== undefined) e.textContent = String(text);
   if (cls) e.className = cls;
   return e;
+}
+const SVGNS = "http://www.w3.org/2000/svg";
+const COLOURS = ["#0969da", "#1a7f37", "#bf3989", "#9a6700", "#8250df", "#cf222e"];
+function svg(tag, attrs) {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+  return e;
+}
+function sizeText(b) {
+  return b >= 1048576 && b % 1048576 === 0 ? b / 1048576 + " MiB" : b >= 1024 && b % 1024 === 0 ? b / 1024 + " KiB" : b + " B";
+}
+function num(v, d) { return typeof v === "number" && isFinite(v) ? v.toFixed(d) : "?"; }
+// The device's last test (RunTest over D-Bus): a table, and for latency the
+// one-way distribution of each size (odl perf's 101-point CDF, log scale),
+// for bandwidth a bar per size.
+function testView(rec) {
+  const box = el("div", undefined, "test");
+  box.dataset.test = rec.state || "";
+  const when = rec.finished || rec.started || "";
+  box.append(el("h3", "Last test: " + rec.test + ", " + rec.state + (when ? " (" + when + ")" : "")));
+  if (rec.state === "failed") { box.append(el("div", "Failed: " + (rec.error || "no reason given"), "warn")); return box; }
+  if (rec.state !== "passed" || !rec.report || !Array.isArray(rec.report.results)) return box;
+  const rows = rec.report.results.filter(r => r && typeof r.size === "number");
+  const t = el("table");
+  const head = el("tr");
+  const lat = rec.test === "latency";
+  for (const h of lat ? ["size", "p50 us", "p90 us", "p99 us", "max us"] : ["size", "Gb/s", "MiB/s", "messages"]) head.append(el("th", h));
+  t.append(head);
+  for (const r of rows) {
+    const x = el("tr");
+    const cells = lat ? [sizeText(r.size), num(r.p50_us, 2), num(r.p90_us, 2), num(r.p99_us, 2), num(r.max_us, 2)]
+                      : [sizeText(r.size), num(r.gbps, 2), num(r.mib_s, 0), r.messages];
+    for (const c of cells) x.append(el("td", c));
+    t.append(x);
+  }
+  box.append(t);
+  const W = 640, H = 180, L = 40, B = 20;
+  const chart = svg("svg", {width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img",
+                            "aria-label": lat ? "latency distribution" : "bandwidth per size"});
+  chart.classList.add("test-chart");
+  if (lat) {
+    const all = rows.flatMap(r => Array.isArray(r.cdf_us) ? r.cdf_us.filter(v => v > 0) : []);
+    if (!all.length) return box;
+    const lo = Math.log10(Math.min(...all)), hi = Math.max(lo + 1, Math.log10(Math.max(...all)));
+    const xOf = v => L + (Math.log10(v) - lo) / (hi - lo) * (W - L - 10);
+    rows.forEach((r, i) => {
+      if (!Array.isArray(r.cdf_us)) return;
+      const pts = r.cdf_us.map((v, k) => xOf(Math.max(v, 1e-9)).toFixed(1) + "," + (H - B - k / (r.cdf_us.length - 1) * (H - B - 10)).toFixed(1));
+      chart.append(svg("polyline", {points: pts.join(" "), fill: "none", stroke: COLOURS[i % COLOURS.length], "stroke-width": 2}));
+      const label = svg("text", {x: W - 120, y: 16 + 14 * i, "font-size": 11, fill: COLOURS[i % COLOURS.length]});
+      label.textContent = sizeText(r.size);
+      chart.append(label);
+    });
+    for (let e = Math.ceil(lo); e <= Math.floor(hi); e++) {
+      const tick = svg("text", {x: xOf(Math.pow(10, e)) - 8, y: H - 5, "font-size": 10, fill: "#57606a"});
+      tick.textContent = Math.pow(10, e) + " us";
+      chart.append(tick);
+    }
+    const y = svg("text", {x: 2, y: 14, "font-size": 10, fill: "#57606a"});
+    y.textContent = "100%";
+    chart.append(y);
+  } else {
+    const top = Math.max(1, ...rows.map(r => r.gbps || 0));
+    const bw = (W - L - 10) / Math.max(1, rows.length);
+    rows.forEach((r, i) => {
+      const h = (r.gbps || 0) / top * (H - B - 20);
+      chart.append(svg("rect", {x: L + i * bw + 4, y: H - B - h, width: bw - 8, height: h, fill: COLOURS[0]}));
+      const label = svg("text", {x: L + i * bw + 6, y: H - 5, "font-size": 10, fill: "#57606a"});
+      label.textContent = sizeText(r.size) + ": " + num(r.gbps, 1) + " Gb/s";
+      chart.append(label);
+    });
+  }
+  box.append(chart);
+  box.append(el("div", lat ? "One-way latency (log scale) against the share of messages at or below it."
+                           : "Throughput per message size, every byte checked.", "none"));
+  return box;
 }
 function speed(s) {
   return s.generation + " x" + s.lanes + " = " + s.gbps + " Gb/s";
@@ -86,6 +163,8 @@ function render(st) {
       const ct = el("table", undefined, "counters");
       for (const [k, v] of Object.entries(d.counters)) { const x = el("tr"); x.append(el("th", k), el("td", v)); ct.append(x); }
       card.append(ct);
+      const rec = (st.tests || {})[String(d.device).split("/").pop()];  // tests go by name: odl_tb5_0
+      if (rec && typeof rec === "object") card.append(testView(rec));
       tx += d.counters.tx_bytes || 0;
       rx += d.counters.rx_bytes || 0;
     }
