@@ -177,7 +177,8 @@ void run_serve(const serve_cli& c) {
         if (verbose || !routine) std::fprintf(stderr, "odl files: %s\n", line.c_str());
     }, parse_chunk(c.max_chunk));
     catch_signals();
-    bool served = false, waiting = false;
+    bool served = false;
+    std::string waiting;  // why the device does not open, said once
     while (!g_stop.load()) {
         // Held open between sessions: on the kernel backend every open and
         // close is a session notice to the peer host.
@@ -186,18 +187,20 @@ void run_serve(const serve_cli& c) {
             dev = open_dev(c.link, 0);
         } catch (const odl::error& e) {
             // A device that has served and went (cable unplugged, the peer's
-            // module unloaded) comes back under its number: wait for it. A
-            // device that never opened is a mistake to say at once.
-            if (!served || e.status() != ODL_ERR_NO_DEVICE)
-                die("files serve", fmt::format("{} device {}: {}", c.link.backend, c.link.device, e.what()));
-            if (!waiting)
+            // module unloaded) comes back under its number, through states
+            // where it is listed but not yet usable: wait for it, saying each
+            // new reason once. One that never opened is a mistake to say at once.
+            if (!served) die("files serve", fmt::format("{} device {}: {}", c.link.backend, c.link.device, e.what()));
+            if (waiting.empty())
                 std::fprintf(stderr, "odl files: device %u went away; serving again when it is back\n", c.link.device);
-            waiting = true;
+            if (e.status() != ODL_ERR_NO_DEVICE && waiting != e.what())
+                std::fprintf(stderr, "odl files: device %u: %s; trying again\n", c.link.device, e.what());
+            waiting = e.what();
             for (int i = 0; i < 10 && !g_stop.load(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(50));
             continue;
         }
-        if (waiting) std::fprintf(stderr, "odl files: device %u is back\n", c.link.device);
-        waiting = false;
+        if (!waiting.empty()) std::fprintf(stderr, "odl files: device %u is back\n", c.link.device);
+        waiting.clear();
         served = true;
         const auto began = std::chrono::steady_clock::now();
         server.serve(*dev, &g_stop);
