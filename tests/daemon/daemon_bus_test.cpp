@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +35,7 @@
 #include <sdbus-c++/sdbus-c++.h>
 
 #include "child_process.h"
+#include "odl/wire/nccl_stats.h"
 #include "http_client.h"
 #include "fake_host.h"
 #include "org.odinlink.Daemon1_proxy.h"
@@ -250,6 +252,40 @@ TEST_F(DaemonBus, SetsTheThrottleAndRefusesBadCalls) {
     std::filesystem::create_directories(h.root + "/" + h.dev + "/irq_throttle_us");
     EXPECT_EQ(error_of("odl_tb5_0", 10).rfind("org.odinlink.Error.Failed", 0), 0u);
     EXPECT_EQ(root->Devices().size(), 1u) << "the daemon must stay up after refused calls";
+}
+
+TEST_F(DaemonBus, ReadsThePluginStatisticsOfEveryUser) {
+    // A live plugin process of uid 1000 (this test's pid) with one link,
+    // beside what a user could leave in that folder to trip a root reader.
+    odl::plugin::stats_file f{};
+    f.magic = odl::plugin::kStatsMagic;
+    f.version = odl::plugin::kStatsVersion;
+    f.pid = uint32_t(getpid());
+    odl::plugin::copy_str(f.process, sizeof(f.process), "train\xff.py");
+    f.nlinks = 1;
+    odl::plugin::copy_str(f.links[0].name, sizeof(f.links[0].name), "odl_tb5_0");
+    f.links[0].link_state = 1;
+    f.links[0].tx_bytes = 4096;
+    f.links[0].rx_msgs = 3;
+    const std::string dir = h.root + "/run/user/1000/odl";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/" + odl::plugin::stats_file_name(getpid()), std::ios::binary)
+        .write(reinterpret_cast<const char*>(&f), sizeof(f));
+    std::ofstream(dir + "/nccl-net-1.stats") << "short";
+    std::filesystem::create_symlink(h.root + "/" + h.dev + "/state", dir + "/nccl-net-2.stats");
+    ASSERT_EQ(mkfifo((dir + "/nccl-net-3.stats").c_str(), 0600), 0);
+    std::filesystem::create_directories(h.root + "/run/user/not-a-uid/odl");
+    const auto j = nlohmann::json::parse(root->PluginStats());
+    EXPECT_EQ(j.at("dirs"), nlohmann::json::array({dir})) << j.dump();
+    ASSERT_EQ(j.at("processes").size(), 1u) << "only the real stats file counts: " << j.dump();
+    const auto& p = j["processes"][0];
+    EXPECT_EQ(p.at("pid"), getpid());
+    EXPECT_EQ(p.at("alive"), true);
+    EXPECT_EQ(p.at("process"), "train?.py") << "bytes that are not text become '?'";
+    EXPECT_EQ(p.at("links")[0].at("name"), "odl_tb5_0");
+    EXPECT_EQ(p.at("links")[0].at("link_state"), "up");
+    EXPECT_EQ(p.at("links")[0].at("tx_bytes"), 4096);
+    EXPECT_EQ(p.at("links")[0].at("rx_msgs"), 3);
 }
 
 /// The interfaces, members and signatures an introspection text declares

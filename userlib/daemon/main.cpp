@@ -97,6 +97,9 @@ int main(int argc, char** argv) {
     app.add_option("--test-backend", test_backend, "the backend of those tests (loopback: tests of the daemon)")
         ->capture_default_str()
         ->check(CLI::IsMember({"kernel", "sim", "loopback"}));
+    std::vector<std::string> plugin_dirs;
+    app.add_option("--plugin-stats-dir", plugin_dirs,
+                   "also read the NCCL plugin's statistics here (besides /run/user/UID/odl; repeatable)");
     unsigned test_limit_s = 120;
     app.add_option("--test-limit", test_limit_s, "seconds a test may take before it is stopped")
         ->capture_default_str()
@@ -149,6 +152,7 @@ int main(int argc, char** argv) {
         odl::daemon::service svc(*conn, root, ODL_BUILD_VERSION, runner, tests, [&](uid_t uid) {
             return page ? page_base + "?token=" + tokens.issue(uid) : std::string();
         });
+        for (const auto& d : plugin_dirs) svc.add_plugin_stats_dir(d);
         svc.refresh();
         // The name last: a client that sees it finds the objects there.
         conn->requestName(odl::daemon::kBusName);

@@ -2,6 +2,7 @@
 #include "service.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "files/clock.h"
+#include "plugin_stats.h"
 
 #include "uapi/odl_tb5.h"
 
@@ -195,6 +197,23 @@ void service::RunTest(sdbus::Result<std::string>&& result, std::string device, s
         throw sdbus::Error("org.odinlink.Error.Failed", e.what());
     }
     set_last_test(device, rec.dump());
+}
+
+std::string service::PluginStats() {
+    // Each user's runtime folder (the plugin's default under a login
+    // session), then the folders named on the command line.
+    std::vector<std::string> dirs;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(m_root + "/run/user", ec)) {
+        const std::string uid = e.path().filename().string();
+        if (uid.find_first_not_of("0123456789") == std::string::npos) dirs.push_back(e.path().string() + "/odl");
+    }
+    std::sort(dirs.begin(), dirs.end());
+    dirs.insert(dirs.end(), m_plugin_dirs.begin(), m_plugin_dirs.end());
+    nlohmann::json procs = nlohmann::json::array();
+    for (const auto& d : dirs)
+        for (auto& p : host::plugin_stats(d)) procs.push_back(std::move(p));
+    return nlohmann::json{{"dirs", dirs}, {"processes", procs}}.dump();
 }
 
 void service::set_last_test(const std::string& device, const std::string& json) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <sdbus-c++/sdbus-c++.h>
 
@@ -41,6 +42,8 @@ public:
     unsigned refresh();
     /// True when a device is in a session (its counters move).
     bool any_session() const;
+    /// Folders with plugin statistics besides each user's runtime folder.
+    void add_plugin_stats_dir(std::string dir) { m_plugin_dirs.push_back(std::move(dir)); }
 
 private:
     void Rescan() override;
@@ -49,6 +52,7 @@ private:
     std::vector<sdbus::ObjectPath> Devices() override;
     std::string StatusPage() override;
     void RunTest(sdbus::Result<std::string>&& result, std::string device, std::string test) override;
+    std::string PluginStats() override;
     /// A device's new LastTest: its object (if it is still there) and the records.
     void set_last_test(const std::string& device, const std::string& json);
 
@@ -57,6 +61,7 @@ private:
     std::string m_version;
     test_runner& m_runner;
     test_records& m_records;
+    std::vector<std::string> m_plugin_dirs;
     status_url_fn m_status_url;
     std::map<std::string, std::unique_ptr<device_object>> m_devices;
 };
