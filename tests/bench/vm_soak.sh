@@ -129,9 +129,9 @@ run_once() {
 		fail "run $r delivered a corrupt message: client: $cli server: $srv"
 	fi
 	[ "$crc" = 124 ] && fail "run $r: the client hung (no error within 300 s): $cli"
-	echo "$srv" | grep -q '^rc=124' && fail "run $r: the server hung (no error within 300 s): $srv"
+	grep -q '^rc=124' <<<"$srv" && fail "run $r: the server hung (no error within 300 s): $srv"
 	if [ "$crc" = 0 ]; then
-		echo "$srv" | grep -q '^rc=0' || fail "run $r: the client passed, the server did not: $srv"
+		grep -q '^rc=0' <<<"$srv" || fail "run $r: the client passed, the server did not: $srv"
 		bytes=$(echo "$cli" | grep -v '^rc=' | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["bytes"])') ||
 			fail "run $r: unreadable result: $cli"
 		each_ab=$((each_ab + bytes / 2))

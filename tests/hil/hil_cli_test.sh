@@ -45,9 +45,9 @@ run() {
 
 run hil check "$tmp/inv.yaml"
 [ "$rc" = 40 ] || fail "closed ports: exit $rc, want 40: $err"
-echo "$err" | grep -q "host a (root@127.0.0.1 port $1): not reachable over SSH: connection refused" ||
+grep -q "host a (root@127.0.0.1 port $1): not reachable over SSH: connection refused" <<<"$err" ||
 	fail "closed ports: not named: $err"
-echo "$out" | grep -q "reach        FAIL connection refused" || fail "closed ports: table: $out"
+grep -q "reach        FAIL connection refused" <<<"$out" || fail "closed ports: table: $out"
 echo "ok: check, nobody listening: $err"
 
 run hil check "$tmp/inv.yaml" --json
@@ -57,28 +57,28 @@ echo "ok: check --json"
 
 printf 'inventory: 1\npairs:\n  - name: x\n    hosts: [\n' >"$tmp/bad.yaml"
 run hil check "$tmp/bad.yaml"
-[ "$rc" = 2 ] && echo "$err" | grep -q "bad.yaml:[0-9]*: expected valid YAML" || fail "bad YAML: exit $rc: $err"
+[ "$rc" = 2 ] && grep -q "bad.yaml:[0-9]*: expected valid YAML" <<<"$err" || fail "bad YAML: exit $rc: $err"
 sed 's/port: /prot: /' "$tmp/inv.yaml" >"$tmp/typo.yaml"
 run hil deploy "$tmp/typo.yaml" --debs "$tmp"
-[ "$rc" = 2 ] && echo "$err" | grep -q "typo.yaml:8: unknown key 'prot'" || fail "typo: exit $rc: $err"
+[ "$rc" = 2 ] && grep -q "typo.yaml:8: unknown key 'prot'" <<<"$err" || fail "typo: exit $rc: $err"
 echo "ok: bad inventories: $err"
 
 mkdir "$tmp/empty"
 run hil deploy "$tmp/inv.yaml" --debs "$tmp/empty"
-[ "$rc" = 2 ] && echo "$err" | grep -q "has no odl package" || fail "no packages: exit $rc: $err"
+[ "$rc" = 2 ] && grep -q "has no odl package" <<<"$err" || fail "no packages: exit $rc: $err"
 echo "ok: deploy without packages: $err"
 
 run run "$repo/scenarios/quickstart.yaml" --on "$tmp/nope.yaml"
-[ "$rc" = 2 ] && echo "$err" | grep -q "expected model, vm or a HIL inventory file" || fail "--on missing file: exit $rc: $err"
+[ "$rc" = 2 ] && grep -q "expected model, vm or a HIL inventory file" <<<"$err" || fail "--on missing file: exit $rc: $err"
 run run "$repo/scenarios/four-host-ring-allreduce.yaml" --on "$tmp/inv.yaml"
-[ "$rc" = 2 ] && echo "$err" | grep -q "has 4 hosts; a HIL pair has two" || fail "4 hosts: exit $rc: $err"
+[ "$rc" = 2 ] && grep -q "has 4 hosts; a HIL pair has two" <<<"$err" || fail "4 hosts: exit $rc: $err"
 run run "$repo/scenarios/quickstart.yaml" --on model --pair x
-[ "$rc" = 2 ] && echo "$err" | grep -q -- "--pair is for --on <inventory.yaml>" || fail "--pair on model: exit $rc: $err"
+[ "$rc" = 2 ] && grep -q -- "--pair is for --on <inventory.yaml>" <<<"$err" || fail "--pair on model: exit $rc: $err"
 echo "ok: scenarios a pair cannot run"
 
 run hil run "$repo/scenarios/quickstart.yaml" "$tmp/inv.yaml" --out "$tmp/results"
 [ "$rc" = 3 ] || fail "run, nobody listening: exit $rc, want 3: $err"
-echo "$out" | grep -q "error: host a (root@127.0.0.1 port $1): not reachable over SSH: connection refused" ||
+grep -q "error: host a (root@127.0.0.1 port $1): not reachable over SSH: connection refused" <<<"$out" ||
 	fail "run: host not named: $out"
 python3 - "$tmp/results" <<'PY' || fail "run: report"
 import json, sys, xml.etree.ElementTree as ET

@@ -105,7 +105,7 @@ run() {
 # calibrate recovers the hidden costs from one scenario.
 run hil calibrate "$tmp/fit.yaml" "$tmp/inv.yaml" --results "$tmp/meas-fit" --out "$tmp/fitted.yaml"
 [ "$rc" = 0 ] || fail "calibrate: exit $rc: $err $out"
-echo "$err" | grep -q "lab-pair is not in .*default.yaml: starting from intel-tb5-discrete" ||
+grep -q "lab-pair is not in .*default.yaml: starting from intel-tb5-discrete" <<<"$err" ||
 	fail "calibrate: the base is not named: $err"
 python3 - "$tmp/fitted.yaml" <<'PY' || fail "calibrate: fitted values: $(cat "$tmp/fitted.yaml")"
 import re, sys
@@ -176,7 +176,7 @@ PY
 done
 run hil compare "$tmp/other.yaml" "$tmp/inv.yaml" --results "$tmp/meas-other-x2" --results "$tmp/meas-other" \
 	--results "$tmp/meas-other-x0.5" --calibration "$tmp/fitted.yaml" --out "$tmp/cmp4"
-[ "$rc" = 0 ] && echo "$out" | grep -q "median of 3 runs" || fail "median of three: exit $rc: $out $err"
+[ "$rc" = 0 ] && grep -q "median of 3 runs" <<<"$out" || fail "median of three: exit $rc: $out $err"
 run hil compare "$tmp/other.yaml" "$tmp/inv.yaml" --results "$tmp/meas-other-x2" --results "$tmp/meas-other" \
 	--calibration "$tmp/fitted.yaml" --out "$tmp/cmp5"
 [ "$rc" = 1 ] && echo "$out" | grep -Eq '^  ping +p50_us .* -3[0-9.]+% .* FAIL$' ||
@@ -185,16 +185,16 @@ echo "ok: --results several times: their median"
 
 # Bad input: each a clear error, exit 2.
 run hil compare "$tmp/fit.yaml" "$tmp/inv.yaml" --results "$tmp/meas-other" --calibration "$tmp/fitted.yaml" --out "$tmp/x"
-[ "$rc" = 2 ] && echo "$err" | grep -q "holds a run of scenario other, not fit" || fail "other scenario's results: exit $rc: $err"
+[ "$rc" = 2 ] && grep -q "holds a run of scenario other, not fit" <<<"$err" || fail "other scenario's results: exit $rc: $err"
 run hil compare "$tmp/other.yaml" "$tmp/inv.yaml" --results "$tmp/meas-other" --out "$tmp/x"
-[ "$rc" = 2 ] && echo "$err" | grep -q "unknown platform 'lab-pair'" || fail "profile not in the file: exit $rc: $err"
+[ "$rc" = 2 ] && grep -q "unknown platform 'lab-pair'" <<<"$err" || fail "profile not in the file: exit $rc: $err"
 run hil compare "$tmp/other.yaml" "$tmp/inv.yaml" --results "$tmp/model-other" --calibration "$tmp/fitted.yaml" --out "$tmp/x"
-[ "$rc" = 2 ] && echo "$err" | grep -q "not the report of a HIL run" || fail "a model report: exit $rc: $err"
+[ "$rc" = 2 ] && grep -q "not the report of a HIL run" <<<"$err" || fail "a model report: exit $rc: $err"
 echo '{"scenario": "oth' >"$tmp/meas-other/report.json"
 run hil calibrate "$tmp/other.yaml" "$tmp/inv.yaml" --results "$tmp/meas-other" --out "$tmp/y.yaml"
-[ "$rc" = 2 ] && echo "$err" | grep -q "report.json: not JSON" && [ ! -e "$tmp/y.yaml" ] ||
+[ "$rc" = 2 ] && grep -q "report.json: not JSON" <<<"$err" && [ ! -e "$tmp/y.yaml" ] ||
 	fail "truncated report: exit $rc: $err"
 run hil calibrate "$tmp/other.yaml" "$tmp/inv.yaml" --out "$tmp/y.yaml" --base no-such
-[ "$rc" = 2 ] && echo "$err" | grep -q "unknown platform 'no-such'" || fail "--base no-such: exit $rc: $err"
+[ "$rc" = 2 ] && grep -q "unknown platform 'no-such'" <<<"$err" || fail "--base no-such: exit $rc: $err"
 echo "ok: bad input refused"
 echo "PASS"

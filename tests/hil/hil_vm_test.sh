@@ -89,10 +89,10 @@ t=$SECONDS
 hil check "$inv"
 echo "$out"
 [ "$rc" = 41 ] || fail "check before deploy: exit $rc, want 41: $err"
-echo "$err" | grep -q "host a (root@127.0.0.1 port [0-9]*): odl is not installed" || fail "check did not name host a: $err"
-echo "$out" | grep -q "Debian GNU/Linux 12" || fail "check did not report the OS: $out"
-echo "$out" | grep -q "kernel       $kernel" || fail "check did not report the kernel: $out"
-echo "$out" | grep -q "secure boot  off (no EFI" || fail "check did not report Secure Boot: $out"
+grep -q "host a (root@127.0.0.1 port [0-9]*): odl is not installed" <<<"$err" || fail "check did not name host a: $err"
+grep -q "Debian GNU/Linux 12" <<<"$out" || fail "check did not report the OS: $out"
+grep -q "kernel       $kernel" <<<"$out" || fail "check did not report the kernel: $out"
+grep -q "secure boot  off (no EFI" <<<"$out" || fail "check did not report Secure Boot: $out"
 check0_s=$((SECONDS - t))
 
 step "deploy: apt installs the packages, DKMS builds odl_tb5 in each guest, both run the same build"
@@ -102,8 +102,8 @@ echo "$err" | grep -v '^$' | sed 's/^/  /'
 echo "$out"
 [ "$rc" = 0 ] || fail "deploy: exit $rc: $err"
 build=$("$odl" --version | cut -d' ' -f2)
-echo "$out" | grep -q "both hosts run odl $build" || fail "deploy did not report this build ($build) on both: $out"
-echo "$out" | grep -q "logged in with the peer on both hosts" || fail "deploy did not wait for the login: $out $err"
+grep -q "both hosts run odl $build" <<<"$out" || fail "deploy did not report this build ($build) on both: $out"
+grep -q "logged in with the peer on both hosts" <<<"$out" || fail "deploy did not wait for the login: $out $err"
 # The reload is odl_tb5's alone: thunderbolt.ko stays (unloading it resets
 # the host's USB4 domain, and a pair reset that way can miss its peer).
 for v in A B; do
@@ -176,7 +176,7 @@ state() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(s
 for _ in $(seq 1 40); do state >/dev/null && break; sleep 0.25; done
 dom=$(timeout 90 chromium --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$tmp/chromium" \
 	--virtual-time-budget=3000 --dump-dom "$page" 2>"$tmp/chromium.log") || fail "chromium: $(tail -n 5 "$tmp/chromium.log")"
-echo "$dom" | grep -q 'data-state="live"' && echo "$dom" | grep -q '/dev/odl_tb5_0' ||
+grep -q 'data-state="live"' <<<"$dom" && grep -q '/dev/odl_tb5_0' <<<"$dom" ||
 	fail "a's status page does not show the device: $(echo "$dom" | head -c 2000)"
 # The signals a client of a's daemon gets (a monitor as root: no policy in the way).
 ssh_a "(timeout 90 dbus-monitor --system \"type='signal',path_namespace='/org/odinlink/Daemon1'\" </dev/null >/tmp/odl-signals.log 2>&1 &)"
@@ -197,7 +197,7 @@ ssh_a 'grep -q "member=InterfacesRemoved" /tmp/odl-signals.log' ||
 unplug_s=$((SECONDS - t0))
 dom=$(timeout 90 chromium --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$tmp/chromium" \
 	--virtual-time-budget=1500 --dump-dom "$page" 2>>"$tmp/chromium.log") || true
-echo "$dom" | grep -q 'No peer host is connected' || fail "a's status page after the unplug: $(echo "$dom" | head -c 2000)"
+grep -q 'No peer host is connected' <<<"$dom" || fail "a's status page after the unplug: $(echo "$dom" | head -c 2000)"
 if grep -q 'CONSOLE\|Uncaught' "$tmp/chromium.log"; then fail "the status page logged: $(grep 'CONSOLE\|Uncaught' "$tmp/chromium.log")"; fi
 echo "ok: the status page's data said no peer $page_ms ms after the unplug (read every 0.25 s through the tunnel; the page reads it every 0.5 s)"
 "$tb" cable plug >/dev/null
@@ -303,7 +303,7 @@ hil compare "$here/scenarios/sizes.yaml" "$inv" "${z[@]}" --calibration "$tmp/te
 	--tolerance-latency "$vm_tolerance_latency" --tolerance-bandwidth "$vm_tolerance_bandwidth"
 echo "$out"
 [ "$rc" = 0 ] || fail "hil compare (sizes, testbed profile): exit $rc: $out $err"
-echo "$out" | grep -q "median of 3 runs" || fail "compare: not the median of 3 runs: $out"
+grep -q "median of 3 runs" <<<"$out" || fail "compare: not the median of 3 runs: $out"
 for f in compare.json compare.txt latency-ping.svg latency-ping.png; do
 	[ -s "$tmp/compare/$f" ] || fail "compare: no $f"
 done
@@ -351,7 +351,7 @@ kill -CONT "$(cat "$ODL_VM_DIR/B.qemu.pid")"
 vanish_s=$((SECONDS - t))
 err=$(cat "$tmp/vanish.err")
 [ "$rc" = 3 ] || fail "host frozen mid-run: exit $rc, want 3: $err"
-echo "$err" | grep -q "b (root@127.0.0.1 port [0-9]*)" || fail "host frozen mid-run: b not named: $err"
+grep -q "b (root@127.0.0.1 port [0-9]*)" <<<"$err" || fail "host frozen mid-run: b not named: $err"
 # Bounded by the inventory's connect_timeout (60 s on the testbed: a new SSH
 # connection to b waits that long for its banner) plus the keep-alives.
 [ "$vanish_s" -lt 100 ] || fail "the run took $vanish_s s to notice b had stopped: $err"
@@ -377,8 +377,8 @@ rc=$?
 set -e
 echo "$sb_out" | tail -n 12
 [ "$rc" = 0 ] || fail "postinst under signature enforcement: exit $rc (want 0: the package is installed, the module waits for the key)"
-echo "$sb_out" | grep -q "loads only modules signed by a key it trusts" || fail "postinst did not explain the refusal: $sb_out"
-echo "$sb_out" | grep -q "mokutil --import /var/lib/dkms/mok.pub" || fail "postinst did not say how to enrol the key: $sb_out"
+grep -q "loads only modules signed by a key it trusts" <<<"$sb_out" || fail "postinst did not explain the refusal: $sb_out"
+grep -q "mokutil --import /var/lib/dkms/mok.pub" <<<"$sb_out" || fail "postinst did not say how to enrol the key: $sb_out"
 echo "$sb_out" | grep -Eq "modprobe: (Key was rejected by service|Required key not available)" ||
 	fail "postinst did not name the kernel's refusal: $sb_out"
 ssh_a 'grep -qx odl_tb5 <(cut -d" " -f1 /proc/modules)' && fail "odl_tb5 loaded although the kernel enforces signatures"
@@ -397,14 +397,14 @@ print("doctor:", m["summary"])
 ' || fail "doctor's finding: $doc"
 hil check "$inv"
 [ "$rc" = 22 ] || fail "check under signature enforcement: exit $rc, want 22: $err"
-echo "$err" | grep -q "host a (root@127.0.0.1 port [0-9]*): layer module:" || fail "check did not name a's module layer: $err"
+grep -q "host a (root@127.0.0.1 port [0-9]*): layer module:" <<<"$err" || fail "check did not name a's module layer: $err"
 echo "ok: $err"
 
 step "half-deployed pair: odl removed from b"
 ssh_b 'apt-get remove -y -q odl >/dev/null 2>&1' || fail "removing odl on b"
 hil check "$inv"
 [ "$rc" = 41 ] || fail "half-deployed: exit $rc, want 41: $err"
-echo "$err" | grep -q "host b (root@127.0.0.1 port [0-9]*): odl is not installed" || fail "half-deployed: b not named: $err"
+grep -q "host b (root@127.0.0.1 port [0-9]*): odl is not installed" <<<"$err" || fail "half-deployed: b not named: $err"
 echo "ok: $err"
 
 step "a host key that is not the one in known_hosts"
@@ -414,7 +414,7 @@ sed "s|known_hosts: known_hosts|known_hosts: $tmp/known_hosts.bad|; s|key: id_ed
 	"$inv" >"$tmp/bad-key.yaml"
 hil check "$tmp/bad-key.yaml"
 [ "$rc" = 40 ] || fail "wrong host key: exit $rc, want 40: $err"
-echo "$err" | grep -q "host key differs" || fail "wrong host key not named: $err"
+grep -q "host key differs" <<<"$err" || fail "wrong host key not named: $err"
 echo "ok: $err"
 
 step "a vanished host: QEMU B killed"
@@ -422,7 +422,7 @@ step "a vanished host: QEMU B killed"
 t=$SECONDS
 hil check "$inv"
 [ "$rc" = 40 ] || fail "vanished host: exit $rc, want 40: $err"
-echo "$err" | grep -q "host b (root@127.0.0.1 port [0-9]*): not reachable" || fail "vanished host: b not named: $err"
+grep -q "host b (root@127.0.0.1 port [0-9]*): not reachable" <<<"$err" || fail "vanished host: b not named: $err"
 [ $((SECONDS - t)) -lt 60 ] || fail "check took $((SECONDS - t)) s with a host gone"
 echo "ok ($((SECONDS - t)) s): $err"
 pgrep -f "ssh .*ControlPath=/tmp/odl-hil-" >/dev/null && fail "an SSH master was left running"

@@ -84,7 +84,7 @@ bad() {
 	local want=$1 rc=0 err
 	shift
 	err=$("$bin" model report --out "$tmp/bad" "$@" 2>&1 >/dev/null) || rc=$?
-	[ "$rc" != 0 ] && echo "$err" | grep -q -- "$want" || fail "'$*': exit $rc, expected '$want': $err"
+	[ "$rc" != 0 ] && grep -q -- "$want" <<<"$err" || fail "'$*': exit $rc, expected '$want': $err"
 	echo "refused: $* -> $(echo "$err" | tail -n 1)"
 }
 bad "is not one of --sizes" --sizes 64,1MiB --histogram-size 3KiB

@@ -72,7 +72,7 @@ set +e
 out=$("$odl" perf latency --backend sim -n 5 2>&1)
 rc=$?
 set -e
-[ "$rc" != 0 ] && echo "$out" | grep -q "no model server at $ODL_SIM_SOCKET" ||
+[ "$rc" != 0 ] && grep -q "no model server at $ODL_SIM_SOCKET" <<<"$out" ||
 	fail "perf without a server: exit $rc: $out"
 for bad in "--profile nope:unknown platform 'nope'" "--gen gen2 --asymmetric:bad cable" \
 	"--lanes 1 --asymmetric:bad cable"; do
@@ -80,19 +80,19 @@ for bad in "--profile nope:unknown platform 'nope'" "--gen gen2 --asymmetric:bad
 	out=$("$linkd" --sim --socket "$tmp/x.sock" ${bad%%:*} 2>&1)
 	rc=$?
 	set -e
-	[ "$rc" = 1 ] && echo "$out" | grep -q "${bad#*:}" || fail "odl-linkd --sim ${bad%%:*}: exit $rc: $out"
+	[ "$rc" = 1 ] && grep -q "${bad#*:}" <<<"$out" || fail "odl-linkd --sim ${bad%%:*}: exit $rc: $out"
 done
 set +e
 out=$("$linkd" --socket "$tmp/x.sock" --profile apple-tb5 2>&1)
 rc=$?
 set -e
-[ "$rc" = 1 ] && echo "$out" | grep -q -- "--profile needs --sim" || fail "--profile without --sim: exit $rc: $out"
+[ "$rc" = 1 ] && grep -q -- "--profile needs --sim" <<<"$out" || fail "--profile without --sim: exit $rc: $out"
 printf 'link:\n  gen4_coding_efficiency: {value: [1]}\n' >"$tmp/bad-cal.yaml"
 set +e
 out=$("$linkd" --sim --socket "$tmp/x.sock" --calibration "$tmp/bad-cal.yaml" 2>&1)
 rc=$?
 set -e
-[ "$rc" = 1 ] && echo "$out" | grep -q "bad-cal.yaml:[0-9]" || fail "bad calibration: exit $rc: $out"
+[ "$rc" = 1 ] && grep -q "bad-cal.yaml:[0-9]" <<<"$out" || fail "bad calibration: exit $rc: $out"
 
 step "TB5 (gen4 x2, intel-tb5-discrete): latency 64 B and 4 KiB, two processes, checksums"
 start_server
@@ -150,8 +150,8 @@ set +e
 out2=$(ODL_SIM_END=b timeout 20 "$odl" perf latency --backend sim --client 0 -n 5 --connect-timeout 3 2>&1)
 rc2=$?
 set -e
-{ [ "$rc" != 0 ] && echo "$out" | grep -q "refused this end"; } ||
-	{ [ "$rc2" != 0 ] && echo "$out2" | grep -q "refused this end"; } ||
+{ [ "$rc" != 0 ] && grep -q "refused this end" <<<"$out"; } ||
+	{ [ "$rc2" != 0 ] && grep -q "refused this end" <<<"$out2"; } ||
 	fail "no refusal of an end in use: a: exit $rc: $out / b: exit $rc2: $out2"
 kill "$holder" 2>/dev/null || true
 wait "$holder" 2>/dev/null || true
@@ -291,7 +291,7 @@ set +e
 out=$(ODL_SIM_SOCKET=$tmp/bad.sock timeout 20 "$odl" perf latency --backend sim --client 0 -n 5 --connect-timeout 5 2>&1)
 rc=$?
 set -e
-[ "$rc" != 0 ] && [ "$rc" != 124 ] && echo "$out" | grep -q "the model server sent a bad message: LINK with a payload or unknown state bits" ||
+[ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q "the model server sent a bad message: LINK with a payload or unknown state bits" <<<"$out" ||
 	fail "a server sending garbage: exit $rc: $out"
 
 step "pacing: Gen2 x1 (10 Gb/s): 256 MiB of 4 KiB messages at the model's rate"
@@ -354,7 +354,7 @@ set +e
 out=$("$linkd" --sim --socket "$tmp/x.sock" --scenario "$tmp/unplug.yaml" --gen gen2 2>&1)
 rc=$?
 set -e
-[ "$rc" = 1 ] && echo "$out" | grep -q -- "--scenario sets the cable" || fail "--scenario with --gen: exit $rc: $out"
+[ "$rc" = 1 ] && grep -q -- "--scenario sets the cable" <<<"$out" || fail "--scenario with --gen: exit $rc: $out"
 start_server --scenario "$tmp/unplug.yaml"
 grep -q "apple-tb5/intel-tb5-discrete tb4x2 2 m" "$tmp/linkd.log" || fail "scenario's profiles/cable not taken: $(cat "$tmp/linkd.log")"
 grep -q "1 workload(s) are not run here" "$tmp/linkd.log" || fail "no word on the scenario's workloads"

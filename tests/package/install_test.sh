@@ -129,11 +129,11 @@ sb_case() { # NAME MOKUTIL(enabled|disabled|none) ENROLLED(yes|no) MODPROBE(ok|r
 		fail "Secure Boot case $name: postinst failed: $out"
 	case $5 in
 	help)
-		echo "$out" | grep -q 'mokutil --import /var/lib/dkms/mok.pub' ||
+		grep -q 'mokutil --import /var/lib/dkms/mok.pub' <<<"$out" ||
 			fail "Secure Boot case $name: no enrolment help: $out"
-		echo "$out" | grep -qF "($6)" || fail "Secure Boot case $name: help does not say '$6': $out" ;;
+		grep -qF "($6)" <<<"$out" || fail "Secure Boot case $name: help does not say '$6': $out" ;;
 	load)
-		! echo "$out" | grep -q 'mokutil --import' || fail "Secure Boot case $name: enrolment help without cause: $out"
+		! grep -q 'mokutil --import' <<<"$out" || fail "Secure Boot case $name: enrolment help without cause: $out"
 		[ -e "$r/tmp/sb/modprobe-called" ] || fail "Secure Boot case $name: postinst did not load the module: $out" ;;
 	esac
 	if [ "$name" = blocked ] && [ -e "$r/tmp/sb/modprobe-called" ]; then
@@ -205,12 +205,12 @@ out=$(send "${nobody[@]}" -- /org/odinlink/Daemon1 org.freedesktop.DBus.ObjectMa
 	fail "a user cannot list the devices: $out"
 out=$(send "${nobody[@]}" -- /org/odinlink/Daemon1 org.odinlink.Daemon1.Rescan) &&
 	fail "a user outside the group odl called Rescan: $out"
-echo "$out" | grep -q 'AccessDenied' || fail "Rescan by a user outside odl: not AccessDenied: $out"
+grep -q 'AccessDenied' <<<"$out" || fail "Rescan by a user outside odl: not AccessDenied: $out"
 out=$(send "${member[@]}" -- /org/odinlink/Daemon1 org.odinlink.Daemon1.Rescan) ||
 	fail "a member of the group odl cannot call Rescan: $out"
 out=$(send "${as_root[@]}" -- /org/odinlink/Daemon1 org.odinlink.Daemon1.SetIrqThrottle string:odl_tb5_0 uint32:8) &&
 	fail "SetIrqThrottle on a device this root does not have succeeded: $out"
-echo "$out" | grep -q 'org.odinlink.Error.NoSuchDevice' || fail "SetIrqThrottle without the device: $out"
+grep -q 'org.odinlink.Error.NoSuchDevice' <<<"$out" || fail "SetIrqThrottle without the device: $out"
 in_root sh -c 'kill -TERM $(cat /tmp/odl-daemon.pid); i=0; while kill -0 $(cat /tmp/odl-daemon.pid) 2>/dev/null; do i=$((i + 1)); [ $i -lt 100 ] || exit 1; sleep 0.05; done' ||
 	fail "odl-daemon did not end on SIGTERM"
 [ ! -s "$r/tmp/odl-daemon.err" ] || fail "odl-daemon logged on a healthy run: $(cat "$r/tmp/odl-daemon.err")"

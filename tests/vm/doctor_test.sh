@@ -72,8 +72,8 @@ doctor 2 "want genN or genNxL" A "odl doctor --expect gen5x9"
 step "odl link: the trained link against the rating, the device, its counters after traffic"
 out=$(vexec A 'odl link') || fail "odl link on A failed"
 echo "$out" | sed 's/^/    /'
-echo "$out" | grep -q 'link     tx Gen3 x1 (20 Gb/s), rx Gen3 x1 (20 Gb/s)' || fail "odl link: no Gen3 x1 line"
-echo "$out" | grep -q 'WARNING  0-1 trained Gen3 x1 (20 Gb/s) below its rating Gen4 x2 (80 Gb/s)' ||
+grep -q 'link     tx Gen3 x1 (20 Gb/s), rx Gen3 x1 (20 Gb/s)' <<<"$out" || fail "odl link: no Gen3 x1 line"
+grep -q 'WARNING  0-1 trained Gen3 x1 (20 Gb/s) below its rating Gen4 x2 (80 Gb/s)' <<<"$out" ||
 	fail "odl link: no warning about the rating"
 vexec A 'odl link --json | grep -q "\"below_rating\": true"' || fail "odl link --json: below_rating not true"
 vexec A 'odl link --expect gen3x1 | grep -q WARNING' && fail "odl link --expect gen3x1 still warns"

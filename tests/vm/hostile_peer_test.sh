@@ -148,7 +148,7 @@ load_a_then_b
 wait_login 120 "after the login faults"
 st=$(linkd_ctl fault status)
 echo "fault status: $st"
-echo "$st" | grep -q "^ok injected [0-9]* armed 0" || fail "odl-linkd: login faults not all injected: $st"
+grep -q "^ok injected [0-9]* armed 0" <<<"$st" || fail "odl-linkd: login faults not all injected: $st"
 [ $(($(injected) - i0)) = 6 ] || fail "odl-linkd: want 6 login faults injected: $st"
 grep "odl-linkd: fault .*login" "$linkd_log" | tail -n 6
 a=$(stats A) b=$(stats B)
@@ -199,7 +199,7 @@ data_case() {
 	echo "    server: $(echo "$srv" | tail -n 2 | tr '\n' ' ')"
 	grep "odl-linkd: fault .*data:$spec" "$linkd_log" | tail -n 1 | sed 's/^/    /'
 	[ "$d" = 1 ] || fail "data:$spec: odl-linkd injected $d faults, want 1"
-	[ "$crc" != 124 ] && ! echo "$srv" | grep -q '^rc=124' || fail "data:$spec: odl perf hung (timeout)"
+	[ "$crc" != 124 ] && ! grep -q '^rc=124' <<<"$srv" || fail "data:$spec: odl perf hung (timeout)"
 	case $expect in
 	module)
 		[ "$bad" = "$d" ] || fail "data:$spec: B's rx_bad grew by $bad, odl-linkd damaged $d: $before -> $after"
@@ -208,12 +208,12 @@ data_case() {
 		[ "$bad" = 0 ] || fail "data:$spec: B's module dropped $bad frames, want 0 (for the engine to judge)"
 		;;
 	esac
-	if [ "$crc" = 0 ] && echo "$srv" | grep -q '^rc=0'; then
+	if [ "$crc" = 0 ] && grep -q '^rc=0' <<<"$srv"; then
 		# Only header damage in a field nobody reads may pass unnoticed.
 		[ "$expect" = either ] && [ "$bad" = 0 ] ||
 			fail "data:$spec: the damaged run passed: client: $cli server: $srv"
 		echo "    (passed: the flipped bits were in fields this frame does not use)"
-	elif [ "$expect" != either ] && echo "$srv" | grep -q '^rc=0'; then
+	elif [ "$expect" != either ] && grep -q '^rc=0' <<<"$srv"; then
 		fail "data:$spec: the receiving server reported success: $srv"
 	fi
 	alive
@@ -274,9 +274,9 @@ split_case() {
 	echo "    B after:  $after"
 	grep "odl-linkd: fault .*split:$mode" "$linkd_log" | tail -n 2 | sed 's/^/    /'
 	[ "$d" = 2 ] || fail "split:$mode: odl-linkd injected $d faults, want 2"
-	echo "$out" | grep -q "^bench split: $split_n of $split_n frames sent" && echo "$out" | grep -q '^rc=0' ||
+	grep -q "^bench split: $split_n of $split_n frames sent" <<<"$out" && grep -q '^rc=0' <<<"$out" ||
 		fail "split:$mode: sender A: $out"
-	echo "$recv" | grep -q "^bench recv: $good frames" && echo "$recv" | grep -q '^rc=0' ||
+	grep -q "^bench recv: $good frames" <<<"$recv" && grep -q '^rc=0' <<<"$recv" ||
 		fail "split:$mode: receiver B did not get exactly $good pairs: $recv"
 	for f in rx_bad_split:2 rx_split:$good rx_frames:$good rx_bad:$want_len length:$want_len \
 		rx_bad_pdf:0 rx_dropped_closed:0; do
@@ -304,7 +304,7 @@ wait_in B 50 'grep -q "^rc=" /tmp/split-recv.log' || fail "clean split: receiver
 recv=$(vexec B 'cat /tmp/split-recv.log')
 after=$(stats B)
 echo "clean split: A: $(echo "$out" | tr '\n' ' '); B: $(echo "$recv" | tr '\n' ' ')"
-echo "$recv" | grep -q '^rc=0' || fail "clean split: receiver B: $recv"
+grep -q '^rc=0' <<<"$recv" || fail "clean split: receiver B: $recv"
 for f in rx_split:$split_n rx_bad_split:0 rx_bad:0; do
 	want=${f#*:} f=${f%%:*}
 	[ $(($(field "$after" "$f") - $(field "$before" "$f"))) = "$want" ] ||

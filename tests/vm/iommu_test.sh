@@ -57,7 +57,7 @@ load_cable_out
 wait_login 120 "IOMMU $mode"
 out=$(vexec A 'odl doctor' 2>&1 || true)
 echo "$out" | grep -E '^ *(info|ok) +iommu' || true
-echo "$out" | grep -q "$want_doctor" || fail "odl doctor on A does not report '$want_doctor': $out"
+grep -q "$want_doctor" <<<"$out" || fail "odl doctor on A does not report '$want_doctor': $out"
 
 # perf SERVER CLIENT TEST ARGS...: odl perf with payload checks, bounded.
 perf() {

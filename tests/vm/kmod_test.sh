@@ -110,8 +110,8 @@ set +e
 out=$(vexec A 'odl_tb5_dmabuf /dev/odl_tb5_0 table; echo rc=$?' 2>&1)
 set -e
 echo "$out" | grep -v '^ok ' || true
-echo "$out" | grep -q '^rc=[02]$' || fail "dma-buf table: $(echo "$out" | grep -E '^FAIL|^rc=')"
-if echo "$out" | grep -q '^rc=2$'; then
+grep -q '^rc=[02]$' <<<"$out" || fail "dma-buf table: $(echo "$out" | grep -E '^FAIL|^rc=')"
+if grep -q '^rc=2$' <<<"$out"; then
 	# Debian's 6.1 has neither udmabuf nor dma heaps: no exporter to test.
 	[ "$kernel" = 6.1 ] || fail "dma-buf: no exporter in the $kernel guest"
 	printf '== NOT RUN: dma-buf send path on %s (no dma-buf exporter in the guest); only the bad-fd and not-a-dma-buf cases ran and passed. This step is NOT a pass.\n' "$kernel"
@@ -213,7 +213,7 @@ perf_pair A B bandwidth -s 4K,256K --bytes 4M --checksum
 PERF_IO=mmap
 out=$(vexec A 'ODL_KERNEL_IO=bogus odl perf latency --backend kernel --client 0 --connect-timeout 5 -q 2>&1') &&
 	fail "ODL_KERNEL_IO=bogus was accepted: $out"
-echo "$out" | grep -q "want mmap or rw" || fail "ODL_KERNEL_IO=bogus: unclear error: $out"
+grep -q "want mmap or rw" <<<"$out" || fail "ODL_KERNEL_IO=bogus: unclear error: $out"
 
 if [ "$kernel" = 6.12 ]; then
 	# The file service is userspace over the same device: once, on the newer kernel.
@@ -234,7 +234,7 @@ if [ "$kernel" = 6.12 ]; then
 	vexec A 'dd if=/dev/urandom of=/tmp/f.bin bs=1M count=8 2>/dev/null' || fail "VM A: no test file"
 	out=$(ODL_VM_EXEC_TIMEOUT=300 vexec A 'odl cp /tmp/f.bin peer:in/ --backend kernel -d 0 --keys /tmp/ka --json') ||
 		fail "odl cp A -> B: $out $(vexec B 'cat /tmp/serve.log')"
-	echo "$out" | grep -q '"ok": true' || fail "odl cp A -> B: $out"
+	grep -q '"ok": true' <<<"$out" || fail "odl cp A -> B: $out"
 	echo "odl cp A -> B, 8 MiB: $(echo "$out" | grep -E '"(gbps|seconds)"' | tr -d '\n ')"
 	out=$(ODL_VM_EXEC_TIMEOUT=300 vexec A 'odl cp peer:in/f.bin /tmp/back.bin --backend kernel -d 0 --keys /tmp/ka --json') ||
 		fail "odl cp B -> A: $out"
@@ -327,7 +327,7 @@ vexec B "insmod /lib/modules/odl_tb5.ko announce=0 $RINGS" || fail "insmod B ann
 wait_login 60 "after a late announcement"
 out=$(vexec B 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "STATS logins"')
 echo "B: $out"
-echo "$out" | grep -q "reannounces 1 " || fail "B: expected exactly one re-announcement: $out"
+grep -q "reannounces 1 " <<<"$out" || fail "B: expected exactly one re-announcement: $out"
 vexec B 'dmesg | grep -q "service re-announced: 0"' || fail "B: no re-announcement notice in dmesg"
 perf_pair B A latency -s 64 -n 50 --warmup 5 --checksum
 
@@ -357,7 +357,7 @@ done
 vexec B "echo 'file xdomain.c -p' >$ddc" || true
 out=$(vexec B 'tr "\n" " " </tmp/race.log; odl_tb5_ioctl /dev/odl_tb5_0 0 | grep "STATS logins"')
 echo "B: $out"
-echo "$out" | grep -q "insmod rc=0" || fail "B: insmod in the discovery window failed: $out"
+grep -q "insmod rc=0" <<<"$out" || fail "B: insmod in the discovery window failed: $out"
 
 # Each cycle a different pairing (a plain repeat adds nothing the
 # unplug/unbind steps below do not).

@@ -31,7 +31,7 @@ msg=$("$odl" run "$repo/scenarios/four-host-ring-allreduce.yaml" --on vm 2>&1)
 rc=$?
 set -e
 [ $rc = 2 ] || fail "four-host scenario: status $rc, want 2: $msg"
-echo "$msg" | grep -q "exactly two VMs" || fail "no reason given: $msg"
+grep -q "exactly two VMs" <<<"$msg" || fail "no reason given: $msg"
 echo "$msg"
 
 step "vm-small on vm (thunderbolt_net)"

@@ -114,10 +114,10 @@ step "ping both ways"
 net_up
 # The modelled link is lossless: every echo must come back.
 out=$(vexec A 'ping -c 5 -W 3 10.99.0.2') || fail "ping A -> B failed: $out"
-echo "$out" | grep -q ' 0% packet loss' || fail "ping A -> B lost packets: $out"
+grep -q ' 0% packet loss' <<<"$out" || fail "ping A -> B lost packets: $out"
 record "ping_a_to_b $(echo "$out" | grep round-trip)"
 out=$(vexec B 'ping -c 5 -W 3 10.99.0.1') || fail "ping B -> A failed: $out"
-echo "$out" | grep -q ' 0% packet loss' || fail "ping B -> A lost packets: $out"
+grep -q ' 0% packet loss' <<<"$out" || fail "ping B -> A lost packets: $out"
 record "ping_b_to_a $(echo "$out" | grep round-trip)"
 if [ "$quick" = 1 ]; then
 	for v in A B; do

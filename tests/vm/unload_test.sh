@@ -86,8 +86,8 @@ echo "$cycles cycles in $((SECONDS - t0)) s"
 step "A's floods: each ended with a clean error when B's module went"
 for n in $(seq "$cycles"); do
 	out=$(vexec A "cat /tmp/a.$n")
-	echo "$out" | grep -q '^rc=0' || fail "A, cycle $n: flood: $out"
-	echo "$out" | grep -q '^flood: .*ended: ' || fail "A, cycle $n: flood did not report its end: $out"
+	grep -q '^rc=0' <<<"$out" || fail "A, cycle $n: flood: $out"
+	grep -q '^flood: .*ended: ' <<<"$out" || fail "A, cycle $n: flood did not report its end: $out"
 done
 vexec A "grep -h '^flood:' /tmp/a.1 /tmp/a.$cycles"
 [ "$(vexec B 'grep -c reloaded /tmp/b.log')" = "$cycles" ] || fail "B: $(vexec B 'cat /tmp/b.log')"
