@@ -84,7 +84,11 @@ customize_hook='set -e; r=$1
 	echo odl-hil >"$r/etc/hostname"
 	printf "127.0.0.1 localhost\n127.0.1.1 odl-hil\n" >"$r/etc/hosts"
 	echo "/dev/vda / ext4 defaults,noatime 0 1" >"$r/etc/fstab"
-	printf "[Match]\nName=en*\n\n[Network]\nDHCP=ipv4\n" >"$r/etc/systemd/network/10-mgmt.network"
+	# The address QEMU user networking gives its one guest (10.0.2.15, where
+	# hostfwd sends SSH), set statically: over DHCP in TCG a guest now and
+	# then still had no address after 120 s and the testbed could not reach it.
+	printf "[Match]\nName=en* eth*\n\n[Network]\nAddress=10.0.2.15/24\nGateway=10.0.2.2\nDNS=10.0.2.3\n" \
+		>"$r/etc/systemd/network/10-mgmt.network"
 	chroot "$r" systemctl enable systemd-networkd.service >/dev/null 2>&1
 	chroot "$r" systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer \
 		systemd-networkd-wait-online.service >/dev/null 2>&1
