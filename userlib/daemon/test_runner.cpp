@@ -5,7 +5,6 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +13,8 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "files/clock.h"
 
 extern char** environ;
 
@@ -24,11 +25,7 @@ namespace {
 constexpr std::size_t kMaxReport = 4u << 20;  // a latency report with its CDFs is a few KiB
 constexpr std::size_t kMaxErr = 16u << 10;
 
-uint64_t now_us() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000u + uint64_t(ts.tv_nsec) / 1000u;
-}
+uint64_t now_us() { return files::now_ns() / 1000u; }
 
 /// Short and light enough to run on a busy link: seconds, not minutes.
 std::vector<std::string> test_args(const std::string& test) {
@@ -80,9 +77,7 @@ void test_runner::start(const std::string& key, unsigned index, const std::strin
     if (running(key)) throw std::logic_error(fmt::format("a test is already running on {}", key));
     std::vector<std::string> argv{m_odl, "perf"};
     argv.insert(argv.end(), args.begin(), args.end());
-    for (const char* a : {"--client", "", "--backend", "", "--json", "-q"}) argv.emplace_back(a);
-    argv[argv.size() - 5] = std::to_string(index);
-    argv[argv.size() - 3] = m_backend;
+    argv.insert(argv.end(), {"--client", std::to_string(index), "--backend", m_backend, "--json", "-q"});
 
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
