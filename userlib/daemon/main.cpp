@@ -92,8 +92,9 @@ int main(int argc, char** argv) {
                    "serve the live status page on http://ADDRESS:PORT/, loopback only, each user with a token "
                    "of their own (D-Bus method StatusPage) ([ADDRESS:]PORT; off by default)");
     std::string odl = odl_beside_me(), test_backend = "kernel";
-    app.add_option("--odl", odl, "the odl CLI that runs the tests asked for over the bus (RunTest)")
-        ->capture_default_str();
+    // No default shown: it is where this binary runs from (the man page is made in the build tree).
+    app.add_option("--odl", odl, "the odl CLI that runs the tests asked for over the bus (RunTest; default: the odl "
+                                 "beside this program)");
     app.add_option("--test-backend", test_backend, "the backend of those tests (loopback: tests of the daemon)")
         ->capture_default_str()
         ->check(CLI::IsMember({"kernel", "sim", "loopback"}));

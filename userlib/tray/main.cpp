@@ -157,7 +157,8 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", std::string("odl-tray " ODL_BUILD_VERSION));
     app.add_option("--bus", bus, "odl-daemon's bus: system, session, or a D-Bus address (unix:path=...)")
         ->capture_default_str();
-    app.add_option("--icons", icons, "the folder of the icons (odl-connected.png, ...)")->capture_default_str();
+    app.add_option("--icons", icons,
+                   "the folder of the icons (odl-connected.png, ...; default: share/odl/icons beside bin/)");
     app.add_option("--open-with", t.open_with, "the program that opens the status page's address")
         ->capture_default_str();
     app.add_flag("-v,--verbose", t.verbose, "print each change of state and each action on stdout");
