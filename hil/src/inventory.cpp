@@ -65,7 +65,7 @@ bool plain_word(const std::string& s) {
 host read_host(const std::string& file, const YAML::Node& hosts, const char* role, const ssh_target& defaults,
                const fs::path& base) {
     const YAML::Node n = y::require(file, hosts, role, fmt::format("host '{}'", role).c_str());
-    y::check_keys(file, n, {"destination", "user", "port", "key", "known_hosts", "connect_timeout", "device"},
+    y::check_keys(file, n, {"destination", "user", "port", "key", "known_hosts", "connect_timeout", "device", "address"},
                   fmt::format("host '{}'", role).c_str());
     host h;
     h.role = role;
@@ -90,6 +90,12 @@ host read_host(const std::string& file, const YAML::Node& hosts, const char* rol
         const auto d = y::get_uint(file, n["device"], "device (N of /dev/odl_tb5_N)");
         if (d > 255) y::fail(file, n["device"], fmt::format("expected device from 0 to 255, got {}", d));
         h.device = static_cast<int>(d);
+    }
+    h.address = h.ssh.destination;
+    if (n["address"]) {
+        h.address = y::get_string(file, n["address"], "address (where the other host reaches this one)");
+        if (!plain_word(h.address))
+            y::fail(file, n["address"], fmt::format("address '{}': expected a host name or address", h.address));
     }
     return h;
 }

@@ -54,10 +54,6 @@ std::vector<predicted_workload> predict(const m::scenario& s, const m::calibrati
         predicted_workload p;
         p.name = mw.name;
         p.kind = mw.kind;
-        if (m::is_collective(mw.kind)) {  // not run on hosts (pair_run)
-            out.push_back(p);
-            continue;
-        }
         m::scenario one;
         one.file = s.file;
         one.name = s.name + "/" + mw.name;
@@ -74,7 +70,7 @@ std::vector<predicted_workload> predict(const m::scenario& s, const m::calibrati
         m::scenario_workload w = *it;
         w.start = sc_core::SC_ZERO_TIME;
         // What the hosts moved (odl perf sends at least 16 messages).
-        if (mw.kind != m::workload_kind::pingpong && mw.messages > 0)
+        if (mw.kind != m::workload_kind::pingpong && !m::is_collective(mw.kind) && mw.messages > 0)
             w.count = static_cast<unsigned>(std::min<std::uint64_t>(mw.messages, 1u << 30));
         one.workloads = {w};
         // Long enough for profiles fitted to slow hosts; the run ends when
@@ -93,6 +89,11 @@ std::vector<predicted_workload> predict(const m::scenario& s, const m::calibrati
                 p.p99 = wr.p99_us;
                 p.mean = wr.mean_us;
                 p.cdf = cdf_of(wr.latency_us);
+            }
+        } else if (m::is_collective(mw.kind)) {
+            if (wr.completed) {
+                p.time_us = wr.time_us;
+                p.gbps = wr.busbw_gbps;
             }
         } else if (wr.messages_received > 0) {
             p.gbps = wr.gbps;

@@ -18,7 +18,8 @@ struct predicted_workload {
     std::string name;
     m::workload_kind kind{};
     bool completed = false;
-    std::optional<double> p50, p99, mean, gbps;
+    std::optional<double> p50, p99, mean, gbps;  ///< collectives: gbps is the bus bandwidth
+    std::optional<double> time_us;  ///< collectives: the median call
     std::vector<double> cdf;  ///< one-way us at 0..100 %
 };
 

@@ -85,7 +85,8 @@ measured_run load_measured(const std::string& dir) {
                 for (const auto& v : l["cdf"])
                     if (v.is_number()) mw.cdf.push_back(v.get<double>());
         }
-        mw.gbps = number(w, "gbps");
+        mw.gbps = number(w, m::is_collective(mw.kind) ? "busbw_gbps" : "gbps");
+        mw.time_us = number(w, "time_us");
         if (mw.name.empty() || mw.size == 0) throw std::runtime_error(fmt::format("{}: a workload without name or size", file));
         r.workloads.push_back(std::move(mw));
     }
@@ -123,6 +124,7 @@ measured_run median_of(const std::vector<measured_run>& runs, const std::string&
         mw.p99 = median(&measured_workload::p99);
         mw.mean = median(&measured_workload::mean);
         mw.gbps = median(&measured_workload::gbps);
+        mw.time_us = median(&measured_workload::time_us);
         if (mw.p50) {  // the distribution of the run nearest the median p50
             const auto* best = same.front();
             for (const auto* x : same)

@@ -18,7 +18,8 @@ struct measured_workload {
     m::workload_kind kind{};
     std::uint64_t size = 0;
     std::uint64_t messages = 0;  ///< what really moved (odl perf may send more than asked)
-    std::optional<double> p50, p99, mean, gbps;
+    std::optional<double> p50, p99, mean, gbps;  ///< collectives: gbps is the bus bandwidth
+    std::optional<double> time_us;  ///< collectives: the median call
     std::vector<double> cdf;     ///< one-way us at 0..100 %, when the host sent it
 };
 

@@ -71,7 +71,8 @@ struct wl_result {
     bool run = false;
     bool completed = false;
     std::string error;
-    std::optional<double> p50, p99, mean, max, gbps;
+    std::optional<double> p50, p99, mean, max, gbps;  ///< collectives: gbps is the bus bandwidth
+    std::optional<double> time_us;  ///< collectives: the median call
     std::vector<double> cdf;  ///< one-way us at 0, 1, ..., 100 % (odl perf's cdf_us), when measured
     std::optional<std::uint64_t> sent, received, lost;
     double started_s = 0, wall_s = 0;
@@ -119,7 +120,10 @@ struct report {
                 o["one_way_us"] = {{"p50", opt(w.p50)}, {"p99", opt(w.p99)}, {"mean", opt(w.mean)},
                                    {"max", opt(w.max)}};
             if (!w.cdf.empty()) o["one_way_us"]["cdf"] = w.cdf;
-            else
+            else if (m::is_collective(w.kind)) {
+                o["time_us"] = opt(w.time_us);
+                o["busbw_gbps"] = opt(w.gbps);
+            } else
                 o["gbps"] = opt(w.gbps);
             if (!w.error.empty()) o["error"] = w.error;
             j["workloads"].push_back(o);
@@ -156,11 +160,14 @@ struct report {
             if (w.kind == m::workload_kind::pingpong)
                 t += fmt::format("one-way p50 {} us  p99 {} us  max {} us", num(w.p50, "{:.2f}"),
                                  num(w.p99, "{:.2f}"), num(w.max, "{:.2f}"));
+            else if (m::is_collective(w.kind))
+                t += fmt::format("{} us per call, busbw {} Gb/s", num(w.time_us, "{:.1f}"), num(w.gbps, "{:.4f}"));
             else
                 t += fmt::format("{} Gb/s", num(w.gbps, "{:.4f}"));
             t += fmt::format("  ({}{})  [{}]\n",
-                             w.lost ? fmt::format("{} received, {} lost", w.received.value_or(0), *w.lost)
-                                    : std::string("loss not measured"),
+                             !w.lost       ? std::string("loss not measured")
+                             : w.received ? fmt::format("{} received, {} lost", *w.received, *w.lost)
+                                          : "results checked exactly",
                              w.completed ? "" : ", NOT completed: " + w.error, w.how);
         }
         for (const auto& e : applied) t += "  applied: " + e + "\n";
@@ -201,6 +208,12 @@ public:
     virtual void reset(unsigned /*host*/) {}
     /// Why ber/degrade/retrain (and host-reset without can_reset) are not applied.
     virtual std::string no_event_reason() const = 0;
+    /// One rank of a NCCL collective on @host: the command (environment,
+    /// program) that the rank's arguments follow (pair_collective.h).
+    virtual std::string nccl_rank_command(unsigned host) const;
+    /// Where host 1 reaches host 0 for NCCL's rendezvous, never over the
+    /// link under test ("" = nowhere).
+    virtual std::string rendezvous_address() const { return ""; }
     /// Remembers where the kernel log stands now; kernel_log_problems()
     /// reads only what came after.
     virtual void mark_kernel_log(unsigned host);
@@ -209,7 +222,7 @@ public:
     /// The whole kernel log since the mark.
     std::string kernel_log_since_mark(unsigned host);
     /// The command that succeeds once the host's odl_tb5 is logged in.
-    std::string logged_in_command(unsigned host) const;
+    virtual std::string logged_in_command(unsigned host) const;
 
     /// Polls @cmd on @host until it succeeds, at most @secs seconds.
     bool wait_in(unsigned host, int secs, const std::string& cmd);

@@ -105,6 +105,7 @@ public:
     std::string no_event_reason() const override {
         return "real hosts: the link's error rate, width and training are the hardware's, not ours to set";
     }
+    std::string rendezvous_address() const override { return pair_.a.address; }
 
     /// The host's self-description for the results: OS, kernel, build,
     /// module, IOMMU mode (the facts `odl hil check` reads).

@@ -18,7 +18,8 @@
 #   a host that stops answering mid-run (QEMU B frozen): the run ends with
 #   exit 3 naming b within 100 s, a report with the error, nothing of odl
 #   left running on a, odl_tb5 still loaded there; once b runs again a
-#   rerun completes;
+#   rerun completes, and its all-reduce is skipped (no GPU in the guests),
+#   naming the host and why;
 #   a kernel enforcing module signatures on a: the DKMS postinst's refusal
 #   (how to enrol the key), doctor and check exit 22 naming a's module;
 #   a half-deployed pair (odl removed from b): exit 41 naming b;
@@ -349,9 +350,25 @@ left=$(ssh_a 'pgrep -a -x odl || true')
 [ -z "$left" ] || fail "odl processes left on a: $left"
 ssh_a 'grep -qx odl_tb5 <(cut -d" " -f1 /proc/modules)' || fail "odl_tb5 no longer loaded on a"
 echo "ok ($vanish_s s): $(echo "$err" | grep -m1 'b (root')"
-hil run "$here/scenarios/sizes.yaml" "$inv" --out "$tmp/rerun"
+# The rerun also holds an all-reduce: the guests have no GPU, so it is
+# skipped, naming the host and why, and its assertion is not evaluated.
+hil run "$here/scenarios/sizes-allreduce.yaml" "$inv" --out "$tmp/rerun"
 [ "$rc" = 0 ] || fail "rerun after b came back: exit $rc: $err"
-echo "ok: rerun after b came back: $(echo "$out" | grep -c 'received, 0 lost') workloads complete"
+[ "$(grep -c 'received, 0 lost' <<<"$out")" = 2 ] || fail "rerun: ping and bulk did not both complete: $out"
+grep -Eq '^  ar +allreduce .* not run on hosts .*: host a \(root@.*\) cannot run a NCCL rank: ' <<<"$out" ||
+	fail "rerun: the all-reduce was not reported as skipped with its reason: $out"
+grep -q 'NOT EVALUATED\] ar.busbw_gbps >= 1' <<<"$out" || fail "rerun: the all-reduce's assertion: $out"
+python3 - "$tmp/rerun" <<'PY' || fail "rerun: report.json / junit.xml of the skipped all-reduce"
+import json, sys, xml.etree.ElementTree as ET
+d = sys.argv[1]
+r = json.load(open(d + "/report.json"))
+ar = [w for w in r["workloads"] if w["name"] == "ar"][0]
+assert not ar["run"] and not ar["completed"] and "cannot run a NCCL rank" in ar["error"], ar
+case = [c for c in ET.parse(d + "/junit.xml").getroot().iter("testcase") if c.get("name") == "workload ar"][0]
+assert case.find("skipped") is not None and "cannot run a NCCL rank" in case.find("skipped").get("message"), \
+    ET.tostring(case)
+PY
+echo "ok: rerun after b came back: ping and bulk complete; $(grep -o 'cannot run a NCCL rank: .*' <<<"$out" | head -n1)"
 
 step "a kernel that enforces module signatures on a: the DKMS postinst says how to enrol the key, doctor and check name it"
 # Secure Boot refuses DKMS's key through lockdown; module.sig_enforce (which

@@ -53,7 +53,7 @@ pairs:
     expect: gen4x2
     hosts:
       a: { destination: 10.0.0.11 }
-      b: { destination: 10.0.0.12, port: 2222, device: 1, user: lab }
+      b: { destination: 10.0.0.12, port: 2222, device: 1, user: lab, address: 192.168.7.12 }
 )";
 
 TEST_F(Inventory, GoodFileLoadsWithDefaultsAndOverrides) {
@@ -73,6 +73,9 @@ TEST_F(Inventory, GoodFileLoadsWithDefaultsAndOverrides) {
     EXPECT_EQ(p.b.ssh.user, "lab");
     EXPECT_EQ(p.b.ssh.port, 2222);
     EXPECT_EQ(p.b.device, 1);
+    // NCCL's rendezvous address: the SSH destination unless given.
+    EXPECT_EQ(p.a.address, "10.0.0.11");
+    EXPECT_EQ(p.b.address, "192.168.7.12");
     // Relative paths are taken from the inventory's folder.
     EXPECT_EQ(p.a.ssh.key, (dir_ / "keys/id").string());
     EXPECT_EQ(p.b.ssh.known_hosts, (dir_ / "keys/known_hosts").string());
@@ -127,7 +130,8 @@ TEST_F(Inventory, BadInputIsRefusedWithFileLineAndWhat) {
         {"    profile: strix-halo\n", "", "hosts.yaml:8", "expected profile"},
         {"name: ms-s1-pair-1", "name: ../escape", "hosts.yaml:8", "pair name '../escape'"},
         {"device: 1", "device: 300", "hosts.yaml:13", "from 0 to 255"},
-        {"      b: { destination: 10.0.0.12, port: 2222, device: 1, user: lab }\n", "", "hosts.yaml:12", "expected host 'b'"},
+        {"address: 192.168.7.12", "address: -oProxyCommand=x", "hosts.yaml:13", "address '-oProxyCommand=x'"},
+        {"      b: { destination: 10.0.0.12, port: 2222, device: 1, user: lab, address: 192.168.7.12 }\n", "", "hosts.yaml:12", "expected host 'b'"},
         {"pairs:", "pairz:", "hosts.yaml:7", "unknown key 'pairz'"},
         {"  user: root\n", "", "hosts.yaml:11", "no ssh user"},
         {"  known_hosts: keys/known_hosts\n", "", "hosts.yaml:11", "no known_hosts file"},

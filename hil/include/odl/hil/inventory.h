@@ -26,6 +26,9 @@ struct host {
     std::string role;
     ssh_target ssh;
     int device = 0;  ///< /dev/odl_tb5_N cabled to the other host
+    /// Where the other host reaches this one over the management network
+    /// (NCCL's rendezvous); the SSH destination unless set.
+    std::string address;
 };
 
 /// Two hosts joined by the cable under test.
