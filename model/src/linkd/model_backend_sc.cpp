@@ -117,6 +117,20 @@ void sc_backend::attach(unsigned h, host_bus* bus) {
     update_cable();
 }
 
+std::string sc_backend::describe() const {
+    std::string out = fmt::format("model time {:.3f} us, cable {}\n", scheduler::now().to_seconds() * 1e6,
+                                  m_cable_plugged ? "plugged" : "pulled");
+    for (unsigned h = 0; h < m_hosts.size(); ++h) {
+        std::string d = m_hosts[h]->nhi.describe();
+        for (std::size_t b = 0, e; b < d.size(); b = e + 1) {
+            e = d.find('\n', b);
+            if (e == std::string::npos) e = d.size();
+            out += fmt::format("host {} {}\n", h, d.substr(b, e - b));
+        }
+    }
+    return out;
+}
+
 bool sc_backend::set_cable(bool plugged) {
     m_cable_plugged = plugged;
     update_cable();

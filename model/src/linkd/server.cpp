@@ -326,7 +326,7 @@ bool server::listen(std::string& err) {
     return m_cfg.control_path.empty() || m_ctl.open(m_cfg.control_path, err);
 }
 
-// One command per connection: "cable plug", "cable unplug", "status",
+// One command per connection: "cable plug", "cable unplug", "status", "nhi",
 // "fault add SPEC|clear|status".
 void server::control_one() {
     answer_control(m_ctl.fd(), [this](const std::string& cmd) -> std::string {
@@ -338,14 +338,18 @@ void server::control_one() {
             return reply;
         }
         if (cmd == "status") return fmt::format("ok hosts {} bad {}", attached_hosts(), m_total_bad);
+        if (cmd == "nhi") {
+            const std::string d = m_model.describe();
+            return d.empty() ? "error: this model has no NHI state to show" : "ok\n" + d;
+        }
         if (cmd.rfind("fault ", 0) == 0 && m_cfg.fault_command) {
             std::string reply = m_cfg.fault_command(cmd.substr(6));
             fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
             return reply;
         }
-        return m_cfg.fault_command ? "error: unknown command (have: cable plug, cable unplug, status, "
+        return m_cfg.fault_command ? "error: unknown command (have: cable plug, cable unplug, status, nhi, "
                                      "fault add SPEC, fault clear, fault status)"
-                                   : "error: unknown command (have: cable plug, cable unplug, status)";
+                                   : "error: unknown command (have: cable plug, cable unplug, status, nhi)";
     });
 }
 

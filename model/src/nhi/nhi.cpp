@@ -43,6 +43,7 @@ void nhi::reset() {
     m_enable.assign(ODL_NHI_ENABLE_REGS(hc), 0);
     m_ivr.assign(ODL_NHI_IVR_REGS(hc), 0);
     std::fill(std::begin(m_throttle), std::end(m_throttle), 0u);
+    std::fill(std::begin(m_cause), std::end(m_cause), false);
     m_tx_stalled = 0;
     m_dma_misc = 0;
     m_model_err = 0;
@@ -492,6 +493,7 @@ unsigned nhi::ivr(unsigned index) const {
 
 void nhi::raise(unsigned index) {
     m_status[index / 32] |= 1u << (index % 32);
+    if (index < 2 * m_cfg.hop_count) m_cause[ivr(index)] = true;
     evaluate(index);
 }
 
@@ -512,15 +514,53 @@ void nhi::schedule_fire(unsigned v) {
 
 void nhi::fire(unsigned v) {
     m_fire_pending[v] = false;
-    bool any = false;
-    for (unsigned i = 0; i < 2 * m_cfg.hop_count && !any; ++i)
-        any = bit(m_status, i) && bit(m_enable, i) && ivr(i) == v;
-    if (!any) return;  // cleared or masked meanwhile
+    bool status = false, unmasked = false;
+    for (unsigned i = 0; i < 2 * m_cfg.hop_count; ++i) {
+        if (ivr(i) != v || !bit(m_enable, i)) continue;
+        unmasked = true;
+        status = status || bit(m_status, i);
+    }
+    // A cause that arrived since the last message is delivered even if its
+    // status bit was cleared meanwhile: the driver clears status at the
+    // start of its handler with a posted write, which may reach us after a
+    // completion that its ring walk had already missed. Dropping the message
+    // then strands that frame for good; an extra message costs one empty walk.
+    if (!unmasked || (!status && !m_cause[v])) return;  // masked, or nothing new
+    m_cause[v] = false;
     m_last_fire[v] = scheduler::now();
     m_fired_once[v] = true;
     ++m_stats.irqs;
     if (m_log.per_frame()) m_log.event(name(), fmt::format("msix vector={}", v));
     if (m_irq) m_irq(v);
+}
+
+std::string nhi::describe() const {
+    std::string out = fmt::format("frames tx {} rx {} rx_dropped {} tx_dropped {} tx_stalls {} irqs {} misuse {}\n",
+                                  m_stats.tx_frames, m_stats.rx_frames, m_stats.rx_dropped, m_stats.tx_dropped,
+                                  m_stats.tx_stalls, m_stats.irqs, m_stats.misuse);
+    for (int tx = 1; tx >= 0; --tx) {
+        const auto& rings = tx ? m_tx : m_rx;
+        for (unsigned h = 0; h < rings.size(); ++h) {
+            const ring& r = rings[h];
+            if (!r.enabled() && r.size == 0) continue;
+            out += fmt::format("{} ring {}: {} size {} hw {} sw {} flags {:#x}", tx ? "tx" : "rx", h,
+                               r.enabled() ? "on" : "off", r.size, r.hw, r.sw, r.flags);
+            if (tx)
+                out += fmt::format(" issue_pending {} stalled {}", r.issue_pending, r.stalled);
+            else
+                out += fmt::format(" waiting {} credits_out {}", r.pending.size(), r.inflight);
+            out += "\n";
+        }
+    }
+    std::string st, en;
+    for (std::size_t i = 0; i < m_status.size(); ++i) st += fmt::format(" {:#010x}", m_status[i]);
+    for (std::size_t i = 0; i < m_enable.size(); ++i) en += fmt::format(" {:#010x}", m_enable[i]);
+    out += fmt::format("interrupt status{} enable{} dma_misc {:#x}\n", st, en, m_dma_misc);
+    for (unsigned v = 0; v < ODL_NHI_MSIX_VECTORS; ++v)
+        if (m_fire_pending[v] || m_fired_once[v])
+            out += fmt::format("vector {}: fire pending {} cause {} last fired at {:.3f} us throttle {}\n", v,
+                               m_fire_pending[v], m_cause[v], m_last_fire[v].to_seconds() * 1e6, m_throttle[v]);
+    return out;
 }
 
 }  // namespace odl::model

@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <string>
+
+#include <fmt/format.h>
 #include <systemc>
 
 #include "odl/model/linkd/model_backend_sc.h"
@@ -34,6 +37,18 @@ TEST(LinkdReplay, ModelAnswersLinuxAsRecorded) {
     EXPECT_GT(rep.mmio_reads_checked, 20u);
     EXPECT_GT(rep.dma_checked, 500u);
     EXPECT_GT(rep.irqs_checked, 100u);
+    // What the control command "nhi" shows: both hosts' counters (the
+    // frames of the recorded session) and interrupt registers. The guests
+    // stopped their rings at shutdown, so no ring is listed as on.
+    const std::string d = model.describe();
+    for (unsigned h = 0; h < 2; ++h) {
+        const std::string tag = fmt::format("host {} frames tx ", h);
+        const auto at = d.find(tag);
+        ASSERT_NE(at, std::string::npos) << tag << " not in:\n" << d;
+        EXPECT_GT(std::stoul(d.substr(at + tag.size())), 100u) << d;
+        EXPECT_NE(d.find(fmt::format("host {} interrupt status ", h)), std::string::npos) << d;
+    }
+    EXPECT_EQ(d.find(": on size"), std::string::npos) << d;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace odl::model::linkd {
 
@@ -69,6 +70,10 @@ public:
     /// Host at the far end of @host's cable while the link is up, else -1
     /// (sent to the device as LINK_STATE when it changes).
     virtual int link_peer(unsigned /*host*/) const { return -1; }
+    /// What the model's NHIs hold now (rings, credits, interrupts), one
+    /// line per item; "" when this model has no such state. For "where is
+    /// my frame?" questions (control command "nhi").
+    virtual std::string describe() const { return ""; }
 };
 
 }  // namespace odl::model::linkd

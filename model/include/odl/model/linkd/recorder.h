@@ -44,6 +44,7 @@ public:
     std::uint64_t next_event_ps() const override { return m_inner.next_event_ps(); }
     bool set_cable(bool plugged) override;
     int link_peer(unsigned host) const override { return m_inner.link_peer(host); }
+    std::string describe() const override { return m_inner.describe(); }
 
 private:
     class port;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <functional>
 #include <vector>
 
@@ -71,6 +72,9 @@ public:
     void reset();
 
     const nhi_stats& stats() const { return m_stats; }
+    /// Rings in use (indices, credits, frames waiting), interrupt status,
+    /// enable and pending bits and the counters, one line each.
+    std::string describe() const;
     unsigned hop_count() const { return m_cfg.hop_count; }
     const nhi_config& config() const { return m_cfg; }
 
@@ -136,6 +140,7 @@ private:
     sc_core::sc_time m_last_fire[ODL_NHI_MSIX_VECTORS];
     bool m_fire_pending[ODL_NHI_MSIX_VECTORS] = {};
     bool m_fired_once[ODL_NHI_MSIX_VECTORS] = {};
+    bool m_cause[ODL_NHI_MSIX_VECTORS] = {};  ///< a cause arrived since the last message
     std::uint32_t m_dma_misc = 0;
     std::uint32_t m_model_err = 0;
     sc_core::sc_time m_rd_free, m_wr_free;  ///< DMA read / write engines
