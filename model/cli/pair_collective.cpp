@@ -62,7 +62,11 @@ void run_collective(target& tb, const m::scenario_workload& w, wl_result& r, con
     const char* op = w.kind == m::workload_kind::allreduce ? "all_reduce" : "all_gather";
     // Host 0 (the scenario's first host) holds rank 0 and the rendezvous.
     for (unsigned h = 0; h < 2; ++h) {
-        const auto p = tb.exec(h, tb.nccl_rank_command(h) + " --probe", 120);
+        const auto p = tb.exec(h,
+                               "command -v python3 >/dev/null 2>&1 || { echo 'no python3 on this host (a NCCL rank "
+                               "needs python3 with PyTorch and a CUDA GPU)'; exit 3; }; " +
+                                   tb.nccl_rank_command(h) + " --probe",
+                               120);
         if (p.rc != 0) {
             r.error = fmt::format("host {} cannot run a NCCL rank: {}", tb.name(h), last_line(p.out));
             return;
