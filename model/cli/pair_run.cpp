@@ -199,6 +199,18 @@ public:
         return true;
     }
 
+    /// Waits for the link after a plug, retrain or degrade; after the
+    /// latter two the report says what Linux then reports for it.
+    void link_back(std::string& retrained) {
+        progress(retrained.empty() ? "waiting for the link after the plug" : "waiting for the link after the " + retrained);
+        const bool back = wait_link(120);
+        if (!back) progress("link not back within 120 s; running anyway");
+        if (!retrained.empty())
+            rep_.applied.push_back(fmt::format("after the {}: {}", retrained,
+                                               back ? "Linux reports " + tb_.link_seen() : "the link did not come back"));
+        retrained.clear();
+    }
+
     void run_workload(const m::scenario_workload& w, wl_result& r) {
         r.run = true;
         const unsigned from = w.hosts.at(0), to = w.hosts.at(1);
@@ -392,6 +404,7 @@ public:
         rep_.link_seen = tb_.link_seen();
         progress("link up (Linux reports " + rep_.link_seen + "); replaying the timeline");
         bool link_pending = false;
+        std::string retrained;  ///< the last retrain/degrade, until the link is back
         if (!c.plugged) {
             if (!tb_.can_cable()) throw target_error("the scenario starts with the cable unplugged, and " +
                                                       tb_.no_cable_reason());
@@ -438,6 +451,19 @@ public:
                     tb_.cable(event_name(e.kind));
                     link_pending = e.kind == m::event_kind::plug;
                     rep_.applied.push_back(fmt::format("{} (wall t={:.1f} s)", what, now));
+                } else if (e.kind != m::event_kind::host_reset && tb_.can_link_events()) {
+                    std::string full = what;
+                    if (e.kind == m::event_kind::degrade)
+                        full += fmt::format(" to {} x{}", m::to_string(e.gen), e.lanes);
+                    else if (e.kind == m::event_kind::ber)
+                        full += fmt::format(" ({:g})", e.ber);
+                    progress(fmt::format("t={:.1f} s: {}", now, full));
+                    tb_.link_event(e);
+                    rep_.applied.push_back(fmt::format("{} (wall t={:.1f} s)", full, now));
+                    if (e.kind != m::event_kind::ber) {
+                        link_pending = true;
+                        retrained = full;
+                    }
                 } else {
                     progress(fmt::format("t={:.1f} s: {} NOT applied ({})", now, what, tb_.no_event_reason()));
                     rep_.not_applied.push_back(what + ": " + tb_.no_event_reason());
@@ -448,8 +474,7 @@ public:
             auto& r = rep_.workloads[it.idx];
             r.started_s = now;
             if (link_pending) {
-                progress("waiting for the link after the plug");
-                if (!wait_link(120)) progress("link not back within 120 s; running anyway");
+                link_back(retrained);
                 link_pending = false;
                 r.started_s = std::chrono::duration<double>(clk::now() - t0).count();
             }
@@ -461,6 +486,8 @@ public:
                                                : "FAILED: " + r.error,
                                  r.wall_s));
         }
+        // A retrain or degrade at the end: what Linux made of it.
+        if (link_pending && !retrained.empty()) link_back(retrained);
         // Kernel logs since the run began, as the vm tests check them.
         bool clean = true;
         for (unsigned h = 0; h < 2; ++h)

@@ -203,6 +203,10 @@ public:
     virtual bool can_cable() const = 0;
     virtual std::string no_cable_reason() const = 0;
     virtual void cable(const std::string& action) = 0;
+    /// ber, degrade and retrain applied to the link (the testbed's modelled
+    /// cable); no_event_reason() says why not where they cannot be.
+    virtual bool can_link_events() const { return false; }
+    virtual void link_event(const m::scenario_event& /*e*/) {}
     /// host-reset as an odl_tb5 reload.
     virtual bool can_reset() const { return false; }
     virtual void reset(unsigned /*host*/) {}

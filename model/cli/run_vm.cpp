@@ -3,10 +3,10 @@
 //
 // The testbed (qemu-device/testbed.sh) has exactly two TCG guests on one
 // modelled cable, so: two hosts, one cable, symmetric tb3/gen2/gen3/gen4 with
-// 1 or 2 lanes. Plug/unplug events are sent to odl-linkd at their scenario
-// times scaled to wall time (--vm-time-scale, default 1 ms simulated = 1 s);
-// other event kinds and per-host platform settings are listed as "not applied
-// on vm". Workloads run one after another in start order: pingpong and stream
+// 1 or 2 lanes. Cable events (plug, unplug, retrain, degrade, ber) are sent
+// to odl-linkd's control socket at their scenario times scaled to wall time
+// (--vm-time-scale, default 1 ms simulated = 1 s); host-reset and per-host
+// platform settings are listed as "not applied on vm". Workloads run one after another in start order: pingpong and stream
 // through `odl perf --backend kernel` (odl_tb5.ko in the guests) or through
 // ping / iperf3 over thunderbolt0 (thunderbolt_net). Assertions whose metric
 // the VM path cannot measure are "not evaluated". The testbed is always torn
@@ -42,6 +42,8 @@ namespace {
 namespace m = odl::model;
 using clk = std::chrono::steady_clock;
 using pair::check_interrupt;
+using pair::event_name;
+using pair::gen_arg;
 using pair::interrupted;
 using pair::last_line;
 using pair::progress;
@@ -91,8 +93,21 @@ public:
         const auto r = sh(fmt::format("{} cable {}", sq(script_), action));
         if (r.rc != 0) throw target_error("cable " + action + " failed: " + r.out);
     }
+    bool can_link_events() const override { return true; }
+    void link_event(const m::scenario_event& e) override {
+        check_interrupt();
+        std::string spec;
+        switch (e.kind) {
+        case m::event_kind::retrain: spec = "retrain"; break;
+        case m::event_kind::degrade: spec = fmt::format("degrade {} {}", gen_arg(e.gen), e.lanes); break;
+        case m::event_kind::ber: spec = fmt::format("ber {:g}", e.ber); break;
+        default: throw target_error("not a link event: " + event_name(e.kind));
+        }
+        const auto r = sh(fmt::format("{} ctl {}", sq(script_), sq("cable " + spec)));
+        if (r.rc != 0) throw target_error(fmt::format("cable {} failed: {}", spec, last_line(r.out)));
+    }
     std::string no_event_reason() const override {
-        return "odl-linkd's control socket only does cable plug/unplug";
+        return "the testbed does not reset a VM yet (host-reset)";
     }
     void down() {
         if (!up_) return;

@@ -3,6 +3,9 @@
 // and adapts them to linkd's host_bus / nhi_port seam.
 #include "odl/model/linkd/model_backend_sc.h"
 
+#include <cstdlib>
+#include <sstream>
+
 #include <fmt/format.h>
 
 #include <string>
@@ -118,8 +121,12 @@ void sc_backend::attach(unsigned h, host_bus* bus) {
 }
 
 std::string sc_backend::describe() const {
-    std::string out = fmt::format("model time {:.3f} us, cable {}\n", scheduler::now().to_seconds() * 1e6,
-                                  m_cable_plugged ? "plugged" : "pulled");
+    const link_config& c = m_cable.config();
+    const link_state st = m_cable.state();
+    std::string out = fmt::format("model time {:.3f} us, cable {}, link {} {} x{}{}, ber {:g}\n",
+                                  scheduler::now().to_seconds() * 1e6, m_cable_plugged ? "plugged" : "pulled",
+                                  st == link_state::up ? "up" : st == link_state::training ? "training" : "down",
+                                  to_string(c.gen), c.lanes, c.asymmetric ? " asymmetric" : "", m_cable.ber());
     for (unsigned h = 0; h < m_hosts.size(); ++h) {
         std::string d = m_hosts[h]->nhi.describe();
         for (std::size_t b = 0, e; b < d.size(); b = e + 1) {
@@ -129,6 +136,45 @@ std::string sc_backend::describe() const {
         }
     }
     return out;
+}
+
+std::string sc_backend::cable_event(const std::string& spec) {
+    std::istringstream in(spec);
+    std::string what, extra;
+    in >> what;
+    if (what == "retrain") {
+        if (in >> extra) return "retrain takes no arguments";
+        if (m_cable.state() == link_state::unplugged) return "the cable is unplugged";
+        m_cable.retrain();
+        return "";
+    }
+    if (what == "degrade") {
+        std::string g;
+        unsigned lanes = 0;
+        if (!(in >> g >> lanes) || (in >> extra)) return "usage: degrade GEN LANES (e.g. degrade gen3 1)";
+        const auto gen = parse_generation(g);
+        if (!gen) return fmt::format("unknown generation '{}' (gen2, gen3 or tb4, gen4 or tb5)", g);
+        link_config c = m_cable.config();
+        c.gen = *gen;
+        c.lanes = lanes;
+        if (*gen != generation::gen4) c.asymmetric = false;
+        if (const auto why = validate(c)) return *why;
+        if (m_cable.state() == link_state::unplugged) return "the cable is unplugged";
+        m_cable.degrade(*gen, lanes);
+        return "";
+    }
+    if (what == "ber") {
+        std::string r;
+        if (!(in >> r) || (in >> extra)) return "usage: ber RATE (e.g. ber 1e-9)";
+        char* end = nullptr;
+        const double ber = std::strtod(r.c_str(), &end);
+        if (end == r.c_str() || *end || !(ber >= 0 && ber <= 1e-3))
+            return fmt::format("bit error rate '{}': expected a number from 0 to 1e-3", r);
+        m_cable.set_ber(ber);
+        m_log.event(m_cable.name(), fmt::format("ber {:g}", ber));
+        return "";
+    }
+    return fmt::format("unknown cable event '{}' (retrain, degrade GEN LANES, ber RATE)", what);
 }
 
 bool sc_backend::set_cable(bool plugged) {

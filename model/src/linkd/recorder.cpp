@@ -128,6 +128,12 @@ bool recording_backend::set_cable(bool plugged) {
     return m_inner.set_cable(plugged);
 }
 
+std::string recording_backend::cable_event(const std::string& spec) {
+    std::string why = m_inner.cable_event(spec);
+    if (why.empty()) m_out << m_now << " - E " << spec << '\n';
+    return why;
+}
+
 namespace {
 
 struct model_event {
@@ -214,6 +220,7 @@ bool replay(model_backend& model, std::istream& in, replay_report& rep) {
         std::uint64_t a = 0, b = 0, c = 0;
         std::uint64_t line;
         std::size_t model_events_before;  // per host: queued up to here
+        std::string spec;                 // E: the cable event
     };
     std::vector<dev_event> dev;
     std::vector<std::vector<model_event>> model_evs(model.host_count());
@@ -262,7 +269,9 @@ bool replay(model_backend& model, std::istream& in, replay_report& rep) {
             continue;
         }
         dev_event d{ts, host, kind, 0, 0, 0, lineno, 0};
-        if (kind == "R" || kind == "W")
+        if (kind == "E") {
+            std::getline(ls >> std::ws, d.spec);
+        } else if (kind == "R" || kind == "W")
             ls >> std::hex >> d.a >> std::dec >> d.b >> std::hex >> d.c;
         else if (kind == "D")
             ls >> std::hex >> d.a >> std::dec >> d.b;
@@ -284,6 +293,13 @@ bool replay(model_backend& model, std::istream& in, replay_report& rep) {
         model.advance_to(d.ts);
         if (d.kind == "C") {
             model.set_cable(d.a != 0);
+            continue;
+        }
+        if (d.kind == "E") {
+            if (const std::string why = model.cable_event(d.spec); !why.empty()) {
+                rep.mismatches.push_back(fmt::format("line {}: cable event '{}': {}", d.line, d.spec, why));
+                return false;
+            }
             continue;
         }
         const auto h = static_cast<unsigned>(d.host);

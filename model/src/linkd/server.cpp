@@ -326,7 +326,8 @@ bool server::listen(std::string& err) {
     return m_cfg.control_path.empty() || m_ctl.open(m_cfg.control_path, err);
 }
 
-// One command per connection: "cable plug", "cable unplug", "status", "nhi",
+// One command per connection: "cable plug", "cable unplug", "cable retrain",
+// "cable degrade GEN LANES", "cable ber RATE", "status", "nhi",
 // "fault add SPEC|clear|status".
 void server::control_one() {
     answer_control(m_ctl.fd(), [this](const std::string& cmd) -> std::string {
@@ -334,6 +335,12 @@ void server::control_one() {
         if (cmd == "cable plug" || cmd == "cable unplug") {
             const bool plug = cmd == "cable plug";
             std::string reply = m_model.set_cable(plug) ? "ok" : "error: this model has no cable";
+            fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
+            return reply;
+        }
+        if (cmd.rfind("cable ", 0) == 0) {
+            const std::string why = m_model.cable_event(cmd.substr(6));
+            std::string reply = why.empty() ? "ok" : "error: " + why;
             fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
             return reply;
         }
@@ -347,9 +354,10 @@ void server::control_one() {
             fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
             return reply;
         }
-        return m_cfg.fault_command ? "error: unknown command (have: cable plug, cable unplug, status, nhi, "
-                                     "fault add SPEC, fault clear, fault status)"
-                                   : "error: unknown command (have: cable plug, cable unplug, status, nhi)";
+        return m_cfg.fault_command ? "error: unknown command (have: cable plug|unplug|retrain, cable degrade GEN LANES, "
+                                     "cable ber RATE, status, nhi, fault add SPEC, fault clear, fault status)"
+                                   : "error: unknown command (have: cable plug|unplug|retrain, cable degrade GEN LANES, "
+                                     "cable ber RATE, status, nhi)";
     });
 }
 

@@ -87,6 +87,7 @@ public:
     void degrade(generation gen, unsigned lanes);
     /// Bit-error rate before FEC (0 = none).
     void set_ber(double ber) { m_ber = ber; }
+    double ber() const { return m_ber; }
     /// Installs (or with an empty function removes) a tap that sees every
     /// frame send() accepts: a hostile cable. No tap: one branch per frame.
     void set_tap(frame_tap tap) { m_tap = std::move(tap); }

@@ -67,6 +67,10 @@ public:
     /// Scenario event: plug (true) or pull (false) the cable. Returns false
     /// when this model has no cable.
     virtual bool set_cable(bool /*plugged*/) { return false; }
+    /// Scenario event on the cable, as the control socket spells it:
+    /// "retrain", "degrade GEN LANES" (gen2, gen3/tb4, gen4/tb5; 1 or 2
+    /// lanes), "ber RATE" (0 to 1e-3). Returns "" when applied, else why not.
+    virtual std::string cable_event(const std::string& /*spec*/) { return "this model has no cable"; }
     /// Host at the far end of @host's cable while the link is up, else -1
     /// (sent to the device as LINK_STATE when it changes).
     virtual int link_peer(unsigned /*host*/) const { return -1; }

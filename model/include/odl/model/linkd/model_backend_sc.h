@@ -41,6 +41,7 @@ public:
     /// Scenario events: the cable itself (independent of host presence).
     bool set_cable(bool plugged) override;
     std::string describe() const override;
+    std::string cable_event(const std::string& spec) override;
     int link_peer(unsigned h) const override {
         return m_cable.up() ? static_cast<int>(1 - h) : -1;
     }

@@ -15,6 +15,7 @@
 //   <sim ps> <host> DW <addr hex> <len> <hex bytes> 1|0    model DMA write, success
 //   <sim ps> <host> I <vector>                             model raised MSI-X
 //   <sim ps> - C 1|0                                       cable plugged / pulled
+//   <sim ps> - E <spec>                                    cable event (retrain, degrade G L, ber R)
 // <sim ps> is the model time when the event happened.
 #pragma once
 
@@ -45,6 +46,7 @@ public:
     bool set_cable(bool plugged) override;
     int link_peer(unsigned host) const override { return m_inner.link_peer(host); }
     std::string describe() const override { return m_inner.describe(); }
+    std::string cable_event(const std::string& spec) override;
 
 private:
     class port;
