@@ -574,6 +574,8 @@ static void odl_handle_login(struct odl_tb5 *odl, const struct odl_xd_login *req
 	resp.frame_bytes = ODL_FRAME_MAX_BYTES;
 	odl_respond(odl, &resp, sizeof(resp), ODL_XD_LOGIN_RESP,
 		    req->hdr.command_id, sn);
+	dev_dbg(&odl->svc->dev, "login from the peer answered: status %u\n",
+		status);
 	if (status != ODL_XD_ST_OK) {
 		odl_stat_inc(odl, xd_bad, 1);
 		return;
@@ -593,6 +595,9 @@ static void odl_handle_login(struct odl_tb5 *odl, const struct odl_xd_login *req
 	odl->login_received = true;
 	spin_unlock_irqrestore(&odl->state_lock, flags);
 
+	dev_dbg(&odl->svc->dev, "peer logged in: %s\n",
+		reset ? "was connected, starting over" :
+		READ_ONCE(odl->login_sent) ? "connecting" : "logging in back");
 	if (reset)
 		odl_queue_work(odl, &odl->reset_work);
 	else if (READ_ONCE(odl->login_sent))

@@ -97,6 +97,31 @@ grep -q "kernel       $kernel" <<<"$out" || fail "check did not report the kerne
 grep -q "secure boot  off (no EFI" <<<"$out" || fail "check did not report Secure Boot: $out"
 check0_s=$((SECONDS - t))
 
+ssh_b() {
+	ssh -F /dev/null -o BatchMode=yes -o UserKnownHostsFile="$ODL_VM_DIR/hil/known_hosts" \
+		-o IdentityFile="$ODL_VM_DIR/hil/id_ed25519" -o IdentitiesOnly=yes -o ConnectTimeout=10 \
+		-p "$(cat "$ODL_VM_DIR/B.ssh_port")" root@127.0.0.1 "$@"
+}
+ssh_a() {
+	ssh -F /dev/null -o BatchMode=yes -o UserKnownHostsFile="$ODL_VM_DIR/hil/known_hosts" \
+		-o IdentityFile="$ODL_VM_DIR/hil/id_ed25519" -o IdentitiesOnly=yes -o ConnectTimeout=10 \
+		-p "$(cat "$ODL_VM_DIR/A.ssh_port")" root@127.0.0.1 "$@"
+}
+# What the modules and the model say about a login that does not finish
+# (seen once: b stayed in "login" for the 60 s of deploy's settle).
+login_state() {
+	for h in a b; do
+		echo "--- $h: odl_tb5 state $(ssh_$h 'cat /sys/class/odl_tb5/odl_tb5_0/state' 2>&1)"
+		ssh_$h 'grep -H . /sys/class/odl_tb5/odl_tb5_0/statistics/* 2>&1 | sed "s|.*/||" | tr "\n" " "; echo;
+			dmesg | grep -E "odl_tb5|thunderbolt" | tail -n 40' 2>&1
+	done
+	echo "--- odl-linkd: $("$tb" ctl nhi 2>&1)"
+}
+# The login's steps in the kernel log (dev_dbg), for login_state.
+for h in a b; do
+	ssh_$h 'echo "options odl_tb5 dyndbg=+p" >/etc/modprobe.d/odl-tb5-debug.conf' || fail "dyndbg option on $h"
+done
+
 step "deploy: apt installs the packages, DKMS builds odl_tb5 in each guest, both run the same build"
 t=$SECONDS
 hil deploy "$inv" --debs "$tmp/debs"
@@ -105,7 +130,8 @@ echo "$out"
 [ "$rc" = 0 ] || fail "deploy: exit $rc: $err"
 build=$("$odl" --version | cut -d' ' -f2)
 grep -q "both hosts run odl $build" <<<"$out" || fail "deploy did not report this build ($build) on both: $out"
-grep -q "logged in with the peer on both hosts" <<<"$out" || fail "deploy did not wait for the login: $out $err"
+grep -q "logged in with the peer on both hosts" <<<"$out" || fail "deploy did not wait for the login: $out $err
+$(login_state)"
 # The reload is odl_tb5's alone: thunderbolt.ko stays (unloading it resets
 # the host's USB4 domain, and a pair reset that way can miss its peer).
 for v in A B; do
@@ -132,16 +158,6 @@ assert j["hosts"][0]["odl_tb5_srcversion"] == j["hosts"][1]["odl_tb5_srcversion"
 check1_s=$((SECONDS - t))
 
 # The guests as SSH sees them, for the steps that look inside.
-ssh_b() {
-	ssh -F /dev/null -o BatchMode=yes -o UserKnownHostsFile="$ODL_VM_DIR/hil/known_hosts" \
-		-o IdentityFile="$ODL_VM_DIR/hil/id_ed25519" -o IdentitiesOnly=yes -o ConnectTimeout=10 \
-		-p "$(cat "$ODL_VM_DIR/B.ssh_port")" root@127.0.0.1 "$@"
-}
-ssh_a() {
-	ssh -F /dev/null -o BatchMode=yes -o UserKnownHostsFile="$ODL_VM_DIR/hil/known_hosts" \
-		-o IdentityFile="$ODL_VM_DIR/hil/id_ed25519" -o IdentitiesOnly=yes -o ConnectTimeout=10 \
-		-p "$(cat "$ODL_VM_DIR/A.ssh_port")" root@127.0.0.1 "$@"
-}
 
 step "odl-daemon, enabled and started by the package: the device on the bus; an unplug and a replug arrive as signals; a test on request"
 t=$SECONDS
