@@ -18,7 +18,8 @@
 #   testbed.sh exec A|B CMD...                        run CMD in a guest, print output, exit with its status
 #   testbed.sh console A|B [--follow]                 print (or follow) a guest's serial console log
 #   testbed.sh kill A|B                               SIGKILL one QEMU (tests: the peer must survive)
-#   testbed.sh cable plug|unplug                      scenario event on the modelled cable
+#   testbed.sh cable plug|unplug|retrain              scenario event on the modelled cable
+#   testbed.sh cable degrade GEN LANES | ber RATE     (GEN gen2|gen3|gen4, LANES 1|2; RATE 0..1e-3)
 #   testbed.sh ctl CMD...                             any odl-linkd control command (e.g. "fault status"); prints the reply
 #   testbed.sh status                                 what runs
 # Environment:
@@ -358,9 +359,17 @@ PY
 }
 
 cmd_cable() {
+	local usage="usage: cable plug|unplug|retrain|degrade GEN LANES|ber RATE" out
 	case "${1:-}" in
-	plug | unplug) linkd_ctl "cable $1" >/dev/null && say "cable ${1}ged" ;;
-	*) die "usage: cable plug|unplug" ;;
+	plug | unplug | retrain) [ $# = 1 ] || die "$usage" ;;
+	degrade) [ $# = 3 ] || die "$usage" ;;
+	ber) [ $# = 2 ] || die "$usage" ;;
+	*) die "$usage" ;;
+	esac
+	out=$(linkd_ctl "cable $*") || die "cable $*: ${out#error: }"
+	case "$1" in
+	plug | unplug) say "cable ${1}ged" ;;
+	*) say "cable: $*" ;;
 	esac
 }
 
@@ -382,5 +391,5 @@ kill) shift; cmd_kill "$@" ;;
 cable) shift; cmd_cable "$@" ;;
 ctl) shift; [ $# -ge 1 ] || die "usage: ctl CMD..."; linkd_ctl "$@" ;;
 status) cmd_status ;;
-*) die "usage: testbed.sh up|down|exec A|B CMD|console A|B|kill A|B|cable plug|unplug|ctl CMD|status" ;;
+*) die "usage: testbed.sh up|down|exec A|B CMD|console A|B|kill A|B|cable plug|unplug|retrain|degrade G L|ber R|ctl CMD|status" ;;
 esac

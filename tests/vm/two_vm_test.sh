@@ -164,6 +164,15 @@ done
 net_up
 record "replug_to_ping_s=$((SECONDS - t0))"
 
+step "malformed cable events refused with the reason, the link left alone"
+for bad in "degrade gen9 1:unknown generation 'gen9'" "degrade gen3 3:not 3" "ber 1:from 0 to 1e-3" \
+	"ber x:from 0 to 1e-3" "retrain now:usage: cable" "degrade:usage: cable"; do
+	# shellcheck disable=SC2086 # the event's words
+	if msg=$("$tb" cable ${bad%%:*} 2>&1); then fail "cable ${bad%%:*} accepted: $msg"; fi
+	grep -qF "${bad#*:}" <<<"$msg" || fail "cable ${bad%%:*}: no reason given: $msg"
+done
+vexec A 'ping -c 1 -W 5 10.99.0.2 >/dev/null' || fail "the link went down after refused cable events"
+
 step "clean kernel logs"
 for v in A B; do
 	if vexec "$v" 'dmesg | grep -E "WARNING:|BUG[: ]|Oops|Call Trace"'; then

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `odl vm up|down|exec A|B CMD|console A|B|cable plug|unplug|status`: the
+// `odl vm up|down|exec A|B CMD|console A|B|cable ACTION|status`: the
 // two-VM testbed. The launcher itself is qemu-device/testbed.sh (it builds
 // QEMU and the guest images when missing, starts odl-linkd and two TCG
 // QEMUs, waits for readiness, tears everything down on failure or Ctrl-C);
@@ -98,9 +98,22 @@ void add_vm_command(CLI::App& app) {
     });
 
     static std::string action;
+    static std::vector<std::string> cable_args;
     auto* cable = vm->add_subcommand("cable", "scenario event on the modelled cable");
-    cable->add_option("action", action, "plug or unplug")->required()->check(CLI::IsMember({"plug", "unplug"}));
-    cable->callback([] { hand_over({"cable", action}); });
+    cable->add_option("action", action, "plug, unplug, retrain, degrade GEN LANES (gen2|gen3|gen4, 1|2), ber RATE")
+        ->required()
+        ->check(CLI::IsMember({"plug", "unplug", "retrain", "degrade", "ber"}));
+    cable->add_option("args", cable_args, "degrade: GEN LANES; ber: RATE (0 to 1e-3)");
+    cable->callback([] {
+        const std::size_t want = action == "degrade" ? 2 : action == "ber" ? 1 : 0;
+        if (cable_args.size() != want)
+            throw CLI::ValidationError("cable " + action, want == 0 ? "takes no arguments"
+                                                          : want == 1 ? "takes RATE (e.g. ber 1e-9)"
+                                                                      : "takes GEN LANES (e.g. degrade gen3 1)");
+        std::vector<std::string> args{"cable", action};
+        args.insert(args.end(), cable_args.begin(), cable_args.end());
+        hand_over(args);
+    });
 }
 
 }  // namespace odl::cli
