@@ -18,6 +18,7 @@
 #   testbed.sh exec A|B CMD...                        run CMD in a guest, print output, exit with its status
 #   testbed.sh console A|B [--follow]                 print (or follow) a guest's serial console log
 #   testbed.sh kill A|B                               SIGKILL one QEMU (tests: the peer must survive)
+#   testbed.sh reset A|B                              host reset: power one VM off and on again, wait until ready
 #   testbed.sh cable plug|unplug|retrain              scenario event on the modelled cable
 #   testbed.sh cable degrade GEN LANES | ber RATE     (GEN gen2|gen3|gen4, LANES 1|2; RATE 0..1e-3)
 #   testbed.sh ctl CMD...                             any odl-linkd control command (e.g. "fault status"); prints the reply
@@ -258,16 +259,18 @@ cmd_up() {
 				-append "console=ttyS0 panic=-1 odl.host=$v$kargs" -net none)
 		fi
 		say "starting VM $v ($(cat "$image/KERNEL_VERSION"), ${ODL_VM_ACCEL:-tcg})"
-		TMPDIR=$dir setsid "$qemu" ${ODL_VM_BIOS_DIR:+-L "$ODL_VM_BIOS_DIR"} -L /usr/share/qemu -L /usr/share/seabios \
-			-name "odl-$v" "${accel[@]}" "${machine[@]}" -smp 1 "${iommu_dev[@]}" \
-			-display none -vga none -monitor none -no-reboot -parallel none \
-			"${boot[@]}" \
-			-chardev "file,id=con,path=$dir/$v.console.log" -serial chardev:con \
-			-chardev "socket,id=ctl,path=$dir/$v.ctl,server=on,wait=off" -serial chardev:ctl \
-			-device "odl-usb4-nhi,socket=$dir/linkd.sock,host-id=$idx" \
-			-d guest_errors ${ODL_VM_QEMU_ARGS:-} \
-			>"$dir/$v.qemu.log" 2>&1 </dev/null &
-		echo $! >"$dir/$v.qemu.pid"
+		# shellcheck disable=SC2206 # ODL_VM_QEMU_ARGS: words on purpose
+		local argv=("$qemu" ${ODL_VM_BIOS_DIR:+-L "$ODL_VM_BIOS_DIR"} -L /usr/share/qemu -L /usr/share/seabios
+			-name "odl-$v" "${accel[@]}" "${machine[@]}" -smp 1 "${iommu_dev[@]}"
+			-display none -vga none -monitor none -no-reboot -parallel none
+			"${boot[@]}"
+			-chardev "file,id=con,path=$dir/$v.console.log" -serial chardev:con
+			-chardev "socket,id=ctl,path=$dir/$v.ctl,server=on,wait=off" -serial chardev:ctl
+			-device "odl-usb4-nhi,socket=$dir/linkd.sock,host-id=$idx"
+			-d guest_errors ${ODL_VM_QEMU_ARGS:-})
+		# Kept for `reset`, which starts the guest again exactly so.
+		printf '%s\0' "${argv[@]}" >"$dir/$v.argv"
+		start_qemu "$v" "${argv[@]}"
 	done
 	for v in "${vms[@]}"; do
 		if ! wait_for "$dir/$v.console.log" "ODL-GUEST: ready" "$dir/$v.qemu.pid" "$timeout"; then
@@ -333,6 +336,37 @@ cmd_console() {
 	cat "$dir/$v.console.log"
 }
 
+# Starts QEMU for VM $1 with the command line $2...; its pid in $v.qemu.pid.
+start_qemu() {
+	local v=$1
+	shift
+	TMPDIR=$dir setsid "$@" >"$dir/$v.qemu.log" 2>&1 </dev/null &
+	echo $! >"$dir/$v.qemu.pid"
+}
+
+# A host reset: the VM is powered off (its QEMU killed, as a host that
+# loses power) and started again with the same command line; odl-linkd sees
+# the host leave and come back, the peer sees the link go down and up.
+cmd_reset() {
+	local v pid start=$SECONDS argv=()
+	v=$(vm_name "${1:-}")
+	alive "$dir/$v.qemu.pid" || die "VM $v is not running"
+	[ -f "$dir/$v.argv" ] || die "VM $v was started without a saved command line"
+	pid=$(cat "$dir/$v.qemu.pid")
+	kill -KILL "$pid"
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+	mapfile -d '' argv <"$dir/$v.argv"
+	# QEMU truncates the console log: keep what the guest said before.
+	cat "$dir/$v.console.log" >>"$dir/$v.console.before-reset.log" 2>/dev/null || true
+	: >"$dir/$v.console.log"
+	start_qemu "$v" "${argv[@]}"
+	if ! wait_for "$dir/$v.console.log" "ODL-GUEST: ready" "$dir/$v.qemu.pid" "${ODL_VM_RESET_TIMEOUT:-300}"; then
+		tail -n 20 "$dir/$v.console.log" >&2 || true
+		die "VM $v did not come back after the reset"
+	fi
+	say "VM $v reset: ready again in $((SECONDS - start)) s"
+}
+
 cmd_kill() {
 	local v
 	v=$(vm_name "${1:-}")
@@ -388,8 +422,9 @@ down) cmd_down ;;
 exec) shift; cmd_exec "$@" ;;
 console) shift; cmd_console "$@" ;;
 kill) shift; cmd_kill "$@" ;;
+reset) shift; cmd_reset "$@" ;;
 cable) shift; cmd_cable "$@" ;;
 ctl) shift; [ $# -ge 1 ] || die "usage: ctl CMD..."; linkd_ctl "$@" ;;
 status) cmd_status ;;
-*) die "usage: testbed.sh up|down|exec A|B CMD|console A|B|kill A|B|cable plug|unplug|retrain|degrade G L|ber R|ctl CMD|status" ;;
+*) die "usage: testbed.sh up|down|exec A|B CMD|console A|B|kill A|B|reset A|B|cable plug|unplug|retrain|degrade G L|ber R|ctl CMD|status" ;;
 esac

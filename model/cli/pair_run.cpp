@@ -436,16 +436,18 @@ public:
             const double now = std::chrono::duration<double>(clk::now() - t0).count();
             if (it.event) {
                 const auto& e = s_.events[it.idx];
-                const std::string what = fmt::format("{} cable {} at {:g} ms", event_name(e.kind), e.cable,
-                                                     e.at.to_seconds() * 1e3);
+                const std::string what =
+                    e.kind == m::event_kind::host_reset
+                        ? fmt::format("host-reset host {} at {:g} ms", s_.hosts.at(e.host).name, e.at.to_seconds() * 1e3)
+                        : fmt::format("{} cable {} at {:g} ms", event_name(e.kind), e.cable, e.at.to_seconds() * 1e3);
                 if ((e.kind == m::event_kind::plug || e.kind == m::event_kind::unplug) && !tb_.can_cable()) {
                     progress(fmt::format("t={:.1f} s: {} SKIPPED ({})", now, what, tb_.no_cable_reason()));
                     rep_.not_applied.push_back(what + ": skipped: " + tb_.no_cable_reason());
                 } else if (e.kind == m::event_kind::host_reset && tb_.can_reset()) {
-                    progress(fmt::format("t={:.1f} s: {} (odl_tb5 reloaded on host {})", now, what, vm(e.host)));
+                    progress(fmt::format("t={:.1f} s: {} ({} on {})", now, what, tb_.reset_means(), vm(e.host)));
                     tb_.reset(e.host);
                     link_pending = true;
-                    rep_.applied.push_back(fmt::format("{} as an odl_tb5 reload (wall t={:.1f} s)", what, now));
+                    rep_.applied.push_back(fmt::format("{} as {} (wall t={:.1f} s)", what, tb_.reset_means(), now));
                 } else if (e.kind == m::event_kind::plug || e.kind == m::event_kind::unplug) {
                     progress(fmt::format("t={:.1f} s: {}", now, what));
                     tb_.cable(event_name(e.kind));

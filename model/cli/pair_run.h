@@ -207,8 +207,9 @@ public:
     /// cable); no_event_reason() says why not where they cannot be.
     virtual bool can_link_events() const { return false; }
     virtual void link_event(const m::scenario_event& /*e*/) {}
-    /// host-reset as an odl_tb5 reload.
+    /// host-reset: an odl_tb5 reload on a HIL host, a power cycle of a VM.
     virtual bool can_reset() const { return false; }
+    virtual std::string reset_means() const { return "an odl_tb5 reload"; }
     virtual void reset(unsigned /*host*/) {}
     /// Why ber/degrade/retrain (and host-reset without can_reset) are not applied.
     virtual std::string no_event_reason() const = 0;
@@ -230,6 +231,10 @@ public:
 
     /// Polls @cmd on @host until it succeeds, at most @secs seconds.
     bool wait_in(unsigned host, int secs, const std::string& cmd);
+
+protected:
+    /// The host rebooted: its kernel log starts afresh, all of it is new.
+    void kernel_log_restarted(unsigned host) { log_mark_[host & 1] = 0; }
 
 private:
     std::size_t log_mark_[2] = {0, 0};

@@ -5,8 +5,9 @@
 // modelled cable, so: two hosts, one cable, symmetric tb3/gen2/gen3/gen4 with
 // 1 or 2 lanes. Cable events (plug, unplug, retrain, degrade, ber) are sent
 // to odl-linkd's control socket at their scenario times scaled to wall time
-// (--vm-time-scale, default 1 ms simulated = 1 s); host-reset and per-host
-// platform settings are listed as "not applied on vm". Workloads run one after another in start order: pingpong and stream
+// (--vm-time-scale, default 1 ms simulated = 1 s); host-reset powers that VM
+// off and on (testbed.sh reset); per-host platform settings are listed as
+// "not applied on vm". Workloads run one after another in start order: pingpong and stream
 // through `odl perf --backend kernel` (odl_tb5.ko in the guests) or through
 // ping / iperf3 over thunderbolt0 (thunderbolt_net). Assertions whose metric
 // the VM path cannot measure are "not evaluated". The testbed is always torn
@@ -77,6 +78,7 @@ public:
     }
     int device(unsigned) const override { return 0; }
     void load_driver() override {
+        driver_loaded_ = true;
         for (unsigned h = 0; h < 2; ++h) {
             const auto r = exec(h, "insmod /lib/modules/odl_tb5.ko", 60);
             if (r.rc != 0) throw target_error(fmt::format("insmod odl_tb5 in VM {}: {}", name(h), r.out));
@@ -93,6 +95,20 @@ public:
         const auto r = sh(fmt::format("{} cable {}", sq(script_), action));
         if (r.rc != 0) throw target_error("cable " + action + " failed: " + r.out);
     }
+    bool can_reset() const override { return true; }
+    std::string reset_means() const override {
+        return driver_loaded_ ? "a power cycle of the VM, odl_tb5 loaded again" : "a power cycle of the VM";
+    }
+    void reset(unsigned host) override {
+        check_interrupt();
+        const auto r = sh(fmt::format("{} reset {} >&2", sq(script_), name(host)), false);
+        check_interrupt();
+        if (r.rc != 0) throw target_error(fmt::format("reset of VM {} failed (status {})", name(host), r.rc));
+        kernel_log_restarted(host);
+        if (!driver_loaded_) return;
+        const auto m = exec(host, "insmod /lib/modules/odl_tb5.ko", 60);
+        if (m.rc != 0) throw target_error(fmt::format("insmod odl_tb5 in VM {} after its reset: {}", name(host), m.out));
+    }
     bool can_link_events() const override { return true; }
     void link_event(const m::scenario_event& e) override {
         check_interrupt();
@@ -106,9 +122,7 @@ public:
         const auto r = sh(fmt::format("{} ctl {}", sq(script_), sq("cable " + spec)));
         if (r.rc != 0) throw target_error(fmt::format("cable {} failed: {}", spec, last_line(r.out)));
     }
-    std::string no_event_reason() const override {
-        return "the testbed does not reset a VM yet (host-reset)";
-    }
+    std::string no_event_reason() const override { return "not an event the testbed applies"; }
     void down() {
         if (!up_) return;
         up_ = false;
@@ -119,6 +133,7 @@ public:
 private:
     std::string script_;
     bool up_ = false;
+    bool driver_loaded_ = false;  ///< odl_tb5 inserted: again after a reset
 };
 
 }  // namespace

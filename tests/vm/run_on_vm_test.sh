@@ -3,7 +3,7 @@
 # `odl run --on vm`: a scenario that needs more than the testbed is refused
 # without booting anything; tests/vm/scenarios/vm-small.yaml runs in the two
 # VMs (thunderbolt_net: ping, iperf3; a ber event, unplug/replug, a degrade
-# to one Gen2 lane that Linux must then report) and its report must show what
+# to one Gen2 lane that Linux must then report, a host reset of b) and its report must show what
 # was measured, applied and not evaluated; nothing of the testbed may be left
 # running.
 #
@@ -53,18 +53,21 @@ def need(cond, what):
 need(r["on"] == "vm" and r["passed"] is True, "on/passed")
 st = {a["assertion"].split(" ")[0]: a["status"] for a in r["assertions"]}
 need(st == {"ping.messages_lost": "PASS", "ping.p99_us": "PASS", "bulk.gbps": "PASS",
-            "after.completed": "PASS", "slower.completed": "PASS",
+            "after.completed": "PASS", "slower.completed": "PASS", "reborn.completed": "PASS",
             "link_down_noticed_us": "NOT EVALUATED"}, f"statuses {st}")
 w = {x["name"]: x for x in r["workloads"]}
 need(w["ping"]["messages_received"] == 5 and w["ping"]["one_way_us"]["p50"] > 0, "ping samples")
 need(w["bulk"]["gbps"] > 0 and w["bulk"]["messages_lost"] is None, "bulk: gbps, loss not measured")
 need(w["after"]["completed"] and w["after"]["messages_lost"] == 0, "ping after replug")
 ev = r["events_applied"]
-need(len(ev) == 5 and ev[0].startswith("ber cable 0 at 2 ms (1e-12)") and ev[3].startswith("degrade cable 0 at 12 ms to usb4-gen2 x1"),
+need(len(ev) == 6 and ev[5].startswith("host-reset host b at 16 ms as a power cycle of the VM (wall t="),
+     f"events applied {ev}")
+need(len(ev) == 6 and ev[0].startswith("ber cable 0 at 2 ms (1e-12)") and ev[3].startswith("degrade cable 0 at 12 ms to usb4-gen2 x1"),
      f"events applied {ev}")
 need(ev[4].startswith("after the degrade cable 0") and "Linux reports 10.0 Gb/s per lane x 1 lanes" in ev[4],
      f"the link Linux saw after the degrade: {ev[4]}")
-need(not any(s.startswith(("ber", "degrade")) for s in r["not_applied_on_vm"]), f"not applied {r['not_applied_on_vm']}")
+need(not any(s.startswith(("ber", "degrade", "host-reset")) for s in r["not_applied_on_vm"]),
+     f"not applied {r['not_applied_on_vm']}")
 need(r["kernel_logs_clean"] is True, "guest kernel logs")
 print("report.json ok:", st)
 PY

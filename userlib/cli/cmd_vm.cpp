@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `odl vm up|down|exec A|B CMD|console A|B|cable ACTION|status`: the
+// `odl vm up|down|exec A|B CMD|console A|B|reset A|B|cable ACTION|status`: the
 // two-VM testbed. The launcher itself is qemu-device/testbed.sh (it builds
 // QEMU and the guest images when missing, starts odl-linkd and two TCG
 // QEMUs, waits for readiness, tears everything down on failure or Ctrl-C);
@@ -96,6 +96,11 @@ void add_vm_command(CLI::App& app) {
         if (follow) args.push_back("--follow");
         hand_over(args);
     });
+
+    static std::string reset_which;
+    auto* reset = vm->add_subcommand("reset", "host reset: power a guest off and on, wait until it is ready");
+    reset->add_option("vm", reset_which, "A or B")->required()->check(CLI::IsMember({"A", "B", "a", "b"}));
+    reset->callback([] { hand_over({"reset", reset_which}); });
 
     static std::string action;
     static std::vector<std::string> cable_args;
