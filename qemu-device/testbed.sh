@@ -5,6 +5,7 @@
 #
 # Usage:
 #   testbed.sh up [--kernel 6.12|6.1] [--gen tb3|gen2|gen3|gen4] [--lanes 1|2] [--timeout S]
+#                 [--asymmetric]                      Gen4 x2 as 3 lanes A->B, 1 back (USB4 v2)
 #                 [--iommu off|translated|pt]         a virtual Intel IOMMU in front of the guests'
 #                                                     PCI devices: translated (DMA domains) or
 #                                                     passthrough (iommu=pt); off by default
@@ -143,10 +144,11 @@ root_prepare() {
 }
 
 cmd_up() {
-	local kernel=6.12 timeout=180 gen=gen3 lanes=2 cmd_file="" root=0 iommu=${ODL_VM_IOMMU:-off}
+	local kernel=6.12 timeout=180 gen=gen3 lanes=2 cmd_file="" root=0 iommu=${ODL_VM_IOMMU:-off} asym=()
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--cmd-file) cmd_file=$2; shift 2 ;;
+		--asymmetric) asym=(--asymmetric); shift ;;
 		--root) root=1; shift ;;
 		--kernel) kernel=$2; shift 2 ;;
 		--gen) gen=$2; shift 2 ;;
@@ -160,6 +162,8 @@ cmd_up() {
 	off | translated | pt) ;;
 	*) die "up: --iommu must be off, translated or pt, not '$iommu'" ;;
 	esac
+	[ ${#asym[@]} = 0 ] || { [ "$gen" = gen4 ] && [ "$lanes" = 2 ]; } ||
+		die "up: --asymmetric is a Gen4 cable: --gen gen4 --lanes 2 (3 lanes A->B, 1 back)"
 	mkdir -p "$dir"
 	if alive "$dir/linkd.pid" || alive "$dir/A.qemu.pid" || alive "$dir/B.qemu.pid"; then
 		die "testbed already up (odl vm down first)"
@@ -193,7 +197,7 @@ cmd_up() {
 	local start=$SECONDS
 	say "starting odl-linkd"
 	SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 setsid "$linkd" --socket "$dir/linkd.sock" \
-		--control "$dir/linkd.ctl" --hosts 2 --gen "$gen" --lanes "$lanes" ${ODL_LINKD_ARGS:-} >"$dir/linkd.log" 2>&1 </dev/null &
+		--control "$dir/linkd.ctl" --hosts 2 --gen "$gen" --lanes "$lanes" "${asym[@]}" ${ODL_LINKD_ARGS:-} >"$dir/linkd.log" 2>&1 </dev/null &
 	echo $! >"$dir/linkd.pid"
 	local i
 	for i in $(seq 50); do

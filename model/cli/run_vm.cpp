@@ -2,8 +2,8 @@
 // `odl run <scenario> --on vm`: the scenario replayed in the two-VM testbed.
 //
 // The testbed (qemu-device/testbed.sh) has exactly two TCG guests on one
-// modelled cable, so: two hosts, one cable, symmetric tb3/gen2/gen3/gen4 with
-// 1 or 2 lanes. Cable events (plug, unplug, retrain, degrade, ber) are sent
+// modelled cable, so: two hosts, one cable, tb3/gen2/gen3/gen4 with 1 or 2
+// lanes, or Gen4 asymmetric (3 lanes from the first host, 1 back). Cable events (plug, unplug, retrain, degrade, ber) are sent
 // to odl-linkd's control socket at their scenario times scaled to wall time
 // (--vm-time-scale, default 1 ms simulated = 1 s); host-reset powers that VM
 // off and on (testbed.sh reset); per-host platform settings are listed as
@@ -61,10 +61,10 @@ class testbed : public pair::target {
 public:
     explicit testbed(std::string script) : script_(std::move(script)) {}
     ~testbed() override { down(); }
-    void up(const std::string& kernel, const std::string& gen, unsigned lanes) {
+    void up(const std::string& kernel, const std::string& gen, unsigned lanes, bool asymmetric) {
         up_ = true;  // a half-started testbed is torn down as well
-        const auto r = sh(fmt::format("{} up --kernel {} --gen {} --lanes {} --timeout 240 >&2", sq(script_),
-                                      kernel, gen, lanes),
+        const auto r = sh(fmt::format("{} up --kernel {} --gen {} --lanes {}{} --timeout 240 >&2", sq(script_),
+                                      kernel, gen, lanes, asymmetric ? " --asymmetric" : ""),
                           false);
         check_interrupt();
         if (r.rc != 0) throw target_error(fmt::format("testbed up failed (status {})", r.rc));
@@ -153,9 +153,12 @@ int run_on_vm(const vm_run_opts& o) {
     if (const std::string why = pair::pair_shape_error(s, "the testbed has exactly two VMs (A, B)"); !why.empty())
         refuse("vm", why);
     const auto& c = s.cables[0];
-    if (c.cfg.asymmetric)
-        refuse("vm", "asymmetric Gen4 (3 lanes one way) is not emulated by odl-linkd's testbed mode (--lanes 1|2)");
-    if (c.cfg.lanes < 1 || c.cfg.lanes > 2) refuse("vm", fmt::format("{} lanes: the testbed does 1 or 2", c.cfg.lanes));
+    // fast_end 0 is the cable's first host (host_a).
+    if (c.cfg.asymmetric && (c.cfg.fast_end == 0 ? c.host_a : c.host_b) != 0)
+        refuse("vm", "the testbed's asymmetric cable transmits on 3 lanes from A (the scenario's first host); "
+                     "list the host on the fast end first");
+    if (!c.cfg.asymmetric && (c.cfg.lanes < 1 || c.cfg.lanes > 2))
+        refuse("vm", fmt::format("{} lanes: the testbed does 1 or 2", c.cfg.lanes));
     if (c.cfg.gen == m::generation::gen4 && o.kernel == "6.1")
         refuse("vm", "a tb5/Gen4 cable needs --vm-kernel 6.12: Linux 6.1 does not decode Gen4 and reports 10 Gb/s");
 
@@ -175,7 +178,8 @@ int run_on_vm(const vm_run_opts& o) {
     rep.file = o.file;
     rep.kernel = o.kernel;
     rep.driver = o.driver == "tbnet" ? "thunderbolt_net (ping, iperf3)" : "odl_tb5 (odl perf --backend kernel)";
-    rep.cable = fmt::format("{} x{}", gen_arg(c.cfg.gen), c.cfg.lanes);
+    rep.cable = c.cfg.asymmetric ? std::string("gen4 asymmetric (3 lanes A->B, 1 back)")
+                                 : fmt::format("{} x{}", gen_arg(c.cfg.gen), c.cfg.lanes);
     rep.time_scale = o.time_scale;
     for (const auto& h : s.hosts)
         rep.not_applied.push_back(fmt::format("host {}: platform {}{}{} (the guests are Linux on TCG)", h.name,
@@ -207,7 +211,7 @@ int run_on_vm(const vm_run_opts& o) {
                 setenv("ODL_GUEST_EXTRA", extra.c_str(), 1);
             }
             progress("starting the testbed (odl-linkd + two QEMUs)");
-            tb.up(o.kernel, gen_arg(c.cfg.gen), c.cfg.lanes);
+            tb.up(o.kernel, gen_arg(c.cfg.gen), c.cfg.asymmetric ? 2 : c.cfg.lanes, c.cfg.asymmetric);
             pair::replay(o, s, tb, rep);
         } catch (const interrupted&) {
             rep.error = "interrupted";

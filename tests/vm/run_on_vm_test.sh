@@ -71,6 +71,31 @@ need(not any(s.startswith(("ber", "degrade", "host-reset")) for s in r["not_appl
 need(r["kernel_logs_clean"] is True, "guest kernel logs")
 print("report.json ok:", st)
 PY
+step "an asymmetric cable whose fast end is not the first host is refused (no VM started)"
+sed 's/between: \[a, b\]/between: [b, a]/' "$here/scenarios/vm-asym.yaml" >"$ODL_VM_DIR.asym-ba.yaml"
+set +e
+msg=$("$odl" run "$ODL_VM_DIR.asym-ba.yaml" --on vm 2>&1)
+rc=$?
+set -e
+rm -f "$ODL_VM_DIR.asym-ba.yaml"
+[ $rc = 2 ] && grep -q "transmits on 3 lanes from A" <<<"$msg" || fail "asymmetric cable b->a: status $rc: $msg"
+
+step "vm-asym on vm (odl_tb5): Linux 6.12 sees 3 lanes out of A and 1 back, traffic both ways"
+set +e
+"$odl" run "$here/scenarios/vm-asym.yaml" --on vm --out "$out.asym"
+rc=$?
+set -e
+[ $rc = 0 ] || fail "odl run vm-asym exited with $rc: $(cat "$out.asym/report.txt" 2>/dev/null)"
+python3 - "$out.asym/report.json" <<'PY' || fail "vm-asym report.json"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["passed"] and "3 lanes" in r["cable"], r["cable"]
+assert r["link_seen_by_linux"] == "40.0 Gb/s per lane x 3 lanes", r["link_seen_by_linux"]
+w = {x["name"]: x for x in r["workloads"]}
+assert all(w[n]["completed"] for n in ("ping", "out", "back")), w
+print("vm-asym ok: Linux sees", r["link_seen_by_linux"], "from A; out %.3f Gb/s, back %.3f Gb/s" % (w["out"]["gbps"], w["back"]["gbps"]))
+PY
+
 step "testbed torn down"
 if "$tb" status >/dev/null 2>&1; then fail "testbed still running after odl run"; fi
 for f in "$ODL_VM_DIR"/*.pid; do [ -e "$f" ] && fail "pid file left: $f"; done

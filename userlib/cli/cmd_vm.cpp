@@ -57,6 +57,8 @@ void add_vm_command(CLI::App& app) {
     up->add_option("--gen", gen, "modelled cable generation")
         ->check(CLI::IsMember({"tb3", "gen2", "gen3", "gen4"}));
     up->add_option("--lanes", lanes, "lanes per direction")->check(CLI::Range(1, 2));
+    static bool asymmetric = false;
+    up->add_flag("--asymmetric", asymmetric, "Gen4 x2 as 3 lanes A->B and 1 back (USB4 v2; --gen gen4)");
     up->add_option("--cmd-file", cmd_file, "shell script both guests run after loading the modules")
         ->check(CLI::ExistingFile);
     up->callback([] {
@@ -67,6 +69,7 @@ void add_vm_command(CLI::App& app) {
             args.push_back("--cmd-file");
             args.push_back(cmd_file);
         }
+        if (asymmetric) args.push_back("--asymmetric");
         hand_over(args);
     });
 

@@ -175,7 +175,7 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     auto* calf = app.add_option("--calibration", sim.calibration,
                                 "--sim: calibration file with the profile (default: the shipped one)")
                      ->check(CLI::ExistingFile);
-    auto* asym = app.add_flag("--asymmetric", sim.asymmetric, "--sim: gen4 with 3 lanes A->B, 1 back");
+    auto* asym = app.add_flag("--asymmetric", sim.asymmetric, "gen4 with 3 lanes A->B, 1 back (with --gen gen4 --lanes 2)");
     auto* len = app.add_option("--length", sim.length_m, "--sim: cable length, m (default 1)")
                     ->check(CLI::Range(0.0, 50.0));
     auto* seed = app.add_option("--seed", sim.seed, "--sim: bit-error randomness");
@@ -205,7 +205,7 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
                 }
         return run_sim(cfg, sim, gen, lanes);
     }
-    for (auto* o : {prof, calf, asym, len, seed, scen, spin})
+    for (auto* o : {prof, calf, len, seed, scen, spin})
         if (o->count() > 0) {
             fmt::print(stderr, "odl-linkd: {} needs --sim\n", o->get_name());
             return 1;
@@ -246,6 +246,7 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
                       : gen == "gen3" ? odl::model::generation::gen3
                                       : odl::model::generation::gen4;
         sc.link.lanes = lanes;
+        sc.link.asymmetric = sim.asymmetric;  // host 0 (A) transmits on 3 lanes
         if (auto why = odl::model::validate(sc.link)) {
             fmt::print(stderr, "odl-linkd: bad cable: {}\n", *why);
             return 1;
