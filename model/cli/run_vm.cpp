@@ -77,11 +77,17 @@ public:
         return r;
     }
     int device(unsigned) const override { return 0; }
+    /// odl_tb5's module parameters per guest (" poll=1 irq_throttle_us=32").
+    void set_module_args(const std::string (&args)[2]) {
+        module_args_[0] = args[0];
+        module_args_[1] = args[1];
+    }
     void load_driver() override {
         driver_loaded_ = true;
         for (unsigned h = 0; h < 2; ++h) {
-            const auto r = exec(h, "insmod /lib/modules/odl_tb5.ko", 60);
+            const auto r = exec(h, "insmod /lib/modules/odl_tb5.ko" + module_args_[h], 60);
             if (r.rc != 0) throw target_error(fmt::format("insmod odl_tb5 in VM {}: {}", name(h), r.out));
+            check_module_args(h);
         }
     }
     std::string link_seen() override {
@@ -95,6 +101,20 @@ public:
         const auto r = sh(fmt::format("{} cable {}", sq(script_), action));
         if (r.rc != 0) throw target_error("cable " + action + " failed: " + r.out);
     }
+    /// The module took the scenario's settings: read them back from sysfs
+    /// (a bool parameter reads Y or N).
+    void check_module_args(unsigned h) {
+        std::istringstream in(module_args_[h]);
+        std::string word;
+        while (in >> word) {
+            const auto eq = word.find('=');
+            const std::string p = word.substr(0, eq), v = word.substr(eq + 1);
+            const std::string want = p == "poll" ? (v == "1" ? "Y" : "N") : v;
+            const auto r = exec(h, "cat /sys/module/odl_tb5/parameters/" + p, 30);
+            if (r.rc != 0 || last_line(r.out) != want)
+                throw target_error(fmt::format("odl_tb5 in VM {}: {} reads {}, not {}", name(h), p, last_line(r.out), want));
+        }
+    }
     bool can_reset() const override { return true; }
     std::string reset_means() const override {
         return driver_loaded_ ? "a power cycle of the VM, odl_tb5 loaded again" : "a power cycle of the VM";
@@ -106,7 +126,7 @@ public:
         if (r.rc != 0) throw target_error(fmt::format("reset of VM {} failed (status {})", name(host), r.rc));
         kernel_log_restarted(host);
         if (!driver_loaded_) return;
-        const auto m = exec(host, "insmod /lib/modules/odl_tb5.ko", 60);
+        const auto m = exec(host, "insmod /lib/modules/odl_tb5.ko" + module_args_[host & 1], 60);
         if (m.rc != 0) throw target_error(fmt::format("insmod odl_tb5 in VM {} after its reset: {}", name(host), m.out));
     }
     bool can_link_events() const override { return true; }
@@ -134,6 +154,7 @@ private:
     std::string script_;
     bool up_ = false;
     bool driver_loaded_ = false;  ///< odl_tb5 inserted: again after a reset
+    std::string module_args_[2];
 };
 
 }  // namespace
@@ -181,11 +202,32 @@ int run_on_vm(const vm_run_opts& o) {
     rep.cable = c.cfg.asymmetric ? std::string("gen4 asymmetric (3 lanes A->B, 1 back)")
                                  : fmt::format("{} x{}", gen_arg(c.cfg.gen), c.cfg.lanes);
     rep.time_scale = o.time_scale;
-    for (const auto& h : s.hosts)
-        rep.not_applied.push_back(fmt::format("host {}: platform {}{}{} (the guests are Linux on TCG)", h.name,
-                                              h.platform.empty() ? "default" : h.platform,
-                                              h.interrupts ? (*h.interrupts ? ", completion interrupt" : ", completion poll") : "",
-                                              h.throttle ? fmt::format(", throttle {}", *h.throttle) : ""));
+    std::string tb_module_args[2];
+    for (unsigned i = 0; i < s.hosts.size() && i < 2; ++i) {
+        const auto& h = s.hosts[i];
+        // What the guest's odl_tb5 can be told: its Rx mode and its rings'
+        // interrupt throttle (module parameters poll, irq_throttle_us).
+        std::string args, what, left;
+        if (h.interrupts) {
+            (o.driver == "odl_tb5" ? what : left) += *h.interrupts ? ", completion interrupt" : ", completion poll";
+            args += fmt::format(" poll={}", *h.interrupts ? 0 : 1);
+        }
+        if (h.throttle) {
+            const unsigned us = (*h.throttle * 256 + 500) / 1000;  // 256 ns steps to whole µs
+            if (o.driver == "odl_tb5" && us <= 1000) {
+                what += fmt::format(", throttle {} us", us);
+                args += fmt::format(" irq_throttle_us={}", us);
+            } else {
+                left += fmt::format(", throttle {} us{}", us, us > 1000 ? " (odl_tb5 takes at most 1000)" : "");
+            }
+        }
+        if (o.driver == "odl_tb5") tb_module_args[i] = args;
+        if (!what.empty())
+            rep.applied.push_back(fmt::format("host {}: {} (odl_tb5 module parameters{})", h.name, what.substr(2),
+                                              args.empty() ? "" : ":" + args));
+        rep.not_applied.push_back(fmt::format("host {}: platform {}{} (the guests are Linux on TCG)", h.name,
+                                              h.platform.empty() ? "default" : h.platform, left));
+    }
     rep.not_applied.push_back(fmt::format("cable length {:g} m (odl-linkd models its default)", c.cfg.length_m));
     rep.not_applied.push_back("workloads run one after another, never concurrently");
     pair::add_workloads(s, rep);
@@ -210,6 +252,7 @@ int run_on_vm(const vm_run_opts& o) {
                                         "--vm-driver tbnet runs without it): " + last_line(r.out));
                 setenv("ODL_GUEST_EXTRA", extra.c_str(), 1);
             }
+            tb.set_module_args(tb_module_args);
             progress("starting the testbed (odl-linkd + two QEMUs)");
             tb.up(o.kernel, gen_arg(c.cfg.gen), c.cfg.asymmetric ? 2 : c.cfg.lanes, c.cfg.asymmetric);
             pair::replay(o, s, tb, rep);

@@ -93,6 +93,9 @@ assert r["passed"] and "3 lanes" in r["cable"], r["cable"]
 assert r["link_seen_by_linux"] == "40.0 Gb/s per lane x 3 lanes", r["link_seen_by_linux"]
 w = {x["name"]: x for x in r["workloads"]}
 assert all(w[n]["completed"] for n in ("ping", "out", "back")), w
+ap = r["events_applied"]
+assert "host a: throttle 32 us (odl_tb5 module parameters: irq_throttle_us=32)" in ap, ap
+assert "host b: completion poll (odl_tb5 module parameters: poll=1)" in ap, ap
 print("vm-asym ok: Linux sees", r["link_seen_by_linux"], "from A; out %.3f Gb/s, back %.3f Gb/s" % (w["out"]["gbps"], w["back"]["gbps"]))
 PY
 
