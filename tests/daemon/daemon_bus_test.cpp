@@ -341,6 +341,28 @@ protected:
         }();
         return m.empty() ? 0 : uint16_t(std::stoi(m[1]));
     }
+    /// promtool, Prometheus's own checker, on @body: format and naming
+    /// conventions. Fails the test when it finds anything.
+    void promtool_check(const std::string& body, const std::string& name) {
+        const std::string file = h.root + "/" + name;
+        std::ofstream(file) << body;
+        FILE* g = popen(ODL_GET_PROMTOOL, "r");
+        ASSERT_NE(g, nullptr);
+        char path[4096] = {};
+        const bool got = fgets(path, sizeof(path), g) != nullptr;
+        ASSERT_EQ(pclose(g), 0) << "cannot get promtool (tests/support/get-promtool.sh)";
+        ASSERT_TRUE(got);
+        std::string promtool(path);
+        promtool.erase(promtool.find_last_not_of("\n") + 1);
+        FILE* c = popen((promtool + " check metrics < " + file + " 2>&1").c_str(), "r");
+        ASSERT_NE(c, nullptr);
+        std::string out;
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof(buf), c)) > 0) out.append(buf, n);
+        EXPECT_EQ(pclose(c), 0) << out;
+        EXPECT_EQ(out, "") << "promtool's lint found problems";
+    }
     std::string err;
 };
 
@@ -363,25 +385,47 @@ TEST_F(DaemonMetrics, ServesPrometheusTextThatPromtoolAccepts) {
     h.put(h.dev + "/state", "session");
     const auto r2 = http(p, "GET /metrics HTTP/1.0\r\n\r\n");
     EXPECT_NE(r2.body.find("state=\"session\"} 1"), std::string::npos) << r2.body;
-    // promtool, Prometheus's own checker: format and naming conventions.
-    const std::string file = h.root + "/metrics.txt";
-    std::ofstream(file) << r.body;
-    FILE* g = popen(ODL_GET_PROMTOOL, "r");
-    ASSERT_NE(g, nullptr);
-    char path[4096] = {};
-    const bool got = fgets(path, sizeof(path), g) != nullptr;
-    ASSERT_EQ(pclose(g), 0) << "cannot get promtool (tests/support/get-promtool.sh)";
-    ASSERT_TRUE(got);
-    std::string promtool(path);
-    promtool.erase(promtool.find_last_not_of("\n") + 1);
-    FILE* c = popen((promtool + " check metrics < " + file + " 2>&1").c_str(), "r");
-    ASSERT_NE(c, nullptr);
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), c)) > 0) out.append(buf, n);
-    EXPECT_EQ(pclose(c), 0) << out;
-    EXPECT_EQ(out, "") << "promtool's lint found problems";
+    promtool_check(r.body, "metrics.txt");
+}
+
+// The NCCL plugin's links as series: a live process's counters; a file
+// whose process has exited is not scraped; promtool accepts the lot.
+TEST_F(DaemonMetrics, ShowsTheLivePluginProcessesLinks) {
+    const uint16_t p = port();
+    ASSERT_NE(p, 0) << err;
+    const std::string dir = h.root + "/run/user/1000/odl";
+    std::filesystem::create_directories(dir);
+    const auto put = [&](uint32_t pid, const char* proc, uint64_t tx_bytes) {
+        odl::plugin::stats_file f{};
+        f.magic = odl::plugin::kStatsMagic;
+        f.version = odl::plugin::kStatsVersion;
+        f.pid = pid;
+        odl::plugin::copy_str(f.process, sizeof(f.process), proc);
+        f.nlinks = 1;
+        odl::plugin::copy_str(f.links[0].name, sizeof(f.links[0].name), "odl_tb5_0");
+        odl::plugin::copy_str(f.links[0].peer, sizeof(f.links[0].peer), "host-b");
+        f.links[0].link_state = 1;
+        f.links[0].send_comms = 2;
+        f.links[0].tx_bytes = tx_bytes;
+        f.links[0].rx_msgs = 7;
+        std::ofstream(dir + "/" + odl::plugin::stats_file_name(pid), std::ios::binary)
+            .write(reinterpret_cast<const char*>(&f), sizeof(f));
+    };
+    put(uint32_t(getpid()), "train\".py", 4096);
+    // A pid that is not running (above the kernel's pid_max).
+    put(4194305u + 17u, "gone.py", 999);
+    const auto r = http(p, "GET /metrics HTTP/1.0\r\n\r\n");
+    ASSERT_EQ(r.status, "HTTP/1.1 200 OK") << r.status;
+    const std::string l =
+        "pid=\"" + std::to_string(getpid()) + "\",process=\"train\\\".py\",link=\"odl_tb5_0\",peer=\"host-b\"";
+    for (const std::string& line : {std::string("odl_nccl_plugin_processes 1"),
+                                   "odl_nccl_plugin_link_up{" + l + "} 1",
+                                   "odl_nccl_plugin_comms{" + l + ",kind=\"send\"} 2",
+                                   "odl_nccl_plugin_sent_bytes_total{" + l + "} 4096",
+                                   "odl_nccl_plugin_received_messages_total{" + l + "} 7"})
+        EXPECT_NE(r.body.find("\n" + line + "\n"), std::string::npos) << line << " not in:\n" << r.body;
+    EXPECT_EQ(r.body.find("gone.py"), std::string::npos) << "an exited process was scraped:\n" << r.body;
+    promtool_check(r.body, "metrics-plugin.txt");
 }
 
 TEST_F(DaemonMetrics, RefusesWhatIsNotAScrapeAndStaysUp) {

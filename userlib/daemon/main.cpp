@@ -28,6 +28,7 @@
 
 #include "files/clock.h"
 #include "metrics.h"
+#include "plugin_stats.h"
 #include "http_server.h"
 #include "status_page.h"
 #include "odl/build_info.h"
@@ -127,11 +128,12 @@ int main(int argc, char** argv) {
         std::unique_ptr<http_server> prom;
         if (!metrics.empty()) {
             const auto [addr, port] = listen_spec("--metrics", metrics);
-            prom = std::make_unique<http_server>("metrics", addr, port, [root](const std::string& target) {
+            prom = std::make_unique<http_server>("metrics", addr, port, [root, plugin_dirs](const std::string& target) {
                 if (target != "/metrics") return http_server::reply{404, "text/plain; charset=utf-8", "only /metrics\n"};
-                return http_server::reply{200, "text/plain; version=0.0.4; charset=utf-8",
-                                          odl::daemon::render_metrics(odl::host::read_host_view(root),
-                                                                      ODL_BUILD_VERSION)};
+                return http_server::reply{
+                    200, "text/plain; version=0.0.4; charset=utf-8",
+                    odl::daemon::render_metrics(odl::host::read_host_view(root), ODL_BUILD_VERSION,
+                                                odl::host::plugin_stats_of_host(root, plugin_dirs)["processes"])};
             });
             if (verbose) fmt::print(stderr, "odl-daemon: metrics on {} port {}\n", addr, prom->port());
         }

@@ -63,9 +63,56 @@ std::optional<double> number(const std::string& s) {
 
 double bytes_per_second(uint32_t gbps_per_lane, uint32_t lanes) { return double(gbps_per_lane) * lanes * 1e9 / 8; }
 
+/// The NCCL plugin's links, one series per process and link.
+void render_plugin(const nlohmann::json& procs, std::string& out) {
+    family count("odl_nccl_plugin_processes", "gauge", "Running processes with the ODL NCCL plugin loaded.");
+    family up("odl_nccl_plugin_link_up", "gauge", "1 while a plugin link is up.");
+    family comms("odl_nccl_plugin_comms", "gauge", "The plugin's NCCL communicators on a link, by kind.");
+    family inflight("odl_nccl_plugin_inflight_requests", "gauge", "Requests in flight on a link.");
+    struct counter {
+        const char* key;
+        family f;
+    };
+    counter counters[] = {
+        {"tx_bytes", {"odl_nccl_plugin_sent_bytes_total", "counter", "Bytes the plugin sent on a link."}},
+        {"rx_bytes", {"odl_nccl_plugin_received_bytes_total", "counter", "Bytes the plugin received on a link."}},
+        {"tx_msgs", {"odl_nccl_plugin_sent_messages_total", "counter", "Messages the plugin sent on a link."}},
+        {"rx_msgs", {"odl_nccl_plugin_received_messages_total", "counter", "Messages the plugin received on a link."}},
+        {"errors", {"odl_nccl_plugin_errors_total", "counter", "Requests that failed on a link."}},
+        {"odl_credit_stalls", {"odl_nccl_plugin_credit_stalls_total", "counter", "Sends that waited for the peer's credits."}},
+        {"odl_link_full_stalls",
+         {"odl_nccl_plugin_link_full_stalls_total", "counter", "Sends that waited for room on the link."}},
+        {"odl_rx_unexpected_msgs",
+         {"odl_nccl_plugin_unexpected_messages_total", "counter", "Messages that arrived before NCCL asked for them."}},
+    };
+    const auto num = [](const nlohmann::json& o, const char* k) {
+        return o.contains(k) && o[k].is_number() ? o[k].get<double>() : 0.0;
+    };
+    double alive = 0;
+    for (const auto& p : procs) {
+        if (!p.is_object() || !p.value("alive", false)) continue;
+        ++alive;
+        const std::string pl = fmt::format("pid=\"{}\",process=\"{}\"", p.value("pid", 0u), esc(p.value("process", "")));
+        if (!p.contains("links") || !p["links"].is_array()) continue;
+        for (const auto& l : p["links"]) {
+            const std::string ll = fmt::format("{},link=\"{}\",peer=\"{}\"", pl, esc(l.value("name", "")),
+                                               esc(l.value("peer", "")));
+            up.add(ll, l.value("link_state", "") == "up" ? 1 : 0);
+            comms.add(ll + ",kind=\"send\"", num(l, "send_comms"));
+            comms.add(ll + ",kind=\"recv\"", num(l, "recv_comms"));
+            comms.add(ll + ",kind=\"closing\"", num(l, "closing_comms"));
+            inflight.add(ll, num(l, "inflight"));
+            for (auto& c : counters) c.f.add(ll, num(l, c.key));
+        }
+    }
+    count.add("", alive);
+    for (const family* f : {&count, &up, &comms, &inflight}) f->write(out);
+    for (const auto& c : counters) c.f.write(out);
+}
+
 }  // namespace
 
-std::string render_metrics(const host::host_view& v, const std::string& version) {
+std::string render_metrics(const host::host_view& v, const std::string& version, const nlohmann::json& plugin) {
     const auto devs = devices_of(v);
     family info("odl_daemon_info", "gauge", "The odl-daemon build (version and source hash), always 1.");
     info.add(fmt::format("version=\"{}\"", esc(version)), 1);
@@ -114,6 +161,7 @@ std::string render_metrics(const host::host_view& v, const std::string& version)
     for (const family* f : {&info, &count, &dinfo, &state, &speed, &lanes, &rated, &below, &rings, &logins, &throttle, &poll})
         f->write(out);
     for (const auto& [m, f] : counters) f.write(out);
+    render_plugin(plugin, out);
     return out;
 }
 

@@ -6,11 +6,16 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "host_view.h"
 
 namespace odl::daemon {
 
-/// The exposition of @v, with @version in odl_daemon_info.
-std::string render_metrics(const host::host_view& v, const std::string& version);
+/// The exposition of @v, with @version in odl_daemon_info, and of the NCCL
+/// plugin processes in @plugin (host::plugin_stats_of_host()'s "processes";
+/// those that have exited are left out).
+std::string render_metrics(const host::host_view& v, const std::string& version,
+                           const nlohmann::json& plugin = nlohmann::json::array());
 
 }  // namespace odl::daemon

@@ -199,22 +199,7 @@ void service::RunTest(sdbus::Result<std::string>&& result, std::string device, s
     set_last_test(device, rec.dump());
 }
 
-std::string service::PluginStats() {
-    // Each user's runtime folder (the plugin's default under a login
-    // session), then the folders named on the command line.
-    std::vector<std::string> dirs;
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(m_root + "/run/user", ec)) {
-        const std::string uid = e.path().filename().string();
-        if (uid.find_first_not_of("0123456789") == std::string::npos) dirs.push_back(e.path().string() + "/odl");
-    }
-    std::sort(dirs.begin(), dirs.end());
-    dirs.insert(dirs.end(), m_plugin_dirs.begin(), m_plugin_dirs.end());
-    nlohmann::json procs = nlohmann::json::array();
-    for (const auto& d : dirs)
-        for (auto& p : host::plugin_stats(d)) procs.push_back(std::move(p));
-    return nlohmann::json{{"dirs", dirs}, {"processes", procs}}.dump();
-}
+std::string service::PluginStats() { return host::plugin_stats_of_host(m_root, m_plugin_dirs).dump(); }
 
 void service::set_last_test(const std::string& device, const std::string& json) {
     if (auto d = m_devices.find(device); d != m_devices.end()) d->second->set_last_test(json);

@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "odl/wire/nccl_stats.h"
 
@@ -85,6 +87,22 @@ nlohmann::json plugin_stats(const std::string& dir, bool clean) {
         closedir(d);
     }
     return procs;
+}
+
+nlohmann::json plugin_stats_of_host(const std::string& root, const std::vector<std::string>& extra_dirs) {
+    std::vector<std::string> dirs;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(root + "/run/user", ec)) {
+        const std::string uid = e.path().filename().string();
+        if (!uid.empty() && uid.find_first_not_of("0123456789") == std::string::npos)
+            dirs.push_back(e.path().string() + "/odl");
+    }
+    std::sort(dirs.begin(), dirs.end());
+    dirs.insert(dirs.end(), extra_dirs.begin(), extra_dirs.end());
+    nlohmann::json procs = nlohmann::json::array();
+    for (const auto& d : dirs)
+        for (auto& p : plugin_stats(d)) procs.push_back(std::move(p));
+    return {{"dirs", dirs}, {"processes", procs}};
 }
 
 }  // namespace odl::host

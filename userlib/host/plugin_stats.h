@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,5 +15,10 @@ namespace odl::host {
 /// {pid, alive, process, links: [{name, peer, link_state, counters...}]}.
 /// @clean removes the files of processes that have exited (and leaves them out).
 nlohmann::json plugin_stats(const std::string& dir, bool clean = false);
+
+/// What odl-daemon reads: every user's runtime folder under @root
+/// (<root>/run/user/UID/odl, UIDs in order), then @extra_dirs.
+/// {"dirs": [...], "processes": [plugin_stats() of each dir, in order]}.
+nlohmann::json plugin_stats_of_host(const std::string& root, const std::vector<std::string>& extra_dirs);
 
 }  // namespace odl::host
