@@ -388,32 +388,35 @@ TEST_F(DaemonMetrics, ServesPrometheusTextThatPromtoolAccepts) {
     promtool_check(r.body, "metrics.txt");
 }
 
+/// A plugin stats file in @dir as the plugin writes it: process @pid named
+/// @proc with one link, odl_tb5_0 to host-b, up, with @tx_bytes sent.
+void put_plugin_stats(const std::string& dir, uint32_t pid, const char* proc, uint64_t tx_bytes) {
+    odl::plugin::stats_file f{};
+    f.magic = odl::plugin::kStatsMagic;
+    f.version = odl::plugin::kStatsVersion;
+    f.pid = pid;
+    odl::plugin::copy_str(f.process, sizeof(f.process), proc);
+    f.nlinks = 1;
+    odl::plugin::copy_str(f.links[0].name, sizeof(f.links[0].name), "odl_tb5_0");
+    odl::plugin::copy_str(f.links[0].peer, sizeof(f.links[0].peer), "host-b");
+    f.links[0].link_state = 1;
+    f.links[0].send_comms = 2;
+    f.links[0].tx_bytes = tx_bytes;
+    f.links[0].rx_msgs = 7;
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/" + odl::plugin::stats_file_name(pid), std::ios::binary)
+        .write(reinterpret_cast<const char*>(&f), sizeof(f));
+}
+
 // The NCCL plugin's links as series: a live process's counters; a file
 // whose process has exited is not scraped; promtool accepts the lot.
 TEST_F(DaemonMetrics, ShowsTheLivePluginProcessesLinks) {
     const uint16_t p = port();
     ASSERT_NE(p, 0) << err;
     const std::string dir = h.root + "/run/user/1000/odl";
-    std::filesystem::create_directories(dir);
-    const auto put = [&](uint32_t pid, const char* proc, uint64_t tx_bytes) {
-        odl::plugin::stats_file f{};
-        f.magic = odl::plugin::kStatsMagic;
-        f.version = odl::plugin::kStatsVersion;
-        f.pid = pid;
-        odl::plugin::copy_str(f.process, sizeof(f.process), proc);
-        f.nlinks = 1;
-        odl::plugin::copy_str(f.links[0].name, sizeof(f.links[0].name), "odl_tb5_0");
-        odl::plugin::copy_str(f.links[0].peer, sizeof(f.links[0].peer), "host-b");
-        f.links[0].link_state = 1;
-        f.links[0].send_comms = 2;
-        f.links[0].tx_bytes = tx_bytes;
-        f.links[0].rx_msgs = 7;
-        std::ofstream(dir + "/" + odl::plugin::stats_file_name(pid), std::ios::binary)
-            .write(reinterpret_cast<const char*>(&f), sizeof(f));
-    };
-    put(uint32_t(getpid()), "train\".py", 4096);
+    put_plugin_stats(dir, uint32_t(getpid()), "train\".py", 4096);
     // A pid that is not running (above the kernel's pid_max).
-    put(4194305u + 17u, "gone.py", 999);
+    put_plugin_stats(dir, 4194305u + 17u, "gone.py", 999);
     const auto r = http(p, "GET /metrics HTTP/1.0\r\n\r\n");
     ASSERT_EQ(r.status, "HTTP/1.1 200 OK") << r.status;
     const std::string l =
@@ -679,6 +682,23 @@ protected:
         return n;
     }
 };
+
+TEST_F(DaemonStatusPage, ShowsTheRunningPluginProcessesLinks) {
+    if (std::system("command -v chromium >/dev/null") != 0)
+        GTEST_SKIP() << "chromium is not installed (the bootstrap installs it)";
+    const std::string u = url();
+    EXPECT_EQ(chromium(u).find("<h2>NCCL plugin</h2>"), std::string::npos) << "no plugin process, no plugin section";
+    put_plugin_stats(h.root + "/run/user/1000/odl", uint32_t(getpid()), "train.py", 3u << 20);
+    put_plugin_stats(h.root + "/run/user/1000/odl", 4194305u + 17u, "gone.py", 999);
+    const std::string dom = chromium(u);
+    const std::string row = "<td>train.py (" + std::to_string(getpid()) +
+                            ")</td><td>odl_tb5_0</td><td>host-b</td><td>up</td><td>3.0 MiB in 0</td><td>0.0 MiB in 7</td>";
+    EXPECT_NE(dom.find("<h2>NCCL plugin</h2>"), std::string::npos) << dom;
+    EXPECT_NE(dom.find(row), std::string::npos) << row << " not in:\n" << dom;
+    EXPECT_EQ(dom.find("gone.py"), std::string::npos) << "an exited process is shown:\n" << dom;
+    const auto bad = console_errors();
+    EXPECT_TRUE(bad.empty()) << "the page logged: " << bad.front();
+}
 
 TEST_F(DaemonPageTests, ShowsTheLastTestWithItsChart) {
     if (std::system("command -v chromium >/dev/null") != 0)

@@ -143,9 +143,10 @@ int main(int argc, char** argv) {
         std::string page_base;
         if (!status.empty()) {
             const auto [addr, port] = listen_spec("--status-page", status);
-            page = std::make_unique<http_server>("status page", addr, port, [&tokens, &tests, root](const std::string& t) {
-                return odl::daemon::status_request(t, tokens, root, ODL_BUILD_VERSION, tests);
-            });
+            page = std::make_unique<http_server>(
+                "status page", addr, port, [&tokens, &tests, root, plugin_dirs](const std::string& t) {
+                    return odl::daemon::status_request(t, tokens, root, ODL_BUILD_VERSION, tests, plugin_dirs);
+                });
             page_base = fmt::format("http://{}:{}/", addr.find(':') != std::string::npos ? "[" + addr + "]" : addr,
                                     page->port());
             if (verbose) fmt::print(stderr, "odl-daemon: status page on {} port {}\n", addr, page->port());

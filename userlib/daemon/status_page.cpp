@@ -11,6 +11,7 @@
 
 #include "host_json.h"
 #include "host_view.h"
+#include "plugin_stats.h"
 
 namespace odl::daemon {
 
@@ -63,7 +64,8 @@ bool status_tokens::valid(const std::string& token) const {
 }
 
 http_server::reply status_request(const std::string& target, const status_tokens& tokens, const std::string& root,
-                                  const std::string& version, const test_records& tests) {
+                                  const std::string& version, const test_records& tests,
+                                  const std::vector<std::string>& plugin_dirs) {
     const std::string path = target.substr(0, target.find('?'));
     if (path != "/" && path != "/api/state") return {404, "text/plain; charset=utf-8", "no such page\n"};
     if (!tokens.valid(query_value(target, "token")))
@@ -75,6 +77,10 @@ http_server::reply status_request(const std::string& target, const status_tokens
     j["version"] = version;
     j["tests"] = nlohmann::json::object();
     for (const auto& [device, rec] : tests.all()) j["tests"][device] = nlohmann::json::parse(rec, nullptr, false);
+    j["plugin"] = nlohmann::json::array();  // the running NCCL plugin processes
+    nlohmann::json plugin = host::plugin_stats_of_host(root, plugin_dirs);  // not a temporary: the loop keeps it
+    for (auto& p : plugin["processes"])
+        if (p.value("alive", false)) j["plugin"].push_back(std::move(p));
     j["unix_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();

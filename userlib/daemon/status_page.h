@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "http_server.h"
 #include "test_runner.h"
@@ -31,9 +32,11 @@ private:
 };
 
 /// Answers one request for @target (path and query); @tests: the last
-/// test of each device (shown with its charts).
+/// test of each device (shown with its charts); @plugin_dirs: where else to
+/// read the NCCL plugin's statistics (host::plugin_stats_of_host()).
 http_server::reply status_request(const std::string& target, const status_tokens& tokens, const std::string& root,
-                                  const std::string& version, const test_records& tests);
+                                  const std::string& version, const test_records& tests,
+                                  const std::vector<std::string>& plugin_dirs = {});
 
 /// The page itself (status_page_html.cpp).
 extern const char* const kStatusPageHtml;

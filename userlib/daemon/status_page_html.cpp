@@ -34,6 +34,7 @@ svg { background: #fff; border: 1px solid #d0d7de; }
 <div id="meta">connecting to odl-daemon&hellip;</div>
 <div id="down">odl-daemon does not answer: the figures below are the last it gave.</div>
 <div id="peers"></div>
+<div id="plugin"></div>
 <h2 style="font-size:1.1em">Throughput, last 60 s (all devices)</h2>
 <svg id="plot" width="640" height="160" viewBox="0 0 640 160" role="img" aria-label="throughput">
   <polyline id="tx" fill="none" stroke="#0969da" stroke-width="2" points=""/>
@@ -169,6 +170,26 @@ function render(st) {
       rx += d.counters.rx_bytes || 0;
     }
     box.append(card);
+  }
+  const pl = document.getElementById("plugin");
+  pl.replaceChildren();
+  if ((st.plugin || []).length) {
+    pl.append(el("h2", "NCCL plugin"));
+    const t = el("table", undefined, "plugin");
+    const head = el("tr");
+    for (const h of ["process", "link", "peer", "state", "sent", "received", "errors", "stalls"]) head.append(el("th", h));
+    t.append(head);
+    const mib = b => (b / 1048576).toFixed(1) + " MiB";
+    for (const p of st.plugin) {
+      for (const l of p.links || []) {
+        const r = el("tr");
+        r.append(el("td", p.process + " (" + p.pid + ")"), el("td", l.name), el("td", l.peer || "-"), el("td", l.link_state),
+                 el("td", mib(l.tx_bytes) + " in " + l.tx_msgs), el("td", mib(l.rx_bytes) + " in " + l.rx_msgs),
+                 el("td", l.errors), el("td", l.odl_credit_stalls + l.odl_link_full_stalls));
+        t.append(r);
+      }
+    }
+    pl.append(t);
   }
   samples.push({t: st.unix_ms, tx: tx, rx: rx});
   while (samples.length > 121) samples.shift();
