@@ -59,6 +59,9 @@ void add_vm_command(CLI::App& app) {
     up->add_option("--lanes", lanes, "lanes per direction")->check(CLI::Range(1, 2));
     static bool asymmetric = false;
     up->add_flag("--asymmetric", asymmetric, "Gen4 x2 as 3 lanes A->B and 1 back (USB4 v2; --gen gen4)");
+    static std::string iommu = "off";
+    up->add_option("--iommu", iommu, "a virtual Intel IOMMU in front of the guests' PCI devices (docs/vm.md)")
+        ->check(CLI::IsMember({"off", "translated", "pt"}));
     up->add_option("--cmd-file", cmd_file, "shell script both guests run after loading the modules")
         ->check(CLI::ExistingFile);
     up->callback([] {
@@ -70,6 +73,10 @@ void add_vm_command(CLI::App& app) {
             args.push_back(cmd_file);
         }
         if (asymmetric) args.push_back("--asymmetric");
+        if (iommu != "off") {
+            args.push_back("--iommu");
+            args.push_back(iommu);
+        }
         hand_over(args);
     });
 
