@@ -94,7 +94,7 @@ static int odl_ioctl_stats(struct odl_tb5 *odl, void __user *uarg, size_t size)
 	if (copy_from_user(&in, uarg, size))
 		return -EFAULT;
 	if ((in.flags & ~ODL_TB5_STATS_F_KNOWN) || in.reserved0 ||
-	    !odl_all_zero(in.reserved, sizeof(in.reserved)) ||
+	    in.rx_damaged || !odl_all_zero(in.reserved, sizeof(in.reserved)) ||
 	    (v2 && (in.tx_split || in.rx_split)))
 		return -EINVAL;
 

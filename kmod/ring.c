@@ -128,6 +128,17 @@ static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 		return;
 	}
 
+	/*
+	 * The NHI found the frame damaged on the link (CRC) or longer than the
+	 * buffer: its bytes are not to be trusted, as thunderbolt_net drops
+	 * such frames too. A split header waiting for it goes with it.
+	 */
+	if (frame->flags & (RING_DESC_CRC_ERROR | RING_DESC_BUFFER_OVERRUN)) {
+		if (READ_ONCE(r->split_pending))
+			odl_rx_split_reset(odl, r);
+		odl_stat_inc(odl, rx_damaged, 1);
+		goto repost;
+	}
 	size = odl_frame_size(frame);
 	dma_sync_single_for_cpu(dma_dev, b->dma, PAGE_SIZE, DMA_FROM_DEVICE);
 	/*

@@ -252,6 +252,7 @@ static const struct odl_stat_field odl_stat_fields[] = {
 	ODL_STAT(tx_ring_full),
 	ODL_STAT(rx_dropped_closed),
 	ODL_STAT(rx_bad_pdf),
+	ODL_STAT(rx_damaged),
 	ODL_STAT(logins),
 	ODL_STAT(logouts),
 	ODL_STAT(login_failures),
@@ -281,6 +282,7 @@ ODL_STAT_ATTR(rx_bytes);
 ODL_STAT_ATTR(tx_ring_full);
 ODL_STAT_ATTR(rx_dropped_closed);
 ODL_STAT_ATTR(rx_bad_pdf);
+ODL_STAT_ATTR(rx_damaged);
 ODL_STAT_ATTR(logins);
 ODL_STAT_ATTR(logouts);
 ODL_STAT_ATTR(login_failures);
@@ -312,6 +314,7 @@ static struct attribute *odl_stat_attrs[] = {
 	&dev_attr_rx_dropped_closed.attr,
 	&dev_attr_rx_bad_pdf.attr,
 	&dev_attr_rx_bad.attr,
+	&dev_attr_rx_damaged.attr,
 	&dev_attr_logins.attr,
 	&dev_attr_logouts.attr,
 	&dev_attr_login_failures.attr,

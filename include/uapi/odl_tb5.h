@@ -233,6 +233,8 @@ ODL_TB5_UAPI_SIZE(struct odl_tb5_info, 216);
  *	right before it on its ring, a split header followed by anything but
  *	its raw frame, a length mismatch, a split header frame longer than a
  *	header (with split=0 such frames count in @rx_bad_pdf and @rx_bad)
+ * @rx_damaged: frames the NHI flagged as damaged (CRC error on the link)
+ *	or longer than their buffer, dropped unread; in: zero
  * @reserved: zero
  */
 struct odl_tb5_stats {
@@ -258,7 +260,8 @@ struct odl_tb5_stats {
 	__u64 tx_split;
 	__u64 rx_split;
 	__u64 rx_bad_split;
-	__u64 reserved[2];
+	__u64 rx_damaged;
+	__u64 reserved[1];
 };
 ODL_TB5_UAPI_SIZE(struct odl_tb5_stats, 320);
 /*

@@ -11,7 +11,8 @@
 # ping over thunderbolt0 while odl perf runs), peer module reload, a late
 # announcement (re-announce on an unanswered login) and the discovery race
 # behind it, a load/unload loop,
-# polling mode, cable unplug mid-transfer and replug, ring stops in polling
+# a damaged link (frames the NHI flags dropped and counted), polling mode,
+# cable unplug mid-transfer and replug, ring stops in polling
 # mode with traffic on every ring (unplug/replug cycles, unbinding each
 # side's service), and clean kernel logs.
 # The dma-buf send path (tests/vm/odl_tb5_dmabuf.c): its bad-argument table
@@ -194,6 +195,23 @@ perf_pair B A latency -s 64 -n 300 --warmup 30 --checksum
 step "odl perf bandwidth with checksums, A -> B and B -> A"
 perf_pair B A bandwidth -s 4K,256K --bytes 8M --checksum
 perf_pair A B bandwidth -s 256K --bytes 8M --checksum
+step "a damaged link (cable ber 1e-5): B drops the frames its NHI flags, counts them, the link recovers"
+# Any of the stream's frames may come damaged: odl perf must fail (a frame
+# is missing), never take the bytes; the module counts each in rx_damaged.
+damaged0=$(vexec B 'cat /sys/class/odl_tb5/odl_tb5_0/statistics/rx_damaged') || fail "no rx_damaged counter"
+"$tb" cable ber 1e-5 >/dev/null || fail "cable ber"
+vexec B "(odl perf bandwidth --backend kernel --server -d 0 --connect-timeout 20 --stall-timeout-ms 3000 -s 4K --bytes 4M >/tmp/ber-srv.log 2>&1; echo rc=\$? >>/tmp/ber-srv.log) &" ||
+	fail "server B"
+sleep 1
+if out=$(ODL_VM_EXEC_TIMEOUT=120 vexec A 'odl perf bandwidth --backend kernel --client 0 --connect-timeout 20 --stall-timeout-ms 3000 -s 4K --bytes 4M -q'); then
+	fail "odl perf passed over a link that damaged frames: $out"
+fi
+wait_in B 60 'grep -q "^rc=" /tmp/ber-srv.log' || fail "server B did not end: $(vexec B 'cat /tmp/ber-srv.log')"
+"$tb" cable ber 0 >/dev/null || fail "cable ber 0"
+damaged1=$(vexec B 'cat /sys/class/odl_tb5/odl_tb5_0/statistics/rx_damaged')
+[ "$damaged1" -gt "$damaged0" ] || fail "rx_damaged did not grow ($damaged0 -> $damaged1): damaged frames taken as good"
+echo "ok: odl perf failed as it should ($(tail -n1 <<<"$out")); B dropped $((damaged1 - damaged0)) damaged frames"
+perf_pair B A bandwidth -s 256K --bytes 4M --checksum
 if [ "$kernel" = 6.12 ]; then
 	# Userspace variants over the same mmap path: once, on the newer kernel.
 	step "odl perf bandwidth both directions at once, jitter, latency under load, mimo"

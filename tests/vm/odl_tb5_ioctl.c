@@ -770,6 +770,9 @@ int main(int argc, char **argv)
 	memset(&st, 0, sizeof(st));
 	st.reserved[0] = 1;
 	expect("STATS reserved != 0", ioctl(fd, ODL_TB5_IOC_STATS, &st), EINVAL);
+	memset(&st, 0, sizeof(st));
+	st.rx_damaged = 1;
+	expect("STATS rx_damaged != 0 on input", ioctl(fd, ODL_TB5_IOC_STATS, &st), EINVAL);
 	expect("STATS NULL", ioctl(fd, ODL_TB5_IOC_STATS, NULL), EFAULT);
 	{
 		/* ABI 2's smaller STATS: answered, bytes past it untouched */
