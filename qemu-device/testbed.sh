@@ -277,12 +277,7 @@ cmd_up() {
 		start_qemu "$v" "${argv[@]}"
 	done
 	for v in "${vms[@]}"; do
-		if ! wait_for "$dir/$v.console.log" "ODL-GUEST: ready" "$dir/$v.qemu.pid" "$timeout"; then
-			say "VM $v not ready within ${timeout} s; last console lines:"
-			tail -n 20 "$dir/$v.console.log" >&2 || true
-			cat "$dir/$v.qemu.log" >&2 || true
-			die "VM $v failed to boot"
-		fi
+		await_ready "$v" "$timeout" "failed to boot"
 		say "VM $v ready ($((SECONDS - start)) s)"
 	done
 	alive "$dir/linkd.pid" || die "odl-linkd died during boot"
@@ -340,6 +335,17 @@ cmd_console() {
 	cat "$dir/$v.console.log"
 }
 
+# Waits until VM $1's guest says it is ready, at most $2 seconds; else its
+# last console lines and QEMU's log, and dies with "VM $1 $3".
+await_ready() {
+	local v=$1 secs=$2 what=$3
+	wait_for "$dir/$v.console.log" "ODL-GUEST: ready" "$dir/$v.qemu.pid" "$secs" && return 0
+	say "VM $v not ready within ${secs} s; last console lines:"
+	tail -n 20 "$dir/$v.console.log" >&2 || true
+	cat "$dir/$v.qemu.log" >&2 || true
+	die "VM $v $what"
+}
+
 # Starts QEMU for VM $1 with the command line $2...; its pid in $v.qemu.pid.
 start_qemu() {
 	local v=$1
@@ -358,16 +364,15 @@ cmd_reset() {
 	[ -f "$dir/$v.argv" ] || die "VM $v was started without a saved command line"
 	pid=$(cat "$dir/$v.qemu.pid")
 	kill -KILL "$pid"
-	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+	local i
+	for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	! kill -0 "$pid" 2>/dev/null || die "VM $v's QEMU (pid $pid) did not exit on SIGKILL within 10 s"
 	mapfile -d '' argv <"$dir/$v.argv"
 	# QEMU truncates the console log: keep what the guest said before.
 	cat "$dir/$v.console.log" >>"$dir/$v.console.before-reset.log" 2>/dev/null || true
 	: >"$dir/$v.console.log"
 	start_qemu "$v" "${argv[@]}"
-	if ! wait_for "$dir/$v.console.log" "ODL-GUEST: ready" "$dir/$v.qemu.pid" "${ODL_VM_RESET_TIMEOUT:-300}"; then
-		tail -n 20 "$dir/$v.console.log" >&2 || true
-		die "VM $v did not come back after the reset"
-	fi
+	await_ready "$v" "${ODL_VM_RESET_TIMEOUT:-300}" "did not come back after the reset"
 	say "VM $v reset: ready again in $((SECONDS - start)) s"
 }
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -199,25 +200,27 @@ public:
         return true;
     }
 
-    /// Waits for the link after a plug, retrain or degrade; after the
-    /// latter two the report says what Linux then reports for it.
-    void link_back(std::string& retrained) {
-        progress(retrained.empty() ? "waiting for the link after the plug" : "waiting for the link after the " + retrained);
+    /// Waits for the link after a plug or host reset (@after empty) or a
+    /// retrain or degrade (@after names it: the report then says what Linux
+    /// reports for the link).
+    void link_back(const std::string& after) {
+        progress(after.empty() ? "waiting for the link" : "waiting for the link after the " + after);
         const bool back = wait_link(120);
         if (!back) progress("link not back within 120 s; running anyway");
-        if (!retrained.empty())
-            rep_.applied.push_back(fmt::format("after the {}: {}", retrained,
+        if (!after.empty())
+            rep_.applied.push_back(fmt::format("after the {}: {}", after,
                                                back ? "Linux reports " + tb_.link_seen() : "the link did not come back"));
-        retrained.clear();
     }
 
     void run_workload(const m::scenario_workload& w, wl_result& r) {
         r.run = true;
         const unsigned from = w.hosts.at(0), to = w.hosts.at(1);
         const auto t0 = clk::now();
-        if (m::is_collective(w.kind))
-            run_collective(tb_, w, r, {29500, fmt::format("/tmp/odl-run-nccl-{}", getpid())});
-        else if (w.kind == m::workload_kind::pingpong)
+        if (m::is_collective(w.kind)) {
+            collective_opts co;
+            co.rank1_files = fmt::format("/tmp/odl-run-nccl-{}", getpid());
+            run_collective(tb_, w, r, co);
+        } else if (w.kind == m::workload_kind::pingpong)
             o_.driver == "tbnet" ? ping_tbnet(w, r, from, to) : perf(w, r, from, to, "latency");
         else
             o_.driver == "tbnet" ? stream_tbnet(w, r, from, to) : perf(w, r, from, to, "bandwidth");
@@ -403,8 +406,9 @@ public:
         if (!wait_link(120)) throw target_error("the link did not come up within 120 s");
         rep_.link_seen = tb_.link_seen();
         progress("link up (Linux reports " + rep_.link_seen + "); replaying the timeline");
-        bool link_pending = false;
-        std::string retrained;  ///< the last retrain/degrade, until the link is back
+        // Set while the link is to come back before the next workload: ""
+        // after a plug or host reset, the event after a retrain or degrade.
+        std::optional<std::string> link_pending;
         if (!c.plugged) {
             if (!tb_.can_cable()) throw target_error("the scenario starts with the cable unplugged, and " +
                                                       tb_.no_cable_reason());
@@ -446,12 +450,15 @@ public:
                 } else if (e.kind == m::event_kind::host_reset && tb_.can_reset()) {
                     progress(fmt::format("t={:.1f} s: {} ({} on {})", now, what, tb_.reset_means(), vm(e.host)));
                     tb_.reset(e.host);
-                    link_pending = true;
+                    link_pending = "";
                     rep_.applied.push_back(fmt::format("{} as {} (wall t={:.1f} s)", what, tb_.reset_means(), now));
                 } else if (e.kind == m::event_kind::plug || e.kind == m::event_kind::unplug) {
                     progress(fmt::format("t={:.1f} s: {}", now, what));
                     tb_.cable(event_name(e.kind));
-                    link_pending = e.kind == m::event_kind::plug;
+                    if (e.kind == m::event_kind::plug)
+                        link_pending = "";
+                    else
+                        link_pending.reset();
                     rep_.applied.push_back(fmt::format("{} (wall t={:.1f} s)", what, now));
                 } else if (e.kind != m::event_kind::host_reset && tb_.can_link_events()) {
                     std::string full = what;
@@ -462,10 +469,7 @@ public:
                     progress(fmt::format("t={:.1f} s: {}", now, full));
                     tb_.link_event(e);
                     rep_.applied.push_back(fmt::format("{} (wall t={:.1f} s)", full, now));
-                    if (e.kind != m::event_kind::ber) {
-                        link_pending = true;
-                        retrained = full;
-                    }
+                    if (e.kind != m::event_kind::ber) link_pending = full;
                 } else {
                     progress(fmt::format("t={:.1f} s: {} NOT applied ({})", now, what, tb_.no_event_reason()));
                     rep_.not_applied.push_back(what + ": " + tb_.no_event_reason());
@@ -476,8 +480,8 @@ public:
             auto& r = rep_.workloads[it.idx];
             r.started_s = now;
             if (link_pending) {
-                link_back(retrained);
-                link_pending = false;
+                link_back(*link_pending);
+                link_pending.reset();
                 r.started_s = std::chrono::duration<double>(clk::now() - t0).count();
             }
             progress(fmt::format("t={:.1f} s: workload {} ({})", r.started_s, w.name, m::to_string(w.kind)));
@@ -489,7 +493,7 @@ public:
                                  r.wall_s));
         }
         // A retrain or degrade at the end: what Linux made of it.
-        if (link_pending && !retrained.empty()) link_back(retrained);
+        if (link_pending && !link_pending->empty()) link_back(*link_pending);
         // Kernel logs since the run began, as the vm tests check them.
         bool clean = true;
         for (unsigned h = 0; h < 2; ++h)

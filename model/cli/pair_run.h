@@ -227,7 +227,7 @@ public:
     /// The whole kernel log since the mark.
     std::string kernel_log_since_mark(unsigned host);
     /// The command that succeeds once the host's odl_tb5 is logged in.
-    virtual std::string logged_in_command(unsigned host) const;
+    std::string logged_in_command(unsigned host) const;
 
     /// Polls @cmd on @host until it succeeds, at most @secs seconds.
     bool wait_in(unsigned host, int secs, const std::string& cmd);

@@ -3,11 +3,13 @@
 //
 // The testbed (qemu-device/testbed.sh) has exactly two TCG guests on one
 // modelled cable, so: two hosts, one cable, tb3/gen2/gen3/gen4 with 1 or 2
-// lanes, or Gen4 asymmetric (3 lanes from the first host, 1 back). Cable events (plug, unplug, retrain, degrade, ber) are sent
-// to odl-linkd's control socket at their scenario times scaled to wall time
+// lanes, or Gen4 asymmetric (3 lanes from the first host, 1 back). Cable
+// events (plug, unplug, retrain, degrade, ber) are sent to odl-linkd's
+// control socket at their scenario times scaled to wall time
 // (--vm-time-scale, default 1 ms simulated = 1 s); host-reset powers that VM
-// off and on (testbed.sh reset); per-host platform settings are listed as
-// "not applied on vm". Workloads run one after another in start order: pingpong and stream
+// off and on (testbed.sh reset); a host's completion mode and throttle become
+// odl_tb5 module parameters, its platform is "not applied on vm". Workloads
+// run one after another in start order: pingpong and stream
 // through `odl perf --backend kernel` (odl_tb5.ko in the guests) or through
 // ping / iperf3 over thunderbolt0 (thunderbolt_net). Assertions whose metric
 // the VM path cannot measure are "not evaluated". The testbed is always torn
@@ -23,7 +25,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -57,6 +58,16 @@ using pair::env_or;
 using pair::gen_arg;
 using pair::refuse;
 
+/// What a guest's odl_tb5 is told of its scenario host (module parameters).
+struct module_settings {
+    std::optional<bool> poll;
+    std::optional<unsigned> throttle_us;
+    std::string args() const {
+        return (poll ? fmt::format(" poll={}", *poll ? 1 : 0) : "") +
+               (throttle_us ? fmt::format(" irq_throttle_us={}", *throttle_us) : "");
+    }
+};
+
 class testbed : public pair::target {
 public:
     explicit testbed(std::string script) : script_(std::move(script)) {}
@@ -77,18 +88,13 @@ public:
         return r;
     }
     int device(unsigned) const override { return 0; }
-    /// odl_tb5's module parameters per guest (" poll=1 irq_throttle_us=32").
-    void set_module_args(const std::string (&args)[2]) {
-        module_args_[0] = args[0];
-        module_args_[1] = args[1];
+    void set_module_settings(const module_settings (&m)[2]) {
+        settings_[0] = m[0];
+        settings_[1] = m[1];
     }
     void load_driver() override {
         driver_loaded_ = true;
-        for (unsigned h = 0; h < 2; ++h) {
-            const auto r = exec(h, "insmod /lib/modules/odl_tb5.ko" + module_args_[h], 60);
-            if (r.rc != 0) throw target_error(fmt::format("insmod odl_tb5 in VM {}: {}", name(h), r.out));
-            check_module_args(h);
-        }
+        for (unsigned h = 0; h < 2; ++h) insmod(h);
     }
     std::string link_seen() override {
         const auto sp = exec(0, "cd /sys/bus/thunderbolt/devices/0-1 && echo \"$(cat tx_speed) per lane x $(cat tx_lanes) lanes\"", 60);
@@ -101,19 +107,19 @@ public:
         const auto r = sh(fmt::format("{} cable {}", sq(script_), action));
         if (r.rc != 0) throw target_error("cable " + action + " failed: " + r.out);
     }
-    /// The module took the scenario's settings: read them back from sysfs
-    /// (a bool parameter reads Y or N).
-    void check_module_args(unsigned h) {
-        std::istringstream in(module_args_[h]);
-        std::string word;
-        while (in >> word) {
-            const auto eq = word.find('=');
-            const std::string p = word.substr(0, eq), v = word.substr(eq + 1);
-            const std::string want = p == "poll" ? (v == "1" ? "Y" : "N") : v;
-            const auto r = exec(h, "cat /sys/module/odl_tb5/parameters/" + p, 30);
-            if (r.rc != 0 || last_line(r.out) != want)
-                throw target_error(fmt::format("odl_tb5 in VM {}: {} reads {}, not {}", name(h), p, last_line(r.out), want));
-        }
+    /// Inserts odl_tb5 with the host's settings and reads them back from
+    /// sysfs (a bool parameter reads Y or N).
+    void insmod(unsigned h) {
+        const module_settings& m = settings_[h & 1];
+        const auto r = exec(h, "insmod /lib/modules/odl_tb5.ko" + m.args(), 60);
+        if (r.rc != 0) throw target_error(fmt::format("insmod odl_tb5 in VM {}: {}", name(h), r.out));
+        const auto check = [&](const char* p, const std::string& want) {
+            const auto c = exec(h, std::string("cat /sys/module/odl_tb5/parameters/") + p, 30);
+            if (c.rc != 0 || last_line(c.out) != want)
+                throw target_error(fmt::format("odl_tb5 in VM {}: {} reads {}, not {}", name(h), p, last_line(c.out), want));
+        };
+        if (m.poll) check("poll", *m.poll ? "Y" : "N");
+        if (m.throttle_us) check("irq_throttle_us", std::to_string(*m.throttle_us));
     }
     bool can_reset() const override { return true; }
     std::string reset_means() const override {
@@ -125,9 +131,7 @@ public:
         check_interrupt();
         if (r.rc != 0) throw target_error(fmt::format("reset of VM {} failed (status {})", name(host), r.rc));
         kernel_log_restarted(host);
-        if (!driver_loaded_) return;
-        const auto m = exec(host, "insmod /lib/modules/odl_tb5.ko" + module_args_[host & 1], 60);
-        if (m.rc != 0) throw target_error(fmt::format("insmod odl_tb5 in VM {} after its reset: {}", name(host), m.out));
+        if (driver_loaded_) insmod(host);
     }
     bool can_link_events() const override { return true; }
     void link_event(const m::scenario_event& e) override {
@@ -154,7 +158,7 @@ private:
     std::string script_;
     bool up_ = false;
     bool driver_loaded_ = false;  ///< odl_tb5 inserted: again after a reset
-    std::string module_args_[2];
+    module_settings settings_[2];
 };
 
 }  // namespace
@@ -202,29 +206,29 @@ int run_on_vm(const vm_run_opts& o) {
     rep.cable = c.cfg.asymmetric ? std::string("gen4 asymmetric (3 lanes A->B, 1 back)")
                                  : fmt::format("{} x{}", gen_arg(c.cfg.gen), c.cfg.lanes);
     rep.time_scale = o.time_scale;
-    std::string tb_module_args[2];
+    module_settings settings[2];
+    const bool kmod = o.driver == "odl_tb5";
     for (unsigned i = 0; i < s.hosts.size() && i < 2; ++i) {
         const auto& h = s.hosts[i];
         // What the guest's odl_tb5 can be told: its Rx mode and its rings'
         // interrupt throttle (module parameters poll, irq_throttle_us).
-        std::string args, what, left;
+        std::string what, left;
         if (h.interrupts) {
-            (o.driver == "odl_tb5" ? what : left) += *h.interrupts ? ", completion interrupt" : ", completion poll";
-            args += fmt::format(" poll={}", *h.interrupts ? 0 : 1);
+            (kmod ? what : left) += *h.interrupts ? ", completion interrupt" : ", completion poll";
+            if (kmod) settings[i].poll = !*h.interrupts;
         }
         if (h.throttle) {
             const unsigned us = (*h.throttle * 256 + 500) / 1000;  // 256 ns steps to whole µs
-            if (o.driver == "odl_tb5" && us <= 1000) {
+            if (kmod && us <= 1000) {
                 what += fmt::format(", throttle {} us", us);
-                args += fmt::format(" irq_throttle_us={}", us);
+                settings[i].throttle_us = us;
             } else {
                 left += fmt::format(", throttle {} us{}", us, us > 1000 ? " (odl_tb5 takes at most 1000)" : "");
             }
         }
-        if (o.driver == "odl_tb5") tb_module_args[i] = args;
         if (!what.empty())
-            rep.applied.push_back(fmt::format("host {}: {} (odl_tb5 module parameters{})", h.name, what.substr(2),
-                                              args.empty() ? "" : ":" + args));
+            rep.applied.push_back(
+                fmt::format("host {}: {} (odl_tb5 module parameters:{})", h.name, what.substr(2), settings[i].args()));
         rep.not_applied.push_back(fmt::format("host {}: platform {}{} (the guests are Linux on TCG)", h.name,
                                               h.platform.empty() ? "default" : h.platform, left));
     }
@@ -252,7 +256,7 @@ int run_on_vm(const vm_run_opts& o) {
                                         "--vm-driver tbnet runs without it): " + last_line(r.out));
                 setenv("ODL_GUEST_EXTRA", extra.c_str(), 1);
             }
-            tb.set_module_args(tb_module_args);
+            tb.set_module_settings(settings);
             progress("starting the testbed (odl-linkd + two QEMUs)");
             tb.up(o.kernel, gen_arg(c.cfg.gen), c.cfg.asymmetric ? 2 : c.cfg.lanes, c.cfg.asymmetric);
             pair::replay(o, s, tb, rep);

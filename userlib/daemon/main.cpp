@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
                 return http_server::reply{
                     200, "text/plain; version=0.0.4; charset=utf-8",
                     odl::daemon::render_metrics(odl::host::read_host_view(root), ODL_BUILD_VERSION,
-                                                odl::host::plugin_stats_of_host(root, plugin_dirs)["processes"])};
+                                                odl::host::plugin_stats_of_host(root, plugin_dirs, true)["processes"])};
             });
             if (verbose) fmt::print(stderr, "odl-daemon: metrics on {} port {}\n", addr, prom->port());
         }

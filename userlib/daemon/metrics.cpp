@@ -88,10 +88,10 @@ void render_plugin(const nlohmann::json& procs, std::string& out) {
     const auto num = [](const nlohmann::json& o, const char* k) {
         return o.contains(k) && o[k].is_number() ? o[k].get<double>() : 0.0;
     };
-    double alive = 0;
+    double running = 0;
     for (const auto& p : procs) {
-        if (!p.is_object() || !p.value("alive", false)) continue;
-        ++alive;
+        if (!p.is_object()) continue;
+        ++running;
         const std::string pl = fmt::format("pid=\"{}\",process=\"{}\"", p.value("pid", 0u), esc(p.value("process", "")));
         if (!p.contains("links") || !p["links"].is_array()) continue;
         for (const auto& l : p["links"]) {
@@ -105,7 +105,7 @@ void render_plugin(const nlohmann::json& procs, std::string& out) {
             for (auto& c : counters) c.f.add(ll, num(l, c.key));
         }
     }
-    count.add("", alive);
+    count.add("", running);
     for (const family* f : {&count, &up, &comms, &inflight}) f->write(out);
     for (const auto& c : counters) c.f.write(out);
 }

@@ -12,9 +12,9 @@
 
 namespace odl::daemon {
 
-/// The exposition of @v, with @version in odl_daemon_info, and of the NCCL
-/// plugin processes in @plugin (host::plugin_stats_of_host()'s "processes";
-/// those that have exited are left out).
+/// The exposition of @v, with @version in odl_daemon_info, and of the
+/// running NCCL plugin processes in @plugin (host::plugin_stats_of_host()'s
+/// "processes" with running_only).
 std::string render_metrics(const host::host_view& v, const std::string& version,
                            const nlohmann::json& plugin = nlohmann::json::array());
 

@@ -77,10 +77,7 @@ http_server::reply status_request(const std::string& target, const status_tokens
     j["version"] = version;
     j["tests"] = nlohmann::json::object();
     for (const auto& [device, rec] : tests.all()) j["tests"][device] = nlohmann::json::parse(rec, nullptr, false);
-    j["plugin"] = nlohmann::json::array();  // the running NCCL plugin processes
-    nlohmann::json plugin = host::plugin_stats_of_host(root, plugin_dirs);  // not a temporary: the loop keeps it
-    for (auto& p : plugin["processes"])
-        if (p.value("alive", false)) j["plugin"].push_back(std::move(p));
+    j["plugin"] = std::move(host::plugin_stats_of_host(root, plugin_dirs, true)["processes"]);  // running ones
     j["unix_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();

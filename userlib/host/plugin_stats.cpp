@@ -89,7 +89,8 @@ nlohmann::json plugin_stats(const std::string& dir, bool clean) {
     return procs;
 }
 
-nlohmann::json plugin_stats_of_host(const std::string& root, const std::vector<std::string>& extra_dirs) {
+nlohmann::json plugin_stats_of_host(const std::string& root, const std::vector<std::string>& extra_dirs,
+                                    bool running_only) {
     std::vector<std::string> dirs;
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(root + "/run/user", ec)) {
@@ -101,7 +102,8 @@ nlohmann::json plugin_stats_of_host(const std::string& root, const std::vector<s
     dirs.insert(dirs.end(), extra_dirs.begin(), extra_dirs.end());
     nlohmann::json procs = nlohmann::json::array();
     for (const auto& d : dirs)
-        for (auto& p : plugin_stats(d)) procs.push_back(std::move(p));
+        for (auto& p : plugin_stats(d))
+            if (!running_only || p.value("alive", false)) procs.push_back(std::move(p));
     return {{"dirs", dirs}, {"processes", procs}};
 }
 

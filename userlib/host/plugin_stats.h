@@ -18,7 +18,9 @@ nlohmann::json plugin_stats(const std::string& dir, bool clean = false);
 
 /// What odl-daemon reads: every user's runtime folder under @root
 /// (<root>/run/user/UID/odl, UIDs in order), then @extra_dirs.
-/// {"dirs": [...], "processes": [plugin_stats() of each dir, in order]}.
-nlohmann::json plugin_stats_of_host(const std::string& root, const std::vector<std::string>& extra_dirs);
+/// {"dirs": [...], "processes": [plugin_stats() of each dir, in order]};
+/// @running_only leaves out the processes that have exited.
+nlohmann::json plugin_stats_of_host(const std::string& root, const std::vector<std::string>& extra_dirs,
+                                    bool running_only = false);
 
 }  // namespace odl::host

@@ -354,10 +354,9 @@ void server::control_one() {
             fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
             return reply;
         }
-        return m_cfg.fault_command ? "error: unknown command (have: cable plug|unplug|retrain, cable degrade GEN LANES, "
-                                     "cable ber RATE, status, nhi, fault add SPEC, fault clear, fault status)"
-                                   : "error: unknown command (have: cable plug|unplug|retrain, cable degrade GEN LANES, "
-                                     "cable ber RATE, status, nhi)";
+        return fmt::format("error: unknown command (have: cable plug|unplug|retrain, cable degrade GEN LANES, "
+                           "cable ber RATE, status, nhi{})",
+                           m_cfg.fault_command ? ", fault add SPEC, fault clear, fault status" : "");
     });
 }
 
