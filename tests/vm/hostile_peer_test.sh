@@ -185,7 +185,7 @@ data_case() {
 	vexec B "(timeout 60 odl perf bandwidth --backend kernel --server -d 0 --connect-timeout 60 >/tmp/perf-srv.log 2>&1; echo rc=\$? >>/tmp/perf-srv.log) &" ||
 		fail "server B"
 	set +e
-	cli=$(ODL_VM_EXEC_TIMEOUT=90 vexec A "timeout 60 odl perf bandwidth --backend kernel --client 0 --connect-timeout 60 -q -s 256K --bytes 4M $csum --stall-timeout-ms 5000 2>&1; echo rc=\$?")
+	cli=$(ODL_VM_EXEC_TIMEOUT=90 vexec A "timeout 60 odl perf bandwidth --backend kernel --client 0 --connect-timeout 60 -q -s 256K --bytes 4M $csum --stall-timeout-ms 5000 2>&1; echo rc=\$?" 2>&1)
 	set -e
 	wait_in B 70 'grep -q "^rc=" /tmp/perf-srv.log' || fail "data:$spec: server B did not end"
 	srv=$(vexec B 'cat /tmp/perf-srv.log')
@@ -197,7 +197,8 @@ data_case() {
 	crc=$(echo "$cli" | sed -n 's/^rc=//p')
 	echo "data:$spec: injected $d, B rx_bad +$bad; client rc=$crc: $(echo "$cli" | grep -v '^rc=' | tail -n 1)"
 	echo "    server: $(echo "$srv" | tail -n 2 | tr '\n' ' ')"
-	grep "odl-linkd: fault .*data:$spec" "$linkd_log" | tail -n 1 | sed 's/^/    /'
+	grep "odl-linkd: fault .*data:$spec" "$linkd_log" | tail -n 1 | sed 's/^/    /' || true
+	[ -n "$crc" ] || fail "data:$spec: odl perf on A did not run (no exit status): $cli"
 	[ "$d" = 1 ] || fail "data:$spec: odl-linkd injected $d faults, want 1"
 	[ "$crc" != 124 ] && ! grep -q '^rc=124' <<<"$srv" || fail "data:$spec: odl perf hung (timeout)"
 	case $expect in
@@ -272,7 +273,7 @@ split_case() {
 	echo "split:$mode: injected $d; A: $(echo "$out" | tr '\n' ' '); B: $(echo "$recv" | tr '\n' ' ')"
 	echo "    B before: $before"
 	echo "    B after:  $after"
-	grep "odl-linkd: fault .*split:$mode" "$linkd_log" | tail -n 2 | sed 's/^/    /'
+	grep "odl-linkd: fault .*split:$mode" "$linkd_log" | tail -n 2 | sed 's/^/    /' || true
 	[ "$d" = 2 ] || fail "split:$mode: odl-linkd injected $d faults, want 2"
 	grep -q "^bench split: $split_n of $split_n frames sent" <<<"$out" && grep -q '^rc=0' <<<"$out" ||
 		fail "split:$mode: sender A: $out"

@@ -74,12 +74,22 @@ vexec A "(n=0; while [ \$n -lt $cycles ]; do n=\$((n + 1)); odl_tb5_ioctl /dev/o
 vexec B "(n=0; while [ \$n -lt $cycles ]; do n=\$((n + 1)); $wait_connected || { echo \"cycle \$n: no login\" >>/tmp/b.log; exit 1; }; odl_tb5_ioctl /dev/odl_tb5_0 0 flood 90 >/tmp/b.\$n 2>&1 & p=\$!; i=0; until grep -q ^flooding /tmp/b.\$n; do i=\$((i + 1)); [ \$i -lt 900 ] || { echo \"cycle \$n: no flood\" >>/tmp/b.log; exit 1; }; sleep 0.1; done; sleep 0.\$((n * 3 % 10)); kill -9 \$p; wait \$p; rmmod odl_tb5 || { echo \"cycle \$n: rmmod failed\" >>/tmp/b.log; exit 1; }; insmod /lib/modules/odl_tb5.ko $ARGS || { echo \"cycle \$n: insmod failed\" >>/tmp/b.log; exit 1; }; echo \"cycle \$n: reloaded\" >>/tmp/b.log; done; echo done >>/tmp/b.log) >/dev/null 2>&1 &" ||
 	fail "B: unload loop did not start"
 t0=$SECONDS
+# On a failure: both loops' logs, each host's latest flood, link state and
+# kernel log, since one side's failure is often the other side's doing.
+loops_report() {
+	local w
+	for w in A B; do
+		echo "--- VM $w"
+		vexec "$w" "l=\$(echo $w | tr AB ab); cat /tmp/\$l.log 2>/dev/null | tail -n 3; f=\$(ls -t /tmp/\$l.[0-9]* 2>/dev/null | head -n 1); [ -n \"\$f\" ] && { echo \"--- \$f\"; tail -n 5 \$f; }; ls /dev | grep odl_tb5; cat $state; (cd /sys/class/odl_tb5/odl_tb5_0/statistics 2>/dev/null && grep . * | tr '\\n' ' '); echo; dmesg | tail -n 12" 2>&1
+	done
+}
 # Bounded: 30 s a cycle at most.
 for v in a b; do
 	V=$(echo "$v" | tr a-z A-Z)
 	wait_in "$V" $((cycles * 30)) "grep -q -e ^done -e ^no -e failed -e 'no flood' -e 'no login' /tmp/$v.log" ||
 		fail "VM $V: loop did not finish in $((cycles * 30)) s: $(vexec "$V" "tail -n 3 /tmp/$v.log; ls /tmp; f=\$(ls -t /tmp/$v.[0-9]* 2>/dev/null | head -n 1); [ -n \"\$f\" ] && { echo \"--- \$f\"; tail -n 5 \$f; }; for p in /proc/[0-9]*; do grep -qx odl_tb5_ioctl \$p/comm 2>/dev/null || continue; echo \"--- kernel stack of odl_tb5_ioctl \${p#/proc/}\"; cat \$p/stack; done; ls /dev | grep odl_tb5; cat /sys/class/odl_tb5/odl_tb5_0/state; dmesg | tail -n 15")"
-	vexec "$V" "grep -qx done /tmp/$v.log" || fail "VM $V: $(vexec "$V" "cat /tmp/$v.log")"
+	vexec "$V" "grep -qx done /tmp/$v.log" || fail "VM $V: $(vexec "$V" "cat /tmp/$v.log")
+$(loops_report)"
 done
 echo "$cycles cycles in $((SECONDS - t0)) s"
 

@@ -5,7 +5,38 @@
 # qemu-device/testbed.sh; it installs the EXIT trap that tears the testbed
 # down, so every exit path stops the VMs and odl-linkd.
 
-fail() { printf 'FAIL: %s\n' "$*"; exit 1; }
+# What a failure needs to be understood even when the step's own message
+# cannot tell: what each QEMU logged (a VM whose QEMU has ended: its console
+# too), odl-linkd's last lines.
+testbed_report() {
+	local d=${ODL_VM_DIR:-${XDG_RUNTIME_DIR:-/tmp}/odl-vm-$(id -u)} v pid
+	for v in A B; do
+		pid=$(cat "$d/$v.qemu.pid" 2>/dev/null) || continue
+		if kill -0 "$pid" 2>/dev/null; then
+			# Alive, but its link to odl-linkd may have dropped.
+			if [ -s "$d/$v.qemu.log" ]; then
+				echo "--- VM $v: QEMU's log (last 5 lines)"
+				tail -n 5 "$d/$v.qemu.log"
+			fi
+			continue
+		fi
+		echo "--- VM $v: QEMU (pid $pid) is not running; its log:"
+		tail -n 20 "$d/$v.qemu.log" 2>/dev/null || true
+		echo "--- VM $v: console (last 20 lines)"
+		tail -n 20 "$d/$v.console.log" 2>/dev/null || true
+	done
+	echo "--- odl-linkd log (last 10 lines)"
+	tail -n 10 "$d/linkd.log" 2>/dev/null || true
+}
+fail() {
+	printf 'FAIL: %s\n' "$*"
+	testbed_report
+	exit 1
+}
+# A command that fails under set -e ends the script: say which, where.
+# (Inherited by functions; command substitutions run without -e.)
+set -E
+trap '_odl_rc=$?; if [[ $- == *e* ]]; then printf "FAIL: %s line %s: exit %s: %s\n" "${BASH_SOURCE[0]##*/}" "$LINENO" "$_odl_rc" "$BASH_COMMAND"; testbed_report; fi' ERR
 vexec() { "$tb" exec "$@"; }
 # wait_in VM SECONDS CMD: until CMD succeeds in VM (bounded).
 wait_in() {
