@@ -25,6 +25,7 @@ struct run_opts {
     bool frame_trace = true;
     long long seed = -1;
     std::string pair;
+    std::string nhi_impl;
     vm_run_opts vm;
 };
 
@@ -45,6 +46,7 @@ int run(const run_opts& o) {
         v.file = o.file;
         v.out = o.out;
         v.json = o.json;
+        v.nhi_impl = o.nhi_impl;
         if (o.seed >= 0)
             std::fprintf(stderr, "odl: run: --seed has no effect on vm (no bit-error generator there)\n");
         return run_on_vm(v);
@@ -54,6 +56,7 @@ int run(const run_opts& o) {
         std::error_code ec;
         if (!std::filesystem::is_regular_file(o.on, ec))
             die(fmt::format("--on {}: expected model, vm or a HIL inventory file (no such file)", o.on));
+        if (!o.nhi_impl.empty()) die("--nhi-impl is for the model and the VMs: real hosts have their own NHI");
         hosts_run_opts h;
         h.file = o.file;
         h.inventory = o.on;
@@ -84,6 +87,7 @@ int run(const run_opts& o) {
     try {
         m::run_options ro;
         ro.trace_frames = o.frame_trace;
+        if (!o.nhi_impl.empty()) ro.nhi_override = m::parse_irq_impl(o.nhi_impl);
         r = m::run_scenario(s, ro);
     } catch (const std::exception& e) {
         die(e.what());
@@ -121,6 +125,10 @@ void add_run_command(CLI::App& app) {
     cmd->add_option("--out", o->out, "folder for report.json, report.txt, trace.txt");
     cmd->add_option("--seed", o->seed, "override the scenario's seed");
     cmd->add_flag("--json", o->json, "print the JSON report on stdout");
+    cmd->add_option("--nhi-impl", o->nhi_impl,
+                    "every host's NHI interrupt unit: model (C++), rtl (the Verilated SystemVerilog block) or "
+                    "lockstep (both, stopping at the first difference); default: each host's 'nhi:'")
+        ->check(CLI::IsMember({"model", "rtl", "lockstep"}));
     cmd->add_flag("!--no-frame-trace", o->frame_trace, "trace only link/ring events, not every frame");
     cmd->add_option("--vm-kernel", o->vm.kernel, "--on vm: guest kernel series")
         ->check(CLI::IsMember({"6.12", "6.1"}));

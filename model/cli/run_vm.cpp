@@ -196,6 +196,20 @@ int run_on_vm(const vm_run_opts& o) {
     const std::string outd = std::filesystem::absolute(out).string();
     if (!std::getenv("ODL_VM_DIR")) setenv("ODL_VM_DIR", (outd + "/vm").c_str(), 1);
     if (!std::getenv("ODL_LINKD")) setenv("ODL_LINKD", (build + "/model/src/linkd/odl-linkd").c_str(), 1);
+    // The interrupt unit (C++, RTL or both): odl-linkd runs one kind for both hosts.
+    {
+        std::string impl = o.nhi_impl;
+        if (impl.empty()) {
+            if (s.hosts[0].nhi != s.hosts[1].nhi)
+                refuse("vm", "odl-linkd runs one kind of interrupt unit for both hosts: give both hosts the same 'nhi:'");
+            impl = m::to_string(s.hosts[0].nhi);
+        }
+        if (impl != "model") {
+            const char* prev = std::getenv("ODL_LINKD_ARGS");
+            const std::string args = (prev && *prev ? std::string(prev) + " " : std::string()) + "--nhi-impl " + impl;
+            setenv("ODL_LINKD_ARGS", args.c_str(), 1);
+        }
+    }
 
     report rep;
     rep.on = "vm";

@@ -18,6 +18,7 @@ struct vm_run_opts {
     unsigned ping_cap = 20;    ///< tbnet: at most this many pings per pingpong workload
     unsigned stream_cap_mib = 8;  ///< at most this many MiB per stream workload
     bool json = false;
+    std::string nhi_impl;      ///< the interrupt unit odl-linkd runs (empty: each host's `nhi:`)
 };
 
 /// Runs the scenario on the VMs; returns the exit status (0 pass, 1 an

@@ -33,7 +33,7 @@ const calibration& shipped() {
 /// @plat on both hosts, or the line-rate platform; @copy payload bytes the
 /// NHIs move per frame.
 void stream(benchmark::State& state, bool tb5_asym, const platform* plat = nullptr,
-            std::uint32_t copy = ODL_FRAME_HDR_BYTES) {
+            std::uint32_t copy = ODL_FRAME_HDR_BYTES, irq_impl irq = irq_impl::model) {
     const unsigned frames = static_cast<unsigned>(state.range(0));
     double sim_s = 0, wall_s = 0;
     std::uint64_t events = 0, delivered = 0;
@@ -43,6 +43,7 @@ void stream(benchmark::State& state, bool tb5_asym, const platform* plat = nullp
         hs[1].name = "b";
         hs[0].plat = hs[1].plat = plat ? *plat : line_rate_platform(true);
         hs[0].copy_limit = hs[1].copy_limit = copy;
+        hs[0].irq.impl = hs[1].irq.impl = irq;
         cable_spec c;
         c.cfg.asymmetric = tb5_asym;
         c.cfg.lanes = tb5_asym ? 3 : 2;
@@ -74,6 +75,15 @@ void stream(benchmark::State& state, bool tb5_asym, const platform* plat = nullp
 
 void BM_Tb5Stream4KiB(benchmark::State& state) { stream(state, false); }
 void BM_Tb5AsymStream4KiB(benchmark::State& state) { stream(state, true); }
+/// The line-rate stream with interrupt completion on both hosts, so every
+/// frame goes through the NHI's interrupt unit: argument 1 picks it, 0 the
+/// C++ twin, 1 the Verilated RTL block, 2 both in lock step (model/rtl).
+void BM_Tb5Stream4KiBIrq(benchmark::State& state) {
+    static const platform irq_platform = line_rate_platform(false);
+    const irq_impl impl = state.range(1) == 1 ? irq_impl::rtl : state.range(1) == 2 ? irq_impl::lockstep : irq_impl::model;
+    state.SetLabel(to_string(impl));
+    stream(state, false, &irq_platform, ODL_FRAME_HDR_BYTES, impl);
+}
 /// What odl-linkd --sim runs: the shipped intel-tb5-discrete profile (host
 /// costs, interrupts, noise), whole payloads (second argument 4096) or
 /// headers only (32), which is what the sim server asks for.
@@ -128,6 +138,12 @@ void BM_SimPacedStream4KiB(benchmark::State& state) {
 
 BENCHMARK(BM_Tb5Stream4KiB)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Tb5AsymStream4KiB)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Tb5Stream4KiBIrq)
+    ->Args({100000, 0})
+    ->Args({100000, 1})
+    ->Args({100000, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_SimPacedStream4KiB)
     ->Args({100000, 1})
     ->Args({100000, 50})

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // odl-linkd: the model server the QEMU odl-usb4-nhi devices connect to.
+#include <cstdio>
+
 #include <fmt/format.h>
 #include <signal.h>
 
@@ -167,6 +169,17 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
                    "time on --control: 'fault add SPEC', 'fault clear', 'fault status'");
     app.add_flag("-v,--verbose", cfg.verbose, "log connection details");
 #ifdef ODL_LINKD_HAVE_MODEL
+    std::string nhi_impl = "model", rtl_trace, rtl_window;
+    auto* impl_opt = app.add_option("--nhi-impl", nhi_impl,
+                                    "model backend: the NHIs' interrupt unit: model (C++), rtl (the Verilated "
+                                    "SystemVerilog block, model/rtl) or lockstep (both, stopping at the first "
+                                    "difference) (docs/rtl.md)")
+                         ->check(CLI::IsMember({"model", "rtl", "lockstep"}));
+    auto* trace_opt = app.add_option("--rtl-trace", rtl_trace,
+                                     "with --nhi-impl rtl|lockstep: waves of the RTL block, FILE-a.fst and "
+                                     "FILE-b.fst for the two hosts (GTKWave)");
+    auto* window_opt = app.add_option("--rtl-trace-window", rtl_window,
+                                      "with --rtl-trace: FROM:TO, microseconds of simulated time (default: all)");
     sim_options sim;
     app.add_flag("--sim", sim.on,
                  "serve libodl's sim backend (two program ends on the modelled cable) instead of QEMU "
@@ -203,6 +216,10 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
                     fmt::print(stderr, "odl-linkd: --scenario sets the cable and profiles: drop {}\n", o->get_name());
                     return 1;
                 }
+        if (impl_opt->count() > 0 || trace_opt->count() > 0) {
+            fmt::print(stderr, "odl-linkd: --nhi-impl and --rtl-trace are for the model backend (not --sim)\n");
+            return 1;
+        }
         return run_sim(cfg, sim, gen, lanes);
     }
     for (auto* o : {prof, calf, len, seed, scen, spin})
@@ -228,7 +245,14 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
 #endif
 
     std::unique_ptr<odl::model::linkd::model_backend> model;
+    std::string unit;  ///< the NHIs' interrupt unit, for the start line
     if (backend == "stub") {
+#ifdef ODL_LINKD_HAVE_MODEL
+        if (impl_opt->count() > 0 || trace_opt->count() > 0) {
+            fmt::print(stderr, "odl-linkd: --nhi-impl and --rtl-trace need the model backend\n");
+            return 1;
+        }
+#endif
         if (!faults.empty()) {
             fmt::print(stderr, "odl-linkd: --fault needs the model backend (it acts on the cable)\n");
             return 1;
@@ -247,11 +271,41 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
                                       : odl::model::generation::gen4;
         sc.link.lanes = lanes;
         sc.link.asymmetric = sim.asymmetric;  // host 0 (A) transmits on 3 lanes
+        sc.irq.impl = *odl::model::parse_irq_impl(nhi_impl);
+        if (!rtl_trace.empty()) {
+            if (sc.irq.impl == odl::model::irq_impl::model) {
+                fmt::print(stderr, "odl-linkd: --rtl-trace needs --nhi-impl rtl or lockstep\n");
+                return 1;
+            }
+            sc.irq.trace_fst = rtl_trace;
+        } else if (window_opt->count() > 0) {
+            fmt::print(stderr, "odl-linkd: --rtl-trace-window needs --rtl-trace\n");
+            return 1;
+        }
+        if (!rtl_window.empty()) {
+            double from_us = 0, to_us = 0;
+            char colon = 0, extra = 0;
+            if (std::sscanf(rtl_window.c_str(), "%lf%c%lf%c", &from_us, &colon, &to_us, &extra) != 3 || colon != ':' ||
+                !(from_us >= 0) || !(to_us > from_us) || to_us > 1.8e13) {
+                fmt::print(stderr, "odl-linkd: --rtl-trace-window {}: expected FROM:TO in microseconds, FROM < TO\n",
+                           rtl_window);
+                return 1;
+            }
+            sc.irq.trace_from_ps = static_cast<std::uint64_t>(from_us * 1e6);
+            sc.irq.trace_to_ps = static_cast<std::uint64_t>(to_us * 1e6);
+        }
         if (auto why = odl::model::validate(sc.link)) {
             fmt::print(stderr, "odl-linkd: bad cable: {}\n", *why);
             return 1;
         }
-        auto sc_model = std::make_unique<odl::model::linkd::sc_backend>(sc);
+        std::unique_ptr<odl::model::linkd::sc_backend> sc_model;
+        try {
+            sc_model = std::make_unique<odl::model::linkd::sc_backend>(sc);
+        } catch (const std::exception& e) {
+            fmt::print(stderr, "odl-linkd: {}\n", e.what());
+            return 1;
+        }
+        unit = odl::model::to_string(sc.irq.impl);
         // The cable gets the tap only while a spec is armed: no faults, no
         // per-frame cost. The control socket may arm or clear them later.
         auto retap = [&injector, m = sc_model.get()] {
@@ -293,9 +347,17 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     }
     g_server = &srv;
     on_signals();
-    fmt::print(stderr, "odl-linkd: serving {} hosts on {} (backend {}, cable {} x{}, free-running)\n",
-               hosts, cfg.socket_path, backend, gen, lanes);
-    srv.run();
+    fmt::print(stderr, "odl-linkd: serving {} hosts on {} (backend {}, cable {} x{}{}, free-running)\n",
+               hosts, cfg.socket_path, backend, gen, lanes,
+               unit.empty() || unit == "model" ? std::string() : ", interrupt unit " + unit);
+    try {
+        srv.run();
+    } catch (const std::exception& e) {
+        // --nhi-impl lockstep: the RTL block and its twin differed (the
+        // report names the operation); anything else the model threw.
+        fmt::print(stderr, "odl-linkd: {}\n", e.what());
+        return 3;
+    }
     fmt::print(stderr, "odl-linkd: stopped\n");
     return 0;
 }

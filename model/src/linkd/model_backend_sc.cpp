@@ -68,12 +68,23 @@ struct bar0_binder : sc_core::sc_module {
 };
 
 struct sc_backend::host {
-    host(unsigned i, scheduler& sched, trace_log& log)
+    host(unsigned i, scheduler& sched, trace_log& log, const irq_unit_options& irq)
         : rt(fmt::format("router{}", i).c_str(), sched, log, router_cfg(i)),
-          nhi(fmt::format("nhi{}", i).c_str(), sched, log, rt, mem, nhi_config{}),
+          nhi(fmt::format("nhi{}", i).c_str(), sched, log, rt, mem, nhi_cfg(i, irq)),
           binder(fmt::format("bar0_binder{}", i).c_str()),
           port(nhi) {
         binder.sock.bind(nhi.bar0);
+    }
+    static nhi_config nhi_cfg(unsigned i, const irq_unit_options& irq) {
+        nhi_config c;
+        c.irq = irq;
+        // One wave file per host: FILE.fst -> FILE-a.fst, FILE-b.fst.
+        if (!c.irq.trace_fst.empty()) {
+            std::string stem = c.irq.trace_fst;
+            if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".fst") == 0) stem.resize(stem.size() - 4);
+            c.irq.trace_fst = fmt::format("{}-{}.fst", stem, i == 0 ? 'a' : 'b');
+        }
+        return c;
     }
     static router_config router_cfg(unsigned i) {
         router_config c;
@@ -94,7 +105,7 @@ sc_backend::sc_backend(const sc_backend_config& cfg)
       m_cable("cable", m_sched, m_log, cfg.link, link_physics{},
               sc_core::sc_time(100, sc_core::SC_US), cfg.seed) {
     for (unsigned i = 0; i < 2; i++) {
-        m_hosts.push_back(std::make_unique<host>(i, m_sched, m_log));
+        m_hosts.push_back(std::make_unique<host>(i, m_sched, m_log, cfg.irq));
         m_hosts[i]->rt.connect(1, m_cable, static_cast<int>(i));
         auto* h = m_hosts[i].get();
         h->nhi.on_irq([h](unsigned vector) {

@@ -26,8 +26,8 @@ std::uint32_t desc_word(std::uint32_t len, unsigned eof, unsigned sof, std::uint
 nhi::nhi(sc_core::sc_module_name name, scheduler& sched, trace_log& log, router& rt,
          host_memory& mem, const nhi_config& cfg)
     : sc_module(name), bar0("bar0"), m_sched(sched), m_log(log), m_router(rt), m_mem(mem),
-      m_cfg(cfg) {
-    if (m_cfg.hop_count < 2 || m_cfg.hop_count > 21) m_cfg.hop_count = ODL_NHI_HOP_COUNT;
+      m_cfg(cfg), m_iu(make_irq_unit(cfg.irq)) {
+    if (m_cfg.hop_count < 2 || m_cfg.hop_count > irq_unit::max_hop_count) m_cfg.hop_count = ODL_NHI_HOP_COUNT;
     bar0.register_b_transport(this, &nhi::b_transport);
     m_router.attach_nhi(this);
     reset();
@@ -39,11 +39,7 @@ void nhi::reset() {
     for (auto& r : m_rx) ++r.epoch;
     m_tx.assign(hc, ring{});
     m_rx.assign(hc, ring{});
-    m_status.assign(ODL_NHI_NOTIFY_REGS(hc), 0);
-    m_enable.assign(ODL_NHI_ENABLE_REGS(hc), 0);
-    m_ivr.assign(ODL_NHI_IVR_REGS(hc), 0);
-    std::fill(std::begin(m_throttle), std::end(m_throttle), 0u);
-    std::fill(std::begin(m_cause), std::end(m_cause), false);
+    m_iu->reset(hc);
     m_tx_stalled = 0;
     m_dma_misc = 0;
     m_model_err = 0;
@@ -107,19 +103,18 @@ std::uint32_t nhi::mmio_read(std::uint32_t off) {
     const auto in = [](std::uint32_t o, std::uint32_t base, std::size_t n) {
         return o >= base && o < base + 4 * n;
     };
-    if (in(off, ODL_NHI_REG_NOTIFY_BASE, m_status.size())) {
-        std::uint32_t& s = m_status[(off - ODL_NHI_REG_NOTIFY_BASE) / 4];
-        const std::uint32_t v = s;
+    const auto now = scheduler::now().value();
+    const auto word = [](std::uint32_t o, std::uint32_t base) { return static_cast<std::uint8_t>((o - base) / 4); };
+    if (in(off, ODL_NHI_REG_NOTIFY_BASE, ODL_NHI_NOTIFY_REGS(hc)))
         // Without DISABLE_AUTO_CLEAR (single-MSI mode) the status clears on read.
-        if (!(m_dma_misc & ODL_NHI_DMA_MISC_DISABLE_AUTO_CLEAR)) s = 0;
-        return v;
-    }
-    if (in(off, ODL_NHI_REG_INT_ENABLE_BASE, m_enable.size()))
-        return m_enable[(off - ODL_NHI_REG_INT_ENABLE_BASE) / 4];
+        return m_iu->read(irq_reg::status + word(off, ODL_NHI_REG_NOTIFY_BASE),
+                          !(m_dma_misc & ODL_NHI_DMA_MISC_DISABLE_AUTO_CLEAR), now);
+    if (in(off, ODL_NHI_REG_INT_ENABLE_BASE, ODL_NHI_ENABLE_REGS(hc)))
+        return m_iu->read(irq_reg::enable + word(off, ODL_NHI_REG_INT_ENABLE_BASE), false, now);
     if (in(off, ODL_NHI_REG_THROTTLE_BASE, ODL_NHI_MSIX_VECTORS))
-        return m_throttle[(off - ODL_NHI_REG_THROTTLE_BASE) / 4];
-    if (in(off, ODL_NHI_REG_IVR_BASE, m_ivr.size()))
-        return m_ivr[(off - ODL_NHI_REG_IVR_BASE) / 4];
+        return m_iu->read(irq_reg::throttle + word(off, ODL_NHI_REG_THROTTLE_BASE), false, now);
+    if (in(off, ODL_NHI_REG_IVR_BASE, ODL_NHI_IVR_REGS(hc)))
+        return m_iu->read(irq_reg::ivr + word(off, ODL_NHI_REG_IVR_BASE), false, now);
     switch (off) {
     case ODL_NHI_REG_CAPS: return hc;  // version 0: Linux does no host reset
     case ODL_NHI_REG_DMA_MISC: return m_dma_misc;
@@ -160,33 +155,34 @@ void nhi::mmio_write(std::uint32_t off, std::uint32_t v) {
     const auto in = [](std::uint32_t o, std::uint32_t base, std::size_t n) {
         return o >= base && o < base + 4 * n;
     };
-    if (in(off, ODL_NHI_REG_INT_CLEAR, m_status.size())) {
-        m_status[(off - ODL_NHI_REG_INT_CLEAR) / 4] &= ~v;
+    const auto now = scheduler::now().value();
+    const auto word = [](std::uint32_t o, std::uint32_t base) { return static_cast<std::uint8_t>((o - base) / 4); };
+    if (in(off, ODL_NHI_REG_INT_CLEAR, ODL_NHI_NOTIFY_REGS(hc))) {
+        m_iu->write(irq_reg::status_clear + word(off, ODL_NHI_REG_INT_CLEAR), v, now);
         return;
     }
-    if (in(off, ODL_NHI_REG_NOTIFY_BASE, m_status.size())) {
+    if (in(off, ODL_NHI_REG_NOTIFY_BASE, ODL_NHI_NOTIFY_REGS(hc))) {
         misuse(ODL_NHI_ERR_RO_WRITE, fmt::format("write to status register {:#x}", off));
         return;
     }
-    if (in(off, ODL_NHI_REG_INT_MASK_CLEAR, m_enable.size())) {
-        m_enable[(off - ODL_NHI_REG_INT_MASK_CLEAR) / 4] &= ~v;
+    if (in(off, ODL_NHI_REG_INT_MASK_CLEAR, ODL_NHI_ENABLE_REGS(hc))) {
+        m_iu->write(irq_reg::enable_clear + word(off, ODL_NHI_REG_INT_MASK_CLEAR), v, now);
         return;
     }
-    if (in(off, ODL_NHI_REG_INT_ENABLE_BASE, m_enable.size())) {
-        const unsigned r = (off - ODL_NHI_REG_INT_ENABLE_BASE) / 4;
-        const std::uint32_t rising = v & ~m_enable[r];
-        m_enable[r] = v;
+    if (in(off, ODL_NHI_REG_INT_ENABLE_BASE, ODL_NHI_ENABLE_REGS(hc))) {
+        const unsigned r = word(off, ODL_NHI_REG_INT_ENABLE_BASE);
+        const std::uint32_t rising = m_iu->write(irq_reg::enable + r, v, now);
         // Re-fire when a ring is unmasked with work pending (NAPI unmask).
         for (unsigned b = 0; b < 32; ++b)
             if ((rising >> b) & 1u) evaluate(r * 32 + b);
         return;
     }
     if (in(off, ODL_NHI_REG_THROTTLE_BASE, ODL_NHI_MSIX_VECTORS)) {
-        m_throttle[(off - ODL_NHI_REG_THROTTLE_BASE) / 4] = v & ODL_NHI_THROTTLE_MASK;
+        m_iu->write(irq_reg::throttle + word(off, ODL_NHI_REG_THROTTLE_BASE), v & ODL_NHI_THROTTLE_MASK, now);
         return;
     }
-    if (in(off, ODL_NHI_REG_IVR_BASE, m_ivr.size())) {
-        m_ivr[(off - ODL_NHI_REG_IVR_BASE) / 4] = v;
+    if (in(off, ODL_NHI_REG_IVR_BASE, ODL_NHI_IVR_REGS(hc))) {
+        m_iu->write(irq_reg::ivr + word(off, ODL_NHI_REG_IVR_BASE), v, now);
         return;
     }
     switch (off) {
@@ -487,48 +483,18 @@ void nhi::rx_complete(unsigned h, std::uint64_t epoch, std::uint32_t idx, frame_
 
 // ---------------------------------------------------------------- interrupts
 
-unsigned nhi::ivr(unsigned index) const {
-    return (m_ivr[index / 8] >> ((index % 8) * ODL_NHI_IVR_BITS)) & 0xfu;
-}
+void nhi::raise(unsigned index) { schedule(m_iu->raise(index, scheduler::now().value())); }
 
-void nhi::raise(unsigned index) {
-    m_status[index / 32] |= 1u << (index % 32);
-    if (index < 2 * m_cfg.hop_count) m_cause[ivr(index)] = true;
-    evaluate(index);
-}
+void nhi::evaluate(unsigned index) { schedule(m_iu->evaluate(index, scheduler::now().value())); }
 
-void nhi::evaluate(unsigned index) {
-    if (index >= 2 * m_cfg.hop_count) return;  // overflow bits have no enable
-    if (bit(m_status, index) && bit(m_enable, index)) schedule_fire(ivr(index));
-}
-
-void nhi::schedule_fire(unsigned v) {
-    if (m_fire_pending[v]) return;
-    m_fire_pending[v] = true;
-    // Throttle: at least throttle * 256 ns between two messages on a vector.
-    const sc_time gap(static_cast<double>(m_throttle[v]) * ODL_NHI_THROTTLE_UNIT_NS, sc_core::SC_NS);
-    sc_time t = scheduler::now();
-    if (m_fired_once[v]) t = std::max(t, m_last_fire[v] + gap);
-    m_sched.at(t, [this, v] { fire(v); });
+void nhi::schedule(const irq_schedule& s) {
+    if (!s.due) return;
+    const unsigned v = s.vector;
+    m_sched.at(sc_time::from_value(s.at_ps), [this, v] { fire(v); });
 }
 
 void nhi::fire(unsigned v) {
-    m_fire_pending[v] = false;
-    bool status = false, unmasked = false;
-    for (unsigned i = 0; i < 2 * m_cfg.hop_count; ++i) {
-        if (ivr(i) != v || !bit(m_enable, i)) continue;
-        unmasked = true;
-        status = status || bit(m_status, i);
-    }
-    // A cause that arrived since the last message is delivered even if its
-    // status bit was cleared meanwhile: the driver clears status at the
-    // start of its handler with a posted write, which may reach us after a
-    // completion that its ring walk had already missed. Dropping the message
-    // then strands that frame for good; an extra message costs one empty walk.
-    if (!unmasked || (!status && !m_cause[v])) return;  // masked, or nothing new
-    m_cause[v] = false;
-    m_last_fire[v] = scheduler::now();
-    m_fired_once[v] = true;
+    if (!m_iu->fire(v, scheduler::now().value())) return;  // masked, or nothing new
     ++m_stats.irqs;
     if (m_log.per_frame()) m_log.event(name(), fmt::format("msix vector={}", v));
     if (m_irq) m_irq(v);
@@ -552,14 +518,24 @@ std::string nhi::describe() const {
             out += "\n";
         }
     }
+    // Side-effect-free reads (no auto-clear) of the interrupt unit.
     std::string st, en;
-    for (std::size_t i = 0; i < m_status.size(); ++i) st += fmt::format(" {:#010x}", m_status[i]);
-    for (std::size_t i = 0; i < m_enable.size(); ++i) en += fmt::format(" {:#010x}", m_enable[i]);
-    out += fmt::format("interrupt status{} enable{} dma_misc {:#x}\n", st, en, m_dma_misc);
-    for (unsigned v = 0; v < ODL_NHI_MSIX_VECTORS; ++v)
-        if (m_fire_pending[v] || m_fired_once[v])
-            out += fmt::format("vector {}: fire pending {} cause {} last fired at {:.3f} us throttle {}\n", v,
-                               m_fire_pending[v], m_cause[v], m_last_fire[v].to_seconds() * 1e6, m_throttle[v]);
+    const unsigned hc = m_cfg.hop_count;
+    for (unsigned i = 0; i < ODL_NHI_NOTIFY_REGS(hc); ++i)
+        st += fmt::format(" {:#010x}", m_iu->read(irq_reg::status + i, false, 0));
+    for (unsigned i = 0; i < ODL_NHI_ENABLE_REGS(hc); ++i)
+        en += fmt::format(" {:#010x}", m_iu->read(irq_reg::enable + i, false, 0));
+    out += fmt::format("interrupt unit {}: status{} enable{} dma_misc {:#x}\n", to_string(m_cfg.irq.impl), st, en,
+                       m_dma_misc);
+    for (unsigned v = 0; v < ODL_NHI_MSIX_VECTORS; ++v) {
+        const std::uint32_t vs = m_iu->read(irq_reg::vstate + v, false, 0);
+        if (!(vs & 5u)) continue;  // neither pending nor ever fired
+        const std::uint64_t last = m_iu->read(irq_reg::last_fire + 2 * v, false, 0) |
+                                   std::uint64_t{m_iu->read(irq_reg::last_fire + 2 * v + 1, false, 0)} << 32;
+        out += fmt::format("vector {}: fire pending {} cause {} last fired at {:.3f} us throttle {}\n", v,
+                           (vs & 1u) != 0, (vs & 2u) != 0, static_cast<double>(last) * 1e-6,
+                           m_iu->read(irq_reg::throttle + v, false, 0));
+    }
     return out;
 }
 

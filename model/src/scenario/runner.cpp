@@ -213,6 +213,7 @@ run_result run_scenario(const scenario& s, const calibration& cal, const run_opt
         if (h.throttle) spec.plat.host.throttle = *h.throttle;
         spec.ports = std::max(1u, h.ports);
         spec.copy_limit = std::max<std::uint32_t>(opt.copy_limit, 32);
+        spec.irq.impl = opt.nhi_override ? *opt.nhi_override : h.nhi;
         hs.push_back(spec);
     }
     std::vector<cable_spec> cs;

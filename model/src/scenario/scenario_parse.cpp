@@ -68,7 +68,7 @@ int cable_between(const scenario& s, unsigned a, unsigned b) {
 void parse_hosts(const std::string& f, const YAML::Node& n, scenario& s, const calibration& cal) {
     if (!n || !n.IsSequence() || n.size() < 2) fail(f, n, "expected 'hosts:' with at least two hosts");
     for (const auto& h : n) {
-        yaml::check_keys(f, h, {"name", "platform", "completion", "throttle"}, "a host");
+        yaml::check_keys(f, h, {"name", "platform", "completion", "throttle", "nhi"}, "a host");
         scenario_host sh;
         sh.name = yaml::get_string(f, h["name"], "host 'name'");
         for (const auto& o : s.hosts)
@@ -90,6 +90,12 @@ void parse_hosts(const std::string& f, const YAML::Node& n, scenario& s, const c
             const double units = t.to_seconds() * 1e9 / 256.0;
             if (units > 65535) fail(f, h["throttle"], "expected a throttle below 16.7 ms (16-bit, 256 ns units)");
             sh.throttle = static_cast<unsigned>(units + 0.5);
+        }
+        if (h["nhi"]) {
+            const auto m = yaml::get_string(f, h["nhi"], "nhi");
+            const auto impl = parse_irq_impl(m);
+            if (!impl) fail(f, h["nhi"], "expected nhi: model, rtl or lockstep");
+            sh.nhi = *impl;
         }
         s.hosts.push_back(sh);
     }

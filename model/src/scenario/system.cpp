@@ -24,6 +24,7 @@ system_model::system_model(const std::vector<host_spec>& hs, const std::vector<c
         nhi_config nc;
         nc.timing = s.plat.nhi;
         nc.copy_limit = s.copy_limit;
+        nc.irq = s.irq;
         h.dev = std::make_unique<nhi>(fmt::format("{}_nhi", s.name).c_str(), sched, log, *h.rt,
                                       *h.mem, nc);
         h.drv = std::make_unique<host_driver>(fmt::format("{}_drv", s.name).c_str(), sched, log,

@@ -21,6 +21,8 @@ struct sc_backend_config {
     link_config link;            ///< cable generation / lanes
     std::uint64_t seed = 1;      ///< bit-error randomness
     bool trace = false;          ///< keep the model's event trace
+    /// Both NHIs' interrupt units; trace_fst gets -a / -b before .fst.
+    irq_unit_options irq;
 };
 
 /// One per process (the SystemC kernel is global).

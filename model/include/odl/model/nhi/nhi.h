@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <functional>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "odl/model/core/scheduler.h"
 #include "odl/model/core/trace.h"
 #include "odl/model/nhi/host_memory.h"
+#include "odl/model/nhi/irq_unit.h"
 #include "odl/model/router/router.h"
 #include "odl/wire/nhi_regs.h"
 
@@ -39,6 +41,8 @@ struct nhi_config {
     /// benchmark keep just the 32-byte OdinLink frame header).
     std::uint32_t copy_limit = ODL_NHI_FRAME_MAX_BYTES;
     unsigned rx_hold_frames = 1;  ///< frames buffered when no RX descriptor is free
+    /// The interrupt unit: C++ twin, RTL block, or both in lock step.
+    irq_unit_options irq;
 };
 
 struct nhi_stats {
@@ -120,12 +124,8 @@ private:
     }
     void raise(unsigned index);
     void evaluate(unsigned index);
-    void schedule_fire(unsigned vector);
+    void schedule(const irq_schedule& s);
     void fire(unsigned vector);
-    unsigned ivr(unsigned index) const;
-    bool bit(const std::vector<std::uint32_t>& regs, unsigned index) const {
-        return (regs[index / 32] >> (index % 32)) & 1u;
-    }
 
     scheduler& m_sched;
     trace_log& m_log;
@@ -135,12 +135,7 @@ private:
     irq_fn m_irq;
     std::vector<ring> m_tx, m_rx;
     std::uint32_t m_tx_stalled = 0;  ///< bit h: m_tx[h].stalled (hop_count <= 21)
-    std::vector<std::uint32_t> m_status, m_enable, m_ivr;
-    std::uint32_t m_throttle[ODL_NHI_MSIX_VECTORS] = {};
-    sc_core::sc_time m_last_fire[ODL_NHI_MSIX_VECTORS];
-    bool m_fire_pending[ODL_NHI_MSIX_VECTORS] = {};
-    bool m_fired_once[ODL_NHI_MSIX_VECTORS] = {};
-    bool m_cause[ODL_NHI_MSIX_VECTORS] = {};  ///< a cause arrived since the last message
+    std::unique_ptr<irq_unit> m_iu;  ///< interrupt status, enable, IVR, throttle
     std::uint32_t m_dma_misc = 0;
     std::uint32_t m_model_err = 0;
     sc_core::sc_time m_rd_free, m_wr_free;  ///< DMA read / write engines

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct run_options {
     /// A ping without its pong after this (plus 8 ns per byte) counts as lost;
     /// HIL predictions raise it for profiles fitted to slow hosts.
     sc_core::sc_time pingpong_timeout = sc_core::sc_time(1, sc_core::SC_MS);
+    /// Every host's interrupt unit when set (else each host's `nhi:`).
+    std::optional<irq_impl> nhi_override;
 };
 
 struct workload_result {

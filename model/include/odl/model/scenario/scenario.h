@@ -11,6 +11,7 @@
 #include <systemc>
 
 #include "odl/model/cable/link_config.h"
+#include "odl/model/nhi/irq_unit.h"
 
 namespace odl::model {
 
@@ -19,6 +20,7 @@ struct scenario_host {
     std::string platform;
     std::optional<bool> interrupts;   ///< overrides the platform's completion mode
     std::optional<unsigned> throttle; ///< overrides the platform's throttle (256 ns units)
+    irq_impl nhi = irq_impl::model;   ///< the NHI's interrupt unit: C++, RTL or both
     unsigned ports = 0;               ///< USB4 ports used (from the cables)
 };
 

@@ -26,6 +26,7 @@ struct host_spec {
     platform plat;
     unsigned ports = 1;  ///< USB4 ports (lane adapters)
     std::uint32_t copy_limit = ODL_NHI_FRAME_MAX_BYTES;
+    irq_unit_options irq;  ///< the NHI's interrupt unit
 };
 
 struct cable_spec {
