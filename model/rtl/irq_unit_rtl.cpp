@@ -74,12 +74,6 @@ void irq_unit_rtl::cycle(const op_in& in) {
     ++m_cycles;
 }
 
-irq_schedule irq_unit_rtl::schedule_out() const {
-    const Vodl_nhi_irq& t = *m->top;
-    if (!t.sched) return {};
-    return {true, static_cast<unsigned>(t.sched_vector), static_cast<std::uint64_t>(t.sched_at_ps)};
-}
-
 void irq_unit_rtl::reset(unsigned hop_count) {
     op_in in;
     in.op = op_reset;
@@ -107,25 +101,21 @@ std::uint32_t irq_unit_rtl::write(std::uint8_t reg, std::uint32_t v, std::uint64
     return m->top->rdata;
 }
 
-irq_schedule irq_unit_rtl::raise(unsigned index, std::uint64_t now_ps) {
+irq_schedule irq_unit_rtl::index_op(unsigned op, unsigned index, std::uint64_t now_ps) {
     if (index >= 64) return {};
     op_in in;
-    in.op = op_raise;
+    in.op = op;
     in.index = index;
     in.now_ps = now_ps;
     cycle(in);
-    return schedule_out();
+    const Vodl_nhi_irq& t = *m->top;
+    if (!t.sched) return {};
+    return {true, static_cast<unsigned>(t.sched_vector), static_cast<std::uint64_t>(t.sched_at_ps)};
 }
 
-irq_schedule irq_unit_rtl::evaluate(unsigned index, std::uint64_t now_ps) {
-    if (index >= 64) return {};
-    op_in in;
-    in.op = op_eval;
-    in.index = index;
-    in.now_ps = now_ps;
-    cycle(in);
-    return schedule_out();
-}
+irq_schedule irq_unit_rtl::raise(unsigned index, std::uint64_t now_ps) { return index_op(op_raise, index, now_ps); }
+
+irq_schedule irq_unit_rtl::evaluate(unsigned index, std::uint64_t now_ps) { return index_op(op_eval, index, now_ps); }
 
 bool irq_unit_rtl::fire(unsigned vector, std::uint64_t now_ps) {
     if (vector >= vectors) return false;

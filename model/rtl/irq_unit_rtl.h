@@ -44,7 +44,8 @@ private:
         std::uint64_t now_ps = 0;
     };
     void cycle(const op_in& in);
-    irq_schedule schedule_out() const;
+    /// RAISE or EVAL: the schedule the block answers.
+    irq_schedule index_op(unsigned op, unsigned index, std::uint64_t now_ps);
 
     std::unique_ptr<impl> m;
     std::uint64_t m_cycles = 0;

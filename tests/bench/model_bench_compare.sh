@@ -41,18 +41,20 @@ rows = {}
 for side in ("before", "after"):
     for f in sorted(glob.glob(f"{sys.argv[1]}/{side}.*.json")):
         for b in json.load(open(f))["benchmarks"]:
-            if b.get("run_type") != "iteration":
+            # The stream benchmarks (the paced one reports other counters).
+            if b.get("run_type") != "iteration" or "events_per_wall_s" not in b:
                 continue
-            r = rows.setdefault((b["name"].split("/")[0], side), {})
+            name = b["run_name"].removesuffix("/real_time").replace("/100000", "")
+            r = rows.setdefault((name, side), {})
             for k, v in (("fps", b["frames_per_wall_s"]), ("eps", b["events_per_wall_s"]),
                          ("rt", b["realtime_factor"]), ("wall", b["real_time"]),
                          ("cpu", b["cpu_time"]), ("gbps", b["sim_gbps"])):
                 r.setdefault(k, []).append(v)
-print(f"{'benchmark':22} {'side':6} {'n':>3} {'sim Gb/s':>8} {'frames/s':>9} {'events/s':>9} "
+print(f"{'benchmark':28} {'side':6} {'n':>3} {'sim Gb/s':>8} {'frames/s':>9} {'events/s':>9} "
       f"{'RT factor':>9} {'wall ms':>8} {'cpu ms':>7}")
 for (name, side), r in sorted(rows.items(), key=lambda x: (x[0][0], x[0][1] != "before")):
     m = {k: st.median(v) for k, v in r.items()}
-    print(f"{name:22} {side:6} {len(r['fps']):3} {m['gbps']:8.1f} {m['fps']/1e6:8.3f}M "
+    print(f"{name:28} {side:6} {len(r['fps']):3} {m['gbps']:8.1f} {m['fps']/1e6:8.3f}M "
           f"{m['eps']/1e6:8.2f}M {m['rt']:9.3f} {m['wall']:8.1f} {m['cpu']:7.1f}")
 EOF
 rm -rf "$out"

@@ -7,6 +7,7 @@
 // and the share of points hit is checked.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -221,6 +222,42 @@ TEST(RtlIrq, RandomSequencesInLockStep) {
     }
     EXPECT_GT(ops, 8u * 4000u);
     ::testing::Test::RecordProperty("operations", std::to_string(ops));
+}
+
+// --rtl-trace: an FST file of the operations inside the window only.
+TEST(RtlIrq, WavesForAWindowOfSimulatedTime) {
+    const std::string dir = ::testing::TempDir();
+    const auto waves = [&](const std::string& name, std::uint64_t from, std::uint64_t to) {
+        irq_unit_options o;
+        o.impl = irq_impl::rtl;
+        o.trace_fst = dir + name;
+        o.trace_from_ps = from;
+        o.trace_to_ps = to;
+        {
+            irq_unit_rtl u(o);
+            u.reset(4);
+            enable_all(u, 4);
+            for (unsigned i = 0; i < 200; ++i) {
+                const std::uint64_t t = (i + 1) * us;
+                if (u.raise(i % 8, t).due) u.fire(0, t);
+                u.write(irq_reg::status_clear, 0xff, t);
+            }
+        }
+        long size = -1;
+        {
+            std::ifstream f(o.trace_fst, std::ios::binary | std::ios::ate);
+            EXPECT_TRUE(f) << o.trace_fst;
+            size = static_cast<long>(f.tellg());
+        }
+        std::remove(o.trace_fst.c_str());
+        return size;
+    };
+    const long all = waves("irq-all.fst", 0, ~std::uint64_t{0});
+    const long none = waves("irq-none.fst", 500 * us, 600 * us);  // after the last operation
+    EXPECT_GT(all, 0);
+    EXPECT_GT(none, 0);  // the header and signal names
+    EXPECT_GT(all, none + 1000) << "waves of 200 operations hardly bigger than none";
+    EXPECT_THROW(irq_unit_rtl({irq_impl::rtl, "/nonexistent-dir/x.fst", 0, 1}), std::runtime_error);
 }
 
 // Last (gtest runs a file's tests in order): the RTL's coverage counters.

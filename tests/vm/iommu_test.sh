@@ -7,8 +7,11 @@
 # ways: odl perf latency and bandwidth with payload checks, thunderbolt_net
 # ping. Both guests' IOMMU mode is what was asked for (sysfs group type and
 # odl doctor's iommu row), no DMAR fault is logged, and the logs stay clean.
+# --nhi-impl rtl|lockstep: odl-linkd runs the NHIs' interrupt unit as the
+# Verilated RTL block (model/rtl, docs/rtl.md); the test checks that it did
+# and that every MSI-X of the run came from it.
 #
-# Usage: iommu_test.sh [--kernel 6.12|6.1] --iommu translated|pt
+# Usage: iommu_test.sh [--kernel 6.12|6.1] --iommu translated|pt [--nhi-impl model|rtl|lockstep]
 # Environment: ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR
 set -euo pipefail
 
@@ -16,14 +19,18 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 kernel=6.12
 mode=""
+impl=model
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kernel=$2; shift 2 ;;
 	--iommu) mode=$2; shift 2 ;;
-	*) echo "usage: iommu_test.sh [--kernel 6.12|6.1] --iommu translated|pt" >&2; exit 2 ;;
+	--nhi-impl) impl=$2; shift 2 ;;
+	*) echo "usage: iommu_test.sh [--kernel 6.12|6.1] --iommu translated|pt [--nhi-impl model|rtl|lockstep]" >&2; exit 2 ;;
 	esac
 done
 case "$mode" in translated | pt) ;; *) echo "iommu_test.sh: --iommu translated|pt" >&2; exit 2 ;; esac
+case "$impl" in model | rtl | lockstep) ;; *) echo "iommu_test.sh: --nhi-impl model|rtl|lockstep" >&2; exit 2 ;; esac
+export ODL_LINKD_ARGS="${ODL_LINKD_ARGS:-} --nhi-impl $impl"
 tb="$repo/qemu-device/testbed.sh"
 export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-iommu-$kernel-$mode}
 extra="$ODL_VM_DIR.extra"
@@ -33,8 +40,14 @@ step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
 
 step "build odl_tb5.ko ($kernel) and guest extras"
 "$repo/kmod/guest-extra.sh" "$kernel" "$extra" >/dev/null || fail "guest extras"
-step "testbed up, IOMMU $mode"
+step "testbed up, IOMMU $mode, interrupt unit $impl"
 ODL_GUEST_EXTRA="$extra" "$tb" up --kernel "$kernel" --iommu "$mode" || fail "testbed up"
+# irqs_of HOST: MSI-X messages the model's NHI of host 0|1 sent so far.
+irqs_of() { "$tb" ctl nhi | sed -n "s/^host $1 frames tx .* irqs \([0-9]*\) .*/\1/p"; }
+nhi=$("$tb" ctl nhi) || fail "odl-linkd's nhi command"
+for h in 0 1; do
+	grep -q "^host $h interrupt unit $impl: " <<<"$nhi" || fail "host $h does not run interrupt unit $impl: $nhi"
+done
 
 step "the guests run behind the IOMMU, in $mode mode"
 # The group type of the NHI (00:01.0 after the IOMMU): DMA / DMA-FQ
@@ -94,4 +107,11 @@ for v in A B; do
 done
 for v in A B; do vexec "$v" 'rmmod odl_tb5' || fail "rmmod odl_tb5 on $v"; done
 for v in A B; do kernel_log_clean "$v" "after unload"; done
+for h in 0 1; do
+	n=$(irqs_of $h)
+	echo "host $h: $n MSI-X messages from interrupt unit $impl"
+	[ "${n:-0}" -gt 100 ] || fail "host $h: only ${n:-no} MSI-X messages: $("$tb" ctl nhi)"
+done
+# odl-linkd still serving: a lock-step difference would have stopped it.
+"$tb" status >/dev/null || fail "odl-linkd or a VM stopped: $(tail -n 20 "$ODL_VM_DIR/linkd.log")"
 echo "PASS (${SECONDS} s)"

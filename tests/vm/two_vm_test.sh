@@ -6,20 +6,22 @@
 # replug, a killed QEMU seen as an unplug by the peer, and clean kernel logs.
 # Every check fails the test; nothing is skipped.
 #
-# Usage: two_vm_test.sh [--kernel 6.12|6.1] [--gen gen3|gen4] [--quick]
+# Usage: two_vm_test.sh [--kernel 6.12|6.1] [--gen gen3|gen4] [--quick] [--nhi-impl model|rtl|lockstep]
 #   --gen: the modelled cable, 2 lanes (default gen3: USB4 v1 Gen3 x2, 40 Gb/s)
 #   --quick: boot, discovery, link speed and ping only
+#   --nhi-impl: the NHIs' interrupt unit in odl-linkd (docs/rtl.md; checked)
 # Environment: ODL_LINKD (odl-linkd binary), ODL_VM_DIR (state/log dir).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 tb="$here/../../qemu-device/testbed.sh"
-kernel=6.12 gen=gen3 quick=0
+kernel=6.12 gen=gen3 quick=0 impl=model
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kernel=$2; shift 2 ;;
 	--gen) gen=$2; shift 2 ;;
 	--quick) quick=1; shift ;;
+	--nhi-impl) impl=$2; shift 2 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -31,6 +33,8 @@ gen3-*) want_speed="20.0 Gb/s" ;;
 gen4-6.12) want_speed="40.0 Gb/s" ;;
 *) echo "no expectation for $gen on $kernel" >&2; exit 2 ;;
 esac
+case "$impl" in model | rtl | lockstep) ;; *) echo "--nhi-impl model|rtl|lockstep" >&2; exit 2 ;; esac
+export ODL_LINKD_ARGS="${ODL_LINKD_ARGS:-} --nhi-impl $impl"
 export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-test-$$}
 results="$ODL_VM_DIR/results-$kernel-$gen.txt"
 
@@ -74,6 +78,9 @@ grep -q "has no vmlinuz" <<<"$out" || fail "ODL_GUEST_IMAGE: unclear error: $out
 step "boot two VMs ($kernel)"
 t0=$SECONDS
 "$tb" up --kernel "$kernel" --gen "$gen" --lanes 2 --timeout 240 || fail "testbed did not come up"
+for h in 0 1; do
+	"$tb" ctl nhi | grep -q "^host $h interrupt unit $impl: " || fail "host $h does not run interrupt unit $impl"
+done
 record "kernel=$kernel cable=${gen}x2 boot_to_ready_s=$((SECONDS - t0))"
 
 step "NHI on the PCI bus, thunderbolt.ko bound"

@@ -81,20 +81,19 @@ std::uint32_t irq_unit_lockstep::write(std::uint8_t reg, std::uint32_t v, std::u
     return a;
 }
 
-irq_schedule irq_unit_lockstep::raise(unsigned index, std::uint64_t now_ps) {
-    note(op_rec::raise, index, 0, now_ps);
-    const irq_schedule a = m_twin->raise(index, now_ps);
-    const irq_schedule b = m_rtl->raise(index, now_ps);
+irq_schedule irq_unit_lockstep::both(op_rec::kind_t k, unsigned index, std::uint64_t now_ps) {
+    note(k, index, 0, now_ps);
+    const bool raise = k == op_rec::raise;
+    const irq_schedule a = raise ? m_twin->raise(index, now_ps) : m_twin->evaluate(index, now_ps);
+    const irq_schedule b = raise ? m_rtl->raise(index, now_ps) : m_rtl->evaluate(index, now_ps);
     if (!(a == b)) diverged(schedule_str(a), schedule_str(b));
     return a;
 }
 
+irq_schedule irq_unit_lockstep::raise(unsigned index, std::uint64_t now_ps) { return both(op_rec::raise, index, now_ps); }
+
 irq_schedule irq_unit_lockstep::evaluate(unsigned index, std::uint64_t now_ps) {
-    note(op_rec::evaluate, index, 0, now_ps);
-    const irq_schedule a = m_twin->evaluate(index, now_ps);
-    const irq_schedule b = m_rtl->evaluate(index, now_ps);
-    if (!(a == b)) diverged(schedule_str(a), schedule_str(b));
-    return a;
+    return both(op_rec::evaluate, index, now_ps);
 }
 
 bool irq_unit_lockstep::fire(unsigned vector, std::uint64_t now_ps) {

@@ -33,6 +33,8 @@ private:
         std::uint64_t n = 0;         ///< its number
     };
     static std::string str(const op_rec& r);
+    /// RAISE or EVAL on both units, compared.
+    irq_schedule both(op_rec::kind_t k, unsigned index, std::uint64_t now_ps);
     void note(op_rec::kind_t k, std::uint32_t a, std::uint32_t b, std::uint64_t now_ps);
     [[noreturn]] void diverged(const std::string& twin, const std::string& rtl);
 
