@@ -4,9 +4,11 @@
 # interrupts on both hosts gives byte-identical traces and reports with the
 # C++ twin, the RTL block and both in lock step; every shipped scenario runs
 # in lock step with the twin's result; bad choices are refused.
-# Usage: rtl_scenarios_test.sh ODL_MODEL_BINARY
+# odl-linkd refuses wave options that cannot apply.
+# Usage: rtl_scenarios_test.sh ODL_MODEL_BINARY ODL_LINKD_BINARY
 set -euo pipefail
 odl_model=$1
+linkd=$2
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 tmp=$(mktemp -d)
@@ -61,4 +63,20 @@ msg=$("$odl_model" run "$here/scenarios/irq-mix.yaml" --nhi-impl verilog 2>&1)
 rc=$?
 set -e
 [ "$rc" != 0 ] && grep -q 'nhi-impl' <<<"$msg" || fail "--nhi-impl verilog: exit $rc: $msg"
+
+echo "== odl-linkd: wave options that cannot apply are refused before it serves"
+refused() {  # refused WANT ARGS...: odl-linkd exits 1 saying WANT
+	local want=$1 msg rc=0
+	shift
+	msg=$(timeout 20 "$linkd" -s "$tmp/l.sock" "$@" 2>&1) || rc=$?
+	[ "$rc" = 1 ] && grep -q -- "$want" <<<"$msg" || fail "odl-linkd $*: exit $rc: $msg"
+	[ ! -e "$tmp/l.sock" ] || fail "odl-linkd $*: left a socket behind"
+}
+refused "needs --nhi-impl rtl or lockstep" --rtl-trace "$tmp/w.fst"
+refused "needs --rtl-trace" --nhi-impl rtl --rtl-trace-window 0:10
+refused "expected FROM:TO" --nhi-impl rtl --rtl-trace "$tmp/w.fst" --rtl-trace-window 10:5
+refused "expected FROM:TO" --nhi-impl rtl --rtl-trace "$tmp/w.fst" --rtl-trace-window abc
+refused "cannot write RTL waves" --nhi-impl rtl --rtl-trace /nonexistent-dir/w.fst
+refused "need the model backend" --backend stub --nhi-impl rtl
+refused "not --sim" --sim --nhi-impl rtl
 echo PASS
