@@ -78,8 +78,10 @@ grep -q "has no vmlinuz" <<<"$out" || fail "ODL_GUEST_IMAGE: unclear error: $out
 step "boot two VMs ($kernel)"
 t0=$SECONDS
 "$tb" up --kernel "$kernel" --gen "$gen" --lanes 2 --timeout 240 || fail "testbed did not come up"
+# (Read whole, then matched: grep -q on a pipe may close it under the writer.)
+nhi=$("$tb" ctl nhi) || fail "odl-linkd's nhi command"
 for h in 0 1; do
-	"$tb" ctl nhi | grep -q "^host $h interrupt unit $impl: " || fail "host $h does not run interrupt unit $impl"
+	grep -q "^host $h interrupt unit $impl: " <<<"$nhi" || fail "host $h does not run interrupt unit $impl: $nhi"
 done
 record "kernel=$kernel cable=${gen}x2 boot_to_ready_s=$((SECONDS - t0))"
 
