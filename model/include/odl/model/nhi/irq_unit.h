@@ -32,6 +32,9 @@ constexpr std::uint8_t vstate = 0x20;        ///< 16 words, read-only: pending, 
 constexpr std::uint8_t last_fire = 0x30;     ///< 32 words, read-only: last message (ps), lo, hi
 }  // namespace irq_reg
 
+// Times are picoseconds: sc_time::value() at SystemC's default resolution
+// (1 ps), which the model keeps.
+
 /// A message to schedule: fire(vector) at at_ps.
 struct irq_schedule {
     bool due = false;
