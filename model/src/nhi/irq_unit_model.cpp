@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <iterator>
 
+#include "odl/wire/nhi_regs.h"
+
 namespace odl::model {
 
 namespace {
-constexpr std::uint64_t k_throttle_unit_ps = 256000;  // 256 ns
+// The throttle unit, as the register map defines it (256 ns).
+constexpr std::uint64_t k_throttle_unit_ps = std::uint64_t{ODL_NHI_THROTTLE_UNIT_NS} * 1000;
 std::uint32_t word_of(std::uint64_t w, unsigned k) { return static_cast<std::uint32_t>(w >> (32 * k)); }
 void set_word(std::uint64_t& w, unsigned k, std::uint32_t v) {
     w = (w & ~(std::uint64_t{0xffffffffu} << (32 * k))) | (std::uint64_t{v} << (32 * k));

@@ -17,6 +17,9 @@ using sc_core::SC_ZERO_TIME;
 namespace {
 constexpr std::uint32_t k_desc_bytes = sizeof(odl_nhi_ring_desc);
 
+/// The interrupt unit's word for a BAR0 offset within a block at @base.
+std::uint8_t word(std::uint32_t off, std::uint32_t base) { return static_cast<std::uint8_t>((off - base) / 4); }
+
 std::uint32_t desc_word(std::uint32_t len, unsigned eof, unsigned sof, std::uint32_t flags) {
     return (len & ODL_NHI_DESC_LEN_MASK) | ((eof & 0xfu) << ODL_NHI_DESC_EOF_SHIFT) |
            ((sof & 0xfu) << ODL_NHI_DESC_SOF_SHIFT) | (flags << ODL_NHI_DESC_FLAGS_SHIFT);
@@ -104,7 +107,6 @@ std::uint32_t nhi::mmio_read(std::uint32_t off) {
         return o >= base && o < base + 4 * n;
     };
     const auto now = scheduler::now().value();
-    const auto word = [](std::uint32_t o, std::uint32_t base) { return static_cast<std::uint8_t>((o - base) / 4); };
     if (in(off, ODL_NHI_REG_NOTIFY_BASE, ODL_NHI_NOTIFY_REGS(hc)))
         // Without DISABLE_AUTO_CLEAR (single-MSI mode) the status clears on read.
         return m_iu->read(irq_reg::status + word(off, ODL_NHI_REG_NOTIFY_BASE),
@@ -156,7 +158,6 @@ void nhi::mmio_write(std::uint32_t off, std::uint32_t v) {
         return o >= base && o < base + 4 * n;
     };
     const auto now = scheduler::now().value();
-    const auto word = [](std::uint32_t o, std::uint32_t base) { return static_cast<std::uint8_t>((o - base) / 4); };
     if (in(off, ODL_NHI_REG_INT_CLEAR, ODL_NHI_NOTIFY_REGS(hc))) {
         m_iu->write(irq_reg::status_clear + word(off, ODL_NHI_REG_INT_CLEAR), v, now);
         return;
