@@ -9,19 +9,22 @@
 #                 [--iommu off|translated|pt]         a virtual Intel IOMMU in front of the guests'
 #                                                     PCI devices: translated (DMA domains) or
 #                                                     passthrough (iommu=pt); off by default
-#                 [--cmd-file F]                      F runs in both guests after the modules load
+#                 [--hosts 3|4] [--topology T]        more guests (C, D): cables by T = ring (default),
+#                                                     line, star (A to each) or pairs "0-1,1-2";
+#                                                     cable N joins the Nth pair (docs/vm.md)
+#                 [--cmd-file F]                      F runs in every guest after the modules load
 #                 [--root]                            boot the Debian-root guests (HIL targets):
 #                                                     systemd, sshd on a loopback-forwarded port,
 #                                                     nothing of OdinLink installed; writes
 #                                                     $ODL_VM_DIR/hil/inventory.yaml
 #                                                     start, wait until both guests are ready
 #   testbed.sh down                                   stop everything (always safe)
-#   testbed.sh exec A|B CMD...                        run CMD in a guest, print output, exit with its status
-#   testbed.sh console A|B [--follow]                 print (or follow) a guest's serial console log
-#   testbed.sh kill A|B                               SIGKILL one QEMU (tests: the peer must survive)
-#   testbed.sh reset A|B                              host reset: power one VM off and on again, wait until ready
-#   testbed.sh cable plug|unplug|retrain              scenario event on the modelled cable
-#   testbed.sh cable degrade GEN LANES | ber RATE     (GEN gen2|gen3|gen4, LANES 1|2; RATE 0..1e-3)
+#   testbed.sh exec A|B|C|D CMD...                    run CMD in a guest, print output, exit with its status
+#   testbed.sh console A|B|C|D [--follow]             print (or follow) a guest's serial console log
+#   testbed.sh kill A|B|C|D                           SIGKILL one QEMU (tests: the peer must survive)
+#   testbed.sh reset A|B|C|D                          host reset: power one VM off and on again, wait until ready
+#   testbed.sh cable [N] plug|unplug|retrain          scenario event on modelled cable N (default 0)
+#   testbed.sh cable [N] degrade GEN LANES | ber RATE (GEN gen2|gen3|gen4, LANES 1|2; RATE 0..1e-3)
 #   testbed.sh ctl CMD...                             any odl-linkd control command (e.g. "fault status"); prints the reply
 #   testbed.sh status                                 what runs
 # Environment:
@@ -47,19 +50,27 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 dir=${ODL_VM_DIR:-${XDG_RUNTIME_DIR:-/tmp}/odl-vm-$(id -u)}
+all_vms=(A B C D)
 vms=(A B)
+# A testbed brought up with --hosts 3 or 4 has more guests.
+if [ -f "$dir/hosts" ]; then
+	case "$(cat "$dir/hosts")" in
+	3) vms=(A B C) ;;
+	4) vms=(A B C D) ;;
+	esac
+fi
 
 say() { printf 'odl: vm: %s\n' "$*" >&2; }
 die() { printf 'odl: vm: error: %s\n' "$*" >&2; exit 1; }
 
 vm_index() {
-	case "$1" in
-	A | a) echo 0 ;;
-	B | b) echo 1 ;;
-	*) die "unknown VM '$1' (have: A, B)" ;;
-	esac
+	local i
+	for i in "${!vms[@]}"; do
+		[ "${1^^}" = "${vms[$i]}" ] && { echo "$i"; return 0; }
+	done
+	die "unknown VM '$1' (have: ${vms[*]})"
 }
-vm_name() { [ "$(vm_index "$1")" = 0 ] && echo A || echo B; }
+vm_name() { echo "${vms[$(vm_index "$1")]}"; }
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -81,9 +92,9 @@ stop_pid() {
 
 cmd_down() {
 	local v
-	for v in "${vms[@]}"; do stop_pid "$dir/$v.qemu.pid"; done
+	for v in "${all_vms[@]}"; do stop_pid "$dir/$v.qemu.pid"; done
 	stop_pid "$dir/linkd.pid"
-	rm -f "$dir"/*.ctl "$dir/linkd.sock" "$dir/linkd.ctl"
+	rm -f "$dir"/*.ctl "$dir/linkd.sock" "$dir/linkd.ctl" "$dir/hosts"
 	[ "${1:-}" = quiet ] || say "down (logs kept in $dir)"
 }
 
@@ -145,8 +156,11 @@ root_prepare() {
 
 cmd_up() {
 	local kernel=6.12 timeout=180 gen=gen3 lanes=2 cmd_file="" root=0 iommu=${ODL_VM_IOMMU:-off} asym=()
+	local nhosts=2 topology=ring
 	while [ $# -gt 0 ]; do
 		case "$1" in
+		--hosts) nhosts=$2; shift 2 ;;
+		--topology) topology=$2; shift 2 ;;
 		--cmd-file) cmd_file=$2; shift 2 ;;
 		--asymmetric) asym=(--asymmetric); shift ;;
 		--root) root=1; shift ;;
@@ -164,10 +178,21 @@ cmd_up() {
 	esac
 	[ ${#asym[@]} = 0 ] || { [ "$gen" = gen4 ] && [ "$lanes" = 2 ]; } ||
 		die "up: --asymmetric is a Gen4 cable: --gen gen4 --lanes 2 (3 lanes A->B, 1 back)"
-	mkdir -p "$dir"
-	if alive "$dir/linkd.pid" || alive "$dir/A.qemu.pid" || alive "$dir/B.qemu.pid"; then
-		die "testbed already up (odl vm down first)"
+	case "$nhosts" in
+	2 | 3 | 4) ;;
+	*) die "up: --hosts must be 2, 3 or 4, not '$nhosts'" ;;
+	esac
+	if [ "$nhosts" != 2 ]; then
+		# A lab pair, the asymmetric cable's fast end: two hosts.
+		[ "$root" = 0 ] || die "up: --root boots a HIL pair: 2 hosts"
+		[ ${#asym[@]} = 0 ] || die "up: --asymmetric needs 2 hosts"
 	fi
+	mkdir -p "$dir"
+	for v in "${all_vms[@]}"; do
+		alive "$dir/$v.qemu.pid" && die "testbed already up (odl vm down first)"
+	done
+	alive "$dir/linkd.pid" && die "testbed already up (odl vm down first)"
+	vms=("${all_vms[@]:0:$nhosts}")
 	local linkd qemu image
 	linkd=$(find_linkd)
 	# Prebuilt ones (a bench bundle on a host without Debian's sources).
@@ -197,8 +222,9 @@ cmd_up() {
 	local start=$SECONDS
 	say "starting odl-linkd"
 	SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 setsid "$linkd" --socket "$dir/linkd.sock" \
-		--control "$dir/linkd.ctl" --hosts 2 --gen "$gen" --lanes "$lanes" "${asym[@]}" ${ODL_LINKD_ARGS:-} >"$dir/linkd.log" 2>&1 </dev/null &
+		--control "$dir/linkd.ctl" --hosts "$nhosts" --topology "$topology" --gen "$gen" --lanes "$lanes" "${asym[@]}" ${ODL_LINKD_ARGS:-} >"$dir/linkd.log" 2>&1 </dev/null &
 	echo $! >"$dir/linkd.pid"
+	echo "$nhosts" >"$dir/hosts"
 	local i
 	for i in $(seq 50); do
 		[ -S "$dir/linkd.sock" ] && break
@@ -402,17 +428,22 @@ PY
 }
 
 cmd_cable() {
-	local usage="usage: cable plug|unplug|retrain|degrade GEN LANES|ber RATE" out
+	local usage="usage: cable [N] plug|unplug|retrain|degrade GEN LANES|ber RATE (N: the cable, default 0)" out
+	local which=""
+	if [[ "${1:-}" =~ ^[0-9]+$ ]]; then
+		which="$1 "
+		shift
+	fi
 	case "${1:-}" in
 	plug | unplug | retrain) [ $# = 1 ] || die "$usage" ;;
 	degrade) [ $# = 3 ] || die "$usage" ;;
 	ber) [ $# = 2 ] || die "$usage" ;;
 	*) die "$usage" ;;
 	esac
-	out=$(linkd_ctl "cable $*") || die "cable $*: ${out#error: }"
+	out=$(linkd_ctl "cable $which$*") || die "cable $which$*: ${out#error: }"
 	case "$1" in
-	plug | unplug) say "cable ${1}ged" ;;
-	*) say "cable: $*" ;;
+	plug | unplug) say "cable ${which}${1}ged" ;;
+	*) say "cable $which: $*" ;;
 	esac
 }
 
@@ -435,5 +466,5 @@ reset) shift; cmd_reset "$@" ;;
 cable) shift; cmd_cable "$@" ;;
 ctl) shift; [ $# -ge 1 ] || die "usage: ctl CMD..."; linkd_ctl "$@" ;;
 status) cmd_status ;;
-*) die "usage: testbed.sh up|down|exec A|B CMD|console A|B|kill A|B|reset A|B|cable plug|unplug|retrain|degrade G L|ber R|ctl CMD|status" ;;
+*) die "usage: testbed.sh up|down|exec VM CMD|console VM|kill VM|reset VM|cable [N] plug|unplug|retrain|degrade G L|ber R|ctl CMD|status" ;;
 esac

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <stdexcept>
 
 #include "model_fixture.h"
 #include "odl/model/router/ctl_packet.h"
@@ -24,6 +25,12 @@ struct fake_nhi : router_client {
     void router_release_rx(unsigned) override {}
     void router_credits_returned() override {}
 };
+
+router_config RouterTest_cfg(std::uint64_t uid) {
+    router_config c;
+    c.uid = uid;
+    return c;
+}
 
 class RouterTest : public ::testing::Test {
 protected:
@@ -229,6 +236,101 @@ TEST_F(RouterTest, PortResetDropsAndRetrainsLink) {
     EXPECT_FALSE(b.lane_up(1));
     run(sc_time(50, SC_US));
     EXPECT_TRUE(a.lane_up(1));
+}
+
+
+// Two USB4 ports with an unimplemented adapter between their lane adapters
+// (lane_stride 2, odl-linkd with 3 or 4 hosts): Linux must not pair them
+// as the two lanes of one port, must find each port's XDomain by its own
+// route, and must read "not implemented" where lane 1 would be.
+TEST(RouterTwoPorts, LaneAdaptersOneThreeNhiFourAndEachPortItsOwnLink) {
+    sim_session session;
+    scheduler sched("sched");
+    trace_log log;
+    router_config c;
+    c.lane_ports = 2;
+    c.lane_stride = 2;
+    c.uid = 10;
+    fake_nhi nm, n1, n3;
+    router mid("mid", sched, log, c), left("left", sched, log, RouterTest_cfg(11)),
+        right("right", sched, log, RouterTest_cfg(12));
+    mid.attach_nhi(&nm);
+    left.attach_nhi(&n1);
+    right.attach_nhi(&n3);
+    EXPECT_EQ(mid.nhi_adapter(), 4u);
+    EXPECT_EQ(mid.lane_adapter(1), 1u);
+    EXPECT_EQ(mid.lane_adapter(2), 3u);
+    EXPECT_FALSE(mid.is_lane(2));
+    cable l1("c1", sched, log, link_config{}, link_physics{}, sc_time(10, SC_US), 1);
+    cable l3("c3", sched, log, link_config{}, link_physics{}, sc_time(10, SC_US), 2);
+    EXPECT_THROW(mid.connect(2, l1, 0), std::invalid_argument);
+    mid.connect(1, l1, 0);
+    left.connect(1, l1, 1);
+    mid.connect(3, l3, 0);
+    right.connect(1, l3, 1);
+
+    std::uint32_t v = 0;
+    ASSERT_TRUE(mid.cs_read(ODL_USB4_SPACE_SWITCH, 0, ODL_ROUTER_CS_1, &v));
+    EXPECT_EQ((v >> 8) & 0x3f, 4u) << "max port number";
+    EXPECT_FALSE(mid.cs_read(ODL_USB4_SPACE_PORT, 2, ODL_ADP_CS_2, &v)) << "adapter 2 is not implemented";
+    EXPECT_FALSE(mid.cs_read(ODL_USB4_SPACE_HOPS, 2, 0, &v));
+    ASSERT_TRUE(mid.cs_read(ODL_USB4_SPACE_PORT, 3, ODL_ADP_CS_2, &v));
+    EXPECT_EQ(v & 0xffffff, static_cast<std::uint32_t>(ODL_ADP_TYPE_LANE));
+    ASSERT_TRUE(mid.cs_read(ODL_USB4_SPACE_PORT, 4, ODL_ADP_CS_2, &v));
+    EXPECT_EQ(v & 0xffffff, static_cast<std::uint32_t>(ODL_ADP_TYPE_NHI));
+
+    // A CM's read of adapter 2's port space: ERR_ADDR (Linux: "not implemented").
+    auto ask = [&](const std::vector<std::uint32_t>& dw, std::uint8_t pdf) {
+        auto f = std::make_shared<frame>();
+        f->bytes = ctl::encode(dw);
+        f->len = static_cast<std::uint32_t>(f->bytes.size());
+        f->eof = f->sof = pdf;
+        f->control = true;
+        nm.ctl.clear();
+        mid.from_host_ctl(f);
+        sc_core::sc_start(sc_time(1000, SC_US));
+        return nm.ctl;
+    };
+    auto code = [](const frame_ptr& f) {
+        bool ok = false;
+        return ctl::decode(f->bytes, &ok)->at(2) & 0xff;
+    };
+    auto r = ask(ctl::read_request(0, ODL_USB4_SPACE_PORT, 2, 0, 8), ODL_USB4_PDF_READ);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(code(r[0]), static_cast<unsigned>(ODL_USB4_ERR_ADDR));
+    r = ask(ctl::read_request(2, ODL_USB4_SPACE_SWITCH, 0, 0, 1), ODL_USB4_PDF_READ);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(code(r[0]), static_cast<unsigned>(ODL_USB4_ERR_ADP)) << "route 2 leads nowhere";
+
+    // Each port trains with its own cable and finds another domain there.
+    l1.plug();
+    l3.plug();
+    sc_core::sc_start(sc_time(50, SC_US));
+    EXPECT_TRUE(mid.lane_up(1));
+    EXPECT_TRUE(mid.lane_up(3));
+    EXPECT_FALSE(mid.lane_up(2));
+    for (unsigned port : {1u, 3u}) {
+        r = ask(ctl::read_request(port, ODL_USB4_SPACE_SWITCH, 0, 0, 1), ODL_USB4_PDF_READ);
+        ASSERT_EQ(r.size(), 1u);
+        EXPECT_EQ(code(r[0]), static_cast<unsigned>(ODL_USB4_ERR_NUA)) << "port " << port;
+    }
+    // An XDomain packet to route 3 reaches the right-hand host only.
+    std::vector<std::uint32_t> dw;
+    ctl::put_route(dw, 3, false);
+    dw.push_back(2);
+    dw.push_back(0xabcd0001u);
+    dw.push_back(0xabcd0002u);
+    n1.ctl.clear();
+    n3.ctl.clear();
+    r = ask(dw, ODL_USB4_PDF_XDOMAIN_REQ);
+    EXPECT_TRUE(r.empty());
+    EXPECT_TRUE(n1.ctl.empty()) << "the left host got right's packet";
+    ASSERT_EQ(n3.ctl.size(), 1u);
+    // Unplugging port 3's cable leaves port 1 up.
+    l3.unplug();
+    sc_core::sc_start(sc_time(50, SC_US));
+    EXPECT_TRUE(mid.lane_up(1));
+    EXPECT_FALSE(mid.lane_up(3));
 }
 
 }  // namespace

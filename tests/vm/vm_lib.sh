@@ -10,7 +10,7 @@
 # too), odl-linkd's last lines.
 testbed_report() {
 	local d=${ODL_VM_DIR:-${XDG_RUNTIME_DIR:-/tmp}/odl-vm-$(id -u)} v pid
-	for v in A B; do
+	for v in A B C D; do
 		pid=$(cat "$d/$v.qemu.pid" 2>/dev/null) || continue
 		if kill -0 "$pid" 2>/dev/null; then
 			# Alive, but its link to odl-linkd may have dropped.

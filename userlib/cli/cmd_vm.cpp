@@ -43,7 +43,7 @@ std::string env_or(const char* name, const std::string& fallback) {
 }  // namespace
 
 void add_vm_command(CLI::App& app) {
-    auto* vm = app.add_subcommand("vm", "two-VM testbed: odl-linkd + two QEMUs joined by the modelled cable");
+    auto* vm = app.add_subcommand("vm", "VM testbed: odl-linkd + two (to four) QEMUs joined by modelled cables");
     vm->require_subcommand(1);
 
     static std::string kernel = "6.12";
@@ -62,12 +62,27 @@ void add_vm_command(CLI::App& app) {
     static std::string iommu = "off";
     up->add_option("--iommu", iommu, "a virtual Intel IOMMU in front of the guests' PCI devices (docs/vm.md)")
         ->check(CLI::IsMember({"off", "translated", "pt"}));
-    up->add_option("--cmd-file", cmd_file, "shell script both guests run after loading the modules")
+    up->add_option("--cmd-file", cmd_file, "shell script every guest runs after loading the modules")
         ->check(CLI::ExistingFile);
+    static int hosts = 2;
+    static std::string topology = "ring";
+    up->add_option("--hosts", hosts, "guests: 2 (A, B), 3 (C) or 4 (D)")->check(CLI::Range(2, 4));
+    up->add_option("--topology", topology,
+                   "3 or 4 hosts: the cables: ring, line, star (A to each other) or pairs like 0-1,1-2")
+        ->check([](const std::string& t) {
+            if (t == "ring" || t == "line" || t == "star") return std::string();
+            for (char c : t)
+                if (!(c == ',' || c == '-' || (c >= '0' && c <= '3')))
+                    return std::string("ring, line, star or host pairs like 0-1,1-2");
+            return std::string();
+        });
     up->callback([] {
         std::vector<std::string> args = {"up", "--kernel", kernel, "--timeout",
                                          std::to_string(timeout_s), "--gen", gen,
                                          "--lanes", std::to_string(lanes)};
+        if (hosts != 2) {
+            args.insert(args.end(), {"--hosts", std::to_string(hosts), "--topology", topology});
+        }
         if (!cmd_file.empty()) {
             args.push_back("--cmd-file");
             args.push_back(cmd_file);
@@ -86,11 +101,11 @@ void add_vm_command(CLI::App& app) {
     vm->add_subcommand("status", "what runs")->callback([] { hand_over({"status"}); });
 
     // exec takes the rest of the line verbatim, options included.
-    auto* ex = vm->add_subcommand("exec", "run a shell command in VM A or B: odl vm exec A|B CMD...");
+    auto* ex = vm->add_subcommand("exec", "run a shell command in a guest: odl vm exec A|B|C|D CMD...");
     ex->prefix_command();
     ex->callback([ex] {
         auto rest = ex->remaining();
-        if (rest.size() < 2) throw CLI::ValidationError("exec", "usage: odl vm exec A|B CMD...");
+        if (rest.size() < 2) throw CLI::ValidationError("exec", "usage: odl vm exec A|B|C|D CMD...");
         std::vector<std::string> args = {"exec"};
         args.insert(args.end(), rest.begin(), rest.end());
         hand_over(args);
@@ -99,7 +114,7 @@ void add_vm_command(CLI::App& app) {
     static std::string which;
     static bool follow = false;
     auto* con = vm->add_subcommand("console", "print a guest's serial console log");
-    con->add_option("vm", which, "A or B")->required()->check(CLI::IsMember({"A", "B", "a", "b"}));
+    con->add_option("vm", which, "A, B, C or D")->required()->check(CLI::IsMember({"A", "B", "C", "D", "a", "b", "c", "d"}));
     con->add_flag("-f,--follow", follow, "keep following the log");
     con->callback([] {
         std::vector<std::string> args = {"console", which};
@@ -109,12 +124,16 @@ void add_vm_command(CLI::App& app) {
 
     static std::string reset_which;
     auto* reset = vm->add_subcommand("reset", "host reset: power a guest off and on, wait until it is ready");
-    reset->add_option("vm", reset_which, "A or B")->required()->check(CLI::IsMember({"A", "B", "a", "b"}));
+    reset->add_option("vm", reset_which, "A, B, C or D")
+        ->required()
+        ->check(CLI::IsMember({"A", "B", "C", "D", "a", "b", "c", "d"}));
     reset->callback([] { hand_over({"reset", reset_which}); });
 
     static std::string action;
     static std::vector<std::string> cable_args;
-    auto* cable = vm->add_subcommand("cable", "scenario event on the modelled cable");
+    static int cable_index = 0;
+    auto* cable = vm->add_subcommand("cable", "scenario event on a modelled cable");
+    cable->add_option("-n,--cable", cable_index, "which cable (3 or 4 hosts; default 0)")->check(CLI::Range(0, 63));
     cable->add_option("action", action, "plug, unplug, retrain, degrade GEN LANES (gen2|gen3|gen4, 1|2), ber RATE")
         ->required()
         ->check(CLI::IsMember({"plug", "unplug", "retrain", "degrade", "ber"}));
@@ -125,7 +144,9 @@ void add_vm_command(CLI::App& app) {
             throw CLI::ValidationError("cable " + action, want == 0 ? "takes no arguments"
                                                           : want == 1 ? "takes RATE (e.g. ber 1e-9)"
                                                                       : "takes GEN LANES (e.g. degrade gen3 1)");
-        std::vector<std::string> args{"cable", action};
+        std::vector<std::string> args{"cable"};
+        if (cable_index != 0) args.push_back(std::to_string(cable_index));
+        args.push_back(action);
         args.insert(args.end(), cable_args.begin(), cable_args.end());
         hand_over(args);
     });

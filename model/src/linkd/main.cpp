@@ -11,6 +11,9 @@
 
 #include <fstream>
 #include <memory>
+#include <optional>
+#include <sstream>
+#include <utility>
 
 #include "odl/model/linkd/recorder.h"
 #include "odl/model/linkd/server.h"
@@ -126,6 +129,43 @@ int run_sim(const odl::model::linkd::server_config& srv, const sim_options& o, c
 #endif
 }  // namespace
 
+
+#ifdef ODL_LINKD_HAVE_MODEL
+/// --topology for @hosts hosts into host pairs; why not on bad input.
+std::optional<std::string> parse_topology(const std::string& t, unsigned hosts,
+                                          std::vector<std::pair<unsigned, unsigned>>& out) {
+    out.clear();
+    if (hosts < 2 || hosts > 4) return fmt::format("the model backend serves 2 to 4 hosts, not {}", hosts);
+    if (hosts == 2 && (t == "line" || t == "ring" || t == "star")) {
+        out = {{0, 1}};
+        return std::nullopt;
+    }
+    if (t == "line" || t == "ring") {
+        for (unsigned i = 0; i + 1 < hosts; ++i) out.emplace_back(i, i + 1);
+        if (t == "ring") out.emplace_back(hosts - 1, 0);
+        return std::nullopt;
+    }
+    if (t == "star") {
+        for (unsigned i = 1; i < hosts; ++i) out.emplace_back(0, i);
+        return std::nullopt;
+    }
+    std::istringstream in(t);
+    std::string pair;
+    while (std::getline(in, pair, ',')) {
+        unsigned a = 0, b = 0;
+        char dash = 0, extra = 0;
+        if (std::sscanf(pair.c_str(), "%u%c%u%c", &a, &dash, &b, &extra) != 3 || dash != '-')
+            return fmt::format("'{}' is not a host pair like 0-1 (or line, ring, star)", pair);
+        out.emplace_back(a, b);
+    }
+    if (out.empty()) return std::string("no cables");
+    odl::model::linkd::sc_backend_config c;
+    c.hosts = hosts;
+    c.cables = out;
+    return odl::model::linkd::sc_backend::check(c);
+}
+#endif
+
 int ODL_LINKD_MAIN(int argc, char** argv) {
     CLI::App app{"odl-linkd: OdinLink model server for QEMU odl-usb4-nhi devices"};
     odl::model::linkd::server_config cfg;
@@ -148,6 +188,11 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     app.add_option("--gen", gen, "cable generation (model backend)")
         ->check(CLI::IsMember({"tb3", "gen2", "gen3", "gen4"}));
     app.add_option("--lanes", lanes, "lanes per direction (model backend)")->check(CLI::Range(1, 2));
+    std::string topology;
+    auto* topo_opt = app.add_option("--topology", topology,
+                                    "model backend, 3 or 4 hosts: how the cables join them: 'line' (0-1, 1-2, "
+                                    "2-3), 'ring' (line plus last-0) or 'star' (0 to each other host), or a list "
+                                    "of host pairs '0-1,1-2' (default: ring; 2 hosts: one cable)");
     std::string record;
     app.add_option("--record", record,
                    "write every MMIO, DMA and IRQ at the model seam to this file (for replay tests)");
@@ -260,11 +305,18 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
         model = std::make_unique<odl::model::linkd::stub_model>(hosts);
     } else {
 #ifdef ODL_LINKD_HAVE_MODEL
-        if (hosts != 2) {
-            fmt::print(stderr, "odl-linkd: the model backend serves exactly 2 hosts\n");
+        odl::model::linkd::sc_backend_config sc;
+        sc.hosts = hosts;
+        if (const auto why = parse_topology(topo_opt->count() ? topology : std::string("ring"), hosts, sc.cables)) {
+            fmt::print(stderr, "odl-linkd: --topology {}: {}\n", topology, *why);
             return 1;
         }
-        odl::model::linkd::sc_backend_config sc;
+        if (hosts > 2 && (!record.empty() || !faults.empty() || sim.asymmetric)) {
+            // Recordings, fault specs (from=A|B) and the asymmetric cable's
+            // fast end speak of one cable between two hosts.
+            fmt::print(stderr, "odl-linkd: --record, --fault and --asymmetric need 2 hosts\n");
+            return 1;
+        }
         sc.link.gen = gen == "tb3"    ? odl::model::generation::tb3
                       : gen == "gen2" ? odl::model::generation::gen2
                       : gen == "gen3" ? odl::model::generation::gen3
@@ -347,8 +399,8 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     }
     g_server = &srv;
     on_signals();
-    fmt::print(stderr, "odl-linkd: serving {} hosts on {} (backend {}, cable {} x{}{}, free-running)\n",
-               hosts, cfg.socket_path, backend, gen, lanes,
+    fmt::print(stderr, "odl-linkd: serving {} hosts on {} (backend {}, {} {} x{}{}, free-running)\n",
+               hosts, cfg.socket_path, backend, model->cable_count() > 1 ? fmt::format("{} cables", model->cable_count()) : "cable", gen, lanes,
                unit.empty() || unit == "model" ? std::string() : ", interrupt unit " + unit);
     try {
         srv.run();

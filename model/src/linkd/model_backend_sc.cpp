@@ -4,6 +4,7 @@
 #include "odl/model/linkd/model_backend_sc.h"
 
 #include <cstdlib>
+#include <stdexcept>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -68,8 +69,8 @@ struct bar0_binder : sc_core::sc_module {
 };
 
 struct sc_backend::host {
-    host(unsigned i, scheduler& sched, trace_log& log, const irq_unit_options& irq)
-        : rt(fmt::format("router{}", i).c_str(), sched, log, router_cfg(i)),
+    host(unsigned i, unsigned ports, scheduler& sched, trace_log& log, const irq_unit_options& irq)
+        : rt(fmt::format("router{}", i).c_str(), sched, log, router_cfg(i, ports)),
           nhi(fmt::format("nhi{}", i).c_str(), sched, log, rt, mem, nhi_cfg(i, irq)),
           binder(fmt::format("bar0_binder{}", i).c_str()),
           port(nhi) {
@@ -78,17 +79,19 @@ struct sc_backend::host {
     static nhi_config nhi_cfg(unsigned i, const irq_unit_options& irq) {
         nhi_config c;
         c.irq = irq;
-        // One wave file per host: FILE.fst -> FILE-a.fst, FILE-b.fst.
+        // One wave file per host: FILE.fst -> FILE-a.fst, FILE-b.fst, ...
         if (!c.irq.trace_fst.empty()) {
             std::string stem = c.irq.trace_fst;
             if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".fst") == 0) stem.resize(stem.size() - 4);
-            c.irq.trace_fst = fmt::format("{}-{}.fst", stem, i == 0 ? 'a' : 'b');
+            c.irq.trace_fst = fmt::format("{}-{}.fst", stem, static_cast<char>('a' + i));
         }
         return c;
     }
-    static router_config router_cfg(unsigned i) {
+    static router_config router_cfg(unsigned i, unsigned ports) {
         router_config c;
         c.uid = 0x0d1c000000000100ull + i;  // unique per host
+        c.lane_ports = ports;
+        c.lane_stride = 2;  // Linux must see separate ports, not two lanes of one
         return c;
     }
     bus_memory mem;
@@ -96,21 +99,71 @@ struct sc_backend::host {
     odl::model::nhi nhi;
     bar0_binder binder;
     nhi_adapter port;
+    unsigned next_port = 1;  ///< the USB4 port the next cable takes
 };
 
+namespace {
+std::vector<std::pair<unsigned, unsigned>> cable_list(const sc_backend_config& c) {
+    if (c.cables.empty()) return {{0, 1}};
+    return c.cables;
+}
+}  // namespace
+
+std::optional<std::string> sc_backend::check(const sc_backend_config& c) {
+    if (c.hosts < 2 || c.hosts > 4) return fmt::format("{} hosts: the model backend serves 2 to 4", c.hosts);
+    std::vector<unsigned> degree(c.hosts, 0);
+    const auto list = cable_list(c);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const auto [a, b] = list[i];
+        if (a >= c.hosts || b >= c.hosts)
+            return fmt::format("cable {} joins host {} and host {}; the hosts are 0 to {}", i, a, b, c.hosts - 1);
+        if (a == b) return fmt::format("cable {} joins host {} to itself", i, a);
+        for (std::size_t j = 0; j < i; ++j)
+            if ((list[j].first == a && list[j].second == b) || (list[j].first == b && list[j].second == a))
+                return fmt::format("cables {} and {} both join hosts {} and {}", j, i, a, b);
+        if (++degree[a] > 7 || ++degree[b] > 7) return fmt::format("cable {}: a host has at most 7 USB4 ports", i);
+    }
+    return std::nullopt;
+}
+
+namespace {
+// Refuses before any SystemC module exists (none may be made mid-run).
+const sc_backend_config& checked(const sc_backend_config& c) {
+    if (auto why = sc_backend::check(c)) throw std::invalid_argument(*why);
+    return c;
+}
+}  // namespace
+
 sc_backend::sc_backend(const sc_backend_config& cfg)
-    : m_cfg(cfg),
-      m_log(cfg.trace),
-      m_sched("sched"),
-      m_cable("cable", m_sched, m_log, cfg.link, link_physics{},
-              sc_core::sc_time(100, sc_core::SC_US), cfg.seed) {
-    for (unsigned i = 0; i < 2; i++) {
-        m_hosts.push_back(std::make_unique<host>(i, m_sched, m_log, cfg.irq));
-        m_hosts[i]->rt.connect(1, m_cable, static_cast<int>(i));
+    : m_cfg(checked(cfg)), m_log(cfg.trace), m_sched("sched") {
+    const auto list = cable_list(cfg);
+    std::vector<unsigned> degree(cfg.hosts, 0);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        cable_slot s;
+        s.a = list[i].first;
+        s.b = list[i].second;
+        ++degree[s.a];
+        ++degree[s.b];
+        // Cable 0 keeps the name and seed a two-host testbed always had
+        // (recordings name it); the others get their own bit-error streams.
+        const std::string name = i == 0 ? std::string("cable") : fmt::format("cable{}", i);
+        s.c = std::make_unique<cable>(name.c_str(), m_sched, m_log, cfg.link, link_physics{},
+                                      sc_core::sc_time(100, sc_core::SC_US),
+                                      cfg.seed + i * 0x9e3779b97f4a7c15ull);
+        m_cables.push_back(std::move(s));
+    }
+    for (unsigned i = 0; i < cfg.hosts; i++) {
+        m_hosts.push_back(std::make_unique<host>(i, degree[i], m_sched, m_log, cfg.irq));
         auto* h = m_hosts[i].get();
         h->nhi.on_irq([h](unsigned vector) {
             if (h->mem.bus) h->mem.bus->raise_irq(vector);
         });
+    }
+    for (auto& s : m_cables) {
+        host& a = *m_hosts[s.a];
+        host& b = *m_hosts[s.b];
+        a.rt.connect(a.rt.lane_adapter(a.next_port++), *s.c, 0);
+        b.rt.connect(b.rt.lane_adapter(b.next_port++), *s.c, 1);
     }
 }
 
@@ -128,16 +181,33 @@ void sc_backend::attach(unsigned h, host_bus* bus) {
     auto& hs = *m_hosts.at(h);
     hs.mem.bus = bus;
     if (!bus) hs.nhi.reset();  // a gone QEMU: power-on state for the next
-    update_cable();
+    for (auto& s : m_cables)
+        if (s.a == h || s.b == h) update_cable(s);
 }
 
+int sc_backend::link_peer(unsigned h) const {
+    for (const auto& s : m_cables)
+        if (s.c->up() && (s.a == h || s.b == h)) return static_cast<int>(s.a == h ? s.b : s.a);
+    return -1;
+}
+
+namespace {
+std::string cable_line(const cable& c, bool plugged) {
+    const link_config& cfg = c.config();
+    const link_state st = c.state();
+    return fmt::format("cable {}, link {} {} x{}{}, ber {:g}", plugged ? "plugged" : "pulled",
+                       st == link_state::up ? "up" : st == link_state::training ? "training" : "down",
+                       to_string(cfg.gen), cfg.lanes, cfg.asymmetric ? " asymmetric" : "", c.ber());
+}
+}  // namespace
+
 std::string sc_backend::describe() const {
-    const link_config& c = m_cable.config();
-    const link_state st = m_cable.state();
-    std::string out = fmt::format("model time {:.3f} us, cable {}, link {} {} x{}{}, ber {:g}\n",
-                                  scheduler::now().to_seconds() * 1e6, m_cable_plugged ? "plugged" : "pulled",
-                                  st == link_state::up ? "up" : st == link_state::training ? "training" : "down",
-                                  to_string(c.gen), c.lanes, c.asymmetric ? " asymmetric" : "", m_cable.ber());
+    // Line 1 is cable 0's, as it always was; more cables follow it.
+    std::string out = fmt::format("model time {:.3f} us, {}\n", scheduler::now().to_seconds() * 1e6,
+                                  cable_line(*m_cables[0].c, m_cables[0].plugged));
+    for (std::size_t i = 1; i < m_cables.size(); ++i)
+        out += fmt::format("cable {} (hosts {}-{}): {}\n", i, m_cables[i].a, m_cables[i].b,
+                           cable_line(*m_cables[i].c, m_cables[i].plugged));
     for (unsigned h = 0; h < m_hosts.size(); ++h) {
         std::string d = m_hosts[h]->nhi.describe();
         for (std::size_t b = 0, e; b < d.size(); b = e + 1) {
@@ -149,14 +219,17 @@ std::string sc_backend::describe() const {
     return out;
 }
 
-std::string sc_backend::cable_event(const std::string& spec) {
+std::string sc_backend::cable_event(unsigned index, const std::string& spec) {
+    if (index >= m_cables.size())
+        return fmt::format("no cable {} (this testbed has {})", index, m_cables.size());
+    cable& c = *m_cables[index].c;
     std::istringstream in(spec);
     std::string what, extra;
     in >> what;
     if (what == "retrain") {
         if (in >> extra) return "retrain takes no arguments";
-        if (m_cable.state() == link_state::unplugged) return "the cable is unplugged";
-        m_cable.retrain();
+        if (c.state() == link_state::unplugged) return "the cable is unplugged";
+        c.retrain();
         return "";
     }
     if (what == "degrade") {
@@ -165,13 +238,13 @@ std::string sc_backend::cable_event(const std::string& spec) {
         if (!(in >> g >> lanes) || (in >> extra)) return "usage: degrade GEN LANES (e.g. degrade gen3 1)";
         const auto gen = parse_generation(g);
         if (!gen) return fmt::format("unknown generation '{}' (gen2, gen3 or tb4, gen4 or tb5)", g);
-        link_config c = m_cable.config();
-        c.gen = *gen;
-        c.lanes = lanes;
-        if (*gen != generation::gen4) c.asymmetric = false;
-        if (const auto why = validate(c)) return *why;
-        if (m_cable.state() == link_state::unplugged) return "the cable is unplugged";
-        m_cable.degrade(*gen, lanes);
+        link_config lc = c.config();
+        lc.gen = *gen;
+        lc.lanes = lanes;
+        if (*gen != generation::gen4) lc.asymmetric = false;
+        if (const auto why = validate(lc)) return *why;
+        if (c.state() == link_state::unplugged) return "the cable is unplugged";
+        c.degrade(*gen, lanes);
         return "";
     }
     if (what == "ber") {
@@ -181,27 +254,28 @@ std::string sc_backend::cable_event(const std::string& spec) {
         const double ber = std::strtod(r.c_str(), &end);
         if (end == r.c_str() || *end || !(ber >= 0 && ber <= 1e-3))
             return fmt::format("bit error rate '{}': expected a number from 0 to 1e-3", r);
-        m_cable.set_ber(ber);
-        m_log.event(m_cable.name(), fmt::format("ber {:g}", ber));
+        c.set_ber(ber);
+        m_log.event(c.name(), fmt::format("ber {:g}", ber));
         return "";
     }
     return fmt::format("unknown cable event '{}' (retrain, degrade GEN LANES, ber RATE)", what);
 }
 
-bool sc_backend::set_cable(bool plugged) {
-    m_cable_plugged = plugged;
-    update_cable();
+bool sc_backend::set_cable(unsigned index, bool plugged) {
+    if (index >= m_cables.size()) return false;
+    m_cables[index].plugged = plugged;
+    update_cable(m_cables[index]);
     return true;
 }
 
-// The link trains only while the cable is in and both hosts are powered.
-void sc_backend::update_cable() {
-    const bool want = m_cable_plugged && m_hosts[0]->mem.bus && m_hosts[1]->mem.bus;
-    const bool have = m_cable.state() != link_state::unplugged;
+// A link trains only while its cable is in and both its hosts are powered.
+void sc_backend::update_cable(cable_slot& s) {
+    const bool want = s.plugged && m_hosts[s.a]->mem.bus && m_hosts[s.b]->mem.bus;
+    const bool have = s.c->state() != link_state::unplugged;
     if (want && !have)
-        m_cable.plug();
+        s.c->plug();
     else if (!want && have)
-        m_cable.unplug();
+        s.c->unplug();
 }
 
 void sc_backend::advance_to(std::uint64_t now_ps) {

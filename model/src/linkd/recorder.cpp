@@ -123,13 +123,15 @@ void recording_backend::advance_to(std::uint64_t now_ps) {
     m_inner.advance_to(now_ps);
 }
 
-bool recording_backend::set_cable(bool plugged) {
+// Recordings are of two-host testbeds (odl-linkd refuses --record with
+// more), so every cable event is cable 0's.
+bool recording_backend::set_cable(unsigned cable, bool plugged) {
     m_out << m_now << " - C " << (plugged ? 1 : 0) << '\n';
-    return m_inner.set_cable(plugged);
+    return m_inner.set_cable(cable, plugged);
 }
 
-std::string recording_backend::cable_event(const std::string& spec) {
-    std::string why = m_inner.cable_event(spec);
+std::string recording_backend::cable_event(unsigned cable, const std::string& spec) {
+    std::string why = m_inner.cable_event(cable, spec);
     if (why.empty()) m_out << m_now << " - E " << spec << '\n';
     return why;
 }
@@ -292,11 +294,11 @@ bool replay(model_backend& model, std::istream& in, replay_report& rep) {
         last_ts = d.ts;
         model.advance_to(d.ts);
         if (d.kind == "C") {
-            model.set_cable(d.a != 0);
+            model.set_cable(0, d.a != 0);
             continue;
         }
         if (d.kind == "E") {
-            if (const std::string why = model.cable_event(d.spec); !why.empty()) {
+            if (const std::string why = model.cable_event(0, d.spec); !why.empty()) {
                 rep.mismatches.push_back(fmt::format("line {}: cable event '{}': {}", d.line, d.spec, why));
                 return false;
             }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -326,21 +327,34 @@ bool server::listen(std::string& err) {
     return m_cfg.control_path.empty() || m_ctl.open(m_cfg.control_path, err);
 }
 
-// One command per connection: "cable plug", "cable unplug", "cable retrain",
-// "cable degrade GEN LANES", "cable ber RATE", "status", "nhi",
-// "fault add SPEC|clear|status".
+// One command per connection: "cable [N] plug", "cable [N] unplug",
+// "cable [N] retrain", "cable [N] degrade GEN LANES", "cable [N] ber RATE"
+// (N: the cable, 0 when left out), "status", "nhi", "fault add SPEC|clear|status".
 void server::control_one() {
     answer_control(m_ctl.fd(), [this](const std::string& cmd) -> std::string {
         if (cmd.empty()) return "error: no command";
-        if (cmd == "cable plug" || cmd == "cable unplug") {
-            const bool plug = cmd == "cable plug";
-            std::string reply = m_model.set_cable(plug) ? "ok" : "error: this model has no cable";
-            fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
-            return reply;
-        }
         if (cmd.rfind("cable ", 0) == 0) {
-            const std::string why = m_model.cable_event(cmd.substr(6));
-            std::string reply = why.empty() ? "ok" : "error: " + why;
+            std::string rest = cmd.substr(6);
+            unsigned index = 0;
+            if (!rest.empty() && rest[0] >= '0' && rest[0] <= '9') {
+                const std::size_t sp = rest.find(' ');
+                const std::string num = rest.substr(0, sp);
+                char* end = nullptr;
+                const unsigned long n = std::strtoul(num.c_str(), &end, 10);
+                if (*end || n > 64 || sp == std::string::npos) return fmt::format("error: cable '{}': expected cable N EVENT", num);
+                index = static_cast<unsigned>(n);
+                rest = rest.substr(sp + 1);
+            }
+            std::string reply;
+            if (index >= m_model.cable_count())
+                reply = m_model.cable_count() ? fmt::format("error: no cable {} (cables 0 to {})", index, m_model.cable_count() - 1)
+                                              : "error: this model has no cable";
+            else if (rest == "plug" || rest == "unplug")
+                reply = m_model.set_cable(index, rest == "plug") ? "ok" : "error: this model has no cable";
+            else if (const std::string why = m_model.cable_event(index, rest); why.empty())
+                reply = "ok";
+            else
+                reply = "error: " + why;
             fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
             return reply;
         }
@@ -354,8 +368,8 @@ void server::control_one() {
             fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
             return reply;
         }
-        return fmt::format("error: unknown command (have: cable plug|unplug|retrain, cable degrade GEN LANES, "
-                           "cable ber RATE, status, nhi{})",
+        return fmt::format("error: unknown command (have: cable [N] plug|unplug|retrain, cable [N] degrade GEN LANES, "
+                           "cable [N] ber RATE, status, nhi{})",
                            m_cfg.fault_command ? ", fault add SPEC, fault clear, fault status" : "");
     });
 }

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "odl/model/router/ctl_packet.h"
 
 namespace odl::model {
@@ -36,6 +38,9 @@ struct router::lane_end : link_endpoint {
 router::router(sc_core::sc_module_name name, scheduler& sched, trace_log& log,
                const router_config& cfg)
     : sc_module(name), m_sched(sched), m_log(log), m_cfg(cfg) {
+    if (m_cfg.lane_ports > 7 || (m_cfg.lane_stride != 1 && m_cfg.lane_stride != 2))
+        throw std::invalid_argument(fmt::format("{}: {} USB4 ports with lane stride {}", this->name(),
+                                                m_cfg.lane_ports, m_cfg.lane_stride));
     init_spaces();
 }
 
@@ -57,6 +62,7 @@ void router::init_spaces() {
     const std::uint32_t hop_fields = m_cfg.max_hopid | (m_cfg.max_hopid << 11);
     for (unsigned a = 1; a <= nhi; ++a) {
         adapter_state& s = m_adp[a];
+        if (a != nhi && !is_lane(a)) continue;  // unimplemented: no spaces, ERR_ADDR
         const bool lane = a != nhi;
         s.type = lane ? ODL_ADP_TYPE_LANE : ODL_ADP_TYPE_NHI;
         s.cs.assign(lane ? k_lane_cs_dwords : ODL_ADP_HDR_DWORDS, 0);
@@ -81,14 +87,16 @@ void router::init_spaces() {
 }
 
 void router::connect(unsigned adapter, cable& c, int end) {
-    adapter_state& s = m_adp.at(adapter);
+    if (!is_lane(adapter))
+        throw std::invalid_argument(fmt::format("{}: adapter {} is not a lane adapter", name(), adapter));
+    adapter_state& s = m_adp[adapter];
     s.link = &c;
     s.end = end;
     c.attach(end, s.endpoint.get());
 }
 
 bool router::lane_up(unsigned adapter) const {
-    if (adapter == 0 || adapter >= nhi_adapter()) return false;
+    if (!is_lane(adapter)) return false;
     const adapter_state& s = m_adp[adapter];
     return s.link && s.link->up();
 }
@@ -124,10 +132,10 @@ const std::vector<std::uint32_t>* router::space_of(odl_usb4_space space,
     switch (space) {
     case ODL_USB4_SPACE_SWITCH: return &m_router_cs;
     case ODL_USB4_SPACE_PORT:
-        if (adapter == 0 || adapter >= m_adp.size()) return nullptr;
+        if (adapter == 0 || adapter >= m_adp.size() || m_adp[adapter].cs.empty()) return nullptr;
         return &m_adp[adapter].cs;
     case ODL_USB4_SPACE_HOPS:
-        if (adapter == 0 || adapter >= m_adp.size()) return nullptr;
+        if (adapter == 0 || adapter >= m_adp.size() || m_adp[adapter].hops.empty()) return nullptr;
         return &m_adp[adapter].hops;
     default: return nullptr;
     }
@@ -251,7 +259,7 @@ void router::handle_ctl(frame_ptr f) {
     case ODL_USB4_PDF_XDOMAIN_REQ:
     case ODL_USB4_PDF_XDOMAIN_RESP: {
         const unsigned port = static_cast<unsigned>(route & 0xff);
-        if (route == 0 || port >= nhi_adapter()) {
+        if (route == 0 || !is_lane(port)) {
             answer_error(route, ODL_USB4_ERR_ADP, port);
             return;
         }
@@ -282,7 +290,7 @@ void router::handle_config(const std::vector<std::uint32_t>& dw, std::uint8_t pd
     const std::uint64_t route = ctl::route_of(dw);
     if (route != 0) {
         const unsigned port = static_cast<unsigned>(route & 0xff);
-        if (port == 0 || port >= nhi_adapter())
+        if (!is_lane(port))
             answer_error(route, ODL_USB4_ERR_ADP, port);  // nothing routable there
         else if (!lane_up(port))
             answer_error(route, ODL_USB4_ERR_CONN, port);
@@ -349,7 +357,7 @@ std::optional<router::data_route> router::tx_route(unsigned ring) const {
     const std::uint32_t e = n.hops[2 * ring];
     if (!(e & ODL_HOP0_ENABLE)) return std::nullopt;
     const unsigned out = (e >> ODL_HOP0_OUT_PORT_SHIFT) & ODL_HOP0_OUT_PORT_MASK;
-    if (out == 0 || out >= nhi_adapter()) return std::nullopt;
+    if (!is_lane(out)) return std::nullopt;
     return data_route{out, static_cast<std::uint16_t>(e & ODL_HOP0_NEXT_HOP_MASK)};
 }
 

@@ -38,20 +38,20 @@ TEST(LinkdCableEvents, AppliedRefusedAndRecorded) {
     const auto step = [&](std::uint64_t ps) { m.advance_to(now += ps); };
 
     // Before both hosts are attached the cable has not trained.
-    EXPECT_EQ(m.cable_event("retrain"), "the cable is unplugged");
+    EXPECT_EQ(m.cable_event(0, "retrain"), "the cable is unplugged");
     mem_bus a, b;
     m.attach(0, &a);
     m.attach(1, &b);
     step(1'000'000'000);  // 1 ms: trained
     EXPECT_NE(first_line(m.describe()).find("link up tb5 x2, ber 0"), std::string::npos) << m.describe();
 
-    EXPECT_EQ(m.cable_event("degrade gen3 1"), "");
+    EXPECT_EQ(m.cable_event(0, "degrade gen3 1"), "");
     EXPECT_NE(first_line(m.describe()).find("link training tb4 x1"), std::string::npos) << m.describe();
     step(1'000'000'000);
     EXPECT_NE(first_line(m.describe()).find("link up tb4 x1"), std::string::npos) << m.describe();
-    EXPECT_EQ(m.cable_event("ber 1e-9"), "");
+    EXPECT_EQ(m.cable_event(0, "ber 1e-9"), "");
     EXPECT_NE(first_line(m.describe()).find("ber 1e-09"), std::string::npos) << m.describe();
-    EXPECT_EQ(m.cable_event("retrain"), "");
+    EXPECT_EQ(m.cable_event(0, "retrain"), "");
     EXPECT_NE(first_line(m.describe()).find("link training tb4 x1"), std::string::npos) << m.describe();
     step(1'000'000'000);
     EXPECT_NE(first_line(m.describe()).find("link up tb4 x1"), std::string::npos) << m.describe();
@@ -70,7 +70,7 @@ TEST(LinkdCableEvents, AppliedRefusedAndRecorded) {
         {"frobnicate", "unknown cable event 'frobnicate'"},
     };
     for (const auto& [spec, says] : bad) {
-        const std::string why = m.cable_event(spec);
+        const std::string why = m.cable_event(0, spec);
         EXPECT_NE(why.find(says), std::string::npos) << spec << ": " << why;
     }
     EXPECT_NE(first_line(m.describe()).find("link up tb4 x1, ber 1e-09"), std::string::npos) << m.describe();

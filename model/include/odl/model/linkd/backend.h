@@ -64,14 +64,18 @@ public:
     virtual void advance_to(std::uint64_t now_ps) = 0;
     /// Time of the next pending model event, ps; UINT64_MAX when idle.
     virtual std::uint64_t next_event_ps() const = 0;
-    /// Scenario event: plug (true) or pull (false) the cable. Returns false
-    /// when this model has no cable.
-    virtual bool set_cable(bool /*plugged*/) { return false; }
-    /// Scenario event on the cable, as the control socket spells it:
+    /// Cables in this model (numbered from 0); 0 when it has none.
+    virtual unsigned cable_count() const { return 0; }
+    /// Scenario event: plug (true) or pull (false) cable @cable. Returns
+    /// false when this model has no such cable.
+    virtual bool set_cable(unsigned /*cable*/, bool /*plugged*/) { return false; }
+    /// Scenario event on cable @cable, as the control socket spells it:
     /// "retrain", "degrade GEN LANES" (gen2, gen3/tb4, gen4/tb5; 1 or 2
     /// lanes), "ber RATE" (0 to 1e-3). Returns "" when applied, else why not.
-    virtual std::string cable_event(const std::string& /*spec*/) { return "this model has no cable"; }
-    /// Host at the far end of @host's cable while the link is up, else -1
+    virtual std::string cable_event(unsigned /*cable*/, const std::string& /*spec*/) {
+        return "this model has no cable";
+    }
+    /// Host at the far end of @host's first cable whose link is up, else -1
     /// (sent to the device as LINK_STATE when it changes).
     virtual int link_peer(unsigned /*host*/) const { return -1; }
     /// What the model's NHIs hold now (rings, credits, interrupts), one

@@ -43,10 +43,11 @@ public:
     void attach(unsigned host, host_bus* bus) override;
     void advance_to(std::uint64_t now_ps) override;
     std::uint64_t next_event_ps() const override { return m_inner.next_event_ps(); }
-    bool set_cable(bool plugged) override;
+    unsigned cable_count() const override { return m_inner.cable_count(); }
+    bool set_cable(unsigned cable, bool plugged) override;
     int link_peer(unsigned host) const override { return m_inner.link_peer(host); }
     std::string describe() const override { return m_inner.describe(); }
-    std::string cable_event(const std::string& spec) override;
+    std::string cable_event(unsigned cable, const std::string& spec) override;
 
 private:
     class port;

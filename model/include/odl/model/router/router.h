@@ -38,7 +38,12 @@ public:
 };
 
 struct router_config {
-    unsigned lane_ports = 1;               ///< lane adapters 1..lane_ports
+    unsigned lane_ports = 1;               ///< USB4 ports (one lane 0 adapter each)
+    /// Adapter numbers between two ports' lane 0 adapters: 1 numbers them
+    /// 1..lane_ports; 2 leaves an unimplemented adapter after each, as real
+    /// routers' lane 1 adapters sit there, so Linux does not take two ports
+    /// for the two lanes of one (tb_switch_default_link_ports()).
+    unsigned lane_stride = 1;
     std::uint64_t uid = 1;                 ///< ROUTER_CS_7/8, unique per host
     sc_core::sc_time hop_latency = sc_core::sc_time(150, sc_core::SC_NS);
     unsigned max_hopid = 15;               ///< per adapter, in and out
@@ -92,7 +97,15 @@ public:
     bool cs_read(odl_usb4_space space, unsigned adapter, unsigned offset, std::uint32_t* v) const;
     bool cs_write(odl_usb4_space space, unsigned adapter, unsigned offset, std::uint32_t v);
 
-    unsigned nhi_adapter() const { return m_cfg.lane_ports + 1; }
+    unsigned nhi_adapter() const {
+        return m_cfg.lane_ports ? (m_cfg.lane_ports - 1) * m_cfg.lane_stride + 2 : 1;
+    }
+    /// Adapter number of USB4 port @port (1-based): its lane 0 adapter.
+    unsigned lane_adapter(unsigned port) const { return 1 + (port - 1) * m_cfg.lane_stride; }
+    /// Whether @adapter is one of the lane 0 adapters.
+    bool is_lane(unsigned adapter) const {
+        return adapter > 0 && adapter < nhi_adapter() && (adapter - 1) % m_cfg.lane_stride == 0;
+    }
     const router_stats& stats() const { return m_stats; }
     bool lane_up(unsigned adapter) const;
 

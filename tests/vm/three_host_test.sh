@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Three hosts: three QEMU guests in a ring of modelled cables (A-B, B-C,
+# C-A; odl-linkd --hosts 3 --topology ring), each running the unmodified
+# thunderbolt.ko and thunderbolt_net. Every host must find both of its
+# peers as XDomains on its two USB4 ports, each port must lead to the host
+# the topology says, IP must cross each cable both ways, and pulling one
+# cable must take down exactly that link (the other two keep working) until
+# it is plugged in again. Refusals come first: a bad host count, a
+# topology odl-linkd cannot build, and options that speak of one pair.
+#
+# Usage: three_host_test.sh [--kernel 6.12|6.1]
+# Environment: ODL_LINKD (odl-linkd binary), ODL_VM_DIR (state/log dir).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+tb="$here/../../qemu-device/testbed.sh"
+kernel=6.12
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kernel) kernel=$2; shift 2 ;;
+	*) echo "unknown option $1" >&2; exit 2 ;;
+	esac
+done
+export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-three-$$}
+mkdir -p "$ODL_VM_DIR"
+# shellcheck source=tests/vm/vm_lib.sh
+. "$here/vm_lib.sh"
+step() { printf '== %s\n' "$*"; }
+
+step "refused before anything boots"
+out=$("$tb" up --hosts 5 2>&1) && fail "--hosts 5 accepted"
+grep -q -- "--hosts must be 2, 3 or 4" <<<"$out" || fail "--hosts 5: unclear error: $out"
+out=$("$tb" up --hosts 3 --gen gen4 --lanes 2 --asymmetric 2>&1) && fail "--asymmetric with 3 hosts accepted"
+grep -q -- "--asymmetric needs 2 hosts" <<<"$out" || fail "--asymmetric: unclear error: $out"
+out=$("$tb" up --hosts 3 --root 2>&1) && fail "--root with 3 hosts accepted"
+grep -q -- "--root boots a HIL pair" <<<"$out" || fail "--root: unclear error: $out"
+out=$("$tb" up --kernel "$kernel" --hosts 3 --topology 0-1,1-1 --timeout 60 2>&1) && fail "a self-loop cable accepted"
+grep -q "joins host 1 to itself" <<<"$out" || fail "self-loop: unclear error: $out"
+out=$("$tb" up --kernel "$kernel" --hosts 3 --topology 0-1,1-0 --timeout 60 2>&1) && fail "two cables between A and B accepted"
+grep -q "both join hosts" <<<"$out" || fail "double cable: unclear error: $out"
+for v in A B C; do
+	[ ! -e "$ODL_VM_DIR/$v.qemu.pid" ] || fail "a refused up left VM $v behind"
+done
+
+step "boot three VMs ($kernel) in a ring"
+t0=$SECONDS
+"$tb" up --kernel "$kernel" --hosts 3 --topology ring --timeout 300 || fail "testbed did not come up"
+echo "up in $((SECONDS - t0)) s"
+out=$(linkd_ctl status) || fail "odl-linkd status: $out"
+grep -q "^ok hosts 3 " <<<"$out" || fail "odl-linkd does not serve 3 hosts: $out"
+
+# Which host sits behind each USB4 port (ring order: cable N takes the next
+# free port of both its hosts; a host's ports are lane adapters 1 and 3).
+declare -A peer_of=([A1]=B [A3]=C [B1]=A [B3]=C [C1]=B [C3]=A)
+declare -A uid
+step "each host finds both peers on the ports the ring says"
+for v in A B C; do
+	for p in 1 3; do
+		wait_in "$v" 120 "test -e /sys/bus/thunderbolt/devices/0-$p" ||
+			fail "VM $v: no XDomain on port $p within 120 s: $(vexec "$v" 'ls /sys/bus/thunderbolt/devices' 2>&1)"
+	done
+	uid[$v]=$(vexec "$v" 'cat /sys/bus/thunderbolt/devices/0-0/unique_id') || fail "VM $v: no host router UUID"
+done
+for v in A B C; do
+	for p in 1 3; do
+		got=$(vexec "$v" "cat /sys/bus/thunderbolt/devices/0-$p/unique_id") || fail "VM $v port $p: no unique_id"
+		want=${uid[${peer_of[$v$p]}]}
+		[ "$got" = "$want" ] || fail "VM $v port $p leads to $got, expected ${peer_of[$v$p]} ($want)"
+		speed=$(vexec "$v" "cat /sys/bus/thunderbolt/devices/0-$p/rx_speed") || fail "VM $v port $p: no rx_speed"
+		[ "$speed" = "20.0 Gb/s" ] || fail "VM $v port $p: rx_speed '$speed', expected 20.0 Gb/s (Gen3)"
+	done
+	echo "VM $v: port 1 -> ${peer_of[${v}1]}, port 3 -> ${peer_of[${v}3]}"
+done
+
+# net_up VM PORT ADDR: the thunderbolt_net interface of PORT's XDomain gets ADDR/24.
+net_up() {
+	local v=$1 p=$2 addr=$3 i
+	for i in $(seq 60); do
+		# One line: the guest's command channel takes one.
+		vexec "$v" "for n in /sys/class/net/thunderbolt*; do case \$(readlink -f \$n/device) in */0-$p.0) d=\${n##*/}; ip addr flush dev \$d; ip addr add $addr/24 dev \$d && ip link set \$d up && exit 0 ;; esac; done; exit 1" \
+			>/dev/null 2>&1 && return 0
+		sleep 1
+	done
+	fail "VM $v: no thunderbolt_net interface for port $p within 60 s: $(vexec "$v" 'ls -l /sys/class/net/' 2>&1)"
+}
+# One subnet per cable: A-B 10.99.1.x, B-C 10.99.2.x, C-A 10.99.3.x.
+nets_up() {
+	net_up A 1 10.99.1.1
+	net_up B 1 10.99.1.2
+	net_up B 3 10.99.2.2
+	net_up C 1 10.99.2.3
+	net_up C 3 10.99.3.3
+	net_up A 3 10.99.3.1
+}
+# ping_ok FROM ADDR WHAT: FROM reaches ADDR within 60 s.
+ping_ok() { wait_in "$1" 60 "ping -c 1 -W 2 $2" || fail "VM $1 cannot reach $2 ($3)"; }
+
+step "IP over each cable, both ways"
+nets_up
+ping_ok A 10.99.1.2 "A->B, cable 0"
+ping_ok B 10.99.1.1 "B->A, cable 0"
+ping_ok B 10.99.2.3 "B->C, cable 1"
+ping_ok C 10.99.2.2 "C->B, cable 1"
+ping_ok C 10.99.3.1 "C->A, cable 2"
+ping_ok A 10.99.3.3 "A->C, cable 2"
+for pair in "A 10.99.1.2" "B 10.99.2.3" "C 10.99.3.1"; do
+	set -- $pair
+	out=$(vexec "$1" "ping -c 20 -i 0.05 -W 2 $2") || fail "VM $1: 20 pings to $2: $out"
+	grep -q " 0% packet loss" <<<"$out" || fail "VM $1: pings to $2 lost: $out"
+done
+
+step "pull cable 1 (B-C): only that link goes"
+"$tb" cable 1 unplug
+wait_in B 30 '! test -e /sys/bus/thunderbolt/devices/0-3' || fail "B still sees C after cable 1 was pulled"
+wait_in C 30 '! test -e /sys/bus/thunderbolt/devices/0-1' || fail "C still sees B after cable 1 was pulled"
+for v in A B C; do
+	for p in 1 3; do
+		[ "$v$p" = B3 ] || [ "$v$p" = C1 ] && continue
+		vexec "$v" "test -e /sys/bus/thunderbolt/devices/0-$p" || fail "VM $v lost port $p when cable 1 was pulled"
+	done
+done
+ping_ok A 10.99.1.2 "A->B with cable 1 out"
+ping_ok C 10.99.3.1 "C->A with cable 1 out"
+vexec B "ping -c 2 -W 1 10.99.2.3" >/dev/null 2>&1 && fail "B still reaches C with cable 1 out"
+out=$(linkd_ctl nhi) || fail "odl-linkd nhi: $out"
+grep -q "cable 1 (hosts 1-2): cable pulled" <<<"$out" || fail "odl-linkd does not show cable 1 pulled: $out"
+out=$("$tb" cable 3 unplug 2>&1) && fail "a fourth cable accepted"
+grep -q "no cable 3" <<<"$out" || fail "cable 3: unclear error: $out"
+
+step "plug cable 1 back: B and C find each other again"
+"$tb" cable 1 plug
+wait_in B 120 'test -e /sys/bus/thunderbolt/devices/0-3' || fail "B did not find C again"
+wait_in C 120 'test -e /sys/bus/thunderbolt/devices/0-1' || fail "C did not find B again"
+net_up B 3 10.99.2.2
+net_up C 1 10.99.2.3
+ping_ok B 10.99.2.3 "B->C after the replug"
+ping_ok A 10.99.1.2 "A->B after the replug"
+ping_ok A 10.99.3.3 "A->C after the replug"
+
+step "clean kernel logs, all three"
+for v in A B C; do kernel_log_clean "$v"; done
+echo "PASS: three hosts in a ring ($kernel), $((SECONDS - t0)) s"
