@@ -6,7 +6,9 @@
 # peers as XDomains on its two USB4 ports, each port must lead to the host
 # the topology says, IP must cross each cable both ways, and pulling one
 # cable must take down exactly that link (the other two keep working) until
-# it is plugged in again. Refusals come first: a bad host count, a
+# it is plugged in again. Then odl_tb5: two devices per host, each logged
+# in with the peer its port leads to, and odl perf with checksums over every
+# cable, all three at once. Refusals come first: a bad host count, a
 # topology odl-linkd cannot build, and options that speak of one pair.
 #
 # Usage: three_host_test.sh [--kernel 6.12|6.1]
@@ -14,7 +16,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-tb="$here/../../qemu-device/testbed.sh"
+repo=$(cd "$here/../.." && pwd)
+tb="$repo/qemu-device/testbed.sh"
 kernel=6.12
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -43,9 +46,12 @@ for v in A B C; do
 	[ ! -e "$ODL_VM_DIR/$v.qemu.pid" ] || fail "a refused up left VM $v behind"
 done
 
-step "boot three VMs ($kernel) in a ring"
+step "boot three VMs ($kernel) in a ring, odl_tb5 and odl in the guests"
 t0=$SECONDS
-"$tb" up --kernel "$kernel" --hosts 3 --topology ring --timeout 300 || fail "testbed did not come up"
+extra="$ODL_VM_DIR.extra"
+"$repo/kmod/guest-extra.sh" "$kernel" "$extra" >/dev/null || fail "guest extras"
+ODL_GUEST_EXTRA="$extra" "$tb" up --kernel "$kernel" --hosts 3 --topology ring --timeout 300 ||
+	fail "testbed did not come up"
 echo "up in $((SECONDS - t0)) s"
 out=$(linkd_ctl status) || fail "odl-linkd status: $out"
 grep -q "^ok hosts 3 " <<<"$out" || fail "odl-linkd does not serve 3 hosts: $out"
@@ -137,6 +143,66 @@ net_up C 1 10.99.2.3
 ping_ok B 10.99.2.3 "B->C after the replug"
 ping_ok A 10.99.1.2 "A->B after the replug"
 ping_ok A 10.99.3.3 "A->C after the replug"
+
+# dev_of VM PORT: the N of the odl_tb5 device whose service sits on PORT.
+dev_of() {
+	vexec "$1" "for d in /sys/class/odl_tb5/odl_tb5_*; do case \$(readlink -f \$d/device) in */0-$2/0-$2.*) echo \${d##*_}; exit 0 ;; esac; done; exit 1"
+}
+step "odl_tb5: two devices per host, each logged in with its port's peer"
+for v in A B C; do vexec "$v" "insmod /lib/modules/odl_tb5.ko" || fail "insmod $v"; done
+declare -A dev
+for v in A B C; do
+	for p in 1 3; do
+		for i in $(seq 60); do
+			dev[$v$p]=$(dev_of "$v" "$p" 2>/dev/null) && break
+			sleep 1
+		done
+		[ -n "${dev[$v$p]:-}" ] || fail "VM $v: no odl_tb5 device on port $p: $(vexec "$v" 'ls -l /sys/class/odl_tb5/' 2>&1)"
+		wait_in "$v" 60 "odl_tb5_ioctl /dev/odl_tb5_${dev[$v$p]} 0 | grep -q 'INFO state 2'" ||
+			fail "VM $v: odl_tb5_${dev[$v$p]} (port $p) not logged in within 60 s"
+	done
+	[ "${dev[${v}1]}" != "${dev[${v}3]}" ] || fail "VM $v: both ports on one device"
+	echo "VM $v: port 1 -> /dev/odl_tb5_${dev[${v}1]}, port 3 -> /dev/odl_tb5_${dev[${v}3]}"
+done
+# Each port's peer is the host behind it, and its device is listed under
+# it (odl link --json: peers by XDomain, their name, their devices).
+for v in A B C; do
+	out=$(vexec "$v" "odl link --json") || fail "VM $v: odl link: $out"
+	for p in 1 3; do
+		got=$(python3 -c 'import json, sys
+xd, dev = sys.argv[1], sys.argv[2]
+for x in json.loads(sys.stdin.read())["peers"]:
+    if x["xdomain"] == xd:
+        print(x["peer"], dev in [d["device"] for d in x["devices"]])' "0-$p" "/dev/odl_tb5_${dev[$v$p]}" <<<"$out") ||
+			fail "VM $v: odl link --json unreadable: $out"
+		[ "$got" = "odl-${peer_of[$v$p]} True" ] ||
+			fail "VM $v port $p: odl link says '$got', expected 'odl-${peer_of[$v$p]} True': $out"
+	done
+done
+
+step "odl perf with checksums over every cable at once (B serves A, C serves B, A serves C)"
+# perf_server VM DEV / perf_client VM DEV: one odl perf latency pair end.
+for sc in "B ${dev[B1]}" "C ${dev[C1]}" "A ${dev[A3]}"; do
+	set -- $sc
+	vexec "$1" "(odl perf latency --backend kernel --server -d $2 --connect-timeout 120 >/tmp/perf-srv-$2.log 2>&1; echo rc=\$? >>/tmp/perf-srv-$2.log) &" ||
+		fail "server on $1"
+done
+pids=()
+for cc in "A ${dev[A1]} B" "B ${dev[B3]} C" "C ${dev[C3]} A"; do
+	set -- $cc
+	(ODL_VM_EXEC_TIMEOUT=300 vexec "$1" "odl perf latency --backend kernel --client $2 --connect-timeout 120 -s 4096 -n 200 --warmup 20 --checksum -q" \
+		>"$ODL_VM_DIR/perf-$1-$3.log" 2>&1) &
+	pids+=($!)
+done
+for i in 0 1 2; do
+	wait "${pids[$i]}" || { cat "$ODL_VM_DIR"/perf-*.log; fail "odl perf client $i failed"; }
+done
+for f in "$ODL_VM_DIR"/perf-*.log; do echo "${f##*/}: $(tail -n 1 "$f")"; done
+for sc in "B ${dev[B1]}" "C ${dev[C1]}" "A ${dev[A3]}"; do
+	set -- $sc
+	wait_in "$1" 30 "grep -q '^rc=0' /tmp/perf-srv-$2.log" ||
+		fail "server on $1 did not finish cleanly: $(vexec "$1" "cat /tmp/perf-srv-$2.log")"
+done
 
 step "clean kernel logs, all three"
 for v in A B C; do kernel_log_clean "$v"; done
