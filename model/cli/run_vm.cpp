@@ -175,7 +175,7 @@ int run_on_vm(const vm_run_opts& o) {
     if (o.kernel != "6.12" && o.kernel != "6.1") refuse("vm", "--vm-kernel must be 6.12 or 6.1");
     if (!(o.time_scale >= 0)) refuse("vm", "--vm-time-scale must be >= 0");
     // What the testbed can emulate: two guests, one symmetric cable.
-    if (const std::string why = pair::pair_shape_error(s, "the testbed has exactly two VMs (A, B)"); !why.empty())
+    if (const std::string why = pair::pair_shape_error(s, "odl run --on vm replays two-host scenarios, exactly two VMs (A, B); more hosts: odl vm up --hosts 3|4, docs/vm.md"); !why.empty())
         refuse("vm", why);
     const auto& c = s.cables[0];
     // fast_end 0 is the cable's first host (host_a).
