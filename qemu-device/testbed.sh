@@ -22,7 +22,7 @@
 #   testbed.sh exec A|B|C|D CMD...                    run CMD in a guest, print output, exit with its status
 #   testbed.sh console A|B|C|D [--follow]             print (or follow) a guest's serial console log
 #   testbed.sh kill A|B|C|D                           SIGKILL one QEMU (tests: the peer must survive)
-#   testbed.sh reset A|B|C|D                          host reset: power one VM off and on again, wait until ready
+#   testbed.sh reset A|B|C|D [--off S]                host reset: power one VM off (for S seconds) and on again, wait until ready
 #   testbed.sh cable [N] plug|unplug|retrain          scenario event on modelled cable N (default 0)
 #   testbed.sh cable [N] degrade GEN LANES | ber RATE (GEN gen2|gen3|gen4, LANES 1|2; RATE 0..1e-3)
 #   testbed.sh ctl CMD...                             any odl-linkd control command (e.g. "fault status"); prints the reply
@@ -384,8 +384,15 @@ start_qemu() {
 # loses power) and started again with the same command line; odl-linkd sees
 # the host leave and come back, the peer sees the link go down and up.
 cmd_reset() {
-	local v pid start=$SECONDS argv=()
+	local v pid start=$SECONDS argv=() off=0
 	v=$(vm_name "${1:-}")
+	if [ "${2:-}" = --off ]; then
+		off=${3:-}
+		[[ "$off" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v s="$off" 'BEGIN { exit !(s <= 3600) }' ||
+			die "reset: --off takes seconds from 0 to 3600, not '$off'"
+	elif [ $# -gt 1 ]; then
+		die "usage: reset VM [--off SECONDS]"
+	fi
 	alive "$dir/$v.qemu.pid" || die "VM $v is not running"
 	[ -f "$dir/$v.argv" ] || die "VM $v was started without a saved command line"
 	pid=$(cat "$dir/$v.qemu.pid")
@@ -393,6 +400,10 @@ cmd_reset() {
 	local i
 	for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	! kill -0 "$pid" 2>/dev/null || die "VM $v's QEMU (pid $pid) did not exit on SIGKILL within 10 s"
+	if [ "$off" != 0 ]; then
+		say "VM $v off for $off s"
+		sleep "$off"
+	fi
 	mapfile -d '' argv <"$dir/$v.argv"
 	# QEMU truncates the console log: keep what the guest said before.
 	cat "$dir/$v.console.log" >>"$dir/$v.console.before-reset.log" 2>/dev/null || true

@@ -448,10 +448,14 @@ public:
                     progress(fmt::format("t={:.1f} s: {} SKIPPED ({})", now, what, tb_.no_cable_reason()));
                     rep_.not_applied.push_back(what + ": skipped: " + tb_.no_cable_reason());
                 } else if (e.kind == m::event_kind::host_reset && tb_.can_reset()) {
-                    progress(fmt::format("t={:.1f} s: {} ({} on {})", now, what, tb_.reset_means(), vm(e.host)));
-                    tb_.reset(e.host);
+                    // The host stays off for its `down`, scaled like every time.
+                    const double off_s = e.down.to_seconds() * o_.time_scale;
+                    progress(fmt::format("t={:.1f} s: {} ({} on {}, off for {:.1f} s)", now, what, tb_.reset_means(),
+                                         vm(e.host), off_s));
+                    tb_.reset(e.host, off_s);
                     link_pending = "";
-                    rep_.applied.push_back(fmt::format("{} as {} (wall t={:.1f} s)", what, tb_.reset_means(), now));
+                    rep_.applied.push_back(fmt::format("{} as {}, off for {:.1f} s (wall t={:.1f} s)", what,
+                                                       tb_.reset_means(), off_s, now));
                 } else if (e.kind == m::event_kind::plug || e.kind == m::event_kind::unplug) {
                     progress(fmt::format("t={:.1f} s: {}", now, what));
                     tb_.cable(event_name(e.kind));

@@ -207,10 +207,12 @@ public:
     /// cable); no_event_reason() says why not where they cannot be.
     virtual bool can_link_events() const { return false; }
     virtual void link_event(const m::scenario_event& /*e*/) {}
-    /// host-reset: an odl_tb5 reload on a HIL host, a power cycle of a VM.
+    /// host-reset: an odl_tb5 reload on a HIL host, a power cycle of a VM;
+    /// the host stays off (module out, VM powered off) for @off_s seconds,
+    /// the event's `down` scaled to wall time.
     virtual bool can_reset() const { return false; }
     virtual std::string reset_means() const { return "an odl_tb5 reload"; }
-    virtual void reset(unsigned /*host*/) {}
+    virtual void reset(unsigned /*host*/, double /*off_s*/) {}
     /// Why ber/degrade/retrain (and host-reset without can_reset) are not applied.
     virtual std::string no_event_reason() const = 0;
     /// One rank of a NCCL collective on @host: the command (environment,

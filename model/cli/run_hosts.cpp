@@ -98,8 +98,9 @@ public:
                                            last_line(r.out + r.err)));
     }
     bool can_reset() const override { return true; }
-    void reset(unsigned host) override {
-        const auto r = exec(host, fmt::format("{0}rmmod odl_tb5 && {0}modprobe odl_tb5", sudo(host)), 120);
+    void reset(unsigned host, double off_s) override {
+        const auto r = exec(host, fmt::format("{0}rmmod odl_tb5 && sleep {1:.3f} && {0}modprobe odl_tb5", sudo(host), off_s),
+                            120 + static_cast<int>(off_s));
         if (r.rc != 0) throw target_error(fmt::format("reloading odl_tb5 on host {}: {}", name(host), last_line(r.out)));
     }
     std::string no_event_reason() const override {

@@ -125,9 +125,9 @@ public:
     std::string reset_means() const override {
         return driver_loaded_ ? "a power cycle of the VM, odl_tb5 loaded again" : "a power cycle of the VM";
     }
-    void reset(unsigned host) override {
+    void reset(unsigned host, double off_s) override {
         check_interrupt();
-        const auto r = sh(fmt::format("{} reset {} >&2", sq(script_), name(host)), false);
+        const auto r = sh(fmt::format("{} reset {} --off {:.3f} >&2", sq(script_), name(host), off_s), false);
         check_interrupt();
         if (r.rc != 0) throw target_error(fmt::format("reset of VM {} failed (status {})", name(host), r.rc));
         kernel_log_restarted(host);

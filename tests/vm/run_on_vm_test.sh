@@ -38,10 +38,13 @@ echo "$msg"
 step "vm-small on vm (thunderbolt_net)"
 rm -rf "$out"
 set +e
-"$odl" run "$here/scenarios/vm-small.yaml" --on vm --vm-driver tbnet --out "$out"
+"$odl" run "$here/scenarios/vm-small.yaml" --on vm --vm-driver tbnet --out "$out" 2>"$ODL_VM_DIR.run.err"
 rc=$?
 set -e
+cat "$ODL_VM_DIR.run.err" >&2
 [ $rc = 0 ] || fail "odl run --on vm exited with $rc"
+# host-reset's down: 2ms at the default scale: B powered off for 2 s.
+grep -q "odl: vm: VM B off for 2.000 s" "$ODL_VM_DIR.run.err" || fail "the reset did not keep B off for its down time"
 
 step "report"
 python3 - "$out/report.json" <<'PY' || fail "report.json check"
@@ -60,7 +63,7 @@ need(w["ping"]["messages_received"] == 5 and w["ping"]["one_way_us"]["p50"] > 0,
 need(w["bulk"]["gbps"] > 0 and w["bulk"]["messages_lost"] is None, "bulk: gbps, loss not measured")
 need(w["after"]["completed"] and w["after"]["messages_lost"] == 0, "ping after replug")
 ev = r["events_applied"]
-need(len(ev) == 6 and ev[5].startswith("host-reset host b at 16 ms as a power cycle of the VM (wall t="),
+need(len(ev) == 6 and ev[5].startswith("host-reset host b at 16 ms as a power cycle of the VM, off for 2.0 s (wall t="),
      f"events applied {ev}")
 need(len(ev) == 6 and ev[0].startswith("ber cable 0 at 2 ms (1e-12)") and ev[3].startswith("degrade cable 0 at 12 ms to usb4-gen2 x1"),
      f"events applied {ev}")

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `odl vm up|down|exec A|B CMD|console A|B|reset A|B|cable ACTION|status`: the
+// `odl vm up|down|exec VM CMD|console VM|reset VM [--off S]|cable [-n N] ACTION|status`: the
 // two-VM testbed. The launcher itself is qemu-device/testbed.sh (it builds
 // QEMU and the guest images when missing, starts odl-linkd and two TCG
 // QEMUs, waits for readiness, tears everything down on failure or Ctrl-C);
@@ -127,7 +127,13 @@ void add_vm_command(CLI::App& app) {
     reset->add_option("vm", reset_which, "A, B, C or D")
         ->required()
         ->check(CLI::IsMember({"A", "B", "C", "D", "a", "b", "c", "d"}));
-    reset->callback([] { hand_over({"reset", reset_which}); });
+    static double reset_off = 0;
+    reset->add_option("--off", reset_off, "seconds the guest stays powered off")->check(CLI::Range(0.0, 3600.0));
+    reset->callback([] {
+        std::vector<std::string> args = {"reset", reset_which};
+        if (reset_off > 0) args.insert(args.end(), {"--off", fmt::format("{:.3f}", reset_off)});
+        hand_over(args);
+    });
 
     static std::string action;
     static std::vector<std::string> cable_args;
