@@ -70,7 +70,11 @@ vm_index() {
 	done
 	die "unknown VM '$1' (have: ${vms[*]})"
 }
-vm_name() { echo "${vms[$(vm_index "$1")]}"; }
+vm_name() {
+	local i
+	i=$(vm_index "$1") || exit 1  # not ${vms[$(...)]}: a bad name would read as A
+	echo "${vms[$i]}"
+}
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 

@@ -55,6 +55,9 @@ ODL_GUEST_EXTRA="$extra" "$tb" up --kernel "$kernel" --hosts 3 --topology ring -
 echo "up in $((SECONDS - t0)) s"
 out=$(linkd_ctl status) || fail "odl-linkd status: $out"
 grep -q "^ok hosts 3 " <<<"$out" || fail "odl-linkd does not serve 3 hosts: $out"
+# A guest this testbed does not have is an error, never another guest.
+out=$("$tb" exec D 'echo ran' 2>&1) && fail "exec on D (3 hosts) ran: $out"
+grep -q "unknown VM 'D' (have: A B C)" <<<"$out" || fail "exec on D: unclear error: $out"
 
 # Which host sits behind each USB4 port (ring order: cable N takes the next
 # free port of both its hosts; a host's ports are lane adapters 1 and 3).
