@@ -9,6 +9,7 @@
 #include <random>
 #include <systemc>
 
+#include "mem_bus.h"
 #include "odl/model/linkd/model_backend_sc.h"
 #include "odl/model/nhi/host_memory.h"
 #include "odl/wire/nhi_regs.h"
@@ -17,18 +18,7 @@ namespace odl::model::linkd {
 namespace {
 
 /// Guest memory of one fake host; DMA outside allocations fails.
-class mem_bus final : public host_bus {
-public:
-    bool dma_read(std::uint64_t addr, void* buf, std::size_t len) override {
-        return mem.dma_read(addr, buf, len);
-    }
-    bool dma_write(std::uint64_t addr, const void* buf, std::size_t len) override {
-        return mem.dma_write(addr, buf, len);
-    }
-    void raise_irq(unsigned) override { irqs++; }
-    local_memory mem;
-    unsigned irqs = 0;
-};
+using testing::mem_bus;
 
 constexpr unsigned ring_size = 16;
 constexpr std::uint32_t desc_posted_irq = (ODL_NHI_DESC_F_POSTED | ODL_NHI_DESC_F_INTERRUPT)

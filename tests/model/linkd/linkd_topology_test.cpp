@@ -11,20 +11,12 @@
 #include <systemc>
 
 #include "odl/model/linkd/model_backend_sc.h"
-#include "odl/model/nhi/host_memory.h"
+#include "mem_bus.h"
 
 namespace odl::model::linkd {
 namespace {
 
-class mem_bus final : public host_bus {
-public:
-    bool dma_read(std::uint64_t addr, void* buf, std::size_t len) override { return mem.dma_read(addr, buf, len); }
-    bool dma_write(std::uint64_t addr, const void* buf, std::size_t len) override {
-        return mem.dma_write(addr, buf, len);
-    }
-    void raise_irq(unsigned) override {}
-    local_memory mem;
-};
+using testing::mem_bus;
 
 /// "up" / "training" / "down" of cable @i from the nhi view.
 std::string link_of(const sc_backend& m, unsigned i) {
