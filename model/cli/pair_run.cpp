@@ -138,19 +138,19 @@ std::string last_line(const std::string& s) {
 
 void target::mark_kernel_log(unsigned host) {
     const auto r = exec(host, "dmesg | wc -l", 30);
-    log_mark_[host & 1] = r.rc == 0 ? std::strtoull(last_line(r.out).c_str(), nullptr, 10) : 0;
+    log_mark_[host % max_hosts] = r.rc == 0 ? std::strtoull(last_line(r.out).c_str(), nullptr, 10) : 0;
 }
 
 std::string target::kernel_log_problems(unsigned host) {
     const auto r = exec(host, fmt::format("dmesg | tail -n +{} | grep -v 'module verification failed' | "
                                           "grep -E 'WARNING:|BUG:|Oops|Call Trace'",
-                                          log_mark_[host & 1] + 1),
+                                          log_mark_[host % max_hosts] + 1),
                         60);
     return r.rc == 0 ? r.out : "";
 }
 
 std::string target::kernel_log_since_mark(unsigned host) {
-    return exec(host, fmt::format("dmesg | tail -n +{}", log_mark_[host & 1] + 1), 60).out;
+    return exec(host, fmt::format("dmesg | tail -n +{}", log_mark_[host % max_hosts] + 1), 60).out;
 }
 
 std::string target::logged_in_command(unsigned host) const {
@@ -176,10 +176,60 @@ public:
         : o_(o), s_(s), tb_(tb), rep_(rep) {}
 
     std::string vm(unsigned host) const { return tb_.name(host); }
-    std::string ip(unsigned host) const { return host == 0 ? "10.99.0.1" : "10.99.0.2"; }
+    bool many() const { return tb_.host_count() > 2; }
+    /// @host's address on its cable to @peer: a pair uses 10.99.0.1 / .2 on
+    /// thunderbolt0; with more hosts each cable N is 10.99.N+1.0/24.
+    std::string ip(unsigned host, unsigned peer) const {
+        if (!many()) return host == 0 ? "10.99.0.1" : "10.99.0.2";
+        return fmt::format("10.99.{}.{}", cable_between(s_, host, peer) + 1, host + 1);
+    }
+    /// The odl_tb5 device of @host on its cable to @peer (-1: none yet).
+    int dev(unsigned host, unsigned peer) {
+        if (!many()) return tb_.device(host);
+        const unsigned p = port_between(s_, host, peer);
+        const auto r = tb_.exec(host, fmt::format("for d in /sys/class/odl_tb5/odl_tb5_*; do case $(readlink -f $d/device) "
+                                                  "in */0-{0}/0-{0}.*) echo ${{d##*_}}; exit 0 ;; esac; done; exit 1",
+                                                  p),
+                                30);
+        return r.rc == 0 ? std::atoi(last_line(r.out).c_str()) : -1;
+    }
+    /// Gives @host's thunderbolt_net interface on its cable to @peer its address.
+    void address(unsigned host, unsigned peer) {
+        tb_.exec(host, fmt::format("for n in /sys/class/net/thunderbolt*; do case $(readlink -f $n/device) in "
+                                   "*/0-{0}.0) d=${{n##*/}}; ip addr show dev $d | grep -q '{1}/' || ip addr add "
+                                   "{1}/24 dev $d; ip link set $d up ;; esac; done",
+                                   port_between(s_, host, peer), ip(host, peer)),
+                 30);
+    }
+    /// Many hosts: every plugged cable carries traffic (ping over
+    /// thunderbolt_net, or both ends' odl_tb5 logged in).
+    bool wait_links_many(int secs) {
+        const auto end = clk::now() + std::chrono::seconds(secs);
+        for (std::size_t c = 0; c < s_.cables.size(); ++c) {
+            if (!plugged_[c]) continue;
+            const unsigned a = s_.cables[c].host_a, b = s_.cables[c].host_b;
+            for (bool up = false; !up;) {
+                if (clk::now() >= end) return false;
+                check_interrupt();
+                if (o_.driver == "tbnet") {
+                    address(a, b);
+                    address(b, a);
+                    up = tb_.exec(a, "ping -c 1 -W 2 " + ip(b, a), 30).rc == 0;
+                } else {
+                    const int da = dev(a, b), db = dev(b, a);
+                    up = da >= 0 && db >= 0 &&
+                         tb_.exec(a, fmt::format("grep -qE '^(connected|session)$' /sys/class/odl_tb5/odl_tb5_{}/state", da), 30).rc == 0 &&
+                         tb_.exec(b, fmt::format("grep -qE '^(connected|session)$' /sys/class/odl_tb5/odl_tb5_{}/state", db), 30).rc == 0;
+                }
+                if (!up) std::this_thread::sleep_for(std::chrono::seconds(1));
+            }
+        }
+        return true;
+    }
 
     /// Waits until the link carries traffic again (after up or a plug).
     bool wait_link(int secs) {
+        if (many()) return wait_links_many(secs);
         if (o_.driver == "tbnet") {
             // thunderbolt0 comes back as a new interface after a replug: address it each round.
             const auto end = clk::now() + std::chrono::seconds(secs);
@@ -188,9 +238,9 @@ public:
                     tb_.exec(h, fmt::format("ip link show thunderbolt0 >/dev/null 2>&1 && {{ ip addr show dev "
                                                 "thunderbolt0 | grep -q '{0}/' || ip addr add {0}/24 dev thunderbolt0; "
                                                 "ip link set thunderbolt0 up; }}",
-                                                ip(h)),
+                                                ip(h, 1 - h)),
                              30);
-                if (tb_.exec(0, "ping -c 1 -W 2 " + ip(1), 30).rc == 0) return true;
+                if (tb_.exec(0, "ping -c 1 -W 2 " + ip(1, 0), 30).rc == 0) return true;
                 std::this_thread::sleep_for(std::chrono::seconds(1));
             }
             return false;
@@ -216,7 +266,10 @@ public:
         r.run = true;
         const unsigned from = w.hosts.at(0), to = w.hosts.at(1);
         const auto t0 = clk::now();
-        if (m::is_collective(w.kind)) {
+        if (m::is_collective(w.kind) && many()) {
+            r.run = false;
+            r.error = "collectives are mapped onto two hosts only";
+        } else if (m::is_collective(w.kind)) {
             collective_opts co;
             co.rank1_files = fmt::format("/tmp/odl-run-nccl-{}", getpid());
             run_collective(tb_, w, r, co);
@@ -234,7 +287,7 @@ public:
         r.how = fmt::format("ping -A -c {} -s {} ({} -> {}, thunderbolt_net)", n, size, vm(from), vm(to));
         if (n < w.count) rep_.not_applied.push_back(fmt::format("{}: {} of {} iterations (--vm-ping-cap)", w.name, n, w.count));
         if (size < w.size) rep_.not_applied.push_back(fmt::format("{}: ping payload capped at {} B", w.name, size));
-        const auto res = tb_.exec(from, fmt::format("ping -A -c {} -s {} -W 3 -w {} {}", n, size, n * 3 + 5, ip(to)),
+        const auto res = tb_.exec(from, fmt::format("ping -A -c {} -s {} -W 3 -w {} {}", n, size, n * 3 + 5, ip(to, from)),
                                   n * 3 + 30);
         std::vector<double> us;
         std::istringstream in(res.out);
@@ -265,13 +318,13 @@ public:
         const std::uint64_t bytes = std::min(want, cap);
         const std::uint64_t len = std::min<std::uint64_t>(w.size, 1 << 20);
         const bool bidir = w.kind == m::workload_kind::bidir;
-        r.how = fmt::format("iperf3 -c {} -n {} -l {}{} ({} -> {}, thunderbolt_net, TCP)", ip(to), bytes, len,
+        r.how = fmt::format("iperf3 -c {} -n {} -l {}{} ({} -> {}, thunderbolt_net, TCP)", ip(to, from), bytes, len,
                             bidir ? " --bidir" : "", vm(from), vm(to));
         if (bytes < want)
             rep_.not_applied.push_back(fmt::format("{}: {} of {} bytes sent (--vm-stream-cap-mib)", w.name, bytes, want));
         tb_.exec(to, "iperf3 -s -D -1 >/dev/null 2>&1");
         std::this_thread::sleep_for(std::chrono::seconds(1));
-        const auto res = tb_.exec(from, fmt::format("iperf3 -c {} -n {} -l {}{} -J", ip(to), bytes, len,
+        const auto res = tb_.exec(from, fmt::format("iperf3 -c {} -n {} -l {}{} -J", ip(to, from), bytes, len,
                                                         bidir ? " --bidir" : ""),
                                   300);
         const auto j = first_json(res.out);
@@ -301,11 +354,11 @@ public:
         // holds the session's stdout keeps the command from returning.
         tb_.exec(to, fmt::format("(odl perf {} --backend kernel --server -d {} --connect-timeout 60 {} "
                                      ">/tmp/run-srv.log 2>&1; echo rc=$? >>/tmp/run-srv.log) </dev/null >/dev/null 2>&1 &",
-                                     test, tb_.device(to), args));
+                                     test, dev(to, from), args));
         std::this_thread::sleep_for(std::chrono::seconds(1));
         const auto res = tb_.exec(from,
                                   fmt::format("odl perf {} --backend kernel --client {} --connect-timeout 60 -q --json {}",
-                                              test, tb_.device(from), args),
+                                              test, dev(from, to), args),
                                   540);
         tb_.wait_in(to, 30, "grep -q '^rc=' /tmp/run-srv.log");
         const auto j = first_json(res.out);
@@ -399,9 +452,9 @@ public:
     }
 
     void run() {
-        const auto& c = s_.cables[0];
+        plugged_.assign(s_.cables.size(), true);
         if (o_.driver == "odl_tb5") tb_.load_driver();
-        for (unsigned h = 0; h < 2; ++h) tb_.mark_kernel_log(h);
+        for (unsigned h = 0; h < tb_.host_count(); ++h) tb_.mark_kernel_log(h);
         progress(fmt::format("waiting for the link ({})", o_.driver == "tbnet" ? "thunderbolt0, ping" : "odl_tb5 login"));
         if (!wait_link(120)) throw target_error("the link did not come up within 120 s");
         rep_.link_seen = tb_.link_seen();
@@ -409,11 +462,13 @@ public:
         // Set while the link is to come back before the next workload: ""
         // after a plug or host reset, the event after a retrain or degrade.
         std::optional<std::string> link_pending;
-        if (!c.plugged) {
+        for (std::size_t i = 0; i < s_.cables.size(); ++i) {
+            if (s_.cables[i].plugged) continue;
             if (!tb_.can_cable()) throw target_error("the scenario starts with the cable unplugged, and " +
                                                       tb_.no_cable_reason());
-            tb_.cable("unplug");
-            rep_.applied.push_back("cable 0 unplugged at 0 (plugged: false)");
+            tb_.cable(unsigned(i), "unplug");
+            plugged_[i] = false;
+            rep_.applied.push_back(fmt::format("cable {} unplugged at 0 (plugged: false)", i));
         }
         // One ordered timeline: events and workload starts, at their times.
         struct item {
@@ -458,7 +513,8 @@ public:
                                                        tb_.reset_means(), off_s, now));
                 } else if (e.kind == m::event_kind::plug || e.kind == m::event_kind::unplug) {
                     progress(fmt::format("t={:.1f} s: {}", now, what));
-                    tb_.cable(event_name(e.kind));
+                    tb_.cable(e.cable, event_name(e.kind));
+                    if (e.cable < plugged_.size()) plugged_[e.cable] = e.kind == m::event_kind::plug;
                     if (e.kind == m::event_kind::plug)
                         link_pending = "";
                     else
@@ -500,7 +556,7 @@ public:
         if (link_pending && !link_pending->empty()) link_back(*link_pending);
         // Kernel logs since the run began, as the vm tests check them.
         bool clean = true;
-        for (unsigned h = 0; h < 2; ++h)
+        for (unsigned h = 0; h < tb_.host_count(); ++h)
             if (!tb_.kernel_log_problems(h).empty()) clean = false;
         rep_.kernel_logs_clean = clean;
         evaluate();
@@ -511,10 +567,29 @@ private:
     const m::scenario& s_;
     target& tb_;
     report& rep_;
+    std::vector<bool> plugged_;  ///< per cable, as the timeline left it
 };
 
 
 }  // namespace
+
+unsigned port_between(const m::scenario& s, unsigned host, unsigned peer) {
+    unsigned next = 1;
+    for (const auto& c : s.cables) {
+        if (c.host_a != host && c.host_b != host) continue;
+        if (c.host_a == peer || c.host_b == peer) return next;
+        next += 2;
+    }
+    return 0;
+}
+
+int cable_between(const m::scenario& s, unsigned a, unsigned b) {
+    for (std::size_t i = 0; i < s.cables.size(); ++i) {
+        const auto& c = s.cables[i];
+        if ((c.host_a == a && c.host_b == b) || (c.host_a == b && c.host_b == a)) return int(i);
+    }
+    return -1;
+}
 
 void refuse(const std::string& where, const std::string& msg) {
     fmt::print(stderr, "odl: run: --on {}: {}\n", where, msg);

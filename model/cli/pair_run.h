@@ -185,10 +185,13 @@ struct report {
 };
 
 
-/// The two hosts a run drives. Host 0 is the scenario's first host.
+/// The hosts a run drives: a pair, or on the testbed up to four. Host 0 is
+/// the scenario's first host.
 class target {
 public:
     virtual ~target() = default;
+    static constexpr unsigned max_hosts = 4;
+    virtual unsigned host_count() const { return 2; }
     /// "A" / "B" on the testbed, "a (root@h port 22)" on a HIL pair.
     virtual std::string name(unsigned host) const = 0;
     /// Runs @cmd with the host's shell, stderr merged into out.
@@ -202,7 +205,8 @@ public:
     /// Cable events: possible at all, and why not when not.
     virtual bool can_cable() const = 0;
     virtual std::string no_cable_reason() const = 0;
-    virtual void cable(const std::string& action) = 0;
+    /// Plugs or pulls cable @index (the scenario's numbering).
+    virtual void cable(unsigned index, const std::string& action) = 0;
     /// ber, degrade and retrain applied to the link (the testbed's modelled
     /// cable); no_event_reason() says why not where they cannot be.
     virtual bool can_link_events() const { return false; }
@@ -236,14 +240,21 @@ public:
 
 protected:
     /// The host rebooted: its kernel log starts afresh, all of it is new.
-    void kernel_log_restarted(unsigned host) { log_mark_[host & 1] = 0; }
+    void kernel_log_restarted(unsigned host) { log_mark_[host % max_hosts] = 0; }
 
 private:
-    std::size_t log_mark_[2] = {0, 0};
+    std::size_t log_mark_[max_hosts] = {};
 };
 
 /// "odl: run: --on <where>: <msg>" on stderr, exit 2 (bad input, nothing started).
 [[noreturn]] void refuse(const std::string& where, const std::string& msg);
+
+/// USB4 port (lane adapter number) of @host whose cable leads to @peer, as
+/// odl-linkd numbers them: each cable, in the scenario's order, takes the
+/// next port of both its hosts (1, 3, 5, ...); 0 when no cable joins them.
+unsigned port_between(const m::scenario& s, unsigned host, unsigned peer);
+/// Index of the cable between @a and @b, -1 when none.
+int cable_between(const m::scenario& s, unsigned a, unsigned b);
 
 /// Why @s cannot run on two hosts joined by one cable ("" when it can):
 /// @what names them ("the testbed has exactly two VMs (A, B)", "a HIL pair has two").

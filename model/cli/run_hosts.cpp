@@ -90,7 +90,7 @@ public:
     std::string no_cable_reason() const override {
         return "the inventory names no cable_command (a controllable switch) for this pair";
     }
-    void cable(const std::string& action) override {
+    void cable(unsigned /*index*/, const std::string& action) override {  // a pair: one cable
         check_interrupt();
         const auto r = hil::run_process({"sh", "-c", pair_.cable_command + " " + hil::shell_quote(action)}, 120);
         if (r.status != 0)

@@ -70,17 +70,22 @@ struct module_settings {
 
 class testbed : public pair::target {
 public:
-    explicit testbed(std::string script) : script_(std::move(script)) {}
+    testbed(std::string script, unsigned hosts) : script_(std::move(script)), hosts_(hosts), settings_(hosts) {}
     ~testbed() override { down(); }
-    void up(const std::string& kernel, const std::string& gen, unsigned lanes, bool asymmetric) {
+    unsigned host_count() const override { return hosts_; }
+    /// @topology: odl-linkd's host pairs ("0-1,1-2,...") for more than two hosts.
+    void up(const std::string& kernel, const std::string& gen, unsigned lanes, bool asymmetric,
+            const std::string& topology) {
         up_ = true;  // a half-started testbed is torn down as well
-        const auto r = sh(fmt::format("{} up --kernel {} --gen {} --lanes {}{} --timeout 240 >&2", sq(script_),
-                                      kernel, gen, lanes, asymmetric ? " --asymmetric" : ""),
+        const std::string many = hosts_ > 2 ? fmt::format(" --hosts {} --topology {}", hosts_, topology) : "";
+        const auto r = sh(fmt::format("{} up --kernel {} --gen {} --lanes {}{}{} --timeout {} >&2", sq(script_),
+                                      kernel, gen, lanes, asymmetric ? " --asymmetric" : "", many,
+                                      hosts_ > 2 ? 360 : 240),
                           false);
         check_interrupt();
         if (r.rc != 0) throw target_error(fmt::format("testbed up failed (status {})", r.rc));
     }
-    std::string name(unsigned host) const override { return host == 0 ? "A" : "B"; }
+    std::string name(unsigned host) const override { return std::string(1, char('A' + host)); }
     sh_result exec(unsigned host, const std::string& cmd, int timeout_s) override {
         check_interrupt();
         auto r = sh(fmt::format("ODL_VM_EXEC_TIMEOUT={} {} exec {} {}", timeout_s, sq(script_), name(host), sq(cmd)));
@@ -88,13 +93,10 @@ public:
         return r;
     }
     int device(unsigned) const override { return 0; }
-    void set_module_settings(const module_settings (&m)[2]) {
-        settings_[0] = m[0];
-        settings_[1] = m[1];
-    }
+    void set_module_settings(const std::vector<module_settings>& m) { settings_ = m; }
     void load_driver() override {
         driver_loaded_ = true;
-        for (unsigned h = 0; h < 2; ++h) insmod(h);
+        for (unsigned h = 0; h < hosts_; ++h) insmod(h);
     }
     std::string link_seen() override {
         const auto sp = exec(0, "cd /sys/bus/thunderbolt/devices/0-1 && echo \"$(cat tx_speed) per lane x $(cat tx_lanes) lanes\"", 60);
@@ -102,15 +104,16 @@ public:
     }
     bool can_cable() const override { return true; }
     std::string no_cable_reason() const override { return ""; }
-    void cable(const std::string& action) override {
+    void cable(unsigned index, const std::string& action) override {
         check_interrupt();
-        const auto r = sh(fmt::format("{} cable {}", sq(script_), action));
-        if (r.rc != 0) throw target_error("cable " + action + " failed: " + r.out);
+        const std::string which = index ? fmt::format("{} ", index) : "";
+        const auto r = sh(fmt::format("{} cable {}{}", sq(script_), which, action));
+        if (r.rc != 0) throw target_error("cable " + which + action + " failed: " + r.out);
     }
     /// Inserts odl_tb5 with the host's settings and reads them back from
     /// sysfs (a bool parameter reads Y or N).
     void insmod(unsigned h) {
-        const module_settings& m = settings_[h & 1];
+        const module_settings& m = settings_.at(h);
         const auto r = exec(h, "insmod /lib/modules/odl_tb5.ko" + m.args(), 60);
         if (r.rc != 0) throw target_error(fmt::format("insmod odl_tb5 in VM {}: {}", name(h), r.out));
         const auto check = [&](const char* p, const std::string& want) {
@@ -143,6 +146,7 @@ public:
         case m::event_kind::ber: spec = fmt::format("ber {:g}", e.ber); break;
         default: throw target_error("not a link event: " + event_name(e.kind));
         }
+        if (e.cable) spec = fmt::format("{} {}", e.cable, spec);
         const auto r = sh(fmt::format("{} ctl {}", sq(script_), sq("cable " + spec)));
         if (r.rc != 0) throw target_error(fmt::format("cable {} failed: {}", spec, last_line(r.out)));
     }
@@ -156,10 +160,29 @@ public:
 
 private:
     std::string script_;
+    unsigned hosts_;
     bool up_ = false;
     bool driver_loaded_ = false;  ///< odl_tb5 inserted: again after a reset
-    module_settings settings_[2];
+    std::vector<module_settings> settings_;
 };
+
+/// Why @s cannot run on three or four VMs ("" when it can): odl-linkd gives
+/// every cable one generation and width, and no cable is asymmetric.
+std::string many_shape_error(const m::scenario& s) {
+    if (s.hosts.size() > pair::target::max_hosts)
+        return fmt::format("{} has {} hosts; the testbed boots at most 4 VMs. Replay it with --on model.", s.name,
+                           s.hosts.size());
+    const auto& c0 = s.cables[0].cfg;
+    for (std::size_t i = 0; i < s.cables.size(); ++i) {
+        const auto& c = s.cables[i].cfg;
+        if (c.asymmetric) return fmt::format("cable {}: an asymmetric cable needs a scenario of two hosts", i);
+        if (c.gen != c0.gen || c.lanes != c0.lanes)
+            return fmt::format("cable {} is {} x{}, cable 0 {} x{}: odl-linkd models every cable of a testbed alike", i,
+                               gen_arg(c.gen), c.lanes, gen_arg(c0.gen), c0.lanes);
+    }
+    // (A workload's two hosts share a cable: the scenario's own check.)
+    return "";
+}
 
 }  // namespace
 
@@ -174,8 +197,12 @@ int run_on_vm(const vm_run_opts& o) {
     if (o.driver != "odl_tb5" && o.driver != "tbnet") refuse("vm", "--vm-driver must be odl_tb5 or tbnet");
     if (o.kernel != "6.12" && o.kernel != "6.1") refuse("vm", "--vm-kernel must be 6.12 or 6.1");
     if (!(o.time_scale >= 0)) refuse("vm", "--vm-time-scale must be >= 0");
-    // What the testbed can emulate: two guests, one symmetric cable.
-    if (const std::string why = pair::pair_shape_error(s, "odl run --on vm replays two-host scenarios, exactly two VMs (A, B); more hosts: odl vm up --hosts 3|4, docs/vm.md"); !why.empty())
+    // What the testbed can emulate: two guests and one cable, or up to four
+    // guests whose cables are alike.
+    const bool many = s.hosts.size() > 2;
+    if (const std::string why = many ? many_shape_error(s)
+                                     : pair::pair_shape_error(s, "the testbed joins two VMs (A, B) with one");
+        !why.empty())
         refuse("vm", why);
     const auto& c = s.cables[0];
     // fast_end 0 is the cable's first host (host_a).
@@ -200,8 +227,9 @@ int run_on_vm(const vm_run_opts& o) {
     {
         std::string impl = o.nhi_impl;
         if (impl.empty()) {
-            if (s.hosts[0].nhi != s.hosts[1].nhi)
-                refuse("vm", "odl-linkd runs one kind of interrupt unit for both hosts: give both hosts the same 'nhi:'");
+            for (const auto& h : s.hosts)
+                if (h.nhi != s.hosts[0].nhi)
+                    refuse("vm", "odl-linkd runs one kind of interrupt unit for all hosts: give every host the same 'nhi:'");
             impl = m::to_string(s.hosts[0].nhi);
         }
         if (impl != "model") {
@@ -217,12 +245,15 @@ int run_on_vm(const vm_run_opts& o) {
     rep.file = o.file;
     rep.kernel = o.kernel;
     rep.driver = o.driver == "tbnet" ? "thunderbolt_net (ping, iperf3)" : "odl_tb5 (odl perf --backend kernel)";
+    std::string topology;
+    for (const auto& k : s.cables) topology += fmt::format("{}{}-{}", topology.empty() ? "" : ",", k.host_a, k.host_b);
     rep.cable = c.cfg.asymmetric ? std::string("gen4 asymmetric (3 lanes A->B, 1 back)")
                                  : fmt::format("{} x{}", gen_arg(c.cfg.gen), c.cfg.lanes);
+    if (many) rep.cable = fmt::format("{} cables {} ({})", s.cables.size(), rep.cable, topology);
     rep.time_scale = o.time_scale;
-    module_settings settings[2];
+    std::vector<module_settings> settings(s.hosts.size());
     const bool kmod = o.driver == "odl_tb5";
-    for (unsigned i = 0; i < s.hosts.size() && i < 2; ++i) {
+    for (unsigned i = 0; i < s.hosts.size(); ++i) {
         const auto& h = s.hosts[i];
         // What the guest's odl_tb5 can be told: its Rx mode and its rings'
         // interrupt throttle (module parameters poll, irq_throttle_us).
@@ -252,12 +283,13 @@ int run_on_vm(const vm_run_opts& o) {
     pair::set_where("vm");
     pair::signal_guard signals;
 
-    progress(fmt::format("{}: 2 hosts, cable {}, {} events, {} workloads, {} assertions; Linux {}, {}", s.name,
-                         rep.cable, s.events.size(), s.workloads.size(), s.assertions.size(), o.kernel, rep.driver));
+    progress(fmt::format("{}: {} hosts, cable {}, {} events, {} workloads, {} assertions; Linux {}, {}", s.name,
+                         s.hosts.size(), rep.cable, s.events.size(), s.workloads.size(), s.assertions.size(),
+                         o.kernel, rep.driver));
     const auto t0 = clk::now();
     int rc = 0;
     {
-        testbed tb(src + "/qemu-device/testbed.sh");
+        testbed tb(src + "/qemu-device/testbed.sh", unsigned(s.hosts.size()));
         try {
             if (o.driver == "odl_tb5") {
                 progress("building odl_tb5.ko and the guest extras (kmod/guest-extra.sh)");
@@ -271,8 +303,8 @@ int run_on_vm(const vm_run_opts& o) {
                 setenv("ODL_GUEST_EXTRA", extra.c_str(), 1);
             }
             tb.set_module_settings(settings);
-            progress("starting the testbed (odl-linkd + two QEMUs)");
-            tb.up(o.kernel, gen_arg(c.cfg.gen), c.cfg.asymmetric ? 2 : c.cfg.lanes, c.cfg.asymmetric);
+            progress(fmt::format("starting the testbed (odl-linkd + {} QEMUs)", s.hosts.size()));
+            tb.up(o.kernel, gen_arg(c.cfg.gen), c.cfg.asymmetric ? 2 : c.cfg.lanes, c.cfg.asymmetric, topology);
             pair::replay(o, s, tb, rep);
         } catch (const interrupted&) {
             rep.error = "interrupted";

@@ -43,7 +43,7 @@ public:
     std::string link_seen() override { return ""; }
     bool can_cable() const override { return false; }
     std::string no_cable_reason() const override { return "none here"; }
-    void cable(const std::string&) override {}
+    void cable(unsigned, const std::string&) override {}
     std::string no_event_reason() const override { return "none here"; }
     std::string rendezvous_address() const override { return "127.0.0.1"; }
     std::string nccl_rank_command(unsigned host) const override {

@@ -8,20 +8,24 @@
 # cable must take down exactly that link (the other two keep working) until
 # it is plugged in again. Then odl_tb5: two devices per host, each logged
 # in with the peer its port leads to, and odl perf with checksums over every
-# cable, all three at once. Refusals come first: a bad host count, a
-# topology odl-linkd cannot build, and options that speak of one pair.
+# cable, all three at once. Last, a three-host scenario replayed with `odl
+# run --on vm` (tests/vm/scenarios/vm-three.yaml): every workload on its
+# cable, cable 1 pulled and plugged back, its assertions. Refusals come
+# first: a bad host count, a topology odl-linkd cannot build, and options
+# that speak of one pair.
 #
-# Usage: three_host_test.sh [--kernel 6.12|6.1]
+# Usage: three_host_test.sh [--kernel 6.12|6.1] [--odl PATH]
 # Environment: ODL_LINKD (odl-linkd binary), ODL_VM_DIR (state/log dir).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 tb="$repo/qemu-device/testbed.sh"
-kernel=6.12
+kernel=6.12 odl=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kernel=$2; shift 2 ;;
+	--odl) odl=$2; shift 2 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -209,4 +213,37 @@ done
 
 step "clean kernel logs, all three"
 for v in A B C; do kernel_log_clean "$v"; done
+"$tb" down >/dev/null
+
+if [ -n "$odl" ]; then
+	step "a three-host scenario with odl run --on vm"
+	out="$ODL_VM_DIR.run"
+	rm -rf "$out"
+	set +e
+	ODL_VM_DIR="$out/vm" "$odl" run "$here/scenarios/vm-three.yaml" --on vm --vm-kernel "$kernel" --out "$out" \
+		>"$out.txt" 2>&1
+	rc=$?
+	set -e
+	cat "$out.txt"
+	[ $rc = 0 ] || fail "odl run vm-three.yaml --on vm exited with $rc"
+	python3 - "$out/report.json" <<'PY' || fail "report.json of vm-three"
+import json, sys
+r = json.load(open(sys.argv[1]))
+def need(cond, what):
+    if not cond:
+        sys.exit("report.json: " + what)
+need(r["on"] == "vm" and r["passed"] is True, "on/passed")
+st = [a["status"] for a in r["assertions"]]
+need(st == ["PASS"] * 6, f"assertions {st}")
+how = {w["name"]: w["measured_with"] for w in r["workloads"]}
+for name, path in (("ab", "(A -> B, odl_tb5)"), ("bc", "(B -> C, odl_tb5)"), ("ca", "(C -> A, odl_tb5)"),
+                   ("ab-cable1-out", "(A -> B, odl_tb5)"), ("bc-back", "(C -> B, odl_tb5)")):
+    need(path in how[name], f"workload {name} ran as {how[name]}")
+ev = r["events_applied"]
+need(len(ev) == 2 and ev[0].startswith("unplug cable 1 at 12 ms") and ev[1].startswith("plug cable 1 at 20 ms"),
+     f"events applied {ev}")
+need(r["kernel_logs_clean"] is True, "guest kernel logs")
+print("report.json ok:", how)
+PY
+fi
 echo "PASS: three hosts in a ring ($kernel), $((SECONDS - t0)) s"
