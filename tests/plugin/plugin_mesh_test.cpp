@@ -21,6 +21,7 @@
 
 #include "odl/wire/nccl_stats.h"
 #include "pair_harness.h"
+#include "stats_reader.h"
 
 namespace odl::plugin::test {
 namespace {
@@ -28,14 +29,6 @@ namespace {
 constexpr int kRanks = 3;
 // Loopback device of the link between ranks a and b (a < b): 0-1, 0-2, 1-2.
 constexpr int link_of(int a, int b) { return a + b - (a == 0 ? 1 : 0); }
-
-stats_file read_stats() {
-    stats_file st{};
-    std::ifstream f(stats_dir() + "/" + stats_file_name(getpid()), std::ios::binary);
-    PCHECK(f.read(reinterpret_cast<char*>(&st), sizeof(st)).good());
-    PCHECK(st.magic == kStatsMagic);
-    return st;
-}
 
 /// One rank's body: its number, the plugin, a channel to each other rank.
 void rank_body(int me, net_api& api, std::array<channel*, kRanks>& ch) {

@@ -13,6 +13,7 @@
 
 #include "odl/odl.h"
 #include "pair_harness.h"
+#include "stats_reader.h"
 #include "odl/wire/nccl_stats.h"
 
 namespace odl::plugin::test {
@@ -29,14 +30,6 @@ protected:
     void TearDown() override { std::system(("rm -rf " + m_dir).c_str()); }
     std::string m_dir;
 };
-
-stats_file read_stats() {
-    stats_file st{};
-    std::ifstream f(stats_dir() + "/" + stats_file_name(getpid()), std::ios::binary);
-    PCHECK(f.read(reinterpret_cast<char*>(&st), sizeof(st)).good());
-    PCHECK(st.magic == kStatsMagic);
-    return st;
-}
 
 constexpr int kLanes = 4;
 constexpr int kConns = 8;
