@@ -3,6 +3,8 @@
 // the timeline runner and the report files (pair_run.h).
 #include "pair_run.h"
 
+#include "odl/model/linkd/backend.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -153,9 +155,11 @@ std::string target::kernel_log_since_mark(unsigned host) {
     return exec(host, fmt::format("dmesg | tail -n +{}", log_mark_[host % max_hosts] + 1), 60).out;
 }
 
-std::string target::logged_in_command(unsigned host) const {
+std::string target::logged_in_command(unsigned host) const { return logged_in_command_of(device(host)); }
+
+std::string target::logged_in_command_of(int dev) {
     // The module's own view (kmod/sysfs.c): logged in once "connected".
-    return fmt::format("grep -qE '^(connected|session)$' /sys/class/odl_tb5/odl_tb5_{}/state", device(host));
+    return fmt::format("grep -qE '^(connected|session)$' /sys/class/odl_tb5/odl_tb5_{}/state", dev);
 }
 
 bool target::wait_in(unsigned host, int secs, const std::string& cmd) {
@@ -217,9 +221,8 @@ public:
                     up = tb_.exec(a, "ping -c 1 -W 2 " + ip(b, a), 30).rc == 0;
                 } else {
                     const int da = dev(a, b), db = dev(b, a);
-                    up = da >= 0 && db >= 0 &&
-                         tb_.exec(a, fmt::format("grep -qE '^(connected|session)$' /sys/class/odl_tb5/odl_tb5_{}/state", da), 30).rc == 0 &&
-                         tb_.exec(b, fmt::format("grep -qE '^(connected|session)$' /sys/class/odl_tb5/odl_tb5_{}/state", db), 30).rc == 0;
+                    up = da >= 0 && db >= 0 && tb_.exec(a, target::logged_in_command_of(da), 30).rc == 0 &&
+                         tb_.exec(b, target::logged_in_command_of(db), 30).rc == 0;
                 }
                 if (!up) std::this_thread::sleep_for(std::chrono::seconds(1));
             }
@@ -574,13 +577,10 @@ private:
 }  // namespace
 
 unsigned port_between(const m::scenario& s, unsigned host, unsigned peer) {
-    unsigned next = 1;
-    for (const auto& c : s.cables) {
-        if (c.host_a != host && c.host_b != host) continue;
-        if (c.host_a == peer || c.host_b == peer) return next;
-        next += 2;
-    }
-    return 0;
+    const int c = cable_between(s, host, peer);
+    if (c < 0) return 0;
+    const auto& k = s.cables[std::size_t(c)];
+    return odl::model::linkd::lane_adapter_of_port(k.host_a == host ? k.port_a : k.port_b);
 }
 
 int cable_between(const m::scenario& s, unsigned a, unsigned b) {

@@ -234,6 +234,8 @@ public:
     std::string kernel_log_since_mark(unsigned host);
     /// The command that succeeds once the host's odl_tb5 is logged in.
     std::string logged_in_command(unsigned host) const;
+    /// The same for /dev/odl_tb5_@dev.
+    static std::string logged_in_command_of(int dev);
 
     /// Polls @cmd on @host until it succeeds, at most @secs seconds.
     bool wait_in(unsigned host, int secs, const std::string& cmd);
@@ -249,9 +251,9 @@ private:
 /// "odl: run: --on <where>: <msg>" on stderr, exit 2 (bad input, nothing started).
 [[noreturn]] void refuse(const std::string& where, const std::string& msg);
 
-/// USB4 port (lane adapter number) of @host whose cable leads to @peer, as
-/// odl-linkd numbers them: each cable, in the scenario's order, takes the
-/// next port of both its hosts (1, 3, 5, ...); 0 when no cable joins them.
+/// Lane adapter of @host's port whose cable leads to @peer, as odl-linkd
+/// numbers them (the scenario's port_a / port_b through
+/// linkd::lane_adapter_of_port: 1, 3, 5, ...); 0 when no cable joins them.
 unsigned port_between(const m::scenario& s, unsigned host, unsigned peer);
 /// Index of the cable between @a and @b, -1 when none.
 int cable_between(const m::scenario& s, unsigned a, unsigned b);

@@ -170,8 +170,8 @@ private:
 /// every cable one generation and width, and no cable is asymmetric.
 std::string many_shape_error(const m::scenario& s) {
     if (s.hosts.size() > pair::target::max_hosts)
-        return fmt::format("{} has {} hosts; the testbed boots at most 4 VMs. Replay it with --on model.", s.name,
-                           s.hosts.size());
+        return fmt::format("{} has {} hosts; the testbed boots at most {} VMs. Replay it with --on model.", s.name,
+                           s.hosts.size(), pair::target::max_hosts);
     const auto& c0 = s.cables[0].cfg;
     for (std::size_t i = 0; i < s.cables.size(); ++i) {
         const auto& c = s.cables[i].cfg;

@@ -91,7 +91,7 @@ struct sc_backend::host {
         router_config c;
         c.uid = 0x0d1c000000000100ull + i;  // unique per host
         c.lane_ports = ports;
-        c.lane_stride = 2;  // Linux must see separate ports, not two lanes of one
+        c.lane_stride = lane_stride;  // Linux must see separate ports, not two lanes of one
         return c;
     }
     bus_memory mem;

@@ -9,6 +9,13 @@
 
 namespace odl::model::linkd {
 
+/// odl-linkd's host routers leave an unimplemented adapter after each USB4
+/// port's lane adapter (router_config::lane_stride), so that Linux does not
+/// take two ports for the two lanes of one. Port P (from 1, in cable order)
+/// is then lane adapter 1 + 2 (P - 1): Linux's XDomain "0-<adapter>".
+constexpr unsigned lane_stride = 2;
+constexpr unsigned lane_adapter_of_port(unsigned port) { return 1 + (port - 1) * lane_stride; }
+
 /// What the model may ask of a connected host (its QEMU device). Calls are
 /// synchronous: linkd waits for the completion, serving nothing else of
 /// that host meanwhile. All return false when the host is gone or refused.
