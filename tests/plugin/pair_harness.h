@@ -30,9 +30,13 @@
 #include <gtest/gtest.h>
 #endif
 
-#include "net_api.h"
+#include "tools/net_api.h"
 
 namespace odl::plugin::test {
+
+using caller::common_props;
+using caller::loaded_plugin;
+using caller::net_api;
 
 /// Thrown by PCHECK; the side that throws fails (the child through its exit code).
 struct check_failed : std::runtime_error {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Test-side view of one exported ncclNetPlugin_vN table: every call goes
+// A caller's view of one exported ncclNetPlugin_vN table (the tests and
+// odl-plugin-collective drive the plugin through it): every call goes
 // through that version's own signature, behind one interface the scenarios use.
 #pragma once
 
@@ -12,7 +13,7 @@
 
 #include "nccl/net.h"
 
-namespace odl::plugin::test {
+namespace odl::plugin::caller {
 
 /// The properties every version has, plus the newer ones (0 when absent).
 struct common_props {
@@ -157,4 +158,4 @@ private:
     std::unique_ptr<net_api> m_api;
 };
 
-}  // namespace odl::plugin::test
+}  // namespace odl::plugin::caller
