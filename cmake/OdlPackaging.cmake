@@ -115,7 +115,9 @@ set(CPACK_COMPONENT_PLUGIN_DESCRIPTION
 The net plugin \"ODL\" for NCCL (libnccl-net-odl.so) and RCCL
 (librccl-net-odl.so): collectives between two hosts over an OdinLink cable.
 Select it with NCCL_NET_PLUGIN=/usr/${CMAKE_INSTALL_LIBDIR}/odl/libnccl-net-odl.so
-and NCCL_NET=ODL.")
+and NCCL_NET=ODL. Beside them, odl-plugin-collective runs a checked ring
+all-reduce or all-gather through the plugin on host memory, for hosts
+without a GPU.")
 
 set(CPACK_DEBIAN_DKMS_PACKAGE_NAME ${ODL_DKMS_PACKAGE})
 set(CPACK_DEBIAN_DKMS_PACKAGE_SECTION kernel)

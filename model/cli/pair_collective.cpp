@@ -46,8 +46,11 @@ std::string read_collective_result(const std::string& out, const std::string& op
         } else {
             r.lost = 0;  // checked exactly: a lost or damaged byte would show
         }
-        r.how += fmt::format("; NCCL {}, {}, {} calls timed one by one", j.value("nccl", "?"), j.value("gpu", "?"),
-                             j.value("iters", 0));
+        if (j.contains("engine"))  // odl-plugin-collective: its how says what ran
+            r.how += fmt::format("; {} calls timed one by one over {} ranks", j.value("iters", 0), j.value("ranks", 0));
+        else
+            r.how += fmt::format("; NCCL {}, {}, {} calls timed one by one", j.value("nccl", "?"), j.value("gpu", "?"),
+                                 j.value("iters", 0));
         return "";
     }
     return fmt::format("no result for {} of {} B in rank 0's output", op, size);

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "pair_collective.h"
+#include "plugin_collective.h"
 
 namespace odl::cli::pair {
 
@@ -269,9 +270,11 @@ public:
         r.run = true;
         const unsigned from = w.hosts.at(0), to = w.hosts.at(1);
         const auto t0 = clk::now();
-        if (m::is_collective(w.kind) && many()) {
+        if (m::is_collective(w.kind) && tb_.plugin_collectives()) {
+            run_plugin_collective(tb_, w, r, fmt::format("/tmp/odl-run-collective-{}", getpid()));
+        } else if (m::is_collective(w.kind) && many()) {
             r.run = false;
-            r.error = "collectives are mapped onto two hosts only";
+            r.error = "NCCL collectives are mapped onto two hosts only";
         } else if (m::is_collective(w.kind)) {
             collective_opts co;
             co.rank1_files = fmt::format("/tmp/odl-run-nccl-{}", getpid());

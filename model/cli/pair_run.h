@@ -225,6 +225,12 @@ public:
     /// Where host 1 reaches host 0 for NCCL's rendezvous, never over the
     /// link under test ("" = nowhere).
     virtual std::string rendezvous_address() const { return ""; }
+    /// Collectives run as odl-plugin-collective ranks on the scenario's hosts
+    /// (plugin_collective.h: the plugin's net API on host memory, two hosts
+    /// or more) instead of NCCL jobs on a pair.
+    virtual bool plugin_collectives() const { return false; }
+    /// Where odl-plugin-collective is installed on the hosts.
+    virtual std::string plugin_collective_program() const { return ""; }
     /// Remembers where the kernel log stands now; kernel_log_problems()
     /// reads only what came after.
     virtual void mark_kernel_log(unsigned host);

@@ -37,6 +37,7 @@
 
 #include "odl/model/scenario/scenario.h"
 #include "pair_run.h"
+#include "plugin_collective.h"
 
 namespace odl::cli {
 namespace {
@@ -68,6 +69,11 @@ struct module_settings {
     }
 };
 
+/// Where the guest extras put the NCCL plugin and odl-plugin-collective
+/// (beside each other: the program loads the plugin from its own folder).
+constexpr const char* k_guest_plugin = "/usr/lib/odl/libnccl-net-odl.so";
+constexpr const char* k_guest_collective = "/usr/lib/odl/odl-plugin-collective";
+
 class testbed : public pair::target {
 public:
     testbed(std::string script, unsigned hosts) : script_(std::move(script)), hosts_(hosts), settings_(hosts) {}
@@ -93,6 +99,8 @@ public:
         return r;
     }
     int device(unsigned) const override { return 0; }
+    bool plugin_collectives() const override { return true; }
+    std::string plugin_collective_program() const override { return k_guest_collective; }
     void set_module_settings(const std::vector<module_settings>& m) { settings_ = m; }
     void load_driver() override {
         driver_loaded_ = true;
@@ -214,8 +222,26 @@ int run_on_vm(const vm_run_opts& o) {
     if (c.cfg.gen == m::generation::gen4 && o.kernel == "6.1")
         refuse("vm", "a tb5/Gen4 cable needs --vm-kernel 6.12: Linux 6.1 does not decode Gen4 and reports 10 Gb/s");
 
+    // Collectives run as odl-plugin-collective ranks around the workload's
+    // hosts, one cable per neighbour.
+    bool collectives = false;
+    for (const auto& w : s.workloads) {
+        if (!m::is_collective(w.kind)) continue;
+        collectives = true;
+        if (const std::string gap = pair::ring_gap(s, w); !gap.empty()) refuse("vm", gap);
+    }
     const std::string src = env_or("ODL_SOURCE_DIR", ODL_SOURCE_DIR_DEFAULT);
     const std::string build = env_or("ODL_BUILD_DIR", ODL_BINARY_DIR_DEFAULT);
+    // The plugin and its collective program go into the guests with odl_tb5.
+    std::string plugin_extras;
+    if (collectives && o.driver == "odl_tb5") {
+        for (const auto& [file, guest] : {std::pair<std::string, const char*>{build + "/lib/libnccl-net-odl.so", k_guest_plugin},
+                                          {build + "/lib/odl-plugin-collective", k_guest_collective}}) {
+            if (!std::filesystem::exists(file))
+                refuse("vm", fmt::format("the scenario's collectives need {} (build the plugin: cmake --build {})", file, build));
+            plugin_extras += " " + sq(file + ":" + guest);
+        }
+    }
     const std::string out = o.out.empty() ? build + "/runs/" + s.name + "-vm" : o.out;
     std::error_code ec;
     std::filesystem::create_directories(out, ec);
@@ -294,8 +320,8 @@ int run_on_vm(const vm_run_opts& o) {
             if (o.driver == "odl_tb5") {
                 progress("building odl_tb5.ko and the guest extras (kmod/guest-extra.sh)");
                 const std::string extra = std::string(std::getenv("ODL_VM_DIR")) + ".extra";
-                const auto r = sh(fmt::format("{} {} {} {}", sq(src + "/kmod/guest-extra.sh"), o.kernel, sq(extra),
-                                              sq(build)));
+                const auto r = sh(fmt::format("{} {} {} {}{}", sq(src + "/kmod/guest-extra.sh"), o.kernel, sq(extra),
+                                              sq(build), plugin_extras));
                 check_interrupt();
                 if (r.rc != 0)
                     throw target_error("kmod/guest-extra.sh failed (odl_tb5 needs the kernel headers; "

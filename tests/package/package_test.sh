@@ -39,6 +39,7 @@ for f in bin/odl "$libdir/libodl.so.0" "$libdir/libodl.so" include/odl/odl.h inc
 	include/odl/wire/frame.h include/odl/uapi/odl_tb5.h "$libdir/cmake/odl/odlConfig.cmake" \
 	"$libdir/cmake/odl/odlConfigVersion.cmake" "$libdir/pkgconfig/odl.pc" \
 	"$libdir/odl/libnccl-net-odl.so" "$libdir/odl/librccl-net-odl.so" share/odl/nccl/allreduce_check.py \
+	"$libdir/odl/odl-plugin-collective" \
 	"src/odl_tb5-$version/dkms.conf" "src/odl_tb5-$version/Kbuild" "src/odl_tb5-$version/main.c" \
 	"src/odl_tb5-$version/include/odl/wire/frame.h" "src/odl_tb5-$version/include/uapi/odl_tb5.h" \
 	lib/udev/rules.d/71-odl-tb5.rules lib/modules-load.d/odl_tb5.conf share/doc/odl/copyright; do
@@ -131,6 +132,7 @@ done
 has odl-nccl-plugin "usr/$libdir/odl/libnccl-net-odl.so"
 has odl-nccl-plugin "usr/$libdir/odl/librccl-net-odl.so"
 has odl-nccl-plugin "usr/share/odl/nccl/allreduce_check.py"
+has odl-nccl-plugin "usr/$libdir/odl/odl-plugin-collective"
 
 d=$(deb odl-tb5-dkms)
 [ "$(dpkg-deb -f "$d" Architecture)" = all ] || fail "odl-tb5-dkms is not Architecture: all"
