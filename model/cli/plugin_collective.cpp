@@ -16,19 +16,6 @@
 
 namespace odl::cli::pair {
 
-std::string ring_gap(const m::scenario& s, const m::scenario_workload& w) {
-    const std::size_t n = w.hosts.size();
-    for (std::size_t i = 0; i < n; ++i) {
-        const unsigned a = w.hosts[i], b = w.hosts[(i + 1) % n];
-        if (n == 2 && i == 1) break;  // a ring of two is its one cable
-        if (cable_between(s, a, b) < 0)
-            return fmt::format("{}: its ring of hosts needs a cable between neighbours {} and {}, and the "
-                               "scenario has none (the plugin carries a connection over one cable, no further)",
-                               w.name, s.hosts.at(a).name, s.hosts.at(b).name);
-    }
-    return "";
-}
-
 namespace {
 
 using clk = std::chrono::steady_clock;

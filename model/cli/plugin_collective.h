@@ -12,11 +12,8 @@
 
 namespace odl::cli::pair {
 
-/// Why the ring of @w's hosts (in the workload's order, the last back to
-/// the first) misses a cable between neighbours; "" when every pair is cabled.
-std::string ring_gap(const m::scenario& s, const m::scenario_workload& w);
-
-/// Runs @w on @tb (its hosts, two or more, rank i on w.hosts[i]) and fills
+/// Runs @w on @tb (its hosts, two or more, rank i on w.hosts[i]; the
+/// scenario's parser has made sure neighbours share a cable) and fills
 /// @r: completed, time_us, gbps (bus bandwidth) or the error. @folder is the
 /// rendezvous folder made on every host (unique per run). Every rank is
 /// stopped and every folder removed before it returns.

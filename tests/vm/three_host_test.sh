@@ -10,7 +10,9 @@
 # in with the peer its port leads to, and odl perf with checksums over every
 # cable, all three at once. Last, a three-host scenario replayed with `odl
 # run --on vm` (tests/vm/scenarios/vm-three.yaml): every workload on its
-# cable, cable 1 pulled and plugged back, its assertions. Refusals come
+# cable, cable 1 pulled and plugged back, an all-reduce and an all-gather
+# around the three guests through the NCCL plugin (odl-plugin-collective),
+# its assertions. Refusals come
 # first: a bad host count, a topology odl-linkd cannot build, and options
 # that speak of one pair.
 #
@@ -234,11 +236,19 @@ def need(cond, what):
         sys.exit("report.json: " + what)
 need(r["on"] == "vm" and r["passed"] is True, "on/passed")
 st = [a["status"] for a in r["assertions"]]
-need(st == ["PASS"] * 6, f"assertions {st}")
+need(st == ["PASS"] * 8, f"assertions {st}")
 how = {w["name"]: w["measured_with"] for w in r["workloads"]}
 for name, path in (("ab", "(A -> B, odl_tb5)"), ("bc", "(B -> C, odl_tb5)"), ("ca", "(C -> A, odl_tb5)"),
                    ("ab-cable1-out", "(A -> B, odl_tb5)"), ("bc-back", "(C -> B, odl_tb5)")):
     need(path in how[name], f"workload {name} ran as {how[name]}")
+# The collectives: odl-plugin-collective ranks around the workload's hosts in
+# its order, every result checked on every rank.
+for name, op, ring in (("ring-sum", "all_reduce", "A -> B -> C -> A"), ("ring-gather", "all_gather", "C -> B -> A -> C")):
+    w = next(x for x in r["workloads"] if x["name"] == name)
+    need(w["run"] and w["completed"] and w["messages_lost"] == 0, f"collective {name}: {w}")
+    need(f"ring {op} " in w["measured_with"] and ring in w["measured_with"] and "over 3 ranks" in w["measured_with"],
+         f"collective {name} ran as {w['measured_with']}")
+    need(w["time_us"] > 0 and w["busbw_gbps"] > 0, f"collective {name}: time/busbw {w}")
 ev = r["events_applied"]
 need(len(ev) == 2 and ev[0].startswith("unplug cable 1 at 12 ms") and ev[1].startswith("plug cable 1 at 20 ms"),
      f"events applied {ev}")
