@@ -90,6 +90,12 @@ struct report {
     };
     std::vector<assertion> assertions;
     std::optional<bool> kernel_logs_clean;
+    /// Frames the modelled cables delivered damaged over the run (the
+    /// testbed's odl-linkd counts them; nothing does on a real cable).
+    std::optional<std::uint64_t> frames_damaged;
+    /// Per cable pull, µs until the first host acknowledged the unplug event
+    /// (-1: none did), as odl-linkd saw it; nullopt where nothing watches.
+    std::optional<std::vector<double>> link_down_noticed_us;
     std::string error;  ///< the target failed (testbed, SSH)
     json extra;         ///< what the target says of itself (HIL: the hosts), under "hosts"
     double wall_s = 0;
@@ -136,6 +142,8 @@ struct report {
             j["assertions"].push_back(o);
         }
         j["kernel_logs_clean"] = opt(kernel_logs_clean);
+        j["frames_damaged"] = frames_damaged ? json(*frames_damaged) : json();
+        j["link_down_noticed_us"] = link_down_noticed_us ? json(*link_down_noticed_us) : json();
         if (!extra.is_null()) j["hosts"] = extra;
         if (!error.empty()) j["error"] = error;
         return j;
@@ -175,6 +183,10 @@ struct report {
         if (kernel_logs_clean)
             t += fmt::format("  kernel logs: {}\n",
                              *kernel_logs_clean ? "clean" : "WARNING/BUG/Oops found (see the console logs)");
+        if (frames_damaged) t += fmt::format("  frames delivered damaged by the modelled cables: {}\n", *frames_damaged);
+        if (link_down_noticed_us && !link_down_noticed_us->empty())
+            t += fmt::format("  unplug noticed (first host's hot-plug ACK) after: {} us\n",
+                             fmt::join(*link_down_noticed_us, ", "));
         for (const auto& a : assertions)
             t += fmt::format("  [{}] {}{}\n", a.status, a.text, a.why.empty() ? "" : " — " + a.why);
         if (!error.empty()) t += "  error: " + error + "\n";
@@ -231,6 +243,14 @@ public:
     virtual bool plugin_collectives() const { return false; }
     /// Where odl-plugin-collective is installed on the hosts.
     virtual std::string plugin_collective_program() const { return ""; }
+    /// Frames the modelled cables have delivered damaged so far, all cables
+    /// summed (the scenario metric frames_damaged); nullopt where no model
+    /// counts them (a real cable).
+    virtual std::optional<std::uint64_t> frames_damaged() { return std::nullopt; }
+    /// For each pull of a modelled cable so far, in order: µs until the first
+    /// host's connection manager acknowledged the unplug event (-1: none
+    /// has); nullopt where nothing watches the hosts' acknowledgements.
+    virtual std::optional<std::vector<double>> link_down_noticed_us() { return std::nullopt; }
     /// Remembers where the kernel log stands now; kernel_log_problems()
     /// reads only what came after.
     virtual void mark_kernel_log(unsigned host);

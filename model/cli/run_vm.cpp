@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -75,7 +76,8 @@ constexpr const char* k_guest_collective = "/usr/lib/odl/odl-plugin-collective";
 
 class testbed : public pair::target {
 public:
-    testbed(std::string script, unsigned hosts) : script_(std::move(script)), hosts_(hosts), settings_(hosts) {}
+    testbed(std::string script, unsigned hosts, unsigned cables)
+        : script_(std::move(script)), hosts_(hosts), cables_(cables), settings_(hosts) {}
     ~testbed() override { down(); }
     unsigned host_count() const override { return hosts_; }
     /// @topology: odl-linkd's host pairs ("0-1,1-2,...") for more than two hosts.
@@ -99,6 +101,37 @@ public:
     }
     int device(unsigned) const override { return 0; }
     bool plugin_collectives() const override { return true; }
+    /// odl-linkd's counters of every cable ("cable N stats").
+    std::optional<std::uint64_t> frames_damaged() override {
+        std::uint64_t sum = 0;
+        for (unsigned i = 0; i < cables_; ++i) {
+            const auto v = cable_stat(i, "frames_damaged");
+            if (!v) return std::nullopt;
+            sum += std::strtoull(v->c_str(), nullptr, 10);
+        }
+        return sum;
+    }
+    std::optional<std::vector<double>> link_down_noticed_us() override {
+        std::vector<double> all;
+        for (unsigned i = 0; i < cables_; ++i) {
+            const auto v = cable_stat(i, "link_down_noticed_us");
+            if (!v) return std::nullopt;
+            std::istringstream in(*v);
+            for (std::string x; std::getline(in, x, ',');)
+                if (x != "-") all.push_back(std::strtod(x.c_str(), nullptr));
+        }
+        return all;
+    }
+    /// The value odl-linkd gives counter @key of cable @index; nullopt when it does not answer.
+    std::optional<std::string> cable_stat(unsigned index, const std::string& key) {
+        const auto r = sh(fmt::format("{} ctl {}", sq(script_), sq(fmt::format("cable {} stats", index))));
+        std::istringstream in(r.out);
+        std::string ok;
+        if (r.rc != 0 || !(in >> ok) || ok != "ok") return std::nullopt;
+        for (std::string k, v; in >> k >> v;)
+            if (k == key) return v;
+        return std::nullopt;
+    }
     std::string plugin_collective_program() const override { return k_guest_collective; }
     void set_module_settings(const std::vector<module_settings>& m) { settings_ = m; }
     void load_driver() override {
@@ -168,6 +201,7 @@ public:
 private:
     std::string script_;
     unsigned hosts_;
+    unsigned cables_;
     bool up_ = false;
     bool driver_loaded_ = false;  ///< odl_tb5 inserted: again after a reset
     std::vector<module_settings> settings_;
@@ -310,7 +344,7 @@ int run_on_vm(const vm_run_opts& o) {
     const auto t0 = clk::now();
     int rc = 0;
     {
-        testbed tb(src + "/qemu-device/testbed.sh", unsigned(s.hosts.size()));
+        testbed tb(src + "/qemu-device/testbed.sh", unsigned(s.hosts.size()), unsigned(s.cables.size()));
         try {
             if (o.driver == "odl_tb5") {
                 progress("building odl_tb5.ko and the guest extras (kmod/guest-extra.sh)");

@@ -187,6 +187,20 @@ TEST_F(RouterTest, PathEntriesStoreAndPendingReadsZero) {
     EXPECT_EQ(d1 & ODL_HOP1_IFC, ODL_HOP1_IFC);
 }
 
+TEST_F(RouterTest, PlugAcknowledgementsAreReportedWithAdapterAndKind) {
+    std::vector<std::pair<unsigned, bool>> acks;
+    a.on_plug_ack([&](unsigned adapter, bool unplug) { acks.emplace_back(adapter, unplug); });
+    // Linux's tb_cfg_ack_plug(): an unplug ACK for adapter 1, a plug ACK for 3.
+    EXPECT_TRUE(send(ctl::plug_ack(0, 1, true), ODL_USB4_PDF_ERROR).empty()) << "an ACK gets no answer";
+    send(ctl::plug_ack(0, 3, false), ODL_USB4_PDF_ERROR);
+    // Other error-type packets are not acknowledgements.
+    auto other = ctl::plug_ack(0, 1, true);
+    other[2] = (other[2] & ~ODL_USB4_ERR_CODE_MASK) | ODL_USB4_ERR_CONN;
+    send(other, ODL_USB4_PDF_ERROR);
+    const std::vector<std::pair<unsigned, bool>> want{{1, true}, {3, false}};
+    EXPECT_EQ(acks, want);
+}
+
 TEST_F(RouterTest, HotPlugEventsOnlyAfterDhpCleared) {
     link.plug();
     run(sc_time(50, SC_US));

@@ -162,8 +162,21 @@ sc_backend::sc_backend(const sc_backend_config& cfg)
     for (auto& s : m_cables) {
         host& a = *m_hosts[s.a];
         host& b = *m_hosts[s.b];
-        a.rt.connect(a.rt.lane_adapter(a.next_port++), *s.c, 0);
-        b.rt.connect(b.rt.lane_adapter(b.next_port++), *s.c, 1);
+        s.adp_a = a.rt.lane_adapter(a.next_port++);
+        s.adp_b = b.rt.lane_adapter(b.next_port++);
+        a.rt.connect(s.adp_a, *s.c, 0);
+        b.rt.connect(s.adp_b, *s.c, 1);
+    }
+    for (unsigned i = 0; i < cfg.hosts; i++)
+        m_hosts[i]->rt.on_plug_ack([this, i](unsigned adapter, bool unplug) { plug_acked(i, adapter, unplug); });
+}
+
+void sc_backend::plug_acked(unsigned h, unsigned adapter, bool unplug) {
+    if (!unplug) return;
+    for (auto& s : m_cables) {
+        if (!((s.a == h && s.adp_a == adapter) || (s.b == h && s.adp_b == adapter))) continue;
+        if (!s.downs.empty() && s.downs.back().noticed_ps == 0)
+            s.downs.back().noticed_ps = std::max<std::uint64_t>(1, scheduler::now().value());
     }
 }
 
@@ -219,6 +232,25 @@ std::string sc_backend::describe() const {
     return out;
 }
 
+std::string sc_backend::cable_stats(unsigned index) const {
+    if (index >= m_cables.size()) return "";
+    const auto& st = m_cables[index].c->stats();
+    // Per pull, retrain or degrade (the link goes down, as the scenario
+    // model counts them): µs from it to the first host's ACK of the unplug
+    // event (Linux sends it as it takes the event), -1 while none has; "-"
+    // when the link never went down so.
+    std::string noticed;
+    for (const auto& d : m_cables[index].downs)
+        noticed += fmt::format("{}{:.3f}", noticed.empty() ? "" : ",",
+                               d.noticed_ps ? double(d.noticed_ps - d.at_ps) / 1e6 : -1.0);
+    return fmt::format("frames_sent {} frames_delivered {} frames_lost_in_flight {} frames_refused_down {} "
+                       "errors_corrected {} packets_damaged {} frames_damaged {} frames_tapped {} "
+                       "link_down_noticed_us {}",
+                       st.frames_sent, st.frames_delivered, st.frames_lost_in_flight, st.frames_refused_down,
+                       st.errors_corrected, st.packets_damaged, st.frames_damaged, st.frames_tapped,
+                       noticed.empty() ? "-" : noticed);
+}
+
 std::string sc_backend::cable_event(unsigned index, const std::string& spec) {
     if (index >= m_cables.size())
         return fmt::format("no cable {} (this testbed has {})", index, m_cables.size());
@@ -229,6 +261,7 @@ std::string sc_backend::cable_event(unsigned index, const std::string& spec) {
     if (what == "retrain") {
         if (in >> extra) return "retrain takes no arguments";
         if (c.state() == link_state::unplugged) return "the cable is unplugged";
+        m_cables[index].downs.push_back({scheduler::now().value(), 0});  // the link goes down, as on a pull
         c.retrain();
         return "";
     }
@@ -244,6 +277,7 @@ std::string sc_backend::cable_event(unsigned index, const std::string& spec) {
         if (*gen != generation::gen4) lc.asymmetric = false;
         if (const auto why = validate(lc)) return *why;
         if (c.state() == link_state::unplugged) return "the cable is unplugged";
+        m_cables[index].downs.push_back({scheduler::now().value(), 0});
         c.degrade(*gen, lanes);
         return "";
     }
@@ -263,6 +297,7 @@ std::string sc_backend::cable_event(unsigned index, const std::string& spec) {
 
 bool sc_backend::set_cable(unsigned index, bool plugged) {
     if (index >= m_cables.size()) return false;
+    if (m_cables[index].plugged && !plugged) m_cables[index].downs.push_back({scheduler::now().value(), 0});
     m_cables[index].plugged = plugged;
     update_cable(m_cables[index]);
     return true;

@@ -328,8 +328,9 @@ bool server::listen(std::string& err) {
 }
 
 // One command per connection: "cable [N] plug", "cable [N] unplug",
-// "cable [N] retrain", "cable [N] degrade GEN LANES", "cable [N] ber RATE"
-// (N: the cable, 0 when left out), "status", "nhi", "fault add SPEC|clear|status".
+// "cable [N] retrain", "cable [N] degrade GEN LANES", "cable [N] ber RATE",
+// "cable [N] stats" (N: the cable, 0 when left out), "status", "nhi",
+// "fault add SPEC|clear|status".
 void server::control_one() {
     answer_control(m_ctl.fd(), [this](const std::string& cmd) -> std::string {
         if (cmd.empty()) return "error: no command";
@@ -349,6 +350,10 @@ void server::control_one() {
             if (index >= m_model.cable_count())
                 reply = m_model.cable_count() ? fmt::format("error: no cable {} (cables 0 to {})", index, m_model.cable_count() - 1)
                                               : "error: this model has no cable";
+            else if (rest == "stats") {  // a query: answered, not logged
+                const std::string st = m_model.cable_stats(index);
+                return st.empty() ? "error: this model keeps no cable statistics" : "ok " + st;
+            }
             else if (rest == "plug" || rest == "unplug")
                 reply = m_model.set_cable(index, rest == "plug") ? "ok" : "error: this model has no cable";
             else if (const std::string why = m_model.cable_event(index, rest); why.empty())
@@ -369,7 +374,7 @@ void server::control_one() {
             return reply;
         }
         return fmt::format("error: unknown command (have: cable [N] plug|unplug|retrain, cable [N] degrade GEN LANES, "
-                           "cable [N] ber RATE, status, nhi{})",
+                           "cable [N] ber RATE, cable [N] stats, status, nhi{})",
                            m_cfg.fault_command ? ", fault add SPEC, fault clear, fault status" : "");
     });
 }

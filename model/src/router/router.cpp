@@ -255,6 +255,10 @@ void router::handle_ctl(frame_ptr f) {
     case ODL_USB4_PDF_ERROR:
     case ODL_USB4_PDF_NOTIFY_ACK:
         m_log.event(name(), fmt::format("ctl ack pdf={}", pdf));
+        if (pdf == ODL_USB4_PDF_ERROR && dw->size() >= 3 && m_plug_ack &&
+            ((*dw)[2] & ODL_USB4_ERR_CODE_MASK) == ODL_USB4_ERR_PLUG_ACK)
+            m_plug_ack(((*dw)[2] >> ODL_USB4_ERR_PORT_SHIFT) & ODL_USB4_ERR_PORT_MASK,
+                       ((*dw)[2] >> ODL_USB4_ERR_PG_SHIFT) == ODL_USB4_PG_UNPLUG);
         return;
     case ODL_USB4_PDF_XDOMAIN_REQ:
     case ODL_USB4_PDF_XDOMAIN_RESP: {

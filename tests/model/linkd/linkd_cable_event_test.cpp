@@ -2,7 +2,7 @@
 // Cable events on odl-linkd's model (control commands "cable retrain",
 // "cable degrade GEN LANES", "cable ber RATE"): applied to the modelled
 // cable, refused with the reason when malformed or impossible, recorded
-// for replay; the "nhi" view shows the cable afterwards.
+// for replay; the "nhi" view shows the cable afterwards, "stats" its counters.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -66,6 +66,14 @@ TEST(LinkdCableEvents, AppliedRefusedAndRecorded) {
         EXPECT_NE(why.find(says), std::string::npos) << spec << ": " << why;
     }
     EXPECT_NE(first_line(m.describe()).find("link up tb4 x1, ber 1e-09"), std::string::npos) << m.describe();
+
+    // The cable's counters, as "cable [N] stats" answers: every counter named
+    // once; no cable 1 in a two-host model.
+    const std::string st = m.cable_stats(0);
+    for (const char* k : {"frames_sent ", "frames_delivered ", "frames_lost_in_flight ", "frames_refused_down ",
+                          "errors_corrected ", "packets_damaged ", "frames_damaged ", "frames_tapped "})
+        EXPECT_NE(st.find(std::string(k)), std::string::npos) << k << " in " << st;
+    EXPECT_EQ(m.cable_stats(1), "");
 
     // Recorded for replay: the applied events only, in order.
     const std::string r = rec.str();

@@ -82,6 +82,10 @@ public:
     virtual std::string cable_event(unsigned /*cable*/, const std::string& /*spec*/) {
         return "this model has no cable";
     }
+    /// Cable @cable's counters as "name value" pairs separated by spaces
+    /// (frames_sent, frames_delivered, frames_damaged, ...: the model's
+    /// cable_stats); "" when this model keeps none (control "cable [N] stats").
+    virtual std::string cable_stats(unsigned /*cable*/) const { return ""; }
     /// Host at the far end of @host's first cable whose link is up, else -1
     /// (sent to the device as LINK_STATE when it changes).
     virtual int link_peer(unsigned /*host*/) const { return -1; }

@@ -53,6 +53,7 @@ public:
     bool set_cable(unsigned cable, bool plugged) override;
     std::string describe() const override;
     std::string cable_event(unsigned cable, const std::string& spec) override;
+    std::string cable_stats(unsigned cable) const override;
     int link_peer(unsigned h) const override;
     const trace_log& log() const { return m_log; }
     /// Fault injection on cable 0 (odl-linkd --fault): see fault.h.
@@ -65,9 +66,18 @@ private:
     struct host;
     struct cable_slot {
         std::unique_ptr<cable> c;
-        unsigned a = 0, b = 0;  ///< the hosts at ends 0 and 1
+        unsigned a = 0, b = 0;            ///< the hosts at ends 0 and 1
+        unsigned adp_a = 0, adp_b = 0;    ///< their lane adapters
         bool plugged = true;
+        /// Each pull (set_cable false), retrain or degrade: its model time and
+        /// when a host first acknowledged the unplug event (0 while none has).
+        struct down {
+            std::uint64_t at_ps = 0, noticed_ps = 0;
+        };
+        std::vector<down> downs;
     };
+    /// Host @h's CM acknowledged a hot-plug event on @adapter.
+    void plug_acked(unsigned h, unsigned adapter, bool unplug);
     void update_cable(cable_slot& s);
 
     sc_backend_config m_cfg;

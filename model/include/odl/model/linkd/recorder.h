@@ -47,6 +47,7 @@ public:
     bool set_cable(unsigned cable, bool plugged) override;
     int link_peer(unsigned host) const override { return m_inner.link_peer(host); }
     std::string describe() const override { return m_inner.describe(); }
+    std::string cable_stats(unsigned cable) const override { return m_inner.cable_stats(cable); }
     std::string cable_event(unsigned cable, const std::string& spec) override;
 
 private:

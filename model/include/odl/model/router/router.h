@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,6 +73,10 @@ public:
     router& operator=(const router&) = delete;
 
     void attach_nhi(router_client* nhi) { m_nhi = nhi; }
+    /// Called when the connection manager acknowledges a hot-plug event
+    /// (PDF 3, code PLUG_ACK: Linux's tb_cfg_ack_plug()), with the adapter
+    /// and whether it was an unplug: when the host noticed.
+    void on_plug_ack(std::function<void(unsigned adapter, bool unplug)> fn) { m_plug_ack = std::move(fn); }
     /// Connects lane adapter @adapter to @end of @c.
     void connect(unsigned adapter, cable& c, int end);
 
@@ -144,6 +149,7 @@ private:
     trace_log& m_log;
     router_config m_cfg;
     router_client* m_nhi = nullptr;
+    std::function<void(unsigned, bool)> m_plug_ack;
     std::vector<std::uint32_t> m_router_cs;
     std::vector<adapter_state> m_adp;
     router_stats m_stats;
