@@ -4,12 +4,13 @@
 # --on vm` (odl_tb5, Linux 6.12). Each must run all the way: every workload run
 # and completed, every event applied, every assertion evaluated (none NOT
 # EVALUATED), clean guest kernel logs, exit status 0 or 1. The assertions that
-# speak of correctness (completed, messages_lost with a maximum,
-# frames_damaged) must pass. Those that speak of TB5 speed (latency and
-# bandwidth bounds, link_down_noticed_us in µs) are evaluated and printed but
-# not required: TCG guests are orders of magnitude slower than the hardware
-# the scenarios describe. So are loss minimums (a workload cut by an event):
-# on the VMs workloads never run across an event.
+# speak of correctness (completed, messages_lost with a maximum) must pass.
+# Those that speak of TB5 speed (latency and bandwidth bounds,
+# link_down_noticed_us in µs) are evaluated and printed but not required: TCG
+# guests are orders of magnitude slower than the hardware the scenarios
+# describe. So are those that need an event to meet traffic (loss minimums,
+# frames_damaged): on the VMs an event waits for the running workload to end
+# (docs/scenarios.md), so ber-storm's bit errors meet no frame.
 #
 # Usage: shipped_scenarios_test.sh ODL_BINARY
 # Environment: ODL_LINKD, ODL_VM_DIR (as the other vm tests),
@@ -58,7 +59,7 @@ for a in r["assertions"]:
         bad.append(f"not evaluated: {text} ({a.get('reason', '')})")
         continue
     metric = text.split(" ")[0].split(".")[-1]
-    correctness = metric in ("completed", "frames_damaged") or (metric == "messages_lost" and " <= " in text)
+    correctness = metric == "completed" or (metric == "messages_lost" and " <= " in text)
     if correctness and st != "PASS":
         bad.append(f"{st}: {text}")
 if r["kernel_logs_clean"] is not True:
