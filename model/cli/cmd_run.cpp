@@ -47,6 +47,8 @@ int run(const run_opts& o) {
         v.out = o.out;
         v.json = o.json;
         v.nhi_impl = o.nhi_impl;
+        if (v.collectives == "nccl")
+            die("--collectives nccl: the guests have no GPU; on vm collectives run through odl-plugin-collective");
         if (o.seed >= 0)
             std::fprintf(stderr, "odl: run: --seed has no effect on vm (no bit-error generator there)\n");
         return run_on_vm(v);
@@ -70,6 +72,7 @@ int run(const run_opts& o) {
         return run_on_hosts(h);
     }
     if (!o.pair.empty()) die("--pair is for --on <inventory.yaml>");
+    if (!o.vm.collectives.empty()) die("--collectives is for --on vm or --on <inventory.yaml>: the model has its own");
     namespace m = odl::model;
     m::scenario s;
     try {
@@ -142,6 +145,10 @@ void add_run_command(CLI::App& app) {
         ->check(CLI::Range(1u, 100000u));
     cmd->add_option("--vm-stream-cap-mib", o->vm.stream_cap_mib, "--on vm: at most this many MiB per stream")
         ->check(CLI::Range(1u, 65536u));
+    cmd->add_option("--collectives", o->vm.collectives,
+                    "--on an inventory: a scenario's collectives as NCCL jobs (nccl, default: GPUs needed) or through "
+                    "odl-plugin-collective on host memory (plugin); on vm always plugin")
+        ->check(CLI::IsMember({"nccl", "plugin"}));
     cmd->callback([o] { std::exit(run(*o)); });
 }
 

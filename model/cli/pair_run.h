@@ -241,7 +241,8 @@ public:
     /// (plugin_collective.h: the plugin's net API on host memory, two hosts
     /// or more) instead of NCCL jobs on a pair.
     virtual bool plugin_collectives() const { return false; }
-    /// Where odl-plugin-collective is installed on the hosts.
+    /// Where odl-plugin-collective is installed on the hosts: a path, or a
+    /// glob of the target's own (not quoted; the first match is used).
     virtual std::string plugin_collective_program() const { return ""; }
     /// Frames the modelled cables have delivered damaged so far, all cables
     /// summed (the scenario metric frames_damaged); nullopt where no model

@@ -40,19 +40,24 @@ void run_plugin_collective(target& tb, const m::scenario_workload& w, wl_result&
         r.error = "a collective needs two hosts or more";
         return;
     }
-    const std::string prog = tb.plugin_collective_program();
+    // The target names the program, possibly as a glob of its own (a
+    // package's library folder): each host says where it has it.
+    const std::string where = tb.plugin_collective_program();
     const std::string f = sq(folder);
+    std::vector<std::string> prog(n);
     for (unsigned i = 0; i < n; ++i) {
         const auto p = tb.exec(w.hosts[i],
-                               fmt::format("[ -x {0} ] || {{ echo 'no {0} on this host'; exit 3; }}; "
+                               fmt::format("p=$(ls -1 {0} 2>/dev/null | head -n 1); [ -n \"$p\" ] && [ -x \"$p\" ] || "
+                                           "{{ echo 'no {0} on this host (package odl-nccl-plugin)'; exit 3; }}; "
                                            "ls /dev/odl_tb5_* >/dev/null 2>&1 || {{ echo 'no /dev/odl_tb5_N: the "
-                                           "plugin needs odl_tb5'; exit 3; }}; rm -rf {1} && mkdir -p {1}",
-                                           sq(prog), f),
+                                           "plugin needs odl_tb5'; exit 3; }}; rm -rf {1} && mkdir -p {1} && echo \"$p\"",
+                                           where, f),
                                60);
         if (p.rc != 0) {
             r.error = fmt::format("host {} cannot run a rank: {}", tb.name(w.hosts[i]), last_line(p.out));
             return;
         }
+        prog[i] = last_line(p.out);
     }
     r.run = true;
     const char* op = w.kind == m::workload_kind::allreduce ? "all_reduce" : "all_gather";
@@ -74,7 +79,7 @@ void run_plugin_collective(target& tb, const m::scenario_workload& w, wl_result&
                             "ODL_NCCL_DEVICES=$d {0} --rank {1} --world {2} --dir {3} --ops {4} --sizes {5} "
                             "--iters {6} --timeout {7:.0f} --result-line >{3}/log 2>&1 & echo $! >{3}/pid; wait $!; "
                             "echo rc=$? >>{3}/log ) </dev/null >/dev/null 2>&1 &",
-                            sq(prog), i, n, f, op, w.size, iters, per_call_s),
+                            sq(prog[i]), i, n, f, op, w.size, iters, per_call_s),
                 60);
     }
     // Carry each rank's handle and done file to every other rank's folder

@@ -42,8 +42,8 @@ using pair::refuse;
 
 class hosts_target : public pair::target {
 public:
-    hosts_target(const hil::pair& p, const std::string& sockets)
-        : pair_(p), a_(p.a, sockets), b_(p.b, sockets) {}
+    hosts_target(const hil::pair& p, const std::string& sockets, bool plugin_collectives)
+        : pair_(p), a_(p.a, sockets), b_(p.b, sockets), plugin_collectives_(plugin_collectives) {}
 
     void connect() {
         for (auto* s : {&a_, &b_}) {
@@ -107,6 +107,9 @@ public:
         return "real hosts: the link's error rate, width and training are the hardware's, not ours to set";
     }
     std::string rendezvous_address() const override { return pair_.a.address; }
+    bool plugin_collectives() const override { return plugin_collectives_; }
+    /// The odl-nccl-plugin package's, in the host's library folder.
+    std::string plugin_collective_program() const override { return "/usr/lib/*/odl/odl-plugin-collective"; }
 
     /// The host's self-description for the results: OS, kernel, build,
     /// module, IOMMU mode (the facts `odl hil check` reads).
@@ -132,6 +135,7 @@ private:
 
     const hil::pair& pair_;
     hil::ssh_session a_, b_;
+    bool plugin_collectives_;
 };
 
 /// Now, UTC: 20261125-120000 for folder names, ISO 8601 for reports.
@@ -203,7 +207,7 @@ int run_on_hosts(const hosts_run_opts& o) {
     hosts["measured_at"] = timestamp(true);  // calibrations name it
     {
         hil::control_dir sockets;
-        hosts_target tb(*p, sockets.path());
+        hosts_target tb(*p, sockets.path(), o.settings.collectives == "plugin");
         const auto put = [&](const std::string& name, const std::string& body) {
             std::ofstream f(outd + "/" + name, std::ios::binary);
             f << body;

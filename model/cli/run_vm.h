@@ -19,6 +19,10 @@ struct vm_run_opts {
     unsigned stream_cap_mib = 8;  ///< at most this many MiB per stream workload
     bool json = false;
     std::string nhi_impl;      ///< the interrupt unit odl-linkd runs (empty: each host's `nhi:`)
+    /// How a scenario's collectives run: "nccl" (a NCCL job per host, GPUs
+    /// needed) or "plugin" (odl-plugin-collective); empty: the target's
+    /// default (real hosts nccl, the VMs plugin: their guests have no GPU).
+    std::string collectives;
 };
 
 /// Runs the scenario on the VMs; returns the exit status (0 pass, 1 an

@@ -21,6 +21,7 @@ struct hil_options {
     std::string run_pair, run_out;
     bool run_json = false;
     double run_time_scale = -1;  ///< < 0: odl run's default
+    std::string run_collectives;  ///< "" (odl run's default), nccl or plugin
     odl::hil::check_options check;
     odl::hil::deploy_options deploy;
 };
@@ -83,6 +84,10 @@ void add_hil_command(CLI::App& app) {
     run->add_option("--pair", o->run_pair, "which pair (default: the only one)");
     run->add_option("--out", o->run_out, "results folder (default: <build>/runs/hil/<profile>/<pair>/...)");
     run->add_flag("--json", o->run_json, "print the JSON report on stdout");
+    run->add_option("--collectives", o->run_collectives,
+                    "a scenario's collectives as NCCL jobs (nccl, default: a GPU and PyTorch on each host) or "
+                    "through odl-plugin-collective on host memory (plugin: no GPU needed, not NCCL)")
+        ->check(CLI::IsMember({"nccl", "plugin"}));
     run->add_option("--time-scale", o->run_time_scale,
                     "wall seconds per simulated second for event and workload start times (default 1000)")
         ->check(CLI::Range(0.0, 100000.0));
@@ -91,6 +96,7 @@ void add_hil_command(CLI::App& app) {
         if (!o->run_pair.empty()) words.insert(words.end(), {"--pair", o->run_pair});
         if (!o->run_out.empty()) words.insert(words.end(), {"--out", o->run_out});
         if (o->run_json) words.push_back("--json");
+        if (!o->run_collectives.empty()) words.insert(words.end(), {"--collectives", o->run_collectives});
         if (o->run_time_scale >= 0) words.insert(words.end(), {"--vm-time-scale", fmt::format("{}", o->run_time_scale)});
         std::exit(exec_model(words));
     });
