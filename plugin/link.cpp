@@ -323,12 +323,15 @@ void link::run() {
                 idle_wait(std::min<uint64_t>(kIdleNapNs, idle / 2));
         }
     }
-    // Stopping: run waiting calls (their callers block on them); drop the rest.
+    // Stopping: run waiting calls (their callers block on them); a comm
+    // closed just before finalize joins the zombies the destructor frees (it
+    // was leaked before); drop the rest.
     op* l = m_head.exchange(nullptr, std::memory_order_acquire);
     while (l) {
-        op* nx = l->next;
+        op* nx = l->next;  // a close node lives in its comm
         if (l->kind == op::kCall) process(l);
         if (l->kind == op::kDrop) delete static_cast<drop_op*>(l->obj);
+        if (l->kind == op::kClose) m_zombies.push_back(static_cast<comm*>(l->obj));
         l = nx;
     }
 }

@@ -193,21 +193,35 @@ int run(const options& o) {
     net_api& api = lp.api();
     if (api.init(&log_warnings) != ncclSuccess)
         throw failed("the plugin's init failed (is ODL_NCCL_DEVICES right?)");
+    // Whatever was opened is closed and the plugin finalized on every way
+    // out, as NCCL does when a communicator is destroyed after an error.
+    void* lc = nullptr;
+    void* sc = nullptr;
+    void* rc = nullptr;
+    struct closer {
+        net_api& api;
+        void*& lc;
+        void*& sc;
+        void*& rc;
+        ~closer() {
+            if (sc) api.close_send(sc);
+            if (rc) api.close_recv(rc);
+            if (lc) api.close_listen(lc);
+            api.finalize();
+        }
+    } close_all{api, lc, sc, rc};
     int ndev = 0;
     if (api.devices(&ndev) != ncclSuccess || ndev < 1) throw failed("the plugin has no device");
     if (o.device >= ndev) throw failed(fmt::format("--device {}: the plugin has {} device(s)", o.device, ndev));
 
     const auto deadline = clk::now() + std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(o.timeout_s));
     unsigned char mine[NCCL_NET_HANDLE_MAXSIZE] = {}, next[NCCL_NET_HANDLE_MAXSIZE] = {};
-    void* lc = nullptr;
     if (api.listen(o.device, mine, &lc) != ncclSuccess) throw failed("listen failed");
     publish(fmt::format("{}/handle.{}.hex", o.dir, o.rank), to_hex(mine, sizeof(mine)));
     const int after = (o.rank + 1) % o.world;
     const std::string next_path = fmt::format("{}/handle.{}.hex", o.dir, after);
     if (!from_hex(read_when_there(next_path, deadline), next, sizeof(next)))
         throw failed(next_path + " does not hold a handle (256 hex digits)");
-    void* sc = nullptr;
-    void* rc = nullptr;
     while (!sc || !rc) {
         if (clk::now() > deadline) throw failed(fmt::format("no connection to rank {} and from rank {} before the timeout",
                                                             after, (o.rank + o.world - 1) % o.world));
@@ -238,10 +252,6 @@ int run(const options& o) {
     publish(fmt::format("{}/done.{}", o.dir, o.rank), all_ok ? "ok" : "wrong");
     const auto end_by = clk::now() + std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(o.timeout_s));
     for (int r = 0; r < o.world; ++r) read_when_there(fmt::format("{}/done.{}", o.dir, r), end_by);
-    api.close_send(sc);
-    api.close_recv(rc);
-    api.close_listen(lc);
-    api.finalize();
     return all_ok ? k_ok : k_wrong;
 }
 
