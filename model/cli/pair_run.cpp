@@ -4,6 +4,7 @@
 #include "pair_run.h"
 
 #include "odl/model/linkd/backend.h"
+#include "odl/model/scenario/runner.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -422,10 +423,7 @@ public:
                 } else if (a.metric == "frames_damaged") {
                     why = fmt::format("frames_damaged is counted by a modelled cable; the {} path has none", on);
                 } else if (a.metric == "link_down_noticed_us" && rep_.link_down_noticed_us) {
-                    // As the model takes it: the worst pull, one never noticed fails.
-                    double worst = 0;
-                    for (double x : *rep_.link_down_noticed_us) worst = x < 0 ? 1e30 : std::max(worst, x);
-                    v = worst;
+                    v = m::worst_link_down_notice(*rep_.link_down_noticed_us);  // as the model takes it
                 } else {
                     why = fmt::format("scenario-wide {} is a model metric; the {} path does not measure it",
                                       a.metric, on);
@@ -574,8 +572,10 @@ public:
         for (unsigned h = 0; h < tb_.host_count(); ++h)
             if (!tb_.kernel_log_problems(h).empty()) clean = false;
         rep_.kernel_logs_clean = clean;
-        rep_.frames_damaged = tb_.frames_damaged();
-        rep_.link_down_noticed_us = tb_.link_down_noticed_us();
+        if (const auto mc = tb_.modelled_cables()) {
+            rep_.frames_damaged = mc->frames_damaged;
+            rep_.link_down_noticed_us = mc->link_down_noticed_us;
+        }
         evaluate();
     }
 

@@ -244,14 +244,16 @@ public:
     /// Where odl-plugin-collective is installed on the hosts: a path, or a
     /// glob of the target's own (not quoted; the first match is used).
     virtual std::string plugin_collective_program() const { return ""; }
-    /// Frames the modelled cables have delivered damaged so far, all cables
-    /// summed (the scenario metric frames_damaged); nullopt where no model
-    /// counts them (a real cable).
-    virtual std::optional<std::uint64_t> frames_damaged() { return std::nullopt; }
-    /// For each pull of a modelled cable so far, in order: µs until the first
-    /// host's connection manager acknowledged the unplug event (-1: none
-    /// has); nullopt where nothing watches the hosts' acknowledgements.
-    virtual std::optional<std::vector<double>> link_down_noticed_us() { return std::nullopt; }
+    /// What the modelled cables counted so far: frames delivered damaged,
+    /// all cables summed (the scenario metric frames_damaged), and for each
+    /// pull, retrain or degrade, µs until the first host's connection
+    /// manager acknowledged the unplug event (-1: none has).
+    struct cable_counts {
+        std::uint64_t frames_damaged = 0;
+        std::vector<double> link_down_noticed_us;
+    };
+    /// nullopt where no model counts them (a real cable).
+    virtual std::optional<cable_counts> modelled_cables() { return std::nullopt; }
     /// Remembers where the kernel log stands now; kernel_log_problems()
     /// reads only what came after.
     virtual void mark_kernel_log(unsigned host);

@@ -101,36 +101,29 @@ public:
     }
     int device(unsigned) const override { return 0; }
     bool plugin_collectives() const override { return true; }
-    /// odl-linkd's counters of every cable ("cable N stats").
-    std::optional<std::uint64_t> frames_damaged() override {
-        std::uint64_t sum = 0;
+    /// odl-linkd's counters of every cable ("cable N stats"), one query each.
+    std::optional<cable_counts> modelled_cables() override {
+        cable_counts sum;
         for (unsigned i = 0; i < cables_; ++i) {
-            const auto v = cable_stat(i, "frames_damaged");
-            if (!v) return std::nullopt;
-            sum += std::strtoull(v->c_str(), nullptr, 10);
+            const auto r = sh(fmt::format("{} ctl {}", sq(script_), sq(fmt::format("cable {} stats", i))));
+            std::istringstream in(r.out);
+            std::string ok;
+            if (r.rc != 0 || !(in >> ok) || ok != "ok") return std::nullopt;
+            bool damaged = false, noticed = false;
+            for (std::string k, v; in >> k >> v;) {
+                if (k == "frames_damaged") {
+                    sum.frames_damaged += std::strtoull(v.c_str(), nullptr, 10);
+                    damaged = true;
+                } else if (k == "link_down_noticed_us") {
+                    std::istringstream list(v);
+                    for (std::string x; std::getline(list, x, ',');)
+                        if (x != "-") sum.link_down_noticed_us.push_back(std::strtod(x.c_str(), nullptr));
+                    noticed = true;
+                }
+            }
+            if (!damaged || !noticed) return std::nullopt;
         }
         return sum;
-    }
-    std::optional<std::vector<double>> link_down_noticed_us() override {
-        std::vector<double> all;
-        for (unsigned i = 0; i < cables_; ++i) {
-            const auto v = cable_stat(i, "link_down_noticed_us");
-            if (!v) return std::nullopt;
-            std::istringstream in(*v);
-            for (std::string x; std::getline(in, x, ',');)
-                if (x != "-") all.push_back(std::strtod(x.c_str(), nullptr));
-        }
-        return all;
-    }
-    /// The value odl-linkd gives counter @key of cable @index; nullopt when it does not answer.
-    std::optional<std::string> cable_stat(unsigned index, const std::string& key) {
-        const auto r = sh(fmt::format("{} ctl {}", sq(script_), sq(fmt::format("cable {} stats", index))));
-        std::istringstream in(r.out);
-        std::string ok;
-        if (r.rc != 0 || !(in >> ok) || ok != "ok") return std::nullopt;
-        for (std::string k, v; in >> k >> v;)
-            if (k == key) return v;
-        return std::nullopt;
     }
     std::string plugin_collective_program() const override { return k_guest_collective; }
     void set_module_settings(const std::vector<module_settings>& m) { settings_ = m; }

@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "tools/hex.h"
 #include "tools/net_api.h"
 #include "tools/ring.h"
 
@@ -69,31 +70,6 @@ std::string program_dir() {
     std::string p(buf, std::size_t(n));
     const auto slash = p.rfind('/');
     return slash == std::string::npos ? "." : p.substr(0, slash);
-}
-
-std::string to_hex(const unsigned char* p, std::size_t n) {
-    static const char* d = "0123456789abcdef";
-    std::string s;
-    for (std::size_t i = 0; i < n; ++i) {
-        s += d[p[i] >> 4];
-        s += d[p[i] & 15];
-    }
-    return s;
-}
-
-bool from_hex(const std::string& s, unsigned char* out, std::size_t n) {
-    if (s.size() != 2 * n) return false;
-    const auto nib = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        return -1;
-    };
-    for (std::size_t i = 0; i < n; ++i) {
-        const int hi = nib(s[2 * i]), lo = nib(s[2 * i + 1]);
-        if (hi < 0 || lo < 0) return false;
-        out[i] = static_cast<unsigned char>(hi * 16 + lo);
-    }
-    return true;
 }
 
 /// Writes @text to @path whole (a temporary name, then rename), so a reader

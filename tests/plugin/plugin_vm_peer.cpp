@@ -32,10 +32,13 @@
 
 #define ODL_PAIR_HARNESS_NO_GTEST  // no fork, no gtest: the peer is in the other VM
 #include "pair_harness.h"
+#include "tools/hex.h"
 
 namespace {
 
 using namespace odl::plugin::test;
+using odl::plugin::caller::from_hex;
+using odl::plugin::caller::to_hex;
 
 struct failure : std::runtime_error {
     using std::runtime_error::runtime_error;
@@ -72,26 +75,6 @@ void log_fn(ncclDebugLogLevel lvl, unsigned long, const char*, int, const char* 
 void dump_warnings() {
     std::lock_guard<std::mutex> lk(g_log_mu);
     for (const auto& w : g_warnings) std::fprintf(stderr, "plugin warning: %s\n", w.c_str());
-}
-
-std::string to_hex(const unsigned char* p, size_t n) {
-    static const char* d = "0123456789abcdef";
-    std::string s;
-    for (size_t i = 0; i < n; ++i) {
-        s += d[p[i] >> 4];
-        s += d[p[i] & 15];
-    }
-    return s;
-}
-
-bool from_hex(const std::string& s, unsigned char* out, size_t n) {
-    if (s.size() < 2 * n) return false;
-    for (size_t i = 0; i < n; ++i) {
-        unsigned v = 0;
-        if (std::sscanf(s.c_str() + 2 * i, "%2x", &v) != 1) return false;
-        out[i] = static_cast<unsigned char>(v);
-    }
-    return true;
 }
 
 struct options {

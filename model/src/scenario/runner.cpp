@@ -355,16 +355,18 @@ bool run_result::passed() const {
     return true;
 }
 
+double worst_link_down_notice(const std::vector<double>& noticed_us) {
+    double worst = 0;
+    for (double v : noticed_us) worst = v < 0 ? 1e30 : std::max(worst, v);
+    return worst;
+}
+
 double run_result::metric(const std::string& workload, const std::string& m) const {
     if (workload.empty()) {
         if (m == "messages_lost") return counters.value("messages_lost", 0.0);
         if (m == "frames_damaged") return counters.value("frames_damaged", 0.0);
         if (m == "warnings") return static_cast<double>(warnings.size());
-        if (m == "link_down_noticed_us") {
-            double worst = 0;
-            for (double v : link_down_noticed_us) worst = v < 0 ? 1e30 : std::max(worst, v);
-            return worst;
-        }
+        if (m == "link_down_noticed_us") return worst_link_down_notice(link_down_noticed_us);
         return 0;
     }
     for (const auto& w : workloads) {

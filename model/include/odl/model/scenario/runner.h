@@ -65,6 +65,11 @@ struct run_result {
     std::string to_text() const;
 };
 
+/// The scenario metric link_down_noticed_us from one value per link-down
+/// event (µs, negative: never noticed): the worst, and 1e30 when one was
+/// never noticed (so any bound fails); 0 when the link never went down.
+double worst_link_down_notice(const std::vector<double>& noticed_us);
+
 /// Runs @s on the model with its seed and calibration.
 run_result run_scenario(const scenario& s, const calibration& cal, const run_options& opt = {});
 /// Loads the scenario's calibration (or the default) and runs it.
