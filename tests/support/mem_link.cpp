@@ -15,6 +15,11 @@ unsigned char* mem_link::tx_reserve() {
 
 void mem_link::tx_commit(size_t bytes) {
     m_tx_buf.resize(bytes);
+    if (m_st->drop && m_st->drop(m_side, m_tx_buf)) {
+        ++m_st->dropped;
+        m_tx_buf = {};
+        return;
+    }
     m_st->q[m_side].frames.push_back(std::move(m_tx_buf));
     m_tx_buf = {};
 }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -24,6 +25,12 @@ struct mem_queue {
 struct mem_link_pair_state {
     mem_queue q[2];  ///< q[i]: frames sent by side i
     bool cut = false;
+    /// lossy[i]: side i's link reports lossy() (the engines then negotiate
+    /// retransmission when both do).
+    bool lossy[2] = {false, false};
+    /// Called for every committed frame; true: the frame vanishes in transit.
+    std::function<bool(int from, const std::vector<unsigned char>& frame)> drop;
+    uint64_t dropped = 0;
 };
 
 class mem_link final : public link {
@@ -37,6 +44,7 @@ public:
     link_state progress() override { return m_st->cut ? link_state::lost : link_state::up; }
     std::string failure() const override { return m_st->cut ? "mem link cut" : ""; }
     std::string name() const override { return "mem" + std::to_string(m_side); }
+    bool lossy() const override { return m_st->lossy[m_side]; }
 
     /// Frames waiting for this side to read.
     size_t rx_pending() const { return m_st->q[1 - m_side].frames.size(); }

@@ -41,6 +41,16 @@ constexpr uint32_t kRndvSplitPct = 50;
 constexpr int kSplitCloseTries = 2000;
 constexpr auto kSplitCloseRetry = std::chrono::milliseconds(1);
 
+/// Retransmission: a sender with frames unacknowledged (or sends held back)
+/// for this long asks with PROBE; each unanswered PROBE doubles the wait, up
+/// to 2^kProbeMaxShift times. Long against a TB link's microseconds, so a
+/// healthy link never probes; short enough that a lost last frame costs
+/// milliseconds, not a stalled job.
+constexpr uint64_t kProbeBaseNs = 2'000'000;
+constexpr unsigned kProbeMaxShift = 6;
+/// uint32 sequence arithmetic: a difference with this bit set is "behind".
+constexpr uint32_t kBehind = 0x80000000u;
+
 uint32_t rndv_split_pct() {
     const char* v = std::getenv("ODL_LOOPBACK_RNDV_SPLIT");
     if (!v || !*v) return kRndvSplitPct;
@@ -71,6 +81,7 @@ engine::engine(std::unique_ptr<link> l, open_config cfg)
       // Cookies only need to differ from what stale or foreign memory holds.
       m_rndv_next_cookie((now_ns() << 16) ^ (uint64_t(getpid()) << 40) ^ reinterpret_cast<uintptr_t>(this)),
       m_rndv_split_pct(m_cfg.rndv_min_bytes ? rndv_split_pct() : 100),
+      m_ack_batch(std::max<uint32_t>(1, m_cfg.window_frames / 4)),
       m_s(m_cfg.num_streams),
       m_credit_batch(std::max<uint32_t>(1, m_cfg.window_frames / 4)) {
     m_stats.struct_size = sizeof(m_stats);
@@ -105,6 +116,7 @@ int engine::post_send(uint32_t stream, uint32_t tag, const void* buf, uint64_t l
     stream_state& s = m_s[stream];
     if (s.sends.size() >= m_cfg.max_posted) return ODL_ERR_AGAIN;
     s.sends.push_back(send_op{static_cast<const unsigned char*>(buf), len, 0, tag, ctx});
+    s.sends.back().nframes = uint32_t(odl_msg_frames(len));
     return ODL_OK;
 }
 
@@ -170,7 +182,7 @@ int engine::cancel(uint32_t stream, uint64_t ctx) {
     for (auto it = s.sends.begin(); it != s.sends.end(); ++it) {
         if (it->ctx != ctx || it->detached) continue;
         // After an RNDV the peer expects this message next, even as frames.
-        if (it->sent == 0 && it->rndv == send_op::rndv_phase::none) {
+        if (!it->started && it->rndv == send_op::rndv_phase::none) {
             complete(ctx, ODL_ERR_CANCELED, ODL_OP_SEND, stream, it->tag, 0);
             s.sends.erase(it);
             return ODL_OK;
@@ -179,8 +191,10 @@ int engine::cancel(uint32_t stream, uint64_t ctx) {
         // stream stays consistent and the caller's buffer is free now. The
         // completion comes when the message has left, so the caller does not
         // reuse the stream while its tail is still queued.
-        it->owned.assign(it->buf + it->sent, it->buf + it->len);
-        it->owned_from = it->sent;
+        // With retransmission any frame not yet acknowledged may be sent
+        // again: keep the whole message.
+        it->owned_from = m_retx ? 0 : it->sent;
+        it->owned.assign(it->buf + it->owned_from, it->buf + it->len);
         it->detached = true;
         if (it->rndv == send_op::rndv_phase::waiting) {
             // The peer may be reading the buffer now. Revoke the cookie
@@ -255,6 +269,11 @@ size_t engine::poll(odl_completion* comps, size_t max) {
             m_link->rx_flush();
             // Only now are the frames' buffers the transport's again.
             return_link_credit();
+            if (m_retx && m_state == ODL_LINK_UP) {
+                // Acknowledge when the transport ran dry (or a batch came).
+                if (m_ack_dirty) queue_acks(processed < kRxBudget);
+                if (m_next_probe) check_probes();
+            }
             if (m_state == ODL_LINK_UP) {
                 pump_tx(kTxBudget);
                 flush_ctrl();
@@ -302,7 +321,14 @@ void engine::handle_frame(const unsigned char* data, size_t len) {
         handle_hello(fi, payload);
         break;
     case ODL_FRAME_CREDIT:
-        handle_credit(m_s[fi.stream], fi.credit);
+        handle_credit(uint16_t(fi.stream), fi.credit);
+        break;
+    case ODL_FRAME_ACK:
+    case ODL_FRAME_NAK:
+        handle_ack(fi);
+        break;
+    case ODL_FRAME_PROBE:
+        handle_probe(fi);
         break;
     case ODL_FRAME_LINK_CREDIT:
         handle_link_credit(fi.credit);
@@ -353,7 +379,11 @@ void engine::handle_hello(const odl_frame_info&, const unsigned char* payload) {
     // odl_hello_check() refused a link_window without the feature bit.
     m_peer_link_window = odl_le32(h.link_window);
     m_link_rx_limit = m_cfg.link_window_frames != 0 && (m_peer_features & ODL_FEAT_LINK_CREDIT);
-    if (rndv_pid() && (m_peer_features & ODL_FEAT_RNDV)) {
+    // Both ends decide alike: retransmission when both offered it, and then
+    // no rendezvous (a message read in place has no frames to resend).
+    m_retx = m_link->lossy() && (m_peer_features & ODL_FEAT_RETX);
+    m_retx_info.on = m_retx;
+    if (!m_retx && rndv_pid() && (m_peer_features & ODL_FEAT_RNDV)) {
         m_rndv.rx = true;
         // Checksummed sends keep the frame path: every byte gets a CRC.
         m_rndv.tx = !(m_cfg.flags & ODL_OPEN_CHECKSUM);
@@ -368,8 +398,8 @@ void engine::handle_hello(const odl_frame_info&, const unsigned char* payload) {
             prctl(PR_SET_PTRACER, static_cast<unsigned long>(m_rndv_pid), 0, 0, 0);
     }
     m_state = ODL_LINK_UP;
-    log::write(ODL_LOG_DEBUG, "{}: link up with '{}' (pid {}), {} streams, window {}, link window {}", m_link->name(),
-               m_peer_name, m_peer_pid, m_streams, m_peer_window, m_peer_link_window);
+    log::write(ODL_LOG_DEBUG, "{}: link up with '{}' (pid {}), {} streams, window {}, link window {}{}", m_link->name(),
+               m_peer_name, m_peer_pid, m_streams, m_peer_window, m_peer_link_window, m_retx ? ", retransmission" : "");
 
     // Operations posted before the handshake may no longer fit its terms.
     for (uint32_t i = 0; i < m_cfg.num_streams; ++i) {
@@ -390,13 +420,201 @@ void engine::handle_hello(const odl_frame_info&, const unsigned char* payload) {
     }
 }
 
-void engine::handle_credit(stream_state& s, uint32_t credit) {
+void engine::handle_credit(uint16_t stream, uint32_t credit) {
+    stream_state& s = m_s[stream];
     // The peer cannot have consumed frames we never sent (wrapping arithmetic).
-    if (credit - s.peer_consumed > s.tx_seq - s.peer_consumed) {
-        protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("credit {} beyond frames sent {}", credit, s.tx_seq));
+    if (credit - s.peer_consumed > s.tx_max - s.peer_consumed) {
+        protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("credit {} beyond frames sent {}", credit, s.tx_max));
         return;
     }
     s.peer_consumed = credit;
+    // A consumed frame was received: credit acknowledges as far as it goes.
+    if (m_retx) on_acked(s, stream, credit);
+}
+
+void engine::handle_ack(const odl_frame_info& fi) {
+    if (!m_retx) {
+        protocol_error(ODL_FRAME_ERR_TYPE, fmt::format("stream {}: ACK/NAK without retransmission negotiated", fi.stream));
+        return;
+    }
+    const auto stream = uint16_t(fi.stream);
+    stream_state& s = m_s[stream];
+    handle_credit(stream, fi.credit);
+    if (m_state != ODL_LINK_UP) return;
+    on_acked(s, stream, fi.seq);
+    if (m_state != ODL_LINK_UP) return;
+    // NAK: the peer has everything before fi.seq and not fi.seq itself:
+    // resend from there (go-back-N; it dropped what followed). A NAK older
+    // than what was acknowledged since is stale.
+    if (fi.type == ODL_FRAME_NAK && fi.seq == s.acked && s.tx_seq != fi.seq) {
+        seek_tx(s, fi.seq);
+        ++m_retx_info.rewinds;
+    }
+}
+
+void engine::on_acked(stream_state& s, uint16_t stream, uint32_t ack) {
+    const uint32_t d = ack - s.acked;
+    if (d == 0) return;
+    if (d > s.tx_max - s.acked) {
+        if (d & kBehind) return;  // older than what we know: stale
+        protocol_error(ODL_FRAME_ERR_RANGE,
+                       fmt::format("stream {}: acknowledges frames up to {}, only {} were sent", stream, ack, s.tx_max));
+        return;
+    }
+    s.acked = ack;
+    // Every message whose last frame the peer has is done.
+    while (!s.sends.empty()) {
+        const send_op& op = s.sends.front();
+        if (!op.started || uint32_t(ack - op.first_seq) < op.nframes) break;
+        ++m_stats.tx_msgs;
+        m_stats.tx_bytes += op.len;
+        complete(op.ctx, op.detached ? ODL_ERR_CANCELED : ODL_OK, ODL_OP_SEND, stream, op.tag, op.len);
+        s.sends.pop_front();
+        if (s.tx_cur) --s.tx_cur;
+    }
+    // Acknowledged beyond where a stale NAK sent us back: skip ahead.
+    if ((s.tx_seq - ack) & kBehind) seek_tx(s, ack);
+    s.probe_due = 0;
+    s.probe_backoff = 0;
+    if (s.acked != s.tx_max || s.tx_cur < s.sends.size()) arm_probe(s);
+}
+
+void engine::seek_tx(stream_state& s, uint32_t seq) {
+    // Sends before @seq stay sent; the one holding @seq resends from it;
+    // those after it (if started) start again. Their frames are the same
+    // bytes under the same seqs as before.
+    s.tx_seq = seq;
+    size_t i = 0;
+    for (; i < s.sends.size(); ++i) {
+        send_op& op = s.sends[i];
+        if (!op.started) break;
+        const uint32_t into = seq - op.first_seq;
+        if (into < op.nframes) {
+            op.frames_sent = into;
+            op.sent = std::min<uint64_t>(op.len, uint64_t(into) * ODL_FRAME_MAX_PAYLOAD);
+            break;
+        }
+    }
+    s.tx_cur = i;
+    for (size_t j = i + 1; j < s.sends.size() && s.sends[j].started; ++j) {
+        s.sends[j].frames_sent = 0;
+        s.sends[j].sent = 0;
+    }
+}
+
+void engine::arm_probe(stream_state& s) {
+    if (s.probe_due) return;
+    s.probe_due = now_ns() + (kProbeBaseNs << s.probe_backoff);
+    if (!m_next_probe || s.probe_due < m_next_probe) m_next_probe = s.probe_due;
+}
+
+void engine::check_probes() {
+    const uint64_t now = now_ns();
+    if (now < m_next_probe) return;
+    uint64_t next = 0;
+    for (uint32_t i = 0; i < m_streams; ++i) {
+        stream_state& s = m_s[i];
+        if (!s.probe_due) continue;
+        if (s.acked == s.tx_max && s.tx_cur >= s.sends.size()) {
+            s.probe_due = 0;  // nothing waits any more
+            continue;
+        }
+        if (now >= s.probe_due) {
+            queue_ctrl(ctrl::probe, uint16_t(i));
+            ++m_retx_info.probes;
+            if (s.probe_backoff < kProbeMaxShift) ++s.probe_backoff;
+            s.probe_due = now + (kProbeBaseNs << s.probe_backoff);
+        }
+        if (!next || s.probe_due < next) next = s.probe_due;
+    }
+    m_next_probe = next;
+}
+
+void engine::handle_probe(const odl_frame_info& fi) {
+    if (!m_retx) {
+        protocol_error(ODL_FRAME_ERR_TYPE, fmt::format("stream {}: PROBE without retransmission negotiated", fi.stream));
+        return;
+    }
+    const auto stream = uint16_t(fi.stream);
+    stream_state& s = m_s[stream];
+    // fi.seq: the seq after the highest the peer sent. Never behind what
+    // we took, never beyond the credit we gave.
+    if ((fi.seq - s.rx_seq) & kBehind) {
+        protocol_error(ODL_FRAME_ERR_RANGE,
+                       fmt::format("stream {}: PROBE says frames up to {} were sent, {} arrived", stream, fi.seq, s.rx_seq));
+        return;
+    }
+    if (fi.seq - s.consumed > m_cfg.window_frames) {
+        protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("stream {}: PROBE says the peer sent beyond its credit", stream));
+        return;
+    }
+    // Frames the peer sent after the last to arrive are lost.
+    if (!count_link_seq(s, fi.seq, false)) return;
+    if (fi.seq != s.rx_seq) {
+        s.nak_sent = true;
+        queue_ctrl(ctrl::nak, stream);
+    } else if (!s.ack_queued) {
+        s.ack_queued = true;
+        queue_ctrl(ctrl::ack, stream);
+    }
+    // The peer may wait for link credit whose LINK_CREDIT was lost.
+    if (m_link_rx_limit && !m_link_credit_queued) {
+        m_link_credit_queued = true;
+        queue_ctrl(ctrl::link_credit, 0);
+    }
+}
+
+bool engine::count_link_seq(stream_state& s, uint32_t upto, bool arrived) {
+    // Each seq counts once for link credit, when first passed: arrived, or
+    // skipped (lost: it holds no buffer here). The sender counts each seq
+    // once, when first sent; resent frames count on neither side.
+    const uint32_t d = upto - s.rx_hi;
+    if (d == 0 || (d & kBehind)) return true;
+    if (m_link_rx_limit && (m_link_rx + d) - m_link_advertised > m_cfg.link_window_frames) {
+        protocol_error(ODL_FRAME_ERR_RANGE, "peer sent beyond its link credit");
+        return false;
+    }
+    m_stats.rx_lost_frames += arrived ? d - 1 : d;
+    m_link_rx += d;
+    s.rx_hi = upto;
+    return true;
+}
+
+void engine::rx_out_of_order(stream_state& s, uint16_t stream, uint32_t seq) {
+    ++m_stats.rx_dropped_frames;
+    if ((seq - s.rx_seq) & kBehind) {
+        // A second copy of a frame we have: the peer missed our ACK.
+        s.ack_force = true;
+        m_ack_dirty |= uint64_t(1) << stream;
+        return;
+    }
+    if (seq - s.consumed >= m_cfg.window_frames) {
+        protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("stream {}: peer sent beyond its credit", stream));
+        return;
+    }
+    // A frame before this one is missing: drop this one (the peer resends
+    // everything from the missing one) and ask once per missing seq.
+    if (!count_link_seq(s, seq + 1, true)) return;
+    if (!s.nak_sent) {
+        s.nak_sent = true;
+        queue_ctrl(ctrl::nak, stream);
+    }
+}
+
+void engine::queue_acks(bool idle) {
+    uint64_t dirty = m_ack_dirty;
+    while (dirty) {
+        const unsigned i = unsigned(__builtin_ctzll(dirty));
+        dirty &= dirty - 1;
+        stream_state& s = m_s[i];
+        const uint32_t due = s.rx_seq - s.ack_told;
+        if (!s.ack_queued && (due || s.ack_force)) {
+            if (!idle && due < m_ack_batch && !s.ack_force) continue;  // more is coming: ACK later
+            s.ack_queued = true;
+            queue_ctrl(ctrl::ack, uint16_t(i));
+        }
+        m_ack_dirty &= ~(uint64_t(1) << i);
+    }
 }
 
 void engine::handle_link_credit(uint32_t credit) {
@@ -470,10 +688,14 @@ void engine::handle_data(const odl_frame_info& fi, const unsigned char* payload)
         return;
     }
     if (fi.flags & ODL_FRAME_F_CREDIT) {
-        handle_credit(s, fi.credit);
+        handle_credit(uint16_t(fi.stream), fi.credit);
         if (m_state != ODL_LINK_UP) return;
     }
     if (fi.seq != s.rx_seq) {
+        if (m_retx) {
+            rx_out_of_order(s, uint16_t(fi.stream), fi.seq);
+            return;
+        }
         protocol_error(ODL_FRAME_ERR_RANGE, fmt::format("stream {}: frame seq {} where {} was due", fi.stream, fi.seq, s.rx_seq));
         return;
     }
@@ -483,7 +705,9 @@ void engine::handle_data(const odl_frame_info& fi, const unsigned char* payload)
     }
     // The peer knows at most what we advertised, so an obedient peer never
     // has more than link_window past it.
-    if (m_link_rx_limit && m_link_rx - m_link_advertised >= m_cfg.link_window_frames) {
+    if (m_retx) {
+        if (!count_link_seq(s, fi.seq + 1, true)) return;
+    } else if (m_link_rx_limit && m_link_rx - m_link_advertised >= m_cfg.link_window_frames) {
         protocol_error(ODL_FRAME_ERR_RANGE, "peer sent beyond its link credit");
         return;
     }
@@ -503,7 +727,7 @@ void engine::handle_data(const odl_frame_info& fi, const unsigned char* payload)
         }
         if (fi.type == ODL_FRAME_RNDV) {
             ++s.rx_seq;
-            ++m_link_rx;
+            ++m_link_rx;  // never with retransmission
             ++m_stats.rx_frames;
             handle_rndv(s, fi, payload);
             return;
@@ -514,7 +738,12 @@ void engine::handle_data(const odl_frame_info& fi, const unsigned char* payload)
         return;
     }
     ++s.rx_seq;
-    ++m_link_rx;  // taken off the transport right after this returns
+    if (m_retx) {
+        s.nak_sent = false;
+        m_ack_dirty |= uint64_t(1) << fi.stream;
+    } else {
+        ++m_link_rx;  // taken off the transport right after this returns
+    }
     ++m_stats.rx_frames;
 
     bool corrupt = false;
@@ -795,17 +1024,21 @@ void engine::pump_tx(unsigned budget) {
         for (uint32_t k = 0; k < n && sent < budget; ++k) {
             const uint32_t i = (m_tx_rr + k) % n;
             stream_state& s = m_s[i];
-            if (s.sends.empty()) continue;
+            // Nothing unsent (with retransmission, the rest awaits acknowledgement).
+            if (s.tx_cur >= s.sends.size()) continue;
             // An RNDV awaits its answer: nothing else may pass it.
             if (s.sends.front().rndv == send_op::rndv_phase::waiting) continue;
             if (s.tx_seq - s.peer_consumed >= m_peer_window) {
                 ++m_stats.credit_stalls;
+                if (m_retx) arm_probe(s);  // its CREDIT may have been lost
                 continue;
             }
-            // The peer's transport is full: no stream may send a data frame.
-            if (m_peer_link_window && m_link_tx - m_link_peer_returned >= m_peer_link_window) {
+            // The peer's transport is full: no stream may send a new data
+            // frame (a resent one counts on neither side).
+            if (m_peer_link_window && s.tx_seq == s.tx_max && m_link_tx - m_link_peer_returned >= m_peer_link_window) {
                 ++m_stats.credit_stalls;
                 ++m_link_stalls;
+                if (m_retx) arm_probe(s);
                 m_tx_rr = i;
                 return;
             }
@@ -817,17 +1050,20 @@ void engine::pump_tx(unsigned budget) {
                 m_tx_rr = i;
                 return;
             }
-            send_op& front = s.sends.front();
-            const bool by_ref = m_rndv.tx && front.rndv == send_op::rndv_phase::none && !front.detached &&
-                                front.len >= m_cfg.rndv_min_bytes;
-            if (!(by_ref ? send_rndv_frame(uint16_t(i), s, front) : send_data_frame(uint16_t(i), s, front))) {
+            send_op& op = s.sends[s.tx_cur];
+            const bool by_ref = m_rndv.tx && op.rndv == send_op::rndv_phase::none && !op.detached &&
+                                op.len >= m_cfg.rndv_min_bytes;
+            if (!(by_ref ? send_rndv_frame(uint16_t(i), s, op) : send_data_frame(uint16_t(i), s, op))) {
                 m_tx_rr = i;
                 return;
             }
             ++sent;
             progress = true;
-            send_op& op = s.sends.front();
-            if (op.rndv != send_op::rndv_phase::waiting && op.sent == op.len) {
+            if (op.rndv != send_op::rndv_phase::waiting && op.frames_sent == op.nframes) {
+                if (m_retx) {
+                    ++s.tx_cur;  // done once acknowledged (on_acked)
+                    continue;
+                }
                 ++m_stats.tx_msgs;
                 m_stats.tx_bytes += op.len;
                 complete(op.ctx, op.detached ? ODL_ERR_CANCELED : ODL_OK, ODL_OP_SEND, i, op.tag, op.len);
@@ -845,6 +1081,10 @@ bool engine::send_data_frame(uint16_t stream, stream_state& s, send_op& op) {
         return false;
     }
     const uint64_t chunk = std::min<uint64_t>(ODL_FRAME_MAX_PAYLOAD, op.len - op.sent);
+    if (!op.started) {
+        op.started = true;
+        op.first_seq = s.tx_seq;
+    }
     odl_frame_info fi{};
     fi.type = ODL_FRAME_DATA;
     fi.flags = uint8_t((op.sent == 0 ? ODL_FRAME_F_SOM : 0) | (op.sent + chunk == op.len ? ODL_FRAME_F_EOM : 0));
@@ -865,14 +1105,22 @@ bool engine::send_data_frame(uint16_t stream, stream_state& s, send_op& op) {
         fi.flags |= ODL_FRAME_F_CREDIT;
         fi.credit = s.consumed;
         s.advertised = s.consumed;
+        if (m_retx && !((s.consumed - s.ack_told) & kBehind)) s.ack_told = s.consumed;  // an ACK as far as it goes
     }
     odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(slot), &fi);
     m_link->tx_commit(ODL_FRAME_HDR_BYTES + chunk);
     op.sent += chunk;
+    ++op.frames_sent;
+    if (s.tx_seq == s.tx_max) {
+        ++s.tx_max;
+        ++m_link_tx;
+        m_link_max_outstanding = std::max(m_link_max_outstanding, m_link_tx - m_link_peer_returned);
+    } else {
+        ++m_stats.tx_resent_frames;
+    }
     ++s.tx_seq;
-    ++m_link_tx;
-    m_link_max_outstanding = std::max(m_link_max_outstanding, m_link_tx - m_link_peer_returned);
     ++m_stats.tx_frames;
+    if (m_retx) arm_probe(s);
     return true;
 }
 
@@ -906,8 +1154,12 @@ bool engine::send_rndv_frame(uint16_t stream, stream_state& s, send_op& op) {
     odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(slot), &fi);
     m_link->tx_commit(ODL_FRAME_HDR_BYTES + sizeof(r));
     op.rndv = send_op::rndv_phase::waiting;
-    // One DATA-class frame for stream and link credit alike.
+    op.started = true;
+    op.first_seq = s.tx_seq;
+    // One DATA-class frame for stream and link credit alike (never resent:
+    // no rendezvous with retransmission).
     ++s.tx_seq;
+    s.tx_max = s.tx_seq;
     ++m_link_tx;
     m_link_max_outstanding = std::max(m_link_max_outstanding, m_link_tx - m_link_peer_returned);
     ++m_stats.tx_frames;
@@ -950,7 +1202,8 @@ bool engine::try_send_ctrl(const ctrl_item& item) {
         h.magic = odl_cpu_le32(ODL_FRAME_MAGIC);
         h.version_major = odl_cpu_le16(ODL_PROTO_VERSION_MAJOR);
         h.version_minor = odl_cpu_le16(ODL_PROTO_VERSION_MINOR);
-        h.features = odl_cpu_le32(ODL_FEAT_CSUM | ODL_FEAT_LINK_CREDIT | (rndv_pid() ? ODL_FEAT_RNDV | ODL_FEAT_RNDV_SPLIT : 0));
+        h.features = odl_cpu_le32(ODL_FEAT_CSUM | ODL_FEAT_LINK_CREDIT | (rndv_pid() ? ODL_FEAT_RNDV | ODL_FEAT_RNDV_SPLIT : 0) |
+                                  (m_link->lossy() ? ODL_FEAT_RETX : 0));
         h.max_payload = odl_cpu_le16(ODL_FRAME_MAX_PAYLOAD);
         h.streams = odl_cpu_le16(uint16_t(m_cfg.num_streams));
         h.window = odl_cpu_le32(m_cfg.window_frames);
@@ -1004,6 +1257,29 @@ bool engine::try_send_ctrl(const ctrl_item& item) {
         std::memcpy(slot + ODL_FRAME_HDR_BYTES, &w, sizeof(w));
         break;
     }
+    case ctrl::ack:
+    case ctrl::nak: {
+        // The latest state, not the one when this was queued.
+        stream_state& s = m_s[item.stream];
+        fi.type = item.kind == ctrl::ack ? ODL_FRAME_ACK : ODL_FRAME_NAK;
+        fi.flags = ODL_FRAME_F_CREDIT;
+        fi.seq = s.rx_seq;
+        fi.credit = s.consumed;
+        s.advertised = s.consumed;
+        s.ack_told = s.rx_seq;
+        if (item.kind == ctrl::ack) {
+            s.ack_queued = false;
+            s.ack_force = false;
+            ++m_retx_info.acks;
+        } else {
+            ++m_retx_info.naks;
+        }
+        break;
+    }
+    case ctrl::probe:
+        fi.type = ODL_FRAME_PROBE;
+        fi.seq = m_s[item.stream].tx_max;
+        break;
     case ctrl::link_credit:
         // The latest count, not the one when this was queued.
         fi.type = ODL_FRAME_LINK_CREDIT;

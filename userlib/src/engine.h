@@ -70,6 +70,16 @@ public:
     };
     rndv_info rndv() const { return m_rndv; }
 
+    /// Retransmission (ODL_FEAT_RETX) counters, for tests.
+    struct retx_info {
+        bool on = false;       ///< negotiated: both ends' links may lose frames
+        uint64_t acks = 0;     ///< ACK frames sent
+        uint64_t naks = 0;     ///< NAK frames sent
+        uint64_t probes = 0;   ///< PROBE frames sent
+        uint64_t rewinds = 0;  ///< times this end went back to resend
+    };
+    retx_info retx() const { return m_retx_info; }
+
 private:
     struct send_op {
         const unsigned char* buf;
@@ -91,6 +101,14 @@ private:
         /// Holds @cookie while the peer may read the buffer; 0 once canceled.
         std::unique_ptr<std::atomic<uint64_t>> cookie_word{};
         bool split_seen = false;  ///< RNDV_SPLIT answered (one per RNDV)
+        /// Frames: the message takes @nframes; @frames_sent of them went out
+        /// in the current pass (a resend sets it back). With retransmission
+        /// the op stays queued, fully sent, until the peer acknowledges its
+        /// last frame; @first_seq is its first frame's seq once @started.
+        uint32_t nframes = 1;
+        uint32_t frames_sent = 0;
+        uint32_t first_seq = 0;
+        bool started = false;
     };
     struct recv_op {
         unsigned char* buf;
@@ -129,13 +147,26 @@ private:
     struct stream_state {
         // Transmit side.
         std::deque<send_op> sends;
-        uint32_t tx_seq = 0;         ///< data frames sent
+        uint32_t tx_seq = 0;         ///< seq of the next data frame to send
         uint32_t peer_consumed = 0;  ///< peer's latest credit report
+        // Retransmission: frames [acked, tx_max) are kept (their ops stay in
+        // @sends) until acknowledged; a NAK sets tx_seq back. @tx_cur is the
+        // op being sent: those before it are sent and await acknowledgement.
+        uint32_t tx_max = 0;  ///< seq after the highest ever sent
+        uint32_t acked = 0;   ///< the peer has every frame before it
+        size_t tx_cur = 0;
+        uint64_t probe_due = 0;     ///< when to PROBE if nothing is acknowledged; 0: not armed
+        uint8_t probe_backoff = 0;  ///< PROBEs since the last acknowledgement (interval doubles)
         // Receive side.
         std::deque<recv_op> recvs;
         std::list<unexpected_msg> unexpected;
         assembly cur;
         uint32_t rx_seq = 0;      ///< next expected frame seq
+        uint32_t rx_hi = 0;       ///< retransmission: seq after the highest seen (link credit counts each seq once)
+        uint32_t ack_told = 0;    ///< last rx_seq told the peer (ACK, NAK, or credit)
+        bool ack_queued = false;
+        bool ack_force = false;   ///< a resent frame came: the peer missed our ACK
+        bool nak_sent = false;    ///< NAK sent for the current rx_seq
         uint32_t consumed = 0;    ///< frames freed (delivered or dropped)
         uint32_t advertised = 0;  ///< last credit value told to the peer
         bool credit_queued = false;
@@ -179,7 +210,7 @@ private:
         uint32_t msg_len;
         uint64_t cookie;
     };
-    enum class ctrl { hello, credit, goodbye, link_credit, rndv_done, rndv_split, rndv_wrote };
+    enum class ctrl { hello, credit, goodbye, link_credit, rndv_done, rndv_split, rndv_wrote, ack, nak, probe };
     struct ctrl_item {
         ctrl kind;
         uint16_t stream;
@@ -193,7 +224,16 @@ private:
     void process_rx_budget(unsigned budget, unsigned& processed);
     void handle_frame(const unsigned char* data, size_t len);
     void handle_hello(const odl_frame_info& fi, const unsigned char* payload);
-    void handle_credit(stream_state& s, uint32_t credit);
+    void handle_credit(uint16_t stream, uint32_t credit);
+    void handle_ack(const odl_frame_info& fi);
+    void handle_probe(const odl_frame_info& fi);
+    void on_acked(stream_state& s, uint16_t stream, uint32_t ack);
+    void seek_tx(stream_state& s, uint32_t seq);
+    void rx_out_of_order(stream_state& s, uint16_t stream, uint32_t seq);
+    bool count_link_seq(stream_state& s, uint32_t upto, bool arrived);
+    void queue_acks(bool idle);
+    void arm_probe(stream_state& s);
+    void check_probes();
     void handle_link_credit(uint32_t credit);
     void return_link_credit();
     void handle_data(const odl_frame_info& fi, const unsigned char* payload);
@@ -264,6 +304,13 @@ private:
     rndv_info m_rndv;
     uint32_t m_rndv_split_pct;  ///< part of a message the receiver copies itself, percent; 100: no split
     std::vector<split_orphan> m_orphans;
+
+    // Retransmission (ODL_FEAT_RETX).
+    bool m_retx = false;
+    retx_info m_retx_info;
+    uint64_t m_ack_dirty = 0;   ///< streams (bit i) that took frames since their last ACK
+    uint32_t m_ack_batch;       ///< ACK at least every this many frames while busy
+    uint64_t m_next_probe = 0;  ///< earliest armed probe_due; 0: none
 
     std::vector<stream_state> m_s;
     uint32_t m_credit_batch;

@@ -51,6 +51,10 @@ public:
     virtual std::string name() const = 0;
     /// Nominal rate in Mb/s, 0 when not meaningful (shared memory).
     virtual uint32_t rate_mbps() const { return 0; }
+    /// True when frames may vanish in transit (a damaged frame the NHI
+    /// drops, a link that retrains): the engine then offers retransmission
+    /// (ODL_FEAT_RETX). Shared memory never loses a frame.
+    virtual bool lossy() const { return false; }
 };
 
 }  // namespace odl

@@ -231,6 +231,7 @@ public:
     std::string failure() const override { return m_failure; }
     std::string name() const override { return m_name; }
     uint32_t rate_mbps() const override { return m_rate; }
+    bool lossy() const override { return true; }  // the model drops frames bit errors damaged
 
     sim_lag lag() const { return m_lag; }
 

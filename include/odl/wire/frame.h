@@ -15,7 +15,7 @@
 
 #define ODL_FRAME_MAGIC 0x314c444fu /* "ODL1" little-endian, in HELLO */
 #define ODL_PROTO_VERSION_MAJOR 1   /* incompatible changes */
-#define ODL_PROTO_VERSION_MINOR 1   /* compatible additions */
+#define ODL_PROTO_VERSION_MINOR 2   /* compatible additions */
 
 #define ODL_FRAME_MAX_BYTES 4096u /* whole frame: header + payload */
 #define ODL_FRAME_HDR_BYTES 32u
@@ -38,6 +38,9 @@ enum odl_frame_type {
 	ODL_FRAME_RNDV_DONE = 0x05, /* rendezvous finished: odl_rndv_done (1.1) */
 	ODL_FRAME_RNDV_SPLIT = 0x06, /* receiver: write this part: odl_rndv_split (1.1) */
 	ODL_FRAME_RNDV_WROTE = 0x07, /* sender: part written: odl_rndv_wrote (1.1) */
+	ODL_FRAME_ACK = 0x08,     /* receiver: @seq next expected, @credit (1.2) */
+	ODL_FRAME_NAK = 0x09,     /* receiver: @seq is missing, resend from it (1.2) */
+	ODL_FRAME_PROBE = 0x0a,   /* sender: @seq next new frame; answer ACK/NAK (1.2) */
 	ODL_FRAME_DATA = 0x40,    /* a piece of a tagged message */
 	ODL_FRAME_RNDV = 0x41,    /* a whole message by reference: odl_rndv (1.1) */
 };
@@ -111,6 +114,14 @@ ODL_WIRE_SIZE(struct odl_frame_hdr, ODL_FRAME_HDR_BYTES);
  * RNDV_WROTE). A receiver sends RNDV_SPLIT only to a peer that offers it.
  */
 #define ODL_FEAT_RNDV_SPLIT (1u << 3)
+/*
+ * 1.2: frames may be lost in transit (a damaged frame the NHI drops, a link
+ * that retrains): the sender keeps every DATA frame until the receiver
+ * acknowledges it (ACK, NAK, or @credit) and resends from the first missing
+ * one on NAK; it asks with PROBE when no acknowledgement comes. Used when
+ * both HELLOs carry it; then rendezvous is not used.
+ */
+#define ODL_FEAT_RETX (1u << 4)
 
 /**
  * struct odl_hello - payload of the HELLO frame, the first frame each way.

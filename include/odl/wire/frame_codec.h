@@ -168,6 +168,19 @@ odl_frame_decode_opt(const void *buf, size_t buf_len, unsigned int streams,
 		    info->len)
 			return ODL_FRAME_ERR_FLAGS;
 		return ODL_FRAME_OK;
+	case ODL_FRAME_ACK:
+	case ODL_FRAME_NAK:
+		if (info->flags != ODL_FRAME_F_CREDIT || info->len)
+			return ODL_FRAME_ERR_FLAGS;
+		if (info->stream >= streams)
+			return ODL_FRAME_ERR_STREAM;
+		return ODL_FRAME_OK;
+	case ODL_FRAME_PROBE:
+		if (info->flags || info->len)
+			return ODL_FRAME_ERR_FLAGS;
+		if (info->stream >= streams)
+			return ODL_FRAME_ERR_STREAM;
+		return ODL_FRAME_OK;
 	case ODL_FRAME_RNDV_DONE:
 		if (info->flags)
 			return ODL_FRAME_ERR_FLAGS;

@@ -30,8 +30,9 @@ extern "C" {
 
 /* Bumped when a call or struct field is added: 2 added odl_cancel() and the
  * local_* fields of struct odl_dev_info; 3 added odl_discard(); 4 the
- * model_* fields of struct odl_stats. Released fields never move. */
-#define ODL_API_VERSION 4
+ * model_* fields of struct odl_stats; 5 the retransmission fields of struct
+ * odl_stats. Released fields never move. */
+#define ODL_API_VERSION 5
 
 /**
  * enum odl_status - result of every call.
@@ -332,6 +333,12 @@ ODL_EXPORT int odl_wait(struct odl_dev *dev, struct odl_completion *comps, size_
  *	said they were due by more than ODL_SIM_LATE_NS (default 50000 ns):
  *	the model or the machine could not keep up with the wall clock
  * @model_lag_max_ns: the largest delay past due of any of them
+ * @tx_resent_frames: data frames sent again because the peer missed one
+ *	(only on links that may lose frames: kernel, sim)
+ * @rx_lost_frames: data frames found missing on arrival of a later one (or
+ *	the sender's PROBE); each was asked for again
+ * @rx_dropped_frames: data frames dropped on arrival: after a missing one,
+ *	or a second copy of one already taken
  * Callers built against API version 3 pass the shorter struct; they get
  * the fields they know.
  */
@@ -353,6 +360,9 @@ struct odl_stats {
 	uint64_t model_frames;
 	uint64_t model_late_frames;
 	uint64_t model_lag_max_ns;
+	uint64_t tx_resent_frames;
+	uint64_t rx_lost_frames;
+	uint64_t rx_dropped_frames;
 };
 
 ODL_EXPORT int odl_get_stats(struct odl_dev *dev, struct odl_stats *stats);
