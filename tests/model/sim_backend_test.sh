@@ -5,7 +5,8 @@
 # checksums over a modelled link; pacing (a 10 Gb/s Gen2 x1 cable carries
 # what the model says, not what the machine could); the cable unplugged
 # mid-stream and the model server killed mid-stream end the run with the
-# cause within a bound; a third program is refused. Every process the test
+# cause within a bound; bit errors mid-stream cost resent frames, not the
+# run; a third program is refused. Every process the test
 # starts is stopped by it.
 #
 # Usage: sim_backend_test.sh ODL ODL_LINKD
@@ -367,6 +368,39 @@ set -e
 [ $((SECONDS - t)) -le 10 ] || fail "the scenario's unplug at 1.5 s ended the run only after $((SECONDS - t)) s"
 grep -q "cable unplug at 1500 ms (scenario sim-unplug)" "$tmp/linkd.log" || fail "no scenario event in the log: $(cat "$tmp/linkd.log")"
 stop_server
+
+step "bit errors mid-stream (a scenario's ber 1e-5 for 0.5 s): the stream completes, every byte verified"
+# The model drops each frame a bit error damaged; the programs' libodl
+# finds the gap, asks again, and the sender resends (protocol 1.2).
+cat >"$tmp/ber.yaml" <<'YAML'
+name: sim-ber
+duration: 3s
+hosts:
+  - {name: a, platform: intel-tb5-discrete}
+  - {name: b, platform: intel-tb5-discrete}
+cables:
+  - {between: [a, b], generation: tb5, lanes: 2, length: 1m}
+events:
+  - {at: 300ms, event: ber, cable: 0, ber: 1e-5}
+  - {at: 800ms, event: ber, cable: 0, ber: 0}
+workloads:
+  - {name: bulk, type: stream, from: a, to: b, size: 1MiB, count: 4}
+YAML
+start_server --scenario "$tmp/ber.yaml" -v
+"$odl" perf bandwidth --backend sim -s 64K --bytes 1G --checksum --json --quiet >"$tmp/ber.json" 2>"$tmp/ber.log" ||
+	fail "perf bandwidth through bit errors: $(cat "$tmp/ber.log")"
+stop_server
+lost=$(sed -n 's/.*frames A->B [0-9]* (lost \([0-9]*\)).*/\1/p' "$tmp/linkd.log")
+[ -n "$lost" ] && [ "$lost" -ge 1 ] || fail "the model lost no frame to the bit errors: $(cat "$tmp/linkd.log")"
+python3 - "$tmp/ber.json" "$lost" <<'PY' || fail "perf's account of the bit errors"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r, rec = d["results"][0], d["recovery"]
+assert d["verified"] and d["checksum"] and r["bytes"] >= 1 << 30, d
+assert rec["resent_frames"] >= 1, rec
+print("model lost %s frames; the sender resent %d; %.2f Gb/s, every byte verified"
+      % (sys.argv[2], rec["resent_frames"], r["gbps"]))
+PY
 
 step "model server killed mid-stream: the program says so within a second or two"
 start_server

@@ -224,7 +224,7 @@ int run_perf(const std::string& test, perf_cli c) {
         progress(fmt::format("started server (pid {}) on {}{}", child, c.backend, index));
     }
 
-    json results, model_timing;
+    json results, model_timing, recovery;
     int rc = 0;
     {
         dev_ptr dev(open_device(c, index));
@@ -244,6 +244,11 @@ int run_perf(const std::string& test, perf_cli c) {
                                 {"distorted", st.model_late_frames > 0}};
             warn_if_late(dev.get(), "client");
         }
+        // Frames the link lost and the library sent again (kernel, sim):
+        // the results hold, but say what it took.
+        recovery = json{{"resent_frames", st.tx_resent_frames},
+                        {"lost_frames", st.rx_lost_frames},
+                        {"dropped_frames", st.rx_dropped_frames}};
         if (rc == 0 && (st.rx_bad_frames || st.rx_csum_errors)) {
             fmt::print(stderr, "odl: perf: {} bad frames, {} checksum errors\n", st.rx_bad_frames, st.rx_csum_errors);
             rc = 1;
@@ -261,6 +266,7 @@ int run_perf(const std::string& test, perf_cli c) {
         json out{{"test", test}, {"backend", c.backend}, {"device", index}, {"checksum", c.checksum},
                  {"verified", c.opt.verify}, {"results", results}};
         if (!model_timing.is_null()) out["model_timing"] = model_timing;
+        out["recovery"] = recovery;
         fmt::print("{}\n", out.dump(2));
     } else {
         print_table(test, results);
@@ -269,6 +275,10 @@ int run_perf(const std::string& test, perf_cli c) {
                        model_timing["frames"].get<uint64_t>(), model_timing["late_frames"].get<uint64_t>(),
                        model_timing["lag_max_us"].get<double>(),
                        model_timing["distorted"].get<bool>() ? ": DISTORTED (the model fell behind the wall clock)" : "");
+        if (recovery["resent_frames"].get<uint64_t>() || recovery["lost_frames"].get<uint64_t>())
+            fmt::print("link recovery (this end): {} frames sent again, {} found missing, {} dropped out of order\n",
+                       recovery["resent_frames"].get<uint64_t>(), recovery["lost_frames"].get<uint64_t>(),
+                       recovery["dropped_frames"].get<uint64_t>());
         if (!c.opt.verify) fmt::print("bulk payloads not verified (--no-verify): lengths and order only\n");
     }
     return 0;
