@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -263,7 +265,7 @@ public:
         const bool back = wait_link(120);
         if (!back) progress("link not back within 120 s; running anyway");
         if (!after.empty())
-            rep_.applied.push_back(fmt::format("after the {}: {}", after,
+            note_applied(fmt::format("after the {}: {}", after,
                                                back ? "Linux reports " + tb_.link_seen() : "the link did not come back"));
     }
 
@@ -481,7 +483,7 @@ public:
                                                       tb_.no_cable_reason());
             tb_.cable(unsigned(i), "unplug");
             plugged_[i] = false;
-            rep_.applied.push_back(fmt::format("cable {} unplugged at 0 (plugged: false)", i));
+            note_applied(fmt::format("cable {} unplugged at 0 (plugged: false)", i));
         }
         // One ordered timeline: events and workload starts, at their times.
         struct item {
@@ -491,14 +493,25 @@ public:
             bool event;
         };
         std::vector<item> items;
-        for (std::size_t i = 0; i < s_.events.size(); ++i)
-            items.push_back({s_.events[i].at.to_seconds(), 0, i, true});
+        // Bit errors need no link to come back: where the target applies
+        // them, a clock of their own applies each at its time, inside a
+        // running workload too (libodl resends what they cost, TCP under
+        // thunderbolt_net likewise). Every other event waits for the
+        // workload before it, which it would end.
+        std::vector<std::size_t> bers;
+        for (std::size_t i = 0; i < s_.events.size(); ++i) {
+            if (s_.events[i].kind == m::event_kind::ber && tb_.can_link_events())
+                bers.push_back(i);
+            else
+                items.push_back({s_.events[i].at.to_seconds(), 0, i, true});
+        }
         for (std::size_t i = 0; i < s_.workloads.size(); ++i)
             items.push_back({s_.workloads[i].start.to_seconds(), 1, i, false});
         std::stable_sort(items.begin(), items.end(), [](const item& a, const item& b) {
             return a.at_s != b.at_s ? a.at_s < b.at_s : a.order < b.order;
         });
         const auto t0 = clk::now();
+        ber_clock clock(*this, bers, t0);
         for (const auto& it : items) {
             const double target = it.at_s * o_.time_scale;
             while (std::chrono::duration<double>(clk::now() - t0).count() < target) {
@@ -522,7 +535,7 @@ public:
                                          vm(e.host), off_s));
                     tb_.reset(e.host, off_s);
                     link_pending = "";
-                    rep_.applied.push_back(fmt::format("{} as {}, off for {:.1f} s (wall t={:.1f} s)", what,
+                    note_applied(fmt::format("{} as {}, off for {:.1f} s (wall t={:.1f} s)", what,
                                                        tb_.reset_means(), off_s, now));
                 } else if (e.kind == m::event_kind::plug || e.kind == m::event_kind::unplug) {
                     progress(fmt::format("t={:.1f} s: {}", now, what));
@@ -532,7 +545,7 @@ public:
                         link_pending = "";
                     else
                         link_pending.reset();
-                    rep_.applied.push_back(fmt::format("{} (wall t={:.1f} s)", what, now));
+                    note_applied(fmt::format("{} (wall t={:.1f} s)", what, now));
                 } else if (e.kind != m::event_kind::host_reset && tb_.can_link_events()) {
                     std::string full = what;
                     if (e.kind == m::event_kind::degrade)
@@ -541,7 +554,7 @@ public:
                         full += fmt::format(" ({:g})", e.ber);
                     progress(fmt::format("t={:.1f} s: {}", now, full));
                     tb_.link_event(e);
-                    rep_.applied.push_back(fmt::format("{} (wall t={:.1f} s)", full, now));
+                    note_applied(fmt::format("{} (wall t={:.1f} s)", full, now));
                     if (e.kind != m::event_kind::ber) link_pending = full;
                 } else {
                     progress(fmt::format("t={:.1f} s: {} NOT applied ({})", now, what, tb_.no_event_reason()));
@@ -567,6 +580,7 @@ public:
         }
         // A retrain or degrade at the end: what Linux made of it.
         if (link_pending && !link_pending->empty()) link_back(*link_pending);
+        clock.finish();
         // Kernel logs since the run began, as the vm tests check them.
         bool clean = true;
         for (unsigned h = 0; h < tb_.host_count(); ++h)
@@ -580,11 +594,68 @@ public:
     }
 
 private:
+    /// Applies the scenario's ber events at their (scaled) times on a
+    /// thread of its own while the timeline runs workloads. finish() waits
+    /// for the rest and passes on its failure; leaving the scope any other
+    /// way stops it first.
+    class ber_clock {
+    public:
+        ber_clock(runner& r, std::vector<std::size_t> events, clk::time_point t0) {
+            if (events.empty()) return;
+            thread_ = std::thread([this, &r, events = std::move(events), t0] {
+                try {
+                    for (const std::size_t i : events) {
+                        const auto& e = r.s_.events[i];
+                        const double target = e.at.to_seconds() * r.o_.time_scale;
+                        for (;;) {
+                            const double now = std::chrono::duration<double>(clk::now() - t0).count();
+                            if (now >= target) break;
+                            if (stop_) return;
+                            check_interrupt();
+                            std::this_thread::sleep_for(std::chrono::duration<double>(std::min(0.02, target - now)));
+                        }
+                        const double now = std::chrono::duration<double>(clk::now() - t0).count();
+                        const std::string what = fmt::format("ber cable {} at {:g} ms ({:g})", e.cable,
+                                                             e.at.to_seconds() * 1e3, e.ber);
+                        progress(fmt::format("t={:.1f} s: {}", now, what));
+                        r.tb_.link_event(e);
+                        r.note_applied(fmt::format("{} (wall t={:.1f} s)", what, now));
+                    }
+                } catch (...) {
+                    error_ = std::current_exception();
+                }
+            });
+        }
+        ~ber_clock() {
+            stop_ = true;
+            if (thread_.joinable()) thread_.join();
+        }
+        ber_clock(const ber_clock&) = delete;
+        ber_clock& operator=(const ber_clock&) = delete;
+        void finish() {
+            if (thread_.joinable()) thread_.join();
+            if (error_) std::rethrow_exception(error_);
+        }
+
+    private:
+        std::thread thread_;
+        std::atomic<bool> stop_{false};
+        std::exception_ptr error_;
+    };
+
+    /// The report's list of applied events, in the order they were applied
+    /// (the ber clock adds to it from its thread).
+    void note_applied(std::string s) {
+        const std::lock_guard<std::mutex> lock(applied_mu_);
+        rep_.applied.push_back(std::move(s));
+    }
+
     const vm_run_opts& o_;
     const m::scenario& s_;
     target& tb_;
     report& rep_;
     std::vector<bool> plugged_;  ///< per cable, as the timeline left it
+    std::mutex applied_mu_;
 };
 
 

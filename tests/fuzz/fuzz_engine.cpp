@@ -3,7 +3,8 @@
 // fuzzer is the other end of an in-memory link. After a HELLO it sends
 // frames (as given, or with the sequence number the engine expects next,
 // so that the input gets past the sequence check into reassembly, credits
-// and rendezvous handling) while the engine has receives and sends posted.
+// and rendezvous handling) while the engine has receives and sends posted;
+// with retransmission negotiated too (ACK, NAK, PROBE, gaps and resends).
 // Every receive buffer is exactly its capacity, so a write past it is an
 // AddressSanitizer report; a completion must name a posted operation.
 #include <cstdint>
@@ -42,12 +43,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::uint32_t features = 0;
     if (setup & 4) features |= ODL_FEAT_CSUM;
     if (setup & 8) features |= ODL_FEAT_LINK_CREDIT;
+    // A link that may lose frames: retransmission (ACK, NAK, PROBE, resends).
+    if (setup & 32) features |= ODL_FEAT_RETX;
 
     // Buffers outlive the engine: it may hold any of them until destroyed.
     std::deque<std::vector<unsigned char>> buffers;
     std::map<std::uint64_t, std::uint64_t> posted;  // ctx -> capacity (receives) or length (sends)
     odl::test::mem_link_pair links;
     auto state = links.state;
+    state->lossy[0] = (setup & 32) != 0;
     odl::open_config cfg;
     cfg.backend = "fuzz";
     cfg.num_streams = 4;

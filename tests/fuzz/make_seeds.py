@@ -46,6 +46,9 @@ frames = {
     "data_first": frame(0x40, SOM, stream=2, payload=bytes(MAXP), msg_len=MAXP * 2 + 7),
     "data_last": frame(0x40, EOM | CSUM, stream=2, payload=bytes(7), seq=2, msg_len=MAXP * 2 + 7, offset=MAXP * 2),
     "data_split_hdr": frame(0x40, SOM | EOM | 0x10, stream=0, msg_len=100, length=100),
+    "ack": frame(0x08, CREDIT, stream=1, seq=3, credit=2),
+    "nak": frame(0x09, CREDIT, stream=1, seq=2, credit=2),
+    "probe": frame(0x0A, stream=1, seq=5),
 }
 for n, f in frames.items():
     write("frame", n, f)
@@ -66,6 +69,13 @@ write("engine", "two_frames", bytes([0x04]) + post(2, 1, 3, 9000) +
       rec(1, frame(0x40, EOM, 1, bytes(10), tag=3, msg_len=MAXP + 10, offset=MAXP)))
 write("engine", "send_and_credit", bytes([0x18]) + post(3, 0, 1, 5000) + rec(0, frame(0x02, CREDIT, 0, credit=4)) +
       rec(0, frame(0x04, CREDIT, credit=8)) + rec(0, frame(0x03)))
+# Retransmission negotiated (setup bit 0x20): a send acknowledged in part,
+# resent on NAK, probed; a gap in what arrives, then the missing frame.
+write("engine", "retx", bytes([0x28]) + post(3, 0, 1, 9000) + post(2, 1, 7, 200) +
+      rec(0, frame(0x09, CREDIT, 0, seq=1)) + rec(0, frame(0x08, CREDIT, 0, seq=3, credit=3)) +
+      rec(0, frame(0x40, SOM | EOM, 1, b"y" * 20, seq=1, tag=7, msg_len=20)) +
+      rec(0, frame(0x0A, 0, 1, seq=2)) +
+      rec(0, frame(0x40, SOM | EOM, 1, b"z" * 20, seq=0, tag=7, msg_len=20)))
 
 # linkd_msg: HELLO (both sides), SYNC, an MMIO read.
 def linkd(mtype, body=b"", payload=b"", seq=0, tag=0):

@@ -61,6 +61,17 @@ uint32_t rndv_split_pct() {
     return kRndvSplitPct;
 }
 
+/// ODL_RETX=off: offer no retransmission even where the link may lose
+/// frames (protocol 1.1 behaviour: a lost frame ends the link), for
+/// comparisons and debugging.
+bool retx_allowed() {
+    const char* v = std::getenv("ODL_RETX");
+    if (!v || !*v || !std::strcmp(v, "on") || !std::strcmp(v, "1")) return true;
+    if (!std::strcmp(v, "off") || !std::strcmp(v, "0")) return false;
+    log::write(ODL_LOG_WARN, "ODL_RETX='{}' is neither on nor off; using on", v);
+    return true;
+}
+
 uint64_t host_id() {
     // Stable per boot and host; only shown to the peer, never trusted.
     return gethostid() & 0xffffffffull;
@@ -81,6 +92,7 @@ engine::engine(std::unique_ptr<link> l, open_config cfg)
       // Cookies only need to differ from what stale or foreign memory holds.
       m_rndv_next_cookie((now_ns() << 16) ^ (uint64_t(getpid()) << 40) ^ reinterpret_cast<uintptr_t>(this)),
       m_rndv_split_pct(m_cfg.rndv_min_bytes ? rndv_split_pct() : 100),
+      m_offer_retx(m_link->lossy() && retx_allowed()),
       m_ack_batch(std::max<uint32_t>(1, m_cfg.window_frames / 4)),
       m_s(m_cfg.num_streams),
       m_credit_batch(std::max<uint32_t>(1, m_cfg.window_frames / 4)) {
@@ -381,7 +393,7 @@ void engine::handle_hello(const odl_frame_info&, const unsigned char* payload) {
     m_link_rx_limit = m_cfg.link_window_frames != 0 && (m_peer_features & ODL_FEAT_LINK_CREDIT);
     // Both ends decide alike: retransmission when both offered it, and then
     // no rendezvous (a message read in place has no frames to resend).
-    m_retx = m_link->lossy() && (m_peer_features & ODL_FEAT_RETX);
+    m_retx = m_offer_retx && (m_peer_features & ODL_FEAT_RETX);
     m_retx_info.on = m_retx;
     if (!m_retx && rndv_pid() && (m_peer_features & ODL_FEAT_RNDV)) {
         m_rndv.rx = true;
@@ -1203,7 +1215,7 @@ bool engine::try_send_ctrl(const ctrl_item& item) {
         h.version_major = odl_cpu_le16(ODL_PROTO_VERSION_MAJOR);
         h.version_minor = odl_cpu_le16(ODL_PROTO_VERSION_MINOR);
         h.features = odl_cpu_le32(ODL_FEAT_CSUM | ODL_FEAT_LINK_CREDIT | (rndv_pid() ? ODL_FEAT_RNDV | ODL_FEAT_RNDV_SPLIT : 0) |
-                                  (m_link->lossy() ? ODL_FEAT_RETX : 0));
+                                  (m_offer_retx ? ODL_FEAT_RETX : 0));
         h.max_payload = odl_cpu_le16(ODL_FRAME_MAX_PAYLOAD);
         h.streams = odl_cpu_le16(uint16_t(m_cfg.num_streams));
         h.window = odl_cpu_le32(m_cfg.window_frames);

@@ -306,6 +306,7 @@ private:
     std::vector<split_orphan> m_orphans;
 
     // Retransmission (ODL_FEAT_RETX).
+    bool m_offer_retx;  ///< the link may lose frames (and ODL_RETX is not off)
     bool m_retx = false;
     retx_info m_retx_info;
     uint64_t m_ack_dirty = 0;   ///< streams (bit i) that took frames since their last ACK
