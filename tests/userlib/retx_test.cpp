@@ -296,6 +296,30 @@ TEST_F(Retx, ACanceledSendAwaitingAcknowledgementIsResentFromACopy) {
     EXPECT_EQ(rx, tx);
 }
 
+TEST_F(Retx, APeerThatClosesRightAfterReceivingAcknowledgesFirst) {
+    make(true, true);
+    // b's ACKs vanish while it works; it then closes at once. Its GOODBYE
+    // must come after a last ACK, or a's send (which b has) fails.
+    bool closing = false;
+    state->drop = [&closing](int from, const std::vector<unsigned char>& f) {
+        return from == 1 && !closing && type_of(f) == ODL_FRAME_ACK;
+    };
+    auto tx = pattern(5000, 2);
+    std::vector<unsigned char> rx(tx.size());
+    ASSERT_EQ(b->post_recv(0, 1, rx.data(), rx.size(), 1), ODL_OK);
+    ASSERT_EQ(a->post_send(0, 1, tx.data(), tx.size(), 2), ODL_OK);
+    ASSERT_TRUE(run_until([&] { return done_b.size() == 1; }));
+    EXPECT_EQ(done_b[0].status, ODL_OK);
+    EXPECT_EQ(rx, tx);
+    EXPECT_TRUE(done_a.empty()) << "a's send completed without an ACK";
+    closing = true;
+    b->shutdown();  // close: GOODBYE
+    b.reset();
+    ASSERT_TRUE(run_until([&] { return !done_a.empty(); }, 1000));
+    EXPECT_EQ(done_a[0].status, ODL_OK) << odl_strerror(done_a[0].status);
+    EXPECT_EQ(a->link_state(), uint32_t(ODL_LINK_PEER_CLOSED));
+}
+
 /// One engine against a hand-driven peer (side 0) that offered RETX.
 class RetxPeer : public ::testing::Test {
 protected:

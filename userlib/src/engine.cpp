@@ -1369,6 +1369,17 @@ void engine::shutdown() {
     if (m_goodbye_sent || m_state == ODL_LINK_LOST || m_state == ODL_LINK_PEER_CLOSED) return;
     if (!m_hello_sent) return;  // the peer never heard of us
     m_ctrl.clear();
+    if (m_retx && m_state == ODL_LINK_UP) {
+        // Acknowledge everything that arrived, even if an ACK went out (it
+        // may have been lost): a peer whose last send we took must not see
+        // it fail for want of an ACK when our GOODBYE comes.
+        for (uint32_t i = 0; i < m_streams; ++i) {
+            stream_state& s = m_s[i];
+            if (s.rx_seq == 0) continue;
+            s.ack_queued = true;
+            queue_ctrl(ctrl::ack, uint16_t(i));
+        }
+    }
     queue_ctrl(ctrl::goodbye, 0);
     for (int i = 0; i < kGoodbyeTries && !m_ctrl.empty(); ++i) {
         flush_ctrl();
