@@ -14,10 +14,13 @@
 # and once they are spent the login succeeds and odl perf passes.
 # Data (A -> B during odl perf bandwidth --checksum): header fields out of
 # range and a truncated frame must be counted and dropped by B's module
-# (rx_bad grows by the number odl-linkd injected) and fail the run; a payload
-# bit, a seq jump, a dropped and a duplicated frame pass the module and must
-# be caught by the receiving engine; random header bit flips must end the
-# run one way or the other. Never a hang (every run bounded), never a
+# (rx_bad grows by the number odl-linkd injected), and the engines make up
+# for the missing frame (retransmission, protocol 1.2: the run passes, every
+# byte checked, A resent the frame); a payload
+# bit and a seq jump beyond the credit pass the module and must be caught by
+# the receiving engine (the run fails); a dropped and a duplicated frame
+# pass the module and the engines recover them; random header bit flips: the
+# run ends (bounded) either way. Never a hang (every run bounded), never a
 # damaged run reported as passed; fresh sessions work afterwards (each
 # case runs 40 good DATA frames first; a whole good run after each kind).
 # Split pairs (split=1 on both, odl_tb5_dmabuf's bench sender and receiver):
@@ -168,12 +171,14 @@ kernel_log_clean B "login faults"
 perf_ok B A bandwidth -s 256K --bytes 4M --checksum
 
 # ---------------------------------------------------------------- data
-# data_case SPEC EXPECT [nocsum]: arm SPEC (on A's frames to B, after 40 good DATA
-# frames), run odl perf bandwidth A -> B, which must end (bounded) without
-# passing; EXPECT: "module" (B's module counts and drops exactly the frames
-# odl-linkd damaged), "engine" (they pass the module, the receiving engine
-# fails the run) or "either" (random damage: the run must end; if it passed,
-# the module dropped nothing).
+# data_case SPEC EXPECT [nocsum|resent]: arm SPEC (on A's frames to B, after 40
+# good DATA frames), run odl perf bandwidth A -> B, which must end (bounded).
+# EXPECT: "module" (B's module counts and drops exactly the frames odl-linkd
+# damaged; the engines make up for them: the run passes), "engine" (they
+# pass the module, the receiving engine fails the run), "recovered" (they
+# pass the module, the engines make up for them: the run passes), "either"
+# (random damage: passed or not, the run ends). A run that passes passed its
+# checksums and byte checks; "resent": A must also say it sent frames again.
 cases=0
 data_case() {
 	local spec=$1 expect=$2 csum=--checksum before after n0 n1 d bad srv cli crc
@@ -202,20 +207,35 @@ data_case() {
 	[ "$d" = 1 ] || fail "data:$spec: odl-linkd injected $d faults, want 1"
 	[ "$crc" != 124 ] && ! grep -q '^rc=124' <<<"$srv" || fail "data:$spec: odl perf hung (timeout)"
 	case $expect in
-	module)
-		[ "$bad" = "$d" ] || fail "data:$spec: B's rx_bad grew by $bad, odl-linkd damaged $d: $before -> $after"
+	module | recovered)
+		if [ "$expect" = module ]; then
+			[ "$bad" = "$d" ] || fail "data:$spec: B's rx_bad grew by $bad, odl-linkd damaged $d: $before -> $after"
+		else
+			[ "$bad" = 0 ] || fail "data:$spec: B's module dropped $bad frames, want 0 (for the engines to recover)"
+		fi
+		[ "$crc" = 0 ] && grep -q '^rc=0' <<<"$srv" ||
+			fail "data:$spec: the run did not recover: client: $cli server: $srv"
+		if [ "${3:-}" = resent ]; then
+			grep -Eq '^link recovery \(this end\): [1-9][0-9]* frames sent again' <<<"$cli" ||
+				fail "data:$spec: the run passed but A resent nothing: $cli"
+		fi
+		echo "    (recovered: $(grep '^link recovery' <<<"$cli" || echo 'nothing resent'))"
+		alive
+		cases=$((cases + 1))
+		return 0
+		;;
+	either)
+		echo "    (the run $({ [ "$crc" = 0 ] && grep -q '^rc=0' <<<"$srv"; } && echo passed || echo failed); B's module dropped $bad)"
+		alive
+		cases=$((cases + 1))
+		return 0
 		;;
 	engine)
 		[ "$bad" = 0 ] || fail "data:$spec: B's module dropped $bad frames, want 0 (for the engine to judge)"
 		;;
 	esac
-	if [ "$crc" = 0 ] && grep -q '^rc=0' <<<"$srv"; then
-		# Only header damage in a field nobody reads may pass unnoticed.
-		[ "$expect" = either ] && [ "$bad" = 0 ] ||
-			fail "data:$spec: the damaged run passed: client: $cli server: $srv"
-		echo "    (passed: the flipped bits were in fields this frame does not use)"
-	elif [ "$expect" != either ] && grep -q '^rc=0' <<<"$srv"; then
-		fail "data:$spec: the receiving server reported success: $srv"
+	if [ "$crc" = 0 ] || grep -q '^rc=0' <<<"$srv"; then
+		fail "data:$spec: the damaged run passed: client: $cli server: $srv"
 	fi
 	alive
 	cases=$((cases + 1))
@@ -224,8 +244,8 @@ step "damaged DATA frames A -> B during odl perf; fresh sessions afterwards"
 # Each case's run is a fresh session after the previous case, and its fault
 # only fires once 40 good DATA frames crossed (injected must be 1); a whole
 # good run follows the last case of each kind (and ends the step).
-for spec in "len module" "stream module" "offset module" "msg_len module" "truncate,seed=5 module" \
-	"payload,seed=3 engine" "payload,seed=4 engine nocsum" "seq engine" "drop engine" "duplicate engine" "flip,bits=8,seed=11 either"; do
+for spec in "len module resent" "stream module resent" "offset module resent" "msg_len module resent" "truncate,seed=5 module resent" \
+	"payload,seed=3 engine" "payload,seed=4 engine nocsum" "seq engine" "drop recovered resent" "duplicate recovered" "flip,bits=8,seed=11 either"; do
 	data_case $spec
 	case $spec in
 	truncate* | duplicate* | flip*) perf_ok B A bandwidth -s 256K --bytes 2M --checksum ;;
