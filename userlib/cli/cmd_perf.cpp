@@ -248,7 +248,11 @@ int run_perf(const std::string& test, perf_cli c) {
         // the results hold, but say what it took.
         recovery = json{{"resent_frames", st.tx_resent_frames},
                         {"lost_frames", st.rx_lost_frames},
-                        {"dropped_frames", st.rx_dropped_frames}};
+                        {"dropped_frames", st.rx_dropped_frames},
+                        // Credits and acknowledgements (and HELLO, GOODBYE): what the
+                        // protocol's own frames cost next to the data.
+                        {"control_frames_sent", st.tx_ctrl_frames},
+                        {"control_frames_received", st.rx_ctrl_frames}};
         if (rc == 0 && (st.rx_bad_frames || st.rx_csum_errors)) {
             fmt::print(stderr, "odl: perf: {} bad frames, {} checksum errors\n", st.rx_bad_frames, st.rx_csum_errors);
             rc = 1;

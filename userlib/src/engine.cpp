@@ -47,7 +47,14 @@ constexpr auto kSplitCloseRetry = std::chrono::milliseconds(1);
 /// healthy link never probes; short enough that a lost last frame costs
 /// milliseconds, not a stalled job.
 constexpr uint64_t kProbeBaseNs = 2'000'000;
+/// Retransmission: a message up to this size is copied once sent and its
+/// send completes at once, as without retransmission (the copy serves any
+/// resend); larger ones complete when acknowledged. A responder that waits
+/// for its small answer's completion then needs no ACK frame from the peer.
+constexpr uint64_t kEagerCopyMax = 8192;
 constexpr unsigned kProbeMaxShift = 6;
+/// probe_due of a stream armed since the clock was last read.
+constexpr uint64_t kProbeArmed = 1;
 /// uint32 sequence arithmetic: a difference with this bit set is "behind".
 constexpr uint32_t kBehind = 0x80000000u;
 
@@ -192,7 +199,7 @@ int engine::cancel(uint32_t stream, uint64_t ctx) {
         return ODL_OK;
     }
     for (auto it = s.sends.begin(); it != s.sends.end(); ++it) {
-        if (it->ctx != ctx || it->detached) continue;
+        if (it->ctx != ctx || it->detached) continue;  // (a completed send is detached)
         // After an RNDV the peer expects this message next, even as frames.
         if (!it->started && it->rndv == send_op::rndv_phase::none) {
             complete(ctx, ODL_ERR_CANCELED, ODL_OP_SEND, stream, it->tag, 0);
@@ -284,7 +291,9 @@ size_t engine::poll(odl_completion* comps, size_t max) {
             if (m_retx && m_state == ODL_LINK_UP) {
                 // Acknowledge when the transport ran dry (or a batch came).
                 if (m_ack_dirty) queue_acks(processed < kRxBudget);
-                if (m_next_probe) check_probes();
+                // The clock only every 64 polls: a probe is due after
+                // milliseconds, and a clock read per poll shows in latency.
+                if (m_next_probe && (++m_probe_polls & 63) == 0) check_probes();
             }
             if (m_state == ODL_LINK_UP) {
                 pump_tx(kTxBudget);
@@ -478,9 +487,11 @@ void engine::on_acked(stream_state& s, uint16_t stream, uint32_t ack) {
     while (!s.sends.empty()) {
         const send_op& op = s.sends.front();
         if (!op.started || uint32_t(ack - op.first_seq) < op.nframes) break;
-        ++m_stats.tx_msgs;
-        m_stats.tx_bytes += op.len;
-        complete(op.ctx, op.detached ? ODL_ERR_CANCELED : ODL_OK, ODL_OP_SEND, stream, op.tag, op.len);
+        if (!op.completed) {
+            ++m_stats.tx_msgs;
+            m_stats.tx_bytes += op.len;
+            complete(op.ctx, op.detached ? ODL_ERR_CANCELED : ODL_OK, ODL_OP_SEND, stream, op.tag, op.len);
+        }
         s.sends.pop_front();
         if (s.tx_cur) --s.tx_cur;
     }
@@ -515,9 +526,11 @@ void engine::seek_tx(stream_state& s, uint32_t seq) {
 }
 
 void engine::arm_probe(stream_state& s) {
+    // No clock here (once per frame sent): check_probes() gives an armed
+    // stream its due time when it next reads the clock.
     if (s.probe_due) return;
-    s.probe_due = now_ns() + (kProbeBaseNs << s.probe_backoff);
-    if (!m_next_probe || s.probe_due < m_next_probe) m_next_probe = s.probe_due;
+    s.probe_due = kProbeArmed;
+    m_next_probe = kProbeArmed;
 }
 
 void engine::check_probes() {
@@ -531,7 +544,9 @@ void engine::check_probes() {
             s.probe_due = 0;  // nothing waits any more
             continue;
         }
-        if (now >= s.probe_due) {
+        if (s.probe_due == kProbeArmed) {
+            s.probe_due = now + (kProbeBaseNs << s.probe_backoff);
+        } else if (now >= s.probe_due) {
             queue_ctrl(ctrl::probe, uint16_t(i));
             ++m_retx_info.probes;
             if (s.probe_backoff < kProbeMaxShift) ++s.probe_backoff;
@@ -566,6 +581,7 @@ void engine::handle_probe(const odl_frame_info& fi) {
         s.nak_sent = true;
         queue_ctrl(ctrl::nak, stream);
     } else if (!s.ack_queued) {
+        s.ack_force = true;  // the peer asked: answer even if nothing is new
         s.ack_queued = true;
         queue_ctrl(ctrl::ack, stream);
     }
@@ -621,10 +637,20 @@ void engine::queue_acks(bool idle) {
         stream_state& s = m_s[i];
         const uint32_t due = s.rx_seq - s.ack_told;
         if (!s.ack_queued && (due || s.ack_force)) {
-            if (!idle && due < m_ack_batch && !s.ack_force) continue;  // more is coming: ACK later
+            if (!s.ack_force && due < m_ack_batch) {
+                if (!idle) continue;  // more is coming: ACK later
+                // Idle: give the caller one poll to answer; a reply's
+                // piggybacked credit then acknowledges, and ping-pong
+                // traffic needs no ACK frames.
+                if (!s.ack_deferred) {
+                    s.ack_deferred = true;
+                    continue;
+                }
+            }
             s.ack_queued = true;
             queue_ctrl(ctrl::ack, uint16_t(i));
         }
+        s.ack_deferred = false;
         m_ack_dirty &= ~(uint64_t(1) << i);
     }
 }
@@ -1073,7 +1099,18 @@ void engine::pump_tx(unsigned budget) {
             progress = true;
             if (op.rndv != send_op::rndv_phase::waiting && op.frames_sent == op.nframes) {
                 if (m_retx) {
-                    ++s.tx_cur;  // done once acknowledged (on_acked)
+                    if (!op.completed && op.len <= kEagerCopyMax) {
+                        if (!op.detached) {
+                            op.owned.assign(op.buf, op.buf + op.len);
+                            op.owned_from = 0;
+                            op.detached = true;  // resends come from the copy
+                            op.completed = true;
+                            ++m_stats.tx_msgs;
+                            m_stats.tx_bytes += op.len;
+                            complete(op.ctx, ODL_OK, ODL_OP_SEND, i, op.tag, op.len);
+                        }
+                    }
+                    ++s.tx_cur;  // kept until acknowledged (on_acked)
                     continue;
                 }
                 ++m_stats.tx_msgs;
@@ -1198,6 +1235,13 @@ bool engine::try_send_ctrl(const ctrl_item& item) {
         if (s.consumed == s.advertised) return true;  // a data frame carried it already
     }
     if (item.kind == ctrl::link_credit) m_link_credit_queued = false;
+    if (item.kind == ctrl::ack) {
+        stream_state& s = m_s[item.stream];
+        if (!s.ack_force && s.rx_seq == s.ack_told) {
+            s.ack_queued = false;  // a data frame's credit carried it already
+            return true;
+        }
+    }
     unsigned char* slot = m_link->tx_reserve();
     if (!slot) {
         if (item.kind == ctrl::credit) m_s[item.stream].credit_queued = true;
@@ -1322,7 +1366,8 @@ void engine::fail(int status, uint32_t new_state, std::string why) {
     // Every operation still pending completes now, with the reason.
     for (uint32_t i = 0; i < m_s.size(); ++i) {
         stream_state& s = m_s[i];
-        for (const send_op& op : s.sends) complete(op.ctx, status, ODL_OP_SEND, i, op.tag, op.sent);
+        for (const send_op& op : s.sends)
+            if (!op.completed) complete(op.ctx, status, ODL_OP_SEND, i, op.tag, op.sent);
         if (s.cur.active && s.cur.to_user) complete(s.cur.op.ctx, status, ODL_OP_RECV, i, s.cur.tag, s.cur.msg_len);
         for (const recv_op& op : s.recvs) complete(op.ctx, status, ODL_OP_RECV, i, op.tag, 0);
         if (s.resend_pending && s.resend_matched && !s.resend_discard) complete(s.resend_op.ctx, status, ODL_OP_RECV, i, s.resend_tag, s.resend_len);
@@ -1376,6 +1421,7 @@ void engine::shutdown() {
         for (uint32_t i = 0; i < m_streams; ++i) {
             stream_state& s = m_s[i];
             if (s.rx_seq == 0) continue;
+            s.ack_force = true;
             s.ack_queued = true;
             queue_ctrl(ctrl::ack, uint16_t(i));
         }

@@ -109,6 +109,9 @@ private:
         uint32_t frames_sent = 0;
         uint32_t first_seq = 0;
         bool started = false;
+        /// Retransmission: a small send completed once sent, from a copy in
+        /// @owned (detached); kept until acknowledged, completed no more.
+        bool completed = false;
     };
     struct recv_op {
         unsigned char* buf;
@@ -155,7 +158,7 @@ private:
         uint32_t tx_max = 0;  ///< seq after the highest ever sent
         uint32_t acked = 0;   ///< the peer has every frame before it
         size_t tx_cur = 0;
-        uint64_t probe_due = 0;     ///< when to PROBE if nothing is acknowledged; 0: not armed
+        uint64_t probe_due = 0;     ///< when to PROBE if nothing is acknowledged; 0: not armed, 1: armed, time not yet set
         uint8_t probe_backoff = 0;  ///< PROBEs since the last acknowledgement (interval doubles)
         // Receive side.
         std::deque<recv_op> recvs;
@@ -165,7 +168,8 @@ private:
         uint32_t rx_hi = 0;       ///< retransmission: seq after the highest seen (link credit counts each seq once)
         uint32_t ack_told = 0;    ///< last rx_seq told the peer (ACK, NAK, or credit)
         bool ack_queued = false;
-        bool ack_force = false;   ///< a resent frame came: the peer missed our ACK
+        bool ack_force = false;   ///< a resent frame or a PROBE came: ACK even if nothing is new
+        bool ack_deferred = false;  ///< idle once with frames unacknowledged (ACK on the next idle poll)
         bool nak_sent = false;    ///< NAK sent for the current rx_seq
         uint32_t consumed = 0;    ///< frames freed (delivered or dropped)
         uint32_t advertised = 0;  ///< last credit value told to the peer
@@ -311,7 +315,8 @@ private:
     retx_info m_retx_info;
     uint64_t m_ack_dirty = 0;   ///< streams (bit i) that took frames since their last ACK
     uint32_t m_ack_batch;       ///< ACK at least every this many frames while busy
-    uint64_t m_next_probe = 0;  ///< earliest armed probe_due; 0: none
+    uint64_t m_next_probe = 0;  ///< earliest armed probe_due (1: armed, time not yet set); 0: none
+    uint32_t m_probe_polls = 0;
 
     std::vector<stream_state> m_s;
     uint32_t m_credit_batch;
