@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "engine_test_data.h"
 #include "mem_link.h"
 #include "odl/wire/frame_codec.h"
 
@@ -20,21 +21,9 @@ using odl::engine;
 using odl::open_config;
 using odl::test::mem_link_pair;
 
-open_config config(uint32_t streams = 4, uint32_t window = 64) {
-    open_config c;
-    c.backend = "test";
-    c.num_streams = streams;
-    c.window_frames = window;
-    c.max_msg_bytes = 64ull << 20;
-    c.node_name = "node";
-    return c;
-}
+using odl::test::pattern;
 
-std::vector<unsigned char> pattern(size_t n, unsigned seed) {
-    std::vector<unsigned char> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>(i * 31 + seed * 17 + (i >> 8));
-    return v;
-}
+open_config config(uint32_t streams = 4, uint32_t window = 64) { return odl::test::engine_config(streams, window); }
 
 class EnginePair : public ::testing::Test {
 protected:

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "engine_test_data.h"
 #include "mem_link.h"
 #include "peer_frames.h"
 #include "odl/wire/frame_codec.h"
@@ -22,22 +23,10 @@ using odl::test::mem_link_pair;
 
 constexpr uint32_t kLinkWindow = 8;
 
-open_config config(uint32_t link_window, uint32_t streams = 4, uint32_t window = 64) {
-    open_config c;
-    c.backend = "test";
-    c.num_streams = streams;
-    c.window_frames = window;
-    c.link_window_frames = link_window;
-    c.max_msg_bytes = 64ull << 20;
-    c.node_name = "node";
-    return c;
-}
+using odl::test::pattern;
 
-std::vector<unsigned char> pattern(size_t n, unsigned seed) {
-    std::vector<unsigned char> v;
-    v.reserve(n);
-    for (size_t i = 0; i < n; ++i) v.push_back(static_cast<unsigned char>(i * 29 + seed * 13 + (i >> 9)));
-    return v;
+open_config config(uint32_t link_window, uint32_t streams = 4, uint32_t window = 64) {
+    return odl::test::engine_config(streams, window, link_window);
 }
 
 size_t frames_of(const std::deque<std::vector<unsigned char>>& q, uint8_t type) {

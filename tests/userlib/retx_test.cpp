@@ -6,12 +6,12 @@
 // not leak, and a peer that abuses the new frames is refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
-#include <cstring>
-#include <thread>
 #include <vector>
 
 #include "engine.h"
+#include "engine_test_data.h"
 #include "mem_link.h"
 #include "odl/wire/frame_codec.h"
 #include "peer_frames.h"
@@ -23,21 +23,10 @@ using odl::open_config;
 using odl::test::mem_link_pair;
 using odl::test::peer_frame;
 
-open_config config(uint32_t streams = 3, uint32_t window = 64, uint32_t link_window = 0) {
-    open_config c;
-    c.backend = "test";
-    c.num_streams = streams;
-    c.window_frames = window;
-    c.link_window_frames = link_window;
-    c.max_msg_bytes = 64ull << 20;
-    c.node_name = "node";
-    return c;
-}
+using odl::test::pattern;
 
-std::vector<unsigned char> pattern(size_t n, unsigned seed) {
-    std::vector<unsigned char> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>(i * 37 + seed * 11 + (i >> 10));
-    return v;
+open_config config(uint32_t streams = 4, uint32_t window = 64, uint32_t link_window = 0) {
+    return odl::test::engine_config(streams, window, link_window);
 }
 
 uint8_t type_of(const std::vector<unsigned char>& f) { return f.empty() ? 0 : f[0]; }
