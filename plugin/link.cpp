@@ -97,6 +97,7 @@ link::~link() {
         ODL_INFO("%s: %zu closed comm(s) still had operations under way at finalize", m_name.c_str(),
                  m_zombies.size());
     report_model_timing();
+    report_recovery();
     odl_close(m_dev);
     for (comm* c : m_zombies) delete c;
     m_zombies.clear();
@@ -255,6 +256,17 @@ void link::report_model_timing() {
              "than the modelled link's",
              m_name.c_str(), (unsigned long long)s.model_late_frames, (unsigned long long)s.model_frames,
              double(s.model_lag_max_ns) / 1000.0);
+}
+
+// Frames the link lost and libodl sent again (kernel, sim): the job's data
+// are whole, but its timings include the resends; say how many, once.
+void link::report_recovery() {
+    odl_stats s{};
+    s.struct_size = sizeof(s);
+    if (odl_get_stats(m_dev, &s) != ODL_OK || (s.tx_resent_frames == 0 && s.rx_lost_frames == 0)) return;
+    ODL_INFO("%s: link recovery: %llu frames sent again, %llu found missing, %llu dropped out of order", m_name.c_str(),
+             (unsigned long long)s.tx_resent_frames, (unsigned long long)s.rx_lost_frames,
+             (unsigned long long)s.rx_dropped_frames);
 }
 
 void link::idle_wait(uint64_t timeout_ns) {

@@ -97,6 +97,7 @@ private:
     void free_comm(comm* c);
     void refresh_state();
     void report_model_timing();  ///< at close: the sim backend's late frames, if any
+    void report_recovery();      ///< at close: frames resent after losses, if any
     void idle_wait(uint64_t timeout_ns);
 
     odl_dev* m_dev = nullptr;
