@@ -337,6 +337,28 @@ TEST_F(Retx, ASmallSendCompletesAtOnceAndIsResentFromACopy) {
     EXPECT_EQ(done_a.size(), 1u) << "completed twice";
 }
 
+TEST_F(Retx, SmallSendsCompletedAtOnceDoNotCountAgainstThePostLimit) {
+    open_config ca = config();
+    ca.max_posted = 4;
+    make(true, true, ca, config());
+    // b does not poll, so nothing is acknowledged: a's four small sends
+    // complete at once (copied) and four more may be posted.
+    uint32_t v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(a->post_send(0, 1, &v[i], sizeof(v[i]), i), ODL_OK);
+    EXPECT_EQ(a->post_send(0, 1, &v[4], sizeof(v[4]), 4), ODL_ERR_AGAIN);
+    for (int i = 0; i < 3; ++i) {
+        odl_completion c[16];
+        const size_t n = a->poll(c, 16);
+        done_a.insert(done_a.end(), c, c + n);
+    }
+    ASSERT_EQ(done_a.size(), 4u);
+    for (int i = 4; i < 8; ++i) EXPECT_EQ(a->post_send(0, 1, &v[i], sizeof(v[i]), i), ODL_OK) << i;
+    std::vector<uint32_t> rx(8);
+    for (int i = 0; i < 8; ++i) ASSERT_EQ(b->post_recv(0, 1, &rx[i], sizeof(rx[i]), 100 + i), ODL_OK);
+    ASSERT_TRUE(run_until([&] { return done_a.size() == 8 && done_b.size() == 8; }));
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(rx[i], v[i]);
+}
+
 TEST_F(Retx, PingPongNeedsNoAckFrames) {
     make(true, true);
     // Each side answers in its next poll: the answer's credit acknowledges,

@@ -133,7 +133,8 @@ int engine::post_send(uint32_t stream, uint32_t tag, const void* buf, uint64_t l
     if (stream >= m_streams) return ODL_ERR_INVAL;
     if (m_hello_received && len > m_peer_max_msg) return ODL_ERR_TOO_BIG;
     stream_state& s = m_s[stream];
-    if (s.sends.size() >= m_cfg.max_posted) return ODL_ERR_AGAIN;
+    // Sends already completed (copied, awaiting acknowledgement) are not the caller's.
+    if (s.sends.size() - s.eager_held >= m_cfg.max_posted) return ODL_ERR_AGAIN;
     s.sends.push_back(send_op{static_cast<const unsigned char*>(buf), len, 0, tag, ctx});
     s.sends.back().nframes = uint32_t(odl_msg_frames(len));
     return ODL_OK;
@@ -491,6 +492,8 @@ void engine::on_acked(stream_state& s, uint16_t stream, uint32_t ack) {
             ++m_stats.tx_msgs;
             m_stats.tx_bytes += op.len;
             complete(op.ctx, op.detached ? ODL_ERR_CANCELED : ODL_OK, ODL_OP_SEND, stream, op.tag, op.len);
+        } else {
+            --s.eager_held;
         }
         s.sends.pop_front();
         if (s.tx_cur) --s.tx_cur;
@@ -1105,6 +1108,7 @@ void engine::pump_tx(unsigned budget) {
                             op.owned_from = 0;
                             op.detached = true;  // resends come from the copy
                             op.completed = true;
+                            ++s.eager_held;
                             ++m_stats.tx_msgs;
                             m_stats.tx_bytes += op.len;
                             complete(op.ctx, ODL_OK, ODL_OP_SEND, i, op.tag, op.len);
@@ -1383,6 +1387,7 @@ void engine::fail(int status, uint32_t new_state, std::string why) {
         }
         s.resend_pending = false;
         s.sends.clear();
+        s.eager_held = 0;
         s.recvs.clear();
         s.unexpected.clear();
         s.cur = assembly{};

@@ -158,6 +158,7 @@ private:
         uint32_t tx_max = 0;  ///< seq after the highest ever sent
         uint32_t acked = 0;   ///< the peer has every frame before it
         size_t tx_cur = 0;
+        size_t eager_held = 0;  ///< sends in @sends already completed (small, copied), awaiting acknowledgement
         uint64_t probe_due = 0;     ///< when to PROBE if nothing is acknowledged; 0: not armed, 1: armed, time not yet set
         uint8_t probe_backoff = 0;  ///< PROBEs since the last acknowledgement (interval doubles)
         // Receive side.
