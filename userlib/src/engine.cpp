@@ -47,14 +47,14 @@ constexpr auto kSplitCloseRetry = std::chrono::milliseconds(1);
 /// healthy link never probes; short enough that a lost last frame costs
 /// milliseconds, not a stalled job.
 constexpr uint64_t kProbeBaseNs = 2'000'000;
+constexpr unsigned kProbeMaxShift = 6;
+/// probe_due of a stream armed since the clock was last read.
+constexpr uint64_t kProbeArmed = 1;
 /// Retransmission: a message up to this size is copied once sent and its
 /// send completes at once, as without retransmission (the copy serves any
 /// resend); larger ones complete when acknowledged. A responder that waits
 /// for its small answer's completion then needs no ACK frame from the peer.
 constexpr uint64_t kEagerCopyMax = 8192;
-constexpr unsigned kProbeMaxShift = 6;
-/// probe_due of a stream armed since the clock was last read.
-constexpr uint64_t kProbeArmed = 1;
 /// uint32 sequence arithmetic: a difference with this bit set is "behind".
 constexpr uint32_t kBehind = 0x80000000u;
 
