@@ -92,7 +92,12 @@
 #define ODL_TB5_UAPI_SIZE(type, size) _Static_assert(sizeof(type) == (size), #type)
 #endif
 
-#define ODL_TB5_ABI_VERSION 3
+/*
+ * Version 4: the header check of what the user sends takes the frame types
+ * of protocol 1.2 (ACK, NAK, PROBE); libodl retransmits only over such a
+ * module (an older one refuses those frames with -EINVAL).
+ */
+#define ODL_TB5_ABI_VERSION 4
 #define ODL_TB5_DEV_PREFIX "odl_tb5_" /* /dev/odl_tb5_N */
 /* irq_throttle_us (module parameter and device attribute): 0..this */
 #define ODL_TB5_IRQ_THROTTLE_MAX_US 1000

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <string>
 
+#include "uapi/odl_tb5.h"
+
 namespace odl::test {
 
 /// A host's tree: builds the healthy case, tests break one layer.
@@ -64,7 +66,7 @@ public:
             "0x0008    0 0x01 0x00 0x003e0110\n0x0009    1 0x01 0x00 0x0822001c\n");
         put("sys/module/odl_tb5/parameters/rings", "1");
         dev = svc + "/odl_tb5/odl_tb5_0";
-        put(dev + "/abi_version", "3");
+        put(dev + "/abi_version", std::to_string(ODL_TB5_ABI_VERSION));
         put(dev + "/state", "connected");
         put(dev + "/open", "0 0");
         put(dev + "/rings", "1 1");

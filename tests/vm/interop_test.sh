@@ -57,7 +57,7 @@ pair() {
 	vexec "$new" "insmod /lib/modules/odl_tb5.ko $args" || fail "insmod new on $new"
 	vexec "$oldvm" 'insmod /lib/modules/odl_tb5_old.ko' || fail "insmod 1.0 on $oldvm"
 	"$tb" cable plug || fail "plug"
-	# The guest's checker is this tree's (ABI 3) and refuses the 1.0 module's
+	# The guest's checker is this tree's (ABI 4) and refuses the 1.0 module's
 	# INFO; that side's session shows in odl perf (libodl takes ABI >= 2).
 	wait_in "$new" 90 'odl_tb5_ioctl /dev/odl_tb5_0 0 | grep -q "INFO state 2"' ||
 		fail "$new: no logged-in /dev/odl_tb5_0 within 90 s (new ($args) on $new, 1.0 on $oldvm)"

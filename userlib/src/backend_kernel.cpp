@@ -130,8 +130,10 @@ public:
     std::string failure() const override { return m_failure; }
     std::string name() const override { return fmt::format("odl_tb5_{}", m_index); }
     // The NHI drops frames that arrive damaged (rx_damaged), and a
-    // retraining link loses what was on the wire.
-    bool lossy() const override { return true; }
+    // retraining link loses what was on the wire. A module before ABI 4
+    // refuses the frames retransmission sends (ACK, NAK, PROBE): without
+    // them a lost frame ends the session, as with protocol 1.1.
+    bool lossy() const override { return m_info.abi_version >= 4; }
     uint32_t rate_mbps() const override {
         if (m_rate_mbps) return m_rate_mbps;
         // INFO's link_width is a lane count on Linux 6.1 but a width code
