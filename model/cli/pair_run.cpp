@@ -547,15 +547,14 @@ public:
                         link_pending.reset();
                     note_applied(fmt::format("{} (wall t={:.1f} s)", what, now));
                 } else if (e.kind != m::event_kind::host_reset && tb_.can_link_events()) {
+                    // Retrain or degrade (ber goes to the ber clock).
                     std::string full = what;
                     if (e.kind == m::event_kind::degrade)
                         full += fmt::format(" to {} x{}", m::to_string(e.gen), e.lanes);
-                    else if (e.kind == m::event_kind::ber)
-                        full += fmt::format(" ({:g})", e.ber);
                     progress(fmt::format("t={:.1f} s: {}", now, full));
                     tb_.link_event(e);
                     note_applied(fmt::format("{} (wall t={:.1f} s)", full, now));
-                    if (e.kind != m::event_kind::ber) link_pending = full;
+                    link_pending = full;
                 } else {
                     progress(fmt::format("t={:.1f} s: {} NOT applied ({})", now, what, tb_.no_event_reason()));
                     rep_.not_applied.push_back(what + ": " + tb_.no_event_reason());

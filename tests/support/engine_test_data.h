@@ -26,8 +26,9 @@ inline open_config engine_config(std::uint32_t streams = 4, std::uint32_t window
 /// @n bytes that depend on their position and on @seed, so a byte out of
 /// place, or another message's, shows.
 inline std::vector<unsigned char> pattern(std::size_t n, unsigned seed) {
-    std::vector<unsigned char> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>(i * 31 + seed * 17 + (i >> 8));
+    std::vector<unsigned char> v;
+    v.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) v.push_back(static_cast<unsigned char>(i * 31 + seed * 17 + (i >> 8)));
     return v;
 }
 

@@ -347,10 +347,15 @@ void engine::handle_frame(const unsigned char* data, size_t len) {
         break;
     case ODL_FRAME_ACK:
     case ODL_FRAME_NAK:
-        handle_ack(fi);
-        break;
     case ODL_FRAME_PROBE:
-        handle_probe(fi);
+        if (!m_retx) {
+            protocol_error(ODL_FRAME_ERR_TYPE,
+                           fmt::format("stream {}: ACK/NAK/PROBE without retransmission negotiated", fi.stream));
+        } else if (fi.type == ODL_FRAME_PROBE) {
+            handle_probe(fi);
+        } else {
+            handle_ack(fi);
+        }
         break;
     case ODL_FRAME_LINK_CREDIT:
         handle_link_credit(fi.credit);
@@ -404,7 +409,6 @@ void engine::handle_hello(const odl_frame_info&, const unsigned char* payload) {
     // Both ends decide alike: retransmission when both offered it, and then
     // no rendezvous (a message read in place has no frames to resend).
     m_retx = m_offer_retx && (m_peer_features & ODL_FEAT_RETX);
-    m_retx_info.on = m_retx;
     if (!m_retx && rndv_pid() && (m_peer_features & ODL_FEAT_RNDV)) {
         m_rndv.rx = true;
         // Checksummed sends keep the frame path: every byte gets a CRC.
@@ -455,10 +459,6 @@ void engine::handle_credit(uint16_t stream, uint32_t credit) {
 }
 
 void engine::handle_ack(const odl_frame_info& fi) {
-    if (!m_retx) {
-        protocol_error(ODL_FRAME_ERR_TYPE, fmt::format("stream {}: ACK/NAK without retransmission negotiated", fi.stream));
-        return;
-    }
     const auto stream = uint16_t(fi.stream);
     stream_state& s = m_s[stream];
     handle_credit(stream, fi.credit);
@@ -561,10 +561,6 @@ void engine::check_probes() {
 }
 
 void engine::handle_probe(const odl_frame_info& fi) {
-    if (!m_retx) {
-        protocol_error(ODL_FRAME_ERR_TYPE, fmt::format("stream {}: PROBE without retransmission negotiated", fi.stream));
-        return;
-    }
     const auto stream = uint16_t(fi.stream);
     stream_state& s = m_s[stream];
     // fi.seq: the seq after the highest the peer sent. Never behind what
@@ -1102,17 +1098,16 @@ void engine::pump_tx(unsigned budget) {
             progress = true;
             if (op.rndv != send_op::rndv_phase::waiting && op.frames_sent == op.nframes) {
                 if (m_retx) {
-                    if (!op.completed && op.len <= kEagerCopyMax) {
-                        if (!op.detached) {
-                            op.owned.assign(op.buf, op.buf + op.len);
-                            op.owned_from = 0;
-                            op.detached = true;  // resends come from the copy
-                            op.completed = true;
-                            ++s.eager_held;
-                            ++m_stats.tx_msgs;
-                            m_stats.tx_bytes += op.len;
-                            complete(op.ctx, ODL_OK, ODL_OP_SEND, i, op.tag, op.len);
-                        }
+                    // (A detached send is canceled or already completed.)
+                    if (!op.detached && op.len <= kEagerCopyMax) {
+                        op.owned.assign(op.buf, op.buf + op.len);
+                        op.owned_from = 0;
+                        op.detached = true;  // resends come from the copy
+                        op.completed = true;
+                        ++s.eager_held;
+                        ++m_stats.tx_msgs;
+                        m_stats.tx_bytes += op.len;
+                        complete(op.ctx, ODL_OK, ODL_OP_SEND, i, op.tag, op.len);
                     }
                     ++s.tx_cur;  // kept until acknowledged (on_acked)
                     continue;

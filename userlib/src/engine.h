@@ -78,7 +78,11 @@ public:
         uint64_t probes = 0;   ///< PROBE frames sent
         uint64_t rewinds = 0;  ///< times this end went back to resend
     };
-    retx_info retx() const { return m_retx_info; }
+    retx_info retx() const {
+        retx_info r = m_retx_info;
+        r.on = m_retx;
+        return r;
+    }
 
 private:
     struct send_op {
