@@ -266,7 +266,12 @@ TEST_F(Tray, FollowsTheLinkAndItsMenuWorks) {
     // Open the status page: the opener gets this user's address, and it works.
     menu(icon, "Down Return", "tray-menu.png");
     ASSERT_TRUE(said("opened the status page")) << slurp(h.root + "/tray.out");
-    const std::string opened = slurp(h.root + "/opened");
+    // The opener runs on its own (the tray does not wait for a browser): wait for its line.
+    std::string opened;
+    for (int i = 0; i < 100 && opened.find('\n') == std::string::npos; i++) {
+        opened = slurp(h.root + "/opened");
+        if (opened.find('\n') == std::string::npos) std::this_thread::sleep_for(50ms);
+    }
     std::smatch m;
     ASSERT_TRUE(std::regex_search(opened, m, std::regex("^http://127\\.0\\.0\\.1:([0-9]+)/\\?token=([0-9a-f]{32})\n$")))
         << opened;
