@@ -39,6 +39,7 @@
 #include "http_client.h"
 #include "fake_host.h"
 #include "org.odinlink.Daemon1_proxy.h"
+#include "access.h"
 
 
 namespace {
@@ -720,6 +721,96 @@ TEST_F(DaemonPageTests, ShowsTheLastTestWithItsChart) {
     chromium(u, dir + "/bandwidth-test.png");
     const auto bad = console_errors();
     EXPECT_TRUE(bad.empty()) << "the page logged: " << bad.front();
+}
+
+
+TEST(DaemonAccess, RootAndTheGroupsMembersMayAct) {
+    using odl::daemon::may_act;
+    EXPECT_TRUE(may_act(0, "odl-no-such-group")) << "root may always";
+    // nobody (65534) has nogroup (65534) as its primary group and no other.
+    EXPECT_TRUE(may_act(65534, "nogroup")) << "a primary group counts";
+    EXPECT_FALSE(may_act(65534, "root")) << "nobody is not in the group root";
+    EXPECT_FALSE(may_act(65534, "odl-no-such-group"));
+    EXPECT_FALSE(may_act(4000000, "nogroup")) << "an unknown uid may not";
+}
+
+/// The page's test runner: POST /api/test, and a click on its button.
+class DaemonPageRun : public DaemonPageTests {
+protected:
+    DaemonPageRun() { extra_args = {"--status-page", "0", "--test-backend", "loopback", "--test-limit", "5"}; }
+    odl::test::http_reply post(uint16_t port, const std::string& query) {
+        return http(port, "POST /api/test?" + query + " HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    }
+    /// Waits (bounded) until LastTest's state is @state.
+    bool last_test_is(const std::string& state) {
+        for (int i = 0; i < 200; i++) {
+            const std::string s = dev->LastTest();
+            if (!s.empty() && nlohmann::json::parse(s).value("state", "") == state) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return false;
+    }
+};
+
+TEST_F(DaemonPageRun, RefusesBadRequestsAndABusyDevice) {
+    std::smatch m;
+    const std::string u = url();
+    ASSERT_TRUE(std::regex_match(u, m, std::regex("http://127\\.0\\.0\\.1:([0-9]+)/\\?token=([0-9a-f]{32})"))) << u;
+    const auto port = uint16_t(std::stoi(m[1]));
+    const std::string tok = "token=" + m[2].str();
+    const auto state = nlohmann::json::parse(
+        http(port, "GET /api/state?" + tok + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").body);
+    EXPECT_EQ(state.at("may_run_tests"), true) << "this test runs as root";
+    EXPECT_EQ(post(port, "device=odl_tb5_0&test=latency").status, "HTTP/1.1 403 Forbidden") << "no token";
+    EXPECT_EQ(http(port, "GET /api/test?" + tok + "&device=odl_tb5_0&test=latency HTTP/1.1\r\nHost: x\r\n"
+                         "Connection: close\r\n\r\n").status,
+              "HTTP/1.1 405 Method Not Allowed") << "a GET (a link, an image) runs nothing";
+    EXPECT_EQ(post(port, tok + "&device=odl_tb5_0").status, "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(post(port, tok + "&device=odl_tb5_0&test=--server").status, "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(post(port, tok + "&device=odl_tb5_7&test=latency").status, "HTTP/1.1 404 Not Found");
+    EXPECT_EQ(post(port, tok + "&device=odl_tb5_0%3Breboot&test=latency").status, "HTTP/1.1 404 Not Found");
+    EXPECT_EQ(post(port, "token=" + m[2].str() + "&device=/&test=latency").status, "HTTP/1.1 404 Not Found");
+    EXPECT_EQ(dev->LastTest(), "") << "a refused request runs nothing";
+    // No peer answers: the first runs until the limit, the second is told the device is busy.
+    const auto first = post(port, tok + "&device=odl_tb5_0&test=latency");
+    EXPECT_EQ(first.status, "HTTP/1.1 202 Accepted") << first.body;
+    const auto busy = post(port, tok + "&device=odl_tb5_0&test=bandwidth");
+    EXPECT_EQ(busy.status, "HTTP/1.1 409 Conflict") << busy.body;
+    EXPECT_NE(busy.body.find("already running"), std::string::npos) << busy.body;
+    ASSERT_TRUE(last_test_is("failed")) << dev->LastTest();
+    EXPECT_NE(dev->LastTest().find("no result within 5 s"), std::string::npos) << dev->LastTest();
+    EXPECT_EQ(daemon.stop(SIGTERM), 0);
+    EXPECT_EQ(daemon.err(), "") << "an orderly shutdown logs nothing";
+}
+
+TEST_F(DaemonPageRun, ItsButtonRunsATestAndShowsTheResult) {
+    if (std::system("command -v chromium >/dev/null") != 0)
+        GTEST_SKIP() << "chromium is not installed (the bootstrap installs it)";
+    const std::string u = url();
+    const std::string dir = std::string(ODL_ARTIFACT_DIR) + "/status-page";
+    std::filesystem::create_directories(dir);
+    const std::string dom = chromium(u, "", 2000);
+    EXPECT_NE(dom.find("<button data-test=\"latency\">Run latency test</button>"), std::string::npos) << dom;
+    chromium(u, dir + "/test-buttons.png");
+    child server({ODL_CLI_BIN, "perf", "latency", "--server", "--backend", "loopback", "--device", "0", "-q"},
+                 h.root + "/server.err");
+    const std::string profile = h.root + "/click-profile";
+    std::filesystem::create_directories(profile);
+    const std::string cmd = std::string("timeout 120 python3 ") + ODL_PAGE_CLICK + " '" + u +
+                            "' '[data-run=\"odl_tb5_0\"] button[data-test=\"latency\"]' "
+                            "'document.body.innerText.includes(\"Last test: latency, passed\")' " + profile +
+                            " 2>" + h.root + "/click.err";
+    FILE* f = popen(cmd.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    std::string after;
+    char buf[4096];
+    while (fgets(buf, sizeof(buf), f)) after += buf;
+    const int rc = pclose(f);
+    EXPECT_EQ(rc, 0) << slurp(h.root + "/click.err") << slurp(profile + "/chromium-click.log");
+    EXPECT_NE(after.find("Last test: latency, passed"), std::string::npos) << after;
+    EXPECT_EQ(in_chart(after, "<polyline"), 2u) << "the result's chart, one distribution per size";
+    EXPECT_EQ(server.wait(), 0) << server.err();
+    EXPECT_EQ(nlohmann::json::parse(dev->LastTest()).at("state"), "passed");
 }
 
 }  // namespace

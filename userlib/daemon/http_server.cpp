@@ -41,11 +41,12 @@ private:
             return close();
         if (ec) return reply(http::status::bad_request, "malformed request\n", false);
         const auto& req = m_parser->get();
-        if (req.method() != http::verb::get && req.method() != http::verb::head)
-            return reply(http::status::method_not_allowed, "only GET\n", req.keep_alive());
+        const bool post = req.method() == http::verb::post;
+        if (req.method() != http::verb::get && req.method() != http::verb::head && !post)
+            return reply(http::status::method_not_allowed, "only GET, HEAD and POST\n", req.keep_alive());
         http_server::reply r;
         try {
-            r = m_handler(std::string(req.target()));
+            r = m_handler({post, std::string(req.target())});
         } catch (const std::exception& e) {
             return reply(http::status::internal_server_error, std::string(e.what()) + "\n", false);
         }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The daemon's HTTP endpoints (the Prometheus metrics, the status page):
-// GET and HEAD over HTTP/1.1 on a loopback address only, each server on its
+// GET and HEAD (and POST where a handler takes it) over HTTP/1.1 on a
+// loopback address only, each server on its
 // own thread (Boost.Beast) so a slow client never holds up the D-Bus loop.
 // The handler sees the request target and answers; each request reads the
 // host afresh.
@@ -21,9 +22,12 @@ public:
         std::string type = "text/plain; charset=utf-8";
         std::string body;
     };
-    /// @target: the request's path and query ("/api/state?token=...").
+    struct request {
+        bool post = false;   ///< POST (its body is not read: all is in the query); else GET or HEAD
+        std::string target;  ///< the path and query ("/api/state?token=...")
+    };
     /// Runs on the server's thread; an exception is a 500 with its text.
-    using handler_fn = std::function<reply(const std::string& target)>;
+    using handler_fn = std::function<reply(const request& req)>;
     /// Listens on @address (127.0.0.1, ::1 or localhost) and @port (0: any
     /// free port). Throws std::runtime_error with the reason, prefixed by
     /// @what ("metrics"): not a loopback address, the port taken, ...

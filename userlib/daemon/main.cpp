@@ -30,6 +30,7 @@
 #include "metrics.h"
 #include "plugin_stats.h"
 #include "http_server.h"
+#include "page_requests.h"
 #include "status_page.h"
 #include "odl/build_info.h"
 #include "service.h"
@@ -128,8 +129,9 @@ int main(int argc, char** argv) {
         std::unique_ptr<http_server> prom;
         if (!metrics.empty()) {
             const auto [addr, port] = listen_spec("--metrics", metrics);
-            prom = std::make_unique<http_server>("metrics", addr, port, [root, plugin_dirs](const std::string& target) {
-                if (target != "/metrics") return http_server::reply{404, "text/plain; charset=utf-8", "only /metrics\n"};
+            prom = std::make_unique<http_server>("metrics", addr, port, [root, plugin_dirs](const http_server::request& r) {
+                if (r.target != "/metrics") return http_server::reply{404, "text/plain; charset=utf-8", "only /metrics\n"};
+                if (r.post) return http_server::reply{405, "text/plain; charset=utf-8", "only GET and HEAD\n"};
                 return http_server::reply{
                     200, "text/plain; version=0.0.4; charset=utf-8",
                     odl::daemon::render_metrics(odl::host::read_host_view(root), ODL_BUILD_VERSION,
@@ -139,14 +141,35 @@ int main(int argc, char** argv) {
         }
         odl::daemon::status_tokens tokens;
         odl::daemon::test_records tests;
+        // Tests the page asks for start on this loop (the service is not
+        // thread-safe); svc is set once it exists, before the page answers.
+        odl::daemon::page_requests page_jobs;
+        odl::daemon::service* svc_ptr = nullptr;
+        const odl::daemon::status_page_context page_ctx{
+            tokens, root, ODL_BUILD_VERSION, tests, plugin_dirs,
+            [&page_jobs, &svc_ptr](const std::string& device, const std::string& test) {
+                return page_jobs.submit([&svc_ptr, device, test]() -> odl::daemon::page_requests::answer {
+                    if (!svc_ptr) return {503, "the daemon is starting"};
+                    try {
+                        svc_ptr->start_test(device, test);
+                    } catch (const sdbus::Error& e) {
+                        const std::string& n = e.getName();
+                        const unsigned st = n == "org.odinlink.Error.NoSuchDevice" ? 404
+                                            : n == "org.odinlink.Error.InvalidArgs" ? 400
+                                            : n == "org.odinlink.Error.Busy"        ? 409
+                                                                                    : 500;
+                        return {st, e.getMessage()};
+                    }
+                    return {};
+                });
+            }};
         std::unique_ptr<http_server> page;
         std::string page_base;
         if (!status.empty()) {
             const auto [addr, port] = listen_spec("--status-page", status);
-            page = std::make_unique<http_server>(
-                "status page", addr, port, [&tokens, &tests, root, plugin_dirs](const std::string& t) {
-                    return odl::daemon::status_request(t, tokens, root, ODL_BUILD_VERSION, tests, plugin_dirs);
-                });
+            page = std::make_unique<http_server>("status page", addr, port, [&page_ctx](const http_server::request& r) {
+                return odl::daemon::status_request(r, page_ctx);
+            });
             page_base = fmt::format("http://{}:{}/", addr.find(':') != std::string::npos ? "[" + addr + "]" : addr,
                                     page->port());
             if (verbose) fmt::print(stderr, "odl-daemon: status page on {} port {}\n", addr, page->port());
@@ -158,6 +181,7 @@ int main(int argc, char** argv) {
         });
         for (const auto& d : plugin_dirs) svc.add_plugin_stats_dir(d);
         svc.refresh();
+        svc_ptr = &svc;
         // The name last: a client that sees it finds the objects there.
         conn->requestName(odl::daemon::kBusName);
         if (verbose)
@@ -166,7 +190,10 @@ int main(int argc, char** argv) {
         uint64_t next_counters = now_us() + uint64_t(counters_ms) * 1000u;
         for (;;) {
             const auto pd = conn->getEventLoopPollData();
-            std::vector<pollfd> fds{{pd.fd, pd.events, 0}, {sfd, POLLIN, 0}, {events ? events->fd() : -1, POLLIN, 0}};
+            std::vector<pollfd> fds{{pd.fd, pd.events, 0},
+                                    {sfd, POLLIN, 0},
+                                    {events ? events->fd() : -1, POLLIN, 0},
+                                    {page_jobs.fd(), POLLIN, 0}};
             for (int fd : runner.fds()) fds.push_back({fd, POLLIN, 0});
             uint64_t deadline = std::min(pd.timeout_usec, runner.deadline_us());
             if (counters_ms && svc.any_session() && next_counters < deadline) deadline = next_counters;
@@ -174,6 +201,7 @@ int main(int argc, char** argv) {
             const int timeout_ms = deadline == UINT64_MAX ? -1 : deadline <= t ? 0 : int((deadline - t + 999) / 1000);
             if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) throw std::runtime_error("poll failed");
             runner.handle();
+            if (fds[3].revents & POLLIN) page_jobs.run_pending();
             bool rescan = false;
             if (fds[1].revents & POLLIN) {
                 signalfd_siginfo si{};

@@ -155,7 +155,7 @@ std::string service::StatusPage() {
     return url;
 }
 
-void service::RunTest(sdbus::Result<std::string>&& result, std::string device, std::string test) {
+void service::start_test(const std::string& device, const std::string& test, test_done_fn done) {
     // Checked before anything runs; the name never reaches a command line unchecked.
     const std::string prefix = "odl_tb5_";
     auto it = m_devices.find(device);
@@ -169,34 +169,41 @@ void service::RunTest(sdbus::Result<std::string>&& result, std::string device, s
         throw sdbus::Error("org.odinlink.Error.Busy", fmt::format("a test is already running on {}", device));
     const unsigned index = unsigned(std::stoul(device.substr(prefix.size())));
     nlohmann::json rec{{"test", test}, {"state", "running"}, {"started", files::utc_iso()}};
-    // std::function wants a copyable callable; the reply is move-only.
-    auto reply = std::make_shared<sdbus::Result<std::string>>(std::move(result));
     try {
-        m_runner.start(device, index, test, [this, device, rec, reply](const test_outcome& o) mutable {
-                           rec["finished"] = files::utc_iso();
-                           rec["state"] = o.ok ? "passed" : "failed";
-                           if (o.ok) {
-                               nlohmann::json report = nlohmann::json::parse(o.report, nullptr, false);
-                               if (report.is_discarded()) {
-                                   rec["state"] = "failed";
-                                   rec["error"] = "odl perf's report is not JSON";
-                               } else {
-                                   rec["report"] = std::move(report);
-                               }
-                           } else {
-                               rec["error"] = o.error;
-                           }
-                           // The device may have gone meanwhile: the caller still gets the outcome.
-                           set_last_test(device, rec.dump());
-                           if (rec["state"] == "passed")
-                               reply->returnResults(o.report);
-                           else
-                               reply->returnError(sdbus::Error("org.odinlink.Error.Failed", rec["error"].get<std::string>()));
-                       });
+        m_runner.start(device, index, test, [this, device, rec, done](const test_outcome& o) mutable {
+            rec["finished"] = files::utc_iso();
+            rec["state"] = o.ok ? "passed" : "failed";
+            if (o.ok) {
+                nlohmann::json report = nlohmann::json::parse(o.report, nullptr, false);
+                if (report.is_discarded()) {
+                    rec["state"] = "failed";
+                    rec["error"] = "odl perf's report is not JSON";
+                } else {
+                    rec["report"] = std::move(report);
+                }
+            } else {
+                rec["error"] = o.error;
+            }
+            // The device may have gone meanwhile: the caller still gets the outcome.
+            set_last_test(device, rec.dump());
+            const bool passed = rec["state"] == "passed";
+            if (done) done(passed, passed ? o.report : rec["error"].get<std::string>());
+        });
     } catch (const std::exception& e) {
         throw sdbus::Error("org.odinlink.Error.Failed", e.what());
     }
     set_last_test(device, rec.dump());
+}
+
+void service::RunTest(sdbus::Result<std::string>&& result, std::string device, std::string test) {
+    // std::function wants a copyable callable; the reply is move-only.
+    auto reply = std::make_shared<sdbus::Result<std::string>>(std::move(result));
+    start_test(device, test, [reply](bool passed, const std::string& what) {
+        if (passed)
+            reply->returnResults(what);
+        else
+            reply->returnError(sdbus::Error("org.odinlink.Error.Failed", what));
+    });
 }
 
 std::string service::PluginStats() { return host::plugin_stats_of_host(m_root, m_plugin_dirs).dump(); }

@@ -42,6 +42,12 @@ public:
     unsigned refresh();
     /// True when a device is in a session (its counters move).
     bool any_session() const;
+    /// A finished test: passed with odl perf's report, or failed with the reason.
+    using test_done_fn = std::function<void(bool passed, const std::string& report_or_error)>;
+    /// Starts @test on @device (RunTest's checks, LastTest kept and
+    /// signalled); @done, if set, runs when it ends. Throws sdbus::Error
+    /// (NoSuchDevice, InvalidArgs, Busy, Failed) when it cannot start.
+    void start_test(const std::string& device, const std::string& test, test_done_fn done = {});
     /// Folders with plugin statistics besides each user's runtime folder.
     void add_plugin_stats_dir(std::string dir) { m_plugin_dirs.push_back(std::move(dir)); }
 

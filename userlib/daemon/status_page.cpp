@@ -55,29 +55,57 @@ std::string status_tokens::issue(uid_t uid) {
     return t;
 }
 
-bool status_tokens::valid(const std::string& token) const {
-    if (token.size() != 32) return false;
+std::optional<uid_t> status_tokens::uid_of(const std::string& token) const {
+    if (token.size() != 32) return std::nullopt;
     std::lock_guard<std::mutex> g(m_mu);
-    bool ok = false;
-    for (const auto& [uid, t] : m_by_uid) ok |= same(t, token);
-    return ok;
+    std::optional<uid_t> who;
+    for (const auto& [uid, t] : m_by_uid)
+        if (same(t, token)) who = uid;  // no early exit, as in same()
+    return who;
 }
 
-http_server::reply status_request(const std::string& target, const status_tokens& tokens, const std::string& root,
-                                  const std::string& version, const test_records& tests,
-                                  const std::vector<std::string>& plugin_dirs) {
+namespace {
+
+http_server::reply text(unsigned status, std::string body) {
+    return {status, "text/plain; charset=utf-8", std::move(body)};
+}
+
+/// POST /api/test?token=&device=odl_tb5_N&test=latency|bandwidth: started
+/// (202) or why not. The outcome shows in /api/state as the device's test.
+http_server::reply start_test(const std::string& target, uid_t uid, const status_page_context& ctx) {
+    if (!ctx.start_test) return text(501, "this daemon runs no tests\n");
+    if (!may_act(uid, ctx.act_group))
+        return text(403, fmt::format("running a test needs root or membership of the group {} (uid {} has neither)\n",
+                                     ctx.act_group, uid));
+    const std::string device = query_value(target, "device"), test = query_value(target, "test");
+    if (device.empty() || test.empty()) return text(400, "want device=odl_tb5_N and test=latency|bandwidth\n");
+    const auto a = ctx.start_test(device, test);
+    if (a.status >= 300) return text(a.status, a.error + "\n");
+    return {202, "application/json", nlohmann::json{{"device", device}, {"test", test}, {"state", "running"}}.dump()};
+}
+
+}  // namespace
+
+http_server::reply status_request(const http_server::request& req, const status_page_context& ctx) {
+    const std::string& target = req.target;
     const std::string path = target.substr(0, target.find('?'));
-    if (path != "/" && path != "/api/state") return {404, "text/plain; charset=utf-8", "no such page\n"};
-    if (!tokens.valid(query_value(target, "token")))
-        return {403, "text/plain; charset=utf-8",
-                "this page needs your own address with its token: busctl call org.odinlink.Daemon1 "
-                "/org/odinlink/Daemon1 org.odinlink.Daemon1 StatusPage\n"};
+    const bool page = path == "/" || path == "/api/state", test = path == "/api/test";
+    if (!page && !test) return text(404, "no such page\n");
+    const auto uid = ctx.tokens.uid_of(query_value(target, "token"));
+    if (!uid)
+        return text(403, "this page needs your own address with its token: busctl call org.odinlink.Daemon1 "
+                         "/org/odinlink/Daemon1 org.odinlink.Daemon1 StatusPage\n");
+    if (test != req.post) return text(405, test ? "/api/test: only POST\n" : "only GET and HEAD here\n");
+    if (test) return start_test(target, *uid, ctx);
     if (path == "/") return {200, "text/html; charset=utf-8", kStatusPageHtml};
-    nlohmann::json j = host::link_json(host::read_host_view(root));
-    j["version"] = version;
+    nlohmann::json j = host::link_json(host::read_host_view(ctx.root));
+    j["version"] = ctx.version;
     j["tests"] = nlohmann::json::object();
-    for (const auto& [device, rec] : tests.all()) j["tests"][device] = nlohmann::json::parse(rec, nullptr, false);
-    j["plugin"] = std::move(host::plugin_stats_of_host(root, plugin_dirs, true)["processes"]);  // running ones
+    for (const auto& [device, rec] : ctx.tests.all()) j["tests"][device] = nlohmann::json::parse(rec, nullptr, false);
+    j["plugin"] = std::move(host::plugin_stats_of_host(ctx.root, ctx.plugin_dirs, true)["processes"]);  // running ones
+    // What the page offers this user: the test buttons, or why not.
+    j["may_run_tests"] = bool(ctx.start_test) && may_act(*uid, ctx.act_group);
+    j["act_group"] = ctx.act_group;
     j["unix_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();

@@ -3,18 +3,23 @@
 // own http_server, readable only with a token that the D-Bus method
 // StatusPage() hands to each local user (one per uid, the caller's uid as
 // the bus tells it), so a page from elsewhere cannot read it. Routes: "/" (the
-// page, self-contained) and "/api/state" (the host view as JSON, which the
-// page reads twice a second).
+// page, self-contained), "/api/state" (the host view as JSON, which the
+// page reads twice a second) and POST "/api/test" (run a test, for the
+// token's user when root or in the group odl, as over the bus).
 #pragma once
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "access.h"
 #include "http_server.h"
+#include "page_requests.h"
 #include "test_runner.h"
 
 namespace odl::daemon {
@@ -24,19 +29,29 @@ class status_tokens {
 public:
     /// The token of @uid (made on first use: 128 random bits, hex).
     std::string issue(uid_t uid);
-    bool valid(const std::string& token) const;
+    bool valid(const std::string& token) const { return uid_of(token).has_value(); }
+    /// The uid @token was issued to, if any.
+    std::optional<uid_t> uid_of(const std::string& token) const;
 
 private:
     mutable std::mutex m_mu;
     std::map<uid_t, std::string> m_by_uid;
 };
 
-/// Answers one request for @target (path and query); @tests: the last
-/// test of each device (shown with its charts); @plugin_dirs: where else to
-/// read the NCCL plugin's statistics (host::plugin_stats_of_host()).
-http_server::reply status_request(const std::string& target, const status_tokens& tokens, const std::string& root,
-                                  const std::string& version, const test_records& tests,
-                                  const std::vector<std::string>& plugin_dirs = {});
+/// What the page reads and may do.
+struct status_page_context {
+    const status_tokens& tokens;
+    std::string root;                      ///< the host under it ("" the real one)
+    std::string version;
+    const test_records& tests;             ///< the last test of each device (shown with its charts)
+    std::vector<std::string> plugin_dirs;  ///< where else to read the NCCL plugin's statistics
+    /// Starts a test (on the daemon's loop); empty: the page cannot run tests.
+    std::function<page_requests::answer(const std::string& device, const std::string& test)> start_test;
+    std::string act_group = kActGroup;     ///< who may run tests besides root
+};
+
+/// Answers one request of the page.
+http_server::reply status_request(const http_server::request& req, const status_page_context& ctx);
 
 /// The page itself (status_page_html.cpp).
 extern const char* const kStatusPageHtml;

@@ -27,6 +27,9 @@ td, th { border-bottom: 1px solid #eaeef2; padding: .2em .8em .2em 0; text-align
 svg { background: #fff; border: 1px solid #d0d7de; }
 .none { color: #57606a; font-style: italic; }
 .test h3 { font-size: 1em; margin: .8em 0 .2em; }
+.run { margin: .4em 0; }
+.run button { margin-right: .6em; }
+.run-note { color: #57606a; margin-left: .4em; }
 </style>
 </head>
 <body>
@@ -128,6 +131,39 @@ function testView(rec) {
                            : "Throughput per message size, every byte checked.", "none"));
   return box;
 }
+// The test runner: a button per test of the perf suite (the peer host must
+// be answering: odl perf --server there), for root and the group odl; others
+// are told why there is none.
+let runNote = {};  // device -> what the last click got (kept across redraws)
+function runButtons(name, st, rec) {
+  const box = el("div", undefined, "run");
+  box.dataset.run = name;
+  if (!st.may_run_tests) {
+    box.append(el("span", "Running a test needs root or the group " + (st.act_group || "odl") + ".", "none"));
+    return box;
+  }
+  const busy = rec && rec.state === "running";
+  for (const test of ["latency", "bandwidth"]) {
+    const b = el("button", "Run " + test + " test");
+    b.dataset.test = test;
+    b.disabled = busy;
+    b.addEventListener("click", () => runTest(name, test));
+    box.append(b);
+  }
+  if (runNote[name]) box.append(el("span", runNote[name], "run-note"));
+  return box;
+}
+async function runTest(name, test) {
+  runNote[name] = "starting " + test + "\u2026";
+  try {
+    const q = "token=" + encodeURIComponent(token) + "&device=" + encodeURIComponent(name) + "&test=" + encodeURIComponent(test);
+    const r = await fetch("/api/test?" + q, {method: "POST", cache: "no-store"});
+    runNote[name] = r.ok ? test + " test started" : "not started: " + (await r.text()).trim();
+  } catch (e) {
+    runNote[name] = "not started: odl-daemon does not answer";
+  }
+  tick();
+}
 function speed(s) {
   return s.generation + " x" + s.lanes + " = " + s.gbps + " Gb/s";
 }
@@ -164,7 +200,9 @@ function render(st) {
       const ct = el("table", undefined, "counters");
       for (const [k, v] of Object.entries(d.counters)) { const x = el("tr"); x.append(el("th", k), el("td", v)); ct.append(x); }
       card.append(ct);
-      const rec = (st.tests || {})[String(d.device).split("/").pop()];  // tests go by name: odl_tb5_0
+      const name = String(d.device).split("/").pop();  // tests go by name: odl_tb5_0
+      const rec = (st.tests || {})[name];
+      card.append(runButtons(name, st, rec));
       if (rec && typeof rec === "object") card.append(testView(rec));
       tx += d.counters.tx_bytes || 0;
       rx += d.counters.rx_bytes || 0;
