@@ -81,6 +81,24 @@ cmp local/big.bin local/big.back || fail "pulled file differs"
 expect_fail "missing file" "No such file" "$odl" cp peer:in/nothing local/ "${B[@]}"
 expect_fail "directory without -r" "is a directory" "$odl" cp peer:in/tree local/t2 "${B[@]}"
 
+step "ls: what the peer serves"
+"$odl" files ls peer:in "${B[@]}" --json >ls.json 2>ls.log || fail "files ls"
+python3 - ls.json <<'PY' || fail "files ls --json: $(cat ls.json)"
+import json, sys
+j = json.load(open(sys.argv[1]))
+got = {e["path"]: (e["dir"], e["size"]) for e in j["entries"]}
+want = {"big.bin": (False, 48 << 20), "tree": (True, 0), "tree/a.txt": (False, 6), "tree/sub": (True, 0),
+        "tree/sub/b.bin": (False, 100000)}
+for k, v in want.items():
+    assert k in got and (got[k][0], got[k][1] if not v[0] else 0) == v, (k, got.get(k))
+assert j["peer"] == "host-a" and j["path"] == "in", j
+PY
+"$odl" files ls peer:in/tree "${B[@]}" >ls.txt 2>>ls.log || fail "files ls (text)"
+grep -Eq '^0[0-7]{3} +6 [0-9T:Z-]+  a\.txt$' ls.txt || fail "files ls text: $(cat ls.txt)"
+grep -Eq ' sub/$' ls.txt || fail "files ls: no folder sub/: $(cat ls.txt)"
+expect_fail "ls of a local path" "want peer:PATH" "$odl" files ls in "${B[@]}"
+expect_fail "ls outside the folder" "'..' in path" "$odl" files ls peer:../etc "${B[@]}"
+
 step "server killed mid-transfer, restarted: the client resumes"
 head -c $((320 << 20)) /dev/urandom >local/huge.bin
 "$odl" cp local/huge.bin peer:huge.bin "${B[@]}" --chunk 64K --retry-for 30 --json >resume.json 2>resume.log &

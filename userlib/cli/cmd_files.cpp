@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -452,6 +453,63 @@ void run_sync(const sync_cli& c) {
     if (rc) die("sync", failure, rc);
 }
 
+struct ls_cli {
+    link_opts link;
+    std::string path;  ///< peer:PATH, or "" for all the peer serves
+    std::string peer;
+    bool json_out = false;
+};
+
+/// `odl files ls [peer:PATH]`: what the peer serves under PATH, recursively.
+void run_ls(const ls_cli& c) {
+    std::string remote = c.path;
+    if (is_remote(remote))
+        remote = remote.substr(std::strlen(kPeer));
+    else if (!remote.empty())
+        die("files ls", "want peer:PATH (a folder of the peer's), not '" + remote + "'");
+    fl::pair_record pair;
+    try {
+        pair = fl::pair_store(keys_dir(c.link)).choose(c.peer);
+    } catch (const fl::pair_store_error& e) {
+        die("files ls", e.what());
+    }
+    const link_opts link = c.link;
+    auto open = [link]() { return open_dev(link, uint64_t(link.connect_timeout_s * 1e9)); };
+    auto note = [](const std::string& line) { std::fprintf(stderr, "odl: files ls: %s\n", line.c_str()); };
+    catch_signals();
+    std::vector<fl::remote_entry> entries;
+    std::string failure;
+    {
+        fl::file_client client(open, pair, fl::copy_options{}, &g_stop, note);
+        try {
+            entries = client.list(remote);
+            client.close();
+        } catch (const fl::stopped&) {
+            failure = "stopped";
+        } catch (const std::exception& e) {
+            failure = e.what();
+        }
+    }
+    if (!failure.empty()) die("files ls", failure);
+    if (c.json_out) {
+        json out{{"peer", pair.peer_name}, {"path", remote}, {"entries", json::array()}};
+        for (const auto& e : entries)
+            out["entries"].push_back(
+                {{"path", e.path}, {"dir", e.dir}, {"size", e.size}, {"mtime_ns", e.mtime_ns}, {"mode", e.mode}});
+        std::cout << out.dump() << "\n";
+        return;
+    }
+    for (const auto& e : entries) {
+        const std::time_t t = std::time_t(e.mtime_ns / 1'000'000'000ull);
+        std::tm tm{};
+        gmtime_r(&t, &tm);
+        char when[32];
+        when[std::strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm)] = 0;
+        std::cout << fmt::format("{:04o} {:>14} {}  {}{}\n", e.mode & 07777, e.dir ? "-" : std::to_string(e.size),
+                                 when, e.path, e.dir ? "/" : "");
+    }
+}
+
 }  // namespace
 
 void add_files_commands(CLI::App& app) {
@@ -473,6 +531,15 @@ void add_files_commands(CLI::App& app) {
     serve->add_flag("--verbose,-v", sc->verbose, "Log every session");
     serve->add_option("--max-chunk", sc->max_chunk, "Largest DATA message granted")->capture_default_str();
     serve->callback([sc] { run_serve(*sc); });
+
+    auto lc = std::make_shared<ls_cli>();
+    auto* ls = files->add_subcommand("ls", "List what the peer serves under peer:PATH (all of it by default), "
+                                           "recursively");
+    ls->add_option("path", lc->path, "peer:PATH");
+    add_link_opts(ls, lc->link);
+    ls->add_option("--peer", lc->peer, "Which pairing to use (its peer name) when there are several");
+    ls->add_flag("--json", lc->json_out, "The entries as JSON on stdout");
+    ls->callback([lc] { run_ls(*lc); });
 
     auto cc = std::make_shared<cp_cli>();
     auto* cp = app.add_subcommand("cp", "Copy files to or from the peer's served folder: "
