@@ -796,10 +796,10 @@ TEST_F(DaemonPageRun, ItsButtonRunsATestAndShowsTheResult) {
                  h.root + "/server.err");
     const std::string profile = h.root + "/click-profile";
     std::filesystem::create_directories(profile);
-    const std::string cmd = std::string("timeout 120 python3 ") + ODL_PAGE_CLICK + " '" + u +
-                            "' '[data-run=\"odl_tb5_0\"] button[data-test=\"latency\"]' "
-                            "'document.body.innerText.includes(\"Last test: latency, passed\")' " + profile +
-                            " 2>" + h.root + "/click.err";
+    const std::string cmd = std::string("timeout 120 python3 ") + ODL_PAGE_CLICK + " '" + u + "' " + profile +
+                            " '[data-run=\"odl_tb5_0\"] button[data-test=\"latency\"]' "
+                            "'document.body.innerText.includes(\"Last test: latency, passed\")' 2>" + h.root +
+                            "/click.err";
     FILE* f = popen(cmd.c_str(), "r");
     ASSERT_NE(f, nullptr);
     std::string after;
@@ -811,6 +811,117 @@ TEST_F(DaemonPageRun, ItsButtonRunsATestAndShowsTheResult) {
     EXPECT_EQ(in_chart(after, "<polyline"), 2u) << "the result's chart, one distribution per size";
     EXPECT_EQ(server.wait(), 0) << server.err();
     EXPECT_EQ(nlohmann::json::parse(dev->LastTest()).at("state"), "passed");
+}
+
+
+/// The page's file browser: the peer (host a, in this test) serves share/
+/// with `odl files serve` over the loopback backend; the daemon (host b)
+/// lists it with `odl files ls` and the keys it is given.
+class DaemonPageFiles : public DaemonPageRun {
+protected:
+    void SetUp() override {
+        const std::string ns = "daemon-files-" + std::to_string(getpid());
+        setenv("ODL_LOOPBACK_NAMESPACE", ns.c_str(), 1);
+        // Pair two key folders first (both ends at once), then serve.
+        child a({ODL_CLI_BIN, "pair", "--backend", "loopback", "--device", "0", "--keys", h.root + "/ka", "--name",
+                 "host-a", "--yes"},
+                h.root + "/pair-a.err");
+        child b({ODL_CLI_BIN, "pair", "--backend", "loopback", "--device", "0", "--keys", h.root + "/kb", "--name",
+                 "host-b", "--yes"},
+                h.root + "/pair-b.err");
+        ASSERT_EQ(a.wait(), 0) << a.err();
+        ASSERT_EQ(b.wait(), 0) << b.err();
+        std::filesystem::create_directories(h.root + "/share/docs/deep");
+        std::ofstream(h.root + "/share/docs/a.txt") << "alpha\n";
+        std::ofstream(h.root + "/share/docs/deep/c.txt") << "gamma\n";
+        std::ofstream(h.root + "/share/top.bin") << std::string(100000, 'x');
+        server = child({ODL_CLI_BIN, "files", "serve", h.root + "/share", "--backend", "loopback", "--device", "0",
+                        "--keys", h.root + "/ka"},
+                       h.root + "/serve.err");
+        extra_args = {"--status-page", "0", "--test-backend", "loopback", "--keys", h.root + "/kb"};
+        DaemonPageRun::SetUp();
+    }
+    void TearDown() override {
+        server.stop(SIGTERM);
+        DaemonPageRun::TearDown();
+    }
+    child server;
+};
+
+TEST_F(DaemonPageFiles, ListsThePeersFolderAndWalksIt) {
+    if (std::system("command -v chromium >/dev/null") != 0)
+        GTEST_SKIP() << "chromium is not installed (the bootstrap installs it)";
+    std::smatch m;
+    const std::string u = url();
+    ASSERT_TRUE(std::regex_match(u, m, std::regex("http://127\\.0\\.0\\.1:([0-9]+)/\\?token=([0-9a-f]{32})"))) << u;
+    const auto port = uint16_t(std::stoi(m[1]));
+    const std::string tok = "token=" + m[2].str();
+    const auto post_files = [&](const std::string& q) {
+        return http(port, "POST /api/files?" + q + " HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    };
+    EXPECT_EQ(post_files("device=odl_tb5_0&path=").status, "HTTP/1.1 403 Forbidden") << "no token";
+    EXPECT_EQ(http(port, "GET /api/files?" + tok + "&device=odl_tb5_0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                  .status,
+              "HTTP/1.1 405 Method Not Allowed");
+    EXPECT_EQ(post_files(tok + "&device=odl_tb5_9&path=").status, "HTTP/1.1 404 Not Found");
+    EXPECT_EQ(post_files(tok + "&device=odl_tb5_0&path=%zz").status, "HTTP/1.1 400 Bad Request");
+    // A click on "Browse", then on the folder docs/, then on deep/.
+    const std::string profile = h.root + "/click-profile";
+    std::filesystem::create_directories(profile);
+    const auto has = [](const std::string& s) { return "'document.body.innerText.includes(\"" + s + "\")' "; };
+    const std::string cmd = std::string("timeout 150 python3 ") + ODL_PAGE_CLICK + " '" + u + "' " + profile +
+                            " '[data-browse=\"odl_tb5_0\"]' " + has("top.bin") +
+                            " '[data-files=\"odl_tb5_0\"] button[data-path=\"docs\"]' " + has("a.txt") +
+                            " '[data-files=\"odl_tb5_0\"] button[data-path=\"docs/deep\"]' " + has("c.txt") + "2>" +
+                            h.root + "/click.err";
+    FILE* f = popen(cmd.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    std::string after;
+    char buf[4096];
+    while (fgets(buf, sizeof(buf), f)) after += buf;
+    EXPECT_EQ(pclose(f), 0) << slurp(h.root + "/click.err") << slurp(h.root + "/serve.err")
+                            << slurp(h.root + "/daemon.err");
+    EXPECT_NE(after.find("<td>c.txt</td><td>6 B</td>"), std::string::npos) << after;
+    EXPECT_EQ(after.find("top.bin"), std::string::npos) << "the page shows the folder it walked into:\n" << after;
+    // The listing as /api/state carries it.
+    const auto st = nlohmann::json::parse(
+        http(port, "GET /api/state?" + tok + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").body);
+    const auto& rec = st.at("files").at("odl_tb5_0");
+    EXPECT_EQ(rec.at("state"), "done") << rec.dump();
+    EXPECT_EQ(rec.at("peer"), "host-a") << rec.dump();
+    std::map<std::string, uint64_t> sizes;
+    for (const auto& e : rec.at("entries")) sizes[e.at("path")] = e.at("dir") ? 0 : e.at("size").get<uint64_t>();
+    const std::map<std::string, uint64_t> want{
+        {"docs", 0}, {"docs/a.txt", 6}, {"docs/deep", 0}, {"docs/deep/c.txt", 6}, {"top.bin", 100000}};
+    EXPECT_EQ(sizes, want) << rec.dump();
+    std::filesystem::create_directories(std::string(ODL_ARTIFACT_DIR) + "/status-page");
+    chromium(u, std::string(ODL_ARTIFACT_DIR) + "/status-page/files.png");
+}
+
+TEST_F(DaemonPageFiles, SaysWhyAListingFailed) {
+    server.stop(SIGTERM);  // nobody serves: odl files ls finds no peer
+    std::smatch m;
+    const std::string u = url();
+    ASSERT_TRUE(std::regex_match(u, m, std::regex("http://127\\.0\\.0\\.1:([0-9]+)/\\?token=([0-9a-f]{32})"))) << u;
+    const auto port = uint16_t(std::stoi(m[1]));
+    const std::string tok = "token=" + m[2].str();
+    const auto r = http(port, "POST /api/files?" + tok + "&device=odl_tb5_0&path=docs HTTP/1.1\r\nHost: x\r\n"
+                              "Content-Length: 0\r\nConnection: close\r\n\r\n");
+    ASSERT_EQ(r.status, "HTTP/1.1 202 Accepted") << r.body;
+    EXPECT_EQ(post(port, tok + "&device=odl_tb5_0&test=latency").status, "HTTP/1.1 409 Conflict")
+        << "one odl command per device at a time";
+    nlohmann::json rec;
+    for (int i = 0; i < 400; i++) {
+        const auto st = nlohmann::json::parse(
+            http(port, "GET /api/state?" + tok + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").body);
+        rec = st.at("files").value("odl_tb5_0", nlohmann::json());
+        if (rec.is_object() && rec.value("state", "") != "running") break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_EQ(rec.value("state", ""), "failed") << rec.dump();
+    EXPECT_FALSE(rec.value("error", "").empty()) << rec.dump();
+    EXPECT_EQ(daemon.stop(SIGTERM), 0);
+    EXPECT_EQ(daemon.err(), "") << "an orderly shutdown logs nothing";
 }
 
 }  // namespace

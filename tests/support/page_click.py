@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: MIT
 """Clicks in a page as a user would, in headless Chromium (Debian's), over
 the DevTools protocol on a pipe (--remote-debugging-pipe: no port, no extra
-package): load URL, wait for SELECTOR, click it, wait until the JavaScript
-expression UNTIL is true, print the DOM. Exit 1 with the reason when a wait
-runs out or the page logs an error or throws; every wait is bounded."""
+package): load URL; for each SELECTOR UNTIL pair, wait for SELECTOR, click
+it, wait until the JavaScript expression UNTIL is true; print the DOM. Exit 1
+with the reason when a wait runs out or the page logs an error or throws;
+every wait is bounded.
+
+Usage: page_click.py URL PROFILE_DIR SELECTOR UNTIL [SELECTOR UNTIL]..."""
 import json
 import os
 import subprocess
@@ -13,9 +16,10 @@ import time
 
 
 def main():
-    if len(sys.argv) != 5:
-        sys.exit("usage: page_click.py URL SELECTOR UNTIL PROFILE_DIR")
-    url, selector, until, profile = sys.argv[1:]
+    if len(sys.argv) < 5 or len(sys.argv) % 2 == 0:
+        sys.exit("usage: page_click.py URL PROFILE_DIR SELECTOR UNTIL [SELECTOR UNTIL]...")
+    url, profile = sys.argv[1:3]
+    steps = list(zip(sys.argv[3::2], sys.argv[4::2]))
     to_chrome_r, to_chrome_w = os.pipe()
     from_chrome_r, from_chrome_w = os.pipe()
     log = open(os.path.join(profile, "chromium-click.log"), "ab")
@@ -73,9 +77,10 @@ def main():
         call("Runtime.enable", session=session)
         call("Page.enable", session=session)
         call("Page.navigate", {"url": url}, session)
-        wait(session, f"document.querySelector({json.dumps(selector)}) !== null", "no " + selector, 20)
-        evaluate(session, f"document.querySelector({json.dumps(selector)}).click(), true")
-        wait(session, until, until, 60)
+        for selector, until in steps:
+            wait(session, f"document.querySelector({json.dumps(selector)}) !== null", "no " + selector, 20)
+            evaluate(session, f"document.querySelector({json.dumps(selector)}).click(), true")
+            wait(session, until, until, 60)
         print(evaluate(session, "document.documentElement.outerHTML"))
         bad = [e for e in events if e["method"] == "Runtime.exceptionThrown" or
                (e["method"] == "Runtime.consoleAPICalled" and e["params"].get("type") in ("error", "warning"))]

@@ -457,6 +457,7 @@ struct ls_cli {
     link_opts link;
     std::string path;  ///< peer:PATH, or "" for all the peer serves
     std::string peer;
+    double retry_for_s = 10;
     bool json_out = false;
 };
 
@@ -480,7 +481,9 @@ void run_ls(const ls_cli& c) {
     std::vector<fl::remote_entry> entries;
     std::string failure;
     {
-        fl::file_client client(open, pair, fl::copy_options{}, &g_stop, note);
+        fl::copy_options opt;
+        opt.retry_for_ns = uint64_t(c.retry_for_s * 1e9);
+        fl::file_client client(open, pair, opt, &g_stop, note);
         try {
             entries = client.list(remote);
             client.close();
@@ -538,6 +541,8 @@ void add_files_commands(CLI::App& app) {
     ls->add_option("path", lc->path, "peer:PATH");
     add_link_opts(ls, lc->link);
     ls->add_option("--peer", lc->peer, "Which pairing to use (its peer name) when there are several");
+    ls->add_option("--retry-for", lc->retry_for_s, "Seconds to keep reconnecting after a lost link")
+        ->capture_default_str();
     ls->add_flag("--json", lc->json_out, "The entries as JSON on stdout");
     ls->callback([lc] { run_ls(*lc); });
 

@@ -104,6 +104,9 @@ int main(int argc, char** argv) {
     app.add_option("--plugin-stats-dir", plugin_dirs,
                    "also read the NCCL plugin's statistics here (besides /run/user/UID/odl; repeatable)");
     unsigned test_limit_s = 120;
+    std::string keys_dir;
+    app.add_option("--keys", keys_dir, "the pair keys for the status page's file browser (default: odl's, "
+                                       "/etc/odl/pairs for root)");
     app.add_option("--test-limit", test_limit_s, "seconds a test may take before it is stopped")
         ->capture_default_str()
         ->check(CLI::Range(1u, 3600u));
@@ -140,29 +143,37 @@ int main(int argc, char** argv) {
             if (verbose) fmt::print(stderr, "odl-daemon: metrics on {} port {}\n", addr, prom->port());
         }
         odl::daemon::status_tokens tokens;
-        odl::daemon::test_records tests;
+        odl::daemon::test_records tests, listings;
         // Tests the page asks for start on this loop (the service is not
         // thread-safe); svc is set once it exists, before the page answers.
         odl::daemon::page_requests page_jobs;
         odl::daemon::service* svc_ptr = nullptr;
-        const odl::daemon::status_page_context page_ctx{
+        // Runs @act on the loop; the bus's error names become HTTP statuses.
+        const auto on_loop = [&page_jobs, &svc_ptr](std::function<void(odl::daemon::service&)> act) {
+            return page_jobs.submit([&svc_ptr, act]() -> odl::daemon::page_requests::answer {
+                if (!svc_ptr) return {503, "the daemon is starting"};
+                try {
+                    act(*svc_ptr);
+                } catch (const sdbus::Error& e) {
+                    const std::string& n = e.getName();
+                    const unsigned st = n == "org.odinlink.Error.NoSuchDevice" ? 404
+                                        : n == "org.odinlink.Error.InvalidArgs" ? 400
+                                        : n == "org.odinlink.Error.Busy"        ? 409
+                                                                                : 500;
+                    return {st, e.getMessage()};
+                }
+                return {};
+            });
+        };
+        odl::daemon::status_page_context page_ctx{
             tokens, root, ODL_BUILD_VERSION, tests, plugin_dirs,
-            [&page_jobs, &svc_ptr](const std::string& device, const std::string& test) {
-                return page_jobs.submit([&svc_ptr, device, test]() -> odl::daemon::page_requests::answer {
-                    if (!svc_ptr) return {503, "the daemon is starting"};
-                    try {
-                        svc_ptr->start_test(device, test);
-                    } catch (const sdbus::Error& e) {
-                        const std::string& n = e.getName();
-                        const unsigned st = n == "org.odinlink.Error.NoSuchDevice" ? 404
-                                            : n == "org.odinlink.Error.InvalidArgs" ? 400
-                                            : n == "org.odinlink.Error.Busy"        ? 409
-                                                                                    : 500;
-                        return {st, e.getMessage()};
-                    }
-                    return {};
-                });
+            [on_loop](const std::string& device, const std::string& test) {
+                return on_loop([device, test](odl::daemon::service& s) { s.start_test(device, test); });
             }};
+        page_ctx.browse = [on_loop](const std::string& device, const std::string& path) {
+            return on_loop([device, path](odl::daemon::service& s) { s.browse(device, path); });
+        };
+        page_ctx.listings = &listings;
         std::unique_ptr<http_server> page;
         std::string page_base;
         if (!status.empty()) {
@@ -180,6 +191,7 @@ int main(int argc, char** argv) {
             return page ? page_base + "?token=" + tokens.issue(uid) : std::string();
         });
         for (const auto& d : plugin_dirs) svc.add_plugin_stats_dir(d);
+        svc.enable_file_browser(listings, keys_dir);
         svc.refresh();
         svc_ptr = &svc;
         // The name last: a client that sees it finds the objects there.

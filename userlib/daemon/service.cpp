@@ -155,19 +155,58 @@ std::string service::StatusPage() {
     return url;
 }
 
-void service::start_test(const std::string& device, const std::string& test, test_done_fn done) {
+unsigned service::device_index(const std::string& device) const {
     // Checked before anything runs; the name never reaches a command line unchecked.
     const std::string prefix = "odl_tb5_";
-    auto it = m_devices.find(device);
-    if (it == m_devices.end() || device.compare(0, prefix.size(), prefix) != 0 ||
+    if (m_devices.count(device) == 0 || device.compare(0, prefix.size(), prefix) != 0 ||
+        device.size() == prefix.size() || device.size() > prefix.size() + 6 ||
         device.find_first_not_of("0123456789", prefix.size()) != std::string::npos)
         throw sdbus::Error("org.odinlink.Error.NoSuchDevice", fmt::format("no device '{}'", device));
+    return unsigned(std::stoul(device.substr(prefix.size())));
+}
+
+void service::browse(const std::string& device, const std::string& path) {
+    if (!m_listings) throw sdbus::Error("org.odinlink.Error.NotEnabled", "this daemon browses no files");
+    const unsigned index = device_index(device);
+    if (path.size() > 4096 || path.find('\0') != std::string::npos)
+        throw sdbus::Error("org.odinlink.Error.InvalidArgs", "a path of the peer's folder, at most 4096 bytes");
+    if (m_runner.running(device))
+        throw sdbus::Error("org.odinlink.Error.Busy", fmt::format("a test or a file listing is already running on {}", device));
+    // A page waits for it: give up on a peer that does not answer after seconds, not a minute.
+    std::vector<std::string> args{"files", "ls",    "peer:" + path, "--device", std::to_string(index),
+                                  "--json",  "--retry-for", "5"};
+    if (!m_keys_dir.empty()) args.insert(args.end(), {"--keys", m_keys_dir});
+    nlohmann::json rec{{"path", path}, {"state", "running"}, {"started", files::utc_iso()}};
+    m_listings->set(device, rec.dump());
+    try {
+        m_runner.run_odl(device, std::move(args), 60, [this, device, rec](const test_outcome& o) mutable {
+            rec["finished"] = files::utc_iso();
+            nlohmann::json out = o.ok ? nlohmann::json::parse(o.report, nullptr, false) : nlohmann::json();
+            if (o.ok && out.is_object() && out.contains("entries")) {
+                rec["state"] = "done";
+                rec["peer"] = out.value("peer", "");
+                rec["entries"] = std::move(out["entries"]);
+            } else {
+                rec["state"] = "failed";
+                rec["error"] = o.ok ? "odl files ls's answer is not its JSON" : o.error;
+            }
+            m_listings->set(device, rec.dump());
+        });
+    } catch (const std::exception& e) {
+        rec["state"] = "failed";
+        rec["error"] = e.what();
+        m_listings->set(device, rec.dump());
+        throw sdbus::Error("org.odinlink.Error.Failed", e.what());
+    }
+}
+
+void service::start_test(const std::string& device, const std::string& test, test_done_fn done) {
+    const unsigned index = device_index(device);
     const auto& known = test_runner::tests();
     if (std::find(known.begin(), known.end(), test) == known.end())
         throw sdbus::Error("org.odinlink.Error.InvalidArgs", fmt::format("no test '{}' (latency, bandwidth)", test));
     if (m_runner.running(device))
-        throw sdbus::Error("org.odinlink.Error.Busy", fmt::format("a test is already running on {}", device));
-    const unsigned index = unsigned(std::stoul(device.substr(prefix.size())));
+        throw sdbus::Error("org.odinlink.Error.Busy", fmt::format("a test or a file listing is already running on {}", device));
     nlohmann::json rec{{"test", test}, {"state", "running"}, {"started", files::utc_iso()}};
     try {
         m_runner.start(device, index, test, [this, device, rec, done](const test_outcome& o) mutable {

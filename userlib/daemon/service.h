@@ -48,6 +48,16 @@ public:
     /// signalled); @done, if set, runs when it ends. Throws sdbus::Error
     /// (NoSuchDevice, InvalidArgs, Busy, Failed) when it cannot start.
     void start_test(const std::string& device, const std::string& test, test_done_fn done = {});
+    /// Lists what the peer serves under @path ("" all of it) over @device
+    /// (`odl files ls`, with the pair keys in @keys_dir or the CLI's
+    /// default); the listing goes to the records given to
+    /// enable_file_browser(). Throws sdbus::Error as start_test() does.
+    void browse(const std::string& device, const std::string& path);
+    /// Turns browse() on: listings kept in @listings, as JSON per device.
+    void enable_file_browser(test_records& listings, std::string keys_dir) {
+        m_listings = &listings;
+        m_keys_dir = std::move(keys_dir);
+    }
     /// Folders with plugin statistics besides each user's runtime folder.
     void add_plugin_stats_dir(std::string dir) { m_plugin_dirs.push_back(std::move(dir)); }
 
@@ -59,6 +69,8 @@ private:
     std::string StatusPage() override;
     void RunTest(sdbus::Result<std::string>&& result, std::string device, std::string test) override;
     std::string PluginStats() override;
+    /// The index of @device ("odl_tb5_N", published now), else NoSuchDevice.
+    unsigned device_index(const std::string& device) const;
     /// A device's new LastTest: its object (if it is still there) and the records.
     void set_last_test(const std::string& device, const std::string& json);
 
@@ -69,6 +81,8 @@ private:
     test_records& m_records;
     std::vector<std::string> m_plugin_dirs;
     status_url_fn m_status_url;
+    test_records* m_listings = nullptr;
+    std::string m_keys_dir;
     std::map<std::string, std::unique_ptr<device_object>> m_devices;
 };
 

@@ -17,7 +17,28 @@ namespace odl::daemon {
 
 namespace {
 
-/// The value of @key in the query of @target ("" when absent).
+/// @s with its %XX escapes (and '+') decoded; "\0" stands for a bad escape.
+std::string url_decode(const std::string& s) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '+') {
+            out += ' ';
+        } else if (s[i] != '%') {
+            out += s[i];
+        } else {
+            const auto hex = [](char c) {
+                return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            };
+            const int hi = i + 2 < s.size() ? hex(s[i + 1]) : -1, lo = i + 2 < s.size() ? hex(s[i + 2]) : -1;
+            if (hi < 0 || lo < 0) return std::string(1, '\0');
+            out += char(hi * 16 + lo);
+            i += 2;
+        }
+    }
+    return out;
+}
+
+/// The value of @key in the query of @target, decoded ("" when absent).
 std::string query_value(const std::string& target, const std::string& key) {
     const auto q = target.find('?');
     if (q == std::string::npos) return "";
@@ -26,7 +47,7 @@ std::string query_value(const std::string& target, const std::string& key) {
         const auto amp = target.find('&', i);
         const std::string kv = target.substr(i, amp == std::string::npos ? std::string::npos : amp - i);
         const auto eq = kv.find('=');
-        if (eq != std::string::npos && kv.substr(0, eq) == key) return kv.substr(eq + 1);
+        if (eq != std::string::npos && kv.substr(0, eq) == key) return url_decode(kv.substr(eq + 1));
         if (amp == std::string::npos) break;
         i = amp + 1;
     }
@@ -84,19 +105,36 @@ http_server::reply start_test(const std::string& target, uid_t uid, const status
     return {202, "application/json", nlohmann::json{{"device", device}, {"test", test}, {"state", "running"}}.dump()};
 }
 
+/// POST /api/files?token=&device=odl_tb5_N&path=P: a listing of the peer's
+/// folder P started (202); it shows in /api/state as the device's "files".
+http_server::reply start_listing(const std::string& target, uid_t uid, const status_page_context& ctx) {
+    if (!ctx.browse) return text(501, "this daemon browses no files\n");
+    if (!may_act(uid, ctx.act_group))
+        return text(403, fmt::format("browsing the peer's files needs root or membership of the group {} (uid {} "
+                                     "has neither)\n",
+                                     ctx.act_group, uid));
+    const std::string device = query_value(target, "device"), path = query_value(target, "path");
+    if (device.empty()) return text(400, "want device=odl_tb5_N (and path=, a folder of the peer's)\n");
+    if (path.find('\0') != std::string::npos) return text(400, "path: a bad %-escape\n");
+    const auto a = ctx.browse(device, path);
+    if (a.status >= 300) return text(a.status, a.error + "\n");
+    return {202, "application/json", nlohmann::json{{"device", device}, {"path", path}, {"state", "running"}}.dump()};
+}
+
 }  // namespace
 
 http_server::reply status_request(const http_server::request& req, const status_page_context& ctx) {
     const std::string& target = req.target;
     const std::string path = target.substr(0, target.find('?'));
-    const bool page = path == "/" || path == "/api/state", test = path == "/api/test";
-    if (!page && !test) return text(404, "no such page\n");
+    const bool page = path == "/" || path == "/api/state", test = path == "/api/test", files = path == "/api/files";
+    if (!page && !test && !files) return text(404, "no such page\n");
     const auto uid = ctx.tokens.uid_of(query_value(target, "token"));
     if (!uid)
         return text(403, "this page needs your own address with its token: busctl call org.odinlink.Daemon1 "
                          "/org/odinlink/Daemon1 org.odinlink.Daemon1 StatusPage\n");
-    if (test != req.post) return text(405, test ? "/api/test: only POST\n" : "only GET and HEAD here\n");
+    if ((test || files) != req.post) return text(405, page ? "only GET and HEAD here\n" : path + ": only POST\n");
     if (test) return start_test(target, *uid, ctx);
+    if (files) return start_listing(target, *uid, ctx);
     if (path == "/") return {200, "text/html; charset=utf-8", kStatusPageHtml};
     nlohmann::json j = host::link_json(host::read_host_view(ctx.root));
     j["version"] = ctx.version;
@@ -104,7 +142,14 @@ http_server::reply status_request(const http_server::request& req, const status_
     for (const auto& [device, rec] : ctx.tests.all()) j["tests"][device] = nlohmann::json::parse(rec, nullptr, false);
     j["plugin"] = std::move(host::plugin_stats_of_host(ctx.root, ctx.plugin_dirs, true)["processes"]);  // running ones
     // What the page offers this user: the test buttons, or why not.
-    j["may_run_tests"] = bool(ctx.start_test) && may_act(*uid, ctx.act_group);
+    const bool member = may_act(*uid, ctx.act_group);
+    j["may_run_tests"] = bool(ctx.start_test) && member;
+    j["may_browse"] = bool(ctx.browse) && member;
+    // The peer's file names only for those who may browse them.
+    j["files"] = nlohmann::json::object();
+    if (ctx.listings && member)
+        for (const auto& [device, rec] : ctx.listings->all())
+            j["files"][device] = nlohmann::json::parse(rec, nullptr, false);
     j["act_group"] = ctx.act_group;
     j["unix_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())

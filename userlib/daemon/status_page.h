@@ -4,8 +4,9 @@
 // StatusPage() hands to each local user (one per uid, the caller's uid as
 // the bus tells it), so a page from elsewhere cannot read it. Routes: "/" (the
 // page, self-contained), "/api/state" (the host view as JSON, which the
-// page reads twice a second) and POST "/api/test" (run a test, for the
-// token's user when root or in the group odl, as over the bus).
+// page reads twice a second), POST "/api/test" (run a test) and POST
+// "/api/files" (list the peer's files), the last two for the token's user
+// when root or in the group odl, as over the bus.
 #pragma once
 
 #include <sys/types.h>
@@ -47,6 +48,9 @@ struct status_page_context {
     std::vector<std::string> plugin_dirs;  ///< where else to read the NCCL plugin's statistics
     /// Starts a test (on the daemon's loop); empty: the page cannot run tests.
     std::function<page_requests::answer(const std::string& device, const std::string& test)> start_test;
+    /// Lists the peer's files (on the daemon's loop); empty: no file browser.
+    std::function<page_requests::answer(const std::string& device, const std::string& path)> browse;
+    const test_records* listings = nullptr;  ///< the last listing of each device
     std::string act_group = kActGroup;     ///< who may run tests besides root
 };
 

@@ -30,6 +30,8 @@ svg { background: #fff; border: 1px solid #d0d7de; }
 .run { margin: .4em 0; }
 .run button { margin-right: .6em; }
 .run-note { color: #57606a; margin-left: .4em; }
+.files h3 { font-size: 1em; margin: .8em 0 .2em; }
+.files button.dir { border: none; background: none; color: #0969da; padding: 0; cursor: pointer; font: inherit; }
 </style>
 </head>
 <body>
@@ -64,6 +66,12 @@ function svg(tag, attrs) {
 }
 function sizeText(b) {
   return b >= 1048576 && b % 1048576 === 0 ? b / 1048576 + " MiB" : b >= 1024 && b % 1024 === 0 ? b / 1024 + " KiB" : b + " B";
+}
+function fileSize(b) {
+  const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
+  return (i ? b.toFixed(1) : String(b)) + " " + u[i];
 }
 function num(v, d) { return typeof v === "number" && isFinite(v) ? v.toFixed(d) : "?"; }
 // The device's last test (RunTest over D-Bus): a table, and for latency the
@@ -164,6 +172,78 @@ async function runTest(name, test) {
   }
   tick();
 }
+// The peer's files (odl files ls through the daemon, the peer serving with
+// odl files serve): one listing of the whole served folder, walked here
+// folder by folder without asking again.
+let browseAt = {};  // device -> the folder shown, relative to the listing
+const MAX_ROWS = 500;
+function filesView(name, rec) {
+  const box = el("div", undefined, "files");
+  box.dataset.files = name;
+  box.append(el("h3", "Peer's files"));
+  const bar = el("div", undefined, "run");
+  const b = el("button", rec ? "Refresh" : "Browse the peer's folder");
+  b.dataset.browse = name;
+  b.disabled = !!rec && rec.state === "running";
+  b.addEventListener("click", () => browse(name));
+  bar.append(b);
+  if (runNote["files:" + name]) bar.append(el("span", runNote["files:" + name], "run-note"));
+  box.append(bar);
+  if (!rec || typeof rec !== "object") return box;
+  if (rec.state === "running") { box.append(el("div", "Listing\u2026", "none")); return box; }
+  if (rec.state === "failed") { box.append(el("div", "Listing failed: " + (rec.error || "no reason given"), "warn")); return box; }
+  const entries = Array.isArray(rec.entries) ? rec.entries : [];
+  const at = browseAt[name] || "";
+  const parent = p => p.includes("/") ? p.slice(0, p.lastIndexOf("/")) : "";
+  const here = entries.filter(e => e && typeof e.path === "string" && parent(e.path) === at)
+                      .sort((x, y) => (y.dir - x.dir) || (x.path < y.path ? -1 : 1));
+  box.append(el("div", (rec.peer || "peer") + ":" + [rec.path, at].filter(Boolean).join("/") + "/ \u2014 " +
+                        entries.length + " entries, listed " + (rec.finished || ""), "none"));
+  const t = el("table", undefined, "file-list");
+  const head = el("tr");
+  for (const h of ["name", "size", "modified"]) head.append(el("th", h));
+  t.append(head);
+  const go = to => { browseAt[name] = to; tick(); };
+  if (at) {
+    const r = el("tr"), c = el("td"), up = el("button", "..", "dir");
+    up.addEventListener("click", () => go(parent(at)));
+    c.append(up);
+    r.append(c, el("td", ""), el("td", ""));
+    t.append(r);
+  }
+  for (const e of here.slice(0, MAX_ROWS)) {
+    const r = el("tr"), c = el("td");
+    const base = e.path.slice(at ? at.length + 1 : 0);
+    if (e.dir) {
+      const d = el("button", base + "/", "dir");
+      d.dataset.path = e.path;
+      d.addEventListener("click", () => go(e.path));
+      c.append(d);
+    } else {
+      c.textContent = base;
+    }
+    r.append(c, el("td", e.dir ? "" : fileSize(e.size)),
+             el("td", new Date(e.mtime_ns / 1e6).toISOString().replace(".000Z", "Z")));
+    t.append(r);
+  }
+  box.append(t);
+  if (here.length > MAX_ROWS) box.append(el("div", (here.length - MAX_ROWS) + " more not shown", "none"));
+  if (!here.length) box.append(el("div", "Empty folder.", "none"));
+  return box;
+}
+async function browse(name) {
+  const key = "files:" + name;
+  runNote[key] = "listing\u2026";
+  try {
+    const q = "token=" + encodeURIComponent(token) + "&device=" + encodeURIComponent(name) + "&path=";
+    const r = await fetch("/api/files?" + q, {method: "POST", cache: "no-store"});
+    runNote[key] = r.ok ? "" : "not listed: " + (await r.text()).trim();
+    if (r.ok) browseAt[name] = "";
+  } catch (e) {
+    runNote[key] = "not listed: odl-daemon does not answer";
+  }
+  tick();
+}
 function speed(s) {
   return s.generation + " x" + s.lanes + " = " + s.gbps + " Gb/s";
 }
@@ -204,6 +284,7 @@ function render(st) {
       const rec = (st.tests || {})[name];
       card.append(runButtons(name, st, rec));
       if (rec && typeof rec === "object") card.append(testView(rec));
+      if (st.may_browse) card.append(filesView(name, (st.files || {})[name]));
       tx += d.counters.tx_bytes || 0;
       rx += d.counters.rx_bytes || 0;
     }

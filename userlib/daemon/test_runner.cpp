@@ -74,10 +74,16 @@ const std::vector<std::string>& test_runner::tests() {
 void test_runner::start(const std::string& key, unsigned index, const std::string& test, done_fn done) {
     auto args = test_args(test);
     if (args.empty()) throw std::invalid_argument(fmt::format("no test '{}' (latency, bandwidth)", test));
+    args.insert(args.begin(), "perf");
+    args.insert(args.end(), {"--client", std::to_string(index), "--json", "-q"});
+    run_odl(key, std::move(args), m_limit_s, std::move(done));
+}
+
+void test_runner::run_odl(const std::string& key, std::vector<std::string> args, unsigned limit_s, done_fn done) {
     if (running(key)) throw std::logic_error(fmt::format("a test is already running on {}", key));
-    std::vector<std::string> argv{m_odl, "perf"};
+    std::vector<std::string> argv{m_odl};
     argv.insert(argv.end(), args.begin(), args.end());
-    argv.insert(argv.end(), {"--client", std::to_string(index), "--backend", m_backend, "--json", "-q"});
+    argv.insert(argv.end(), {"--backend", m_backend});
 
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
@@ -121,7 +127,8 @@ void test_runner::start(const std::string& key, unsigned index, const std::strin
     r.pid = pid;
     r.out = out[0];
     r.err = err[0];
-    r.kill_at_us = now_us() + uint64_t(m_limit_s) * 1000000u;
+    r.kill_at_us = now_us() + uint64_t(limit_s) * 1000000u;
+    r.limit_s = limit_s;
     r.done = std::move(done);
     m_runs.emplace(key, std::move(r));
 }
@@ -174,7 +181,7 @@ void test_runner::handle() {
         if (!r.killed && now_us() >= r.kill_at_us) {
             kill(r.pid, SIGKILL);
             r.killed = true;
-            r.err_text += fmt::format("\nno result within {} s: stopped", m_limit_s);
+            r.err_text += fmt::format("\nno result within {} s: stopped", r.limit_s);
         }
         int st = 0;
         if ((r.out < 0 && r.err < 0) || r.killed) {
@@ -199,8 +206,8 @@ void test_runner::finish(run& r, int status) {
     } else {
         o.error = last_line(r.err_text);
         if (o.error.empty())
-            o.error = WIFSIGNALED(status) ? fmt::format("odl perf ended by signal {}", WTERMSIG(status))
-                                          : fmt::format("odl perf exited with status {}", WEXITSTATUS(status));
+            o.error = WIFSIGNALED(status) ? fmt::format("odl ended by signal {}", WTERMSIG(status))
+                                          : fmt::format("odl exited with status {}", WEXITSTATUS(status));
     }
     if (r.done) r.done(o);
 }

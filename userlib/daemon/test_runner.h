@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The perf suite on request (D-Bus RunTest): one `odl perf ... --client N
-// --json` child per device, its output read from pipes in the daemon's own
+// The perf suite on request (D-Bus RunTest), and the other `odl` commands
+// the daemon runs for its users (a listing of the peer's files): one `odl`
+// child per device at a time, its output read from pipes in the daemon's own
 // poll loop (no thread), bounded in time. The peer host must be answering
 // (`odl perf --server`); what odl perf says when it is not becomes the
 // error.
@@ -50,6 +51,9 @@ public:
     /// Starts @test over device @index ("odl_tb5_<index>") as @key; throws
     /// std::runtime_error if it cannot start. @done runs from handle().
     void start(const std::string& key, unsigned index, const std::string& test, done_fn done);
+    /// Runs the CLI with @args (after the program's name; --backend is
+    /// added) as @key, stopped after @limit_s; its stdout is the report.
+    void run_odl(const std::string& key, std::vector<std::string> args, unsigned limit_s, done_fn done);
     bool running(const std::string& key) const { return m_runs.count(key) != 0; }
 
     /// The pipes to poll (POLLIN) and the next deadline (monotonic µs,
@@ -65,6 +69,7 @@ private:
         int out = -1, err = -1;
         std::string out_text, err_text;
         uint64_t kill_at_us = 0;
+        unsigned limit_s = 0;
         bool killed = false;
         done_fn done;
     };
