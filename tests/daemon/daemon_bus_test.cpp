@@ -924,4 +924,129 @@ TEST_F(DaemonPageFiles, SaysWhyAListingFailed) {
     EXPECT_EQ(daemon.err(), "") << "an orderly shutdown logs nothing";
 }
 
+
+/// The file service inside the daemon (--serve-files): host a's daemon
+/// serves share/ on the loopback device; host b copies with odl cp.
+class DaemonFileService : public DaemonBus {
+protected:
+    void SetUp() override {
+        setenv("ODL_LOOPBACK_NAMESPACE", ("daemon-serve-" + std::to_string(getpid())).c_str(), 1);
+        child a({ODL_CLI_BIN, "pair", "--backend", "loopback", "--device", "0", "--keys", h.root + "/ka", "--name",
+                 "host-a", "--yes"},
+                h.root + "/pair-a.err");
+        child b({ODL_CLI_BIN, "pair", "--backend", "loopback", "--device", "0", "--keys", h.root + "/kb", "--name",
+                 "host-b", "--yes"},
+                h.root + "/pair-b.err");
+        ASSERT_EQ(a.wait(), 0) << a.err();
+        ASSERT_EQ(b.wait(), 0) << b.err();
+        std::filesystem::create_directories(h.root + "/share");
+        std::filesystem::create_directories(h.root + "/local");
+        extra_args = {"--test-backend", "loopback", "--serve-files", h.root + "/share", "--keys", h.root + "/ka"};
+        DaemonBus::SetUp();
+    }
+    void TearDown() override {
+        DaemonBus::TearDown();
+        unsetenv("ODL_LOOPBACK_NAMESPACE");
+    }
+    /// Waits (bounded) until the device's FileService starts with @prefix.
+    bool file_service_is(const std::string& prefix) {
+        for (int i = 0; i < 300; i++) {
+            if (dev->FileService().rfind(prefix, 0) == 0) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        return false;
+    }
+    /// A file of @mib MiB of random bytes under local/.
+    std::string random_file(const std::string& name, unsigned mib) {
+        const std::string path = h.root + "/local/" + name;
+        std::ifstream rnd("/dev/urandom", std::ios::binary);
+        std::ofstream out(path, std::ios::binary);
+        std::vector<char> buf(1 << 20);
+        for (unsigned i = 0; i < mib; i++) {
+            rnd.read(buf.data(), std::streamsize(buf.size()));
+            out.write(buf.data(), std::streamsize(buf.size()));
+        }
+        return path;
+    }
+    child cp(const std::string& from, const std::string& to, const std::string& out) {
+        const int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        child c({ODL_CLI_BIN, "cp", from, to, "--backend", "loopback", "--device", "0", "--keys", h.root + "/kb",
+                 "--chunk", "64K", "--retry-for", "30", "--json"},
+                h.root + "/cp.err", fd);
+        close(fd);
+        return c;
+    }
+    static bool same_file(const std::string& a, const std::string& b) {
+        return std::system(("cmp -s '" + a + "' '" + b + "'").c_str()) == 0;
+    }
+    /// Bytes in the partial files (.odl-part.<id>, not their .state) of share/.
+    uint64_t partial_bytes() {
+        uint64_t n = 0;
+        std::error_code ec;
+        for (const auto& e : std::filesystem::directory_iterator(h.root + "/share", ec)) {
+            const std::string f = e.path().filename();
+            if (f.rfind(".odl-part.", 0) == 0 && f.find('.', 10) == std::string::npos) n += e.file_size(ec);
+        }
+        return n;
+    }
+};
+
+TEST_F(DaemonFileService, ServesAPeerAndResumesAfterTheDaemonIsKilled) {
+    ASSERT_TRUE(file_service_is("serving " + h.root + "/share")) << dev->FileService() << daemon.err();
+    // A copy into the served folder.
+    const std::string small = random_file("small.bin", 8);
+    {
+        child c = cp(small, "peer:in/", h.root + "/cp1.json");
+        ASSERT_EQ(c.wait(3000), 0) << c.err();
+    }
+    EXPECT_TRUE(same_file(small, h.root + "/share/in/small.bin"));
+    // This host's own tests need the device, which the file service holds: refused with the reason.
+    try {
+        root->RunTest("odl_tb5_0", "latency");
+        ADD_FAILURE() << "a test ran on a served device";
+    } catch (const sdbus::Error& e) {
+        EXPECT_EQ(e.getName(), "org.odinlink.Error.Busy");
+        EXPECT_NE(e.getMessage().find("serves files"), std::string::npos) << e.getMessage();
+    }
+    // The daemon killed in the middle of a copy: its server goes with it,
+    // nothing partial shows under the final name, and the copy resumes once
+    // the daemon is back.
+    const std::string big = random_file("big.bin", 320);
+    child c = cp(big, "peer:big.bin", h.root + "/cp2.json");
+    bool grew = false;
+    for (int i = 0; i < 1200 && !grew; i++) {
+        grew = partial_bytes() > (150u << 20);
+        if (!grew) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_TRUE(grew) << "no partial file grew past 150 MiB: " << c.err() << daemon.err();
+    conn->leaveEventLoop();
+    dev.reset();
+    root.reset();
+    conn.reset();
+    kill(daemon.pid, SIGKILL);
+    daemon.wait();
+    EXPECT_FALSE(std::filesystem::exists(h.root + "/share/big.bin")) << "the final name before the hash matched";
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    start_daemon();
+    ASSERT_EQ(c.wait(6000), 0) << c.err() << daemon.err();
+    EXPECT_TRUE(same_file(big, h.root + "/share/big.bin")) << "the resumed file differs";
+    const auto rep = nlohmann::json::parse(slurp(h.root + "/cp2.json"));
+    EXPECT_GE(rep.at("resumed_bytes").get<uint64_t>(), 64u << 20) << rep.dump();
+    EXPECT_GE(rep.at("reconnects").get<uint64_t>(), 1u) << rep.dump();
+    EXPECT_EQ(partial_bytes(), 0u) << "partial files left";
+    // The device goes: its server stops; it comes back: served again.
+    h.remove("sys/class/odl_tb5/odl_tb5_0");
+    hup();
+    for (int i = 0; i < 300 && !root->Devices().empty(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_TRUE(root->Devices().empty());
+    h.link(h.dev, "sys/class/odl_tb5/odl_tb5_0");
+    hup();
+    for (int i = 0; i < 300 && root->Devices().empty(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_EQ(root->Devices().size(), 1u);
+    dev = std::make_unique<device_proxy>(*conn, in);
+    EXPECT_TRUE(file_service_is("serving ")) << dev->FileService();
+    EXPECT_EQ(daemon.stop(SIGTERM), 0);
+    EXPECT_EQ(daemon.err(), "") << "an orderly shutdown logs nothing";
+}
+
 }  // namespace

@@ -104,7 +104,9 @@ int main(int argc, char** argv) {
     app.add_option("--plugin-stats-dir", plugin_dirs,
                    "also read the NCCL plugin's statistics here (besides /run/user/UID/odl; repeatable)");
     unsigned test_limit_s = 120;
-    std::string keys_dir;
+    std::string keys_dir, serve_dir;
+    app.add_option("--serve-files", serve_dir, "serve this folder to paired peers on every device (odl files "
+                                               "serve, one child per device; the devices are then held)");
     app.add_option("--keys", keys_dir, "the pair keys for the status page's file browser (default: odl's, "
                                        "/etc/odl/pairs for root)");
     app.add_option("--test-limit", test_limit_s, "seconds a test may take before it is stopped")
@@ -192,6 +194,17 @@ int main(int argc, char** argv) {
         });
         for (const auto& d : plugin_dirs) svc.add_plugin_stats_dir(d);
         svc.enable_file_browser(listings, keys_dir);
+        std::unique_ptr<odl::daemon::file_service> files;
+        if (!serve_dir.empty()) {
+            files = std::make_unique<odl::daemon::file_service>(
+                odl::daemon::file_service::config{odl, serve_dir, keys_dir, test_backend},
+                [&svc, verbose](const std::string& device, const std::string& state) {
+                    if (verbose || state.rfind("restarting", 0) == 0)
+                        fmt::print(stderr, "odl-daemon: {}: file service: {}\n", device, state.empty() ? "stopped" : state);
+                    svc.set_file_service_state(device, state);
+                });
+            svc.enable_file_service(*files);
+        }
         svc.refresh();
         svc_ptr = &svc;
         // The name last: a client that sees it finds the objects there.
@@ -207,12 +220,15 @@ int main(int argc, char** argv) {
                                     {events ? events->fd() : -1, POLLIN, 0},
                                     {page_jobs.fd(), POLLIN, 0}};
             for (int fd : runner.fds()) fds.push_back({fd, POLLIN, 0});
-            uint64_t deadline = std::min(pd.timeout_usec, runner.deadline_us());
+            if (files)
+                for (int fd : files->fds()) fds.push_back({fd, POLLIN, 0});
+            uint64_t deadline = std::min({pd.timeout_usec, runner.deadline_us(), files ? files->deadline_us() : UINT64_MAX});
             if (counters_ms && svc.any_session() && next_counters < deadline) deadline = next_counters;
             const uint64_t t = now_us();
             const int timeout_ms = deadline == UINT64_MAX ? -1 : deadline <= t ? 0 : int((deadline - t + 999) / 1000);
             if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) throw std::runtime_error("poll failed");
             runner.handle();
+            if (files) files->handle();
             if (fds[3].revents & POLLIN) page_jobs.run_pending();
             bool rescan = false;
             if (fds[1].revents & POLLIN) {

@@ -44,6 +44,12 @@ public:
         m_last_test = std::move(json);
         emitPropertiesChangedSignal(org::odinlink::Device1_adaptor::INTERFACE_NAME, {"LastTest"});
     }
+    /// The file service's new state (signalled when it differs).
+    void set_file_service(std::string state) {
+        if (state == m_file_service) return;
+        m_file_service = std::move(state);
+        emitPropertiesChangedSignal(org::odinlink::Device1_adaptor::INTERFACE_NAME, {"FileService"});
+    }
 
 private:
     std::string Name() override { return m_p.name; }
@@ -64,9 +70,11 @@ private:
     std::string PeerVersion() override { return m_p.peer_version; }
     std::map<std::string, uint64_t> Counters() override { return m_p.counters; }
     std::string LastTest() override { return m_last_test; }
+    std::string FileService() override { return m_file_service; }
 
     device_props m_p;
     std::string m_last_test;  // kept while the device is present
+    std::string m_file_service;
 };
 
 std::string device_path(const std::string& name) { return std::string(kRootPath) + "/devices/" + name; }
@@ -112,7 +120,22 @@ unsigned service::refresh() {
         }
     }
     if (set_changed) emitPropertiesChangedSignal(org::odinlink::Daemon1_adaptor::INTERFACE_NAME, {"Devices"});
+    if (m_files) {
+        std::map<std::string, unsigned> present;
+        for (const auto& [name, d] : m_devices) {
+            try {
+                present[name] = device_index(name);
+            } catch (const sdbus::Error&) {
+                // not an odl_tb5_N name: nothing to serve on
+            }
+        }
+        m_files->set_devices(present);
+    }
     return changed;
+}
+
+void service::set_file_service_state(const std::string& device, const std::string& state) {
+    if (auto it = m_devices.find(device); it != m_devices.end()) it->second->set_file_service(state);
 }
 
 bool service::any_session() const {
@@ -168,6 +191,7 @@ unsigned service::device_index(const std::string& device) const {
 void service::browse(const std::string& device, const std::string& path) {
     if (!m_listings) throw sdbus::Error("org.odinlink.Error.NotEnabled", "this daemon browses no files");
     const unsigned index = device_index(device);
+    refuse_if_served(device);
     if (path.size() > 4096 || path.find('\0') != std::string::npos)
         throw sdbus::Error("org.odinlink.Error.InvalidArgs", "a path of the peer's folder, at most 4096 bytes");
     if (m_runner.running(device))
@@ -200,8 +224,16 @@ void service::browse(const std::string& device, const std::string& path) {
     }
 }
 
+void service::refuse_if_served(const std::string& device) const {
+    if (m_files && m_files->serving(device))
+        throw sdbus::Error("org.odinlink.Error.Busy",
+                           fmt::format("{} serves files to the peer (serve-files {}): this host's daemon holds it",
+                                       device, m_files->dir()));
+}
+
 void service::start_test(const std::string& device, const std::string& test, test_done_fn done) {
     const unsigned index = device_index(device);
+    refuse_if_served(device);
     const auto& known = test_runner::tests();
     if (std::find(known.begin(), known.end(), test) == known.end())
         throw sdbus::Error("org.odinlink.Error.InvalidArgs", fmt::format("no test '{}' (latency, bandwidth)", test));

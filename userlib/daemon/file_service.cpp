@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+#include "file_service.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "files/clock.h"
+
+namespace odl::daemon {
+
+namespace {
+
+uint64_t now_us() { return files::now_ns() / 1000u; }
+
+constexpr unsigned kMaxBackoffS = 30;
+constexpr uint64_t kHealthyUs = 60'000'000;  // ran this long: the next failure starts the backoff afresh
+
+std::string exit_words(int st) {
+    if (WIFSIGNALED(st)) return fmt::format("odl files serve ended by signal {}", WTERMSIG(st));
+    return fmt::format("odl files serve exited with status {}", WEXITSTATUS(st));
+}
+
+}  // namespace
+
+file_service::file_service(config c, state_fn on_state) : m_cfg(std::move(c)), m_on_state(std::move(on_state)) {}
+
+file_service::~file_service() {
+    for (auto& [name, c] : m_children) stop(c);
+}
+
+void file_service::set_devices(const std::map<std::string, unsigned>& devices) {
+    for (auto it = m_children.begin(); it != m_children.end();) {
+        if (devices.count(it->first)) {
+            ++it;
+            continue;
+        }
+        stop(it->second);
+        const std::string name = it->first;
+        it = m_children.erase(it);
+        if (m_on_state) m_on_state(name, "");
+    }
+    for (const auto& [name, index] : devices) {
+        if (m_children.count(name)) continue;
+        child& c = m_children[name];
+        c.index = index;
+        start(name, c);
+    }
+}
+
+void file_service::start(const std::string& device, child& c) {
+    std::vector<std::string> argv{m_cfg.odl,  "files",   "serve", m_cfg.dir, "--device", std::to_string(c.index),
+                                  "--backend", m_cfg.backend};
+    if (!m_cfg.keys.empty()) argv.insert(argv.end(), {"--keys", m_cfg.keys});
+    std::vector<char*> a;
+    for (auto& s : argv) a.push_back(s.data());
+    a.push_back(nullptr);
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid == 0) {
+        // Dies with the daemon: no orphan keeps the device.
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(1);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, nullptr);  // the daemon blocks its signals for its signalfd
+        const int null = open("/dev/null", O_RDONLY);
+        if (null >= 0) dup2(null, 0);
+        execv(a[0], a.data());
+        _exit(127);
+    }
+    std::string why;
+    if (pid < 0) {
+        why = std::string("fork failed: ") + std::strerror(errno);
+    } else {
+        const int fd = int(syscall(SYS_pidfd_open, pid, 0));
+        if (fd >= 0) {
+            c.pid = pid;
+            c.pidfd = fd;
+            c.started_us = now_us();
+            if (m_on_state) m_on_state(device, "serving " + m_cfg.dir);
+            return;
+        }
+        why = std::string("pidfd_open failed: ") + std::strerror(errno);
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+    }
+    c.restart_at_us = now_us() + uint64_t(c.backoff_s) * 1000000u;
+    if (m_on_state) m_on_state(device, fmt::format("restarting in {} s: {}", c.backoff_s, why));
+    c.backoff_s = std::min(kMaxBackoffS, c.backoff_s * 2);
+}
+
+void file_service::stop(child& c) {
+    if (c.pid <= 0) return;
+    kill(c.pid, SIGTERM);
+    // It ends within 0.2 s of the signal (odl files serve's stop flag); then no mercy.
+    pollfd p{c.pidfd, POLLIN, 0};
+    if (poll(&p, 1, 2000) != 1) kill(c.pid, SIGKILL);
+    waitpid(c.pid, nullptr, 0);
+    close(c.pidfd);
+    c.pid = -1;
+    c.pidfd = -1;
+}
+
+std::vector<int> file_service::fds() const {
+    std::vector<int> v;
+    for (const auto& [name, c] : m_children)
+        if (c.pidfd >= 0) v.push_back(c.pidfd);
+    return v;
+}
+
+uint64_t file_service::deadline_us() const {
+    uint64_t d = UINT64_MAX;
+    for (const auto& [name, c] : m_children)
+        if (c.pid < 0) d = std::min(d, c.restart_at_us);
+    return d;
+}
+
+void file_service::handle() {
+    const uint64_t now = now_us();
+    for (auto& [name, c] : m_children) {
+        if (c.pid > 0) {
+            int st = 0;
+            if (waitpid(c.pid, &st, WNOHANG) != c.pid) continue;
+            close(c.pidfd);
+            c.pid = -1;
+            c.pidfd = -1;
+            if (now - c.started_us > kHealthyUs) c.backoff_s = 1;
+            c.restart_at_us = now + uint64_t(c.backoff_s) * 1000000u;
+            const std::string why = exit_words(st);
+            if (m_on_state) m_on_state(name, fmt::format("restarting in {} s: {}", c.backoff_s, why));
+            c.backoff_s = std::min(kMaxBackoffS, c.backoff_s * 2);
+        } else if (now >= c.restart_at_us) {
+            start(name, c);
+        }
+    }
+}
+
+}  // namespace odl::daemon

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// The file service inside odl-daemon (--serve-files DIR): one `odl files
+// serve DIR --device N` child per device present, started when the device
+// appears, stopped when it goes, restarted (after 1 s, doubling to 30 s)
+// when it ends on its own. Children die with the daemon (PR_SET_PDEATHSIG),
+// so a killed daemon leaves no server holding a device; a client's `odl cp`
+// reconnects and resumes once the daemon is back. Child exits are seen
+// through pidfds in the daemon's poll loop (no polling).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace odl::daemon {
+
+class file_service {
+public:
+    struct config {
+        std::string odl;      ///< the CLI
+        std::string dir;      ///< the folder served
+        std::string keys;     ///< pair keys ("" the CLI's default)
+        std::string backend;  ///< kernel (loopback in tests)
+    };
+    /// Told each device's new state: "serving DIR", "restarting in N s: why", "".
+    using state_fn = std::function<void(const std::string& device, const std::string& state)>;
+
+    file_service(config c, state_fn on_state);
+    ~file_service();
+    file_service(const file_service&) = delete;
+    file_service& operator=(const file_service&) = delete;
+
+    /// The devices present now (name to index): serves new ones, stops gone ones.
+    void set_devices(const std::map<std::string, unsigned>& devices);
+    /// True while @device is being served (its child holds the device).
+    bool serving(const std::string& device) const { return m_children.count(device) != 0; }
+    const std::string& dir() const { return m_cfg.dir; }
+
+    /// The pidfds to poll (POLLIN: the child ended) and the next restart
+    /// (monotonic µs, UINT64_MAX none).
+    std::vector<int> fds() const;
+    uint64_t deadline_us() const;
+    /// Reaps ended children, starts those due.
+    void handle();
+
+private:
+    struct child {
+        unsigned index = 0;
+        pid_t pid = -1;
+        int pidfd = -1;
+        uint64_t started_us = 0;
+        uint64_t restart_at_us = 0;  ///< when not running: when to start again
+        unsigned backoff_s = 1;
+    };
+    void start(const std::string& device, child& c);
+    void stop(child& c);
+
+    config m_cfg;
+    state_fn m_on_state;
+    std::map<std::string, child> m_children;
+};
+
+}  // namespace odl::daemon
