@@ -814,6 +814,19 @@ TEST_F(DaemonPageRun, ItsButtonRunsATestAndShowsTheResult) {
 }
 
 
+/// Pairs two key folders, @root/ka (host-a) and @root/kb (host-b), over
+/// loopback device 0 of this process's namespace: both ends at once.
+void pair_loopback(const std::string& root) {
+    child a({ODL_CLI_BIN, "pair", "--backend", "loopback", "--device", "0", "--keys", root + "/ka", "--name", "host-a",
+             "--yes"},
+            root + "/pair-a.err");
+    child b({ODL_CLI_BIN, "pair", "--backend", "loopback", "--device", "0", "--keys", root + "/kb", "--name", "host-b",
+             "--yes"},
+            root + "/pair-b.err");
+    ASSERT_EQ(a.wait(), 0) << a.err();
+    ASSERT_EQ(b.wait(), 0) << b.err();
+}
+
 /// The page's file browser: the peer (host a, in this test) serves share/
 /// with `odl files serve` over the loopback backend; the daemon (host b)
 /// lists it with `odl files ls` and the keys it is given.
@@ -822,15 +835,7 @@ protected:
     void SetUp() override {
         const std::string ns = "daemon-files-" + std::to_string(getpid());
         setenv("ODL_LOOPBACK_NAMESPACE", ns.c_str(), 1);
-        // Pair two key folders first (both ends at once), then serve.
-        child a({ODL_CLI_BIN, "pair", "--backend", "loopback", "--device", "0", "--keys", h.root + "/ka", "--name",
-                 "host-a", "--yes"},
-                h.root + "/pair-a.err");
-        child b({ODL_CLI_BIN, "pair", "--backend", "loopback", "--device", "0", "--keys", h.root + "/kb", "--name",
-                 "host-b", "--yes"},
-                h.root + "/pair-b.err");
-        ASSERT_EQ(a.wait(), 0) << a.err();
-        ASSERT_EQ(b.wait(), 0) << b.err();
+        ASSERT_NO_FATAL_FAILURE(pair_loopback(h.root));
         std::filesystem::create_directories(h.root + "/share/docs/deep");
         std::ofstream(h.root + "/share/docs/a.txt") << "alpha\n";
         std::ofstream(h.root + "/share/docs/deep/c.txt") << "gamma\n";
@@ -931,14 +936,7 @@ class DaemonFileService : public DaemonBus {
 protected:
     void SetUp() override {
         setenv("ODL_LOOPBACK_NAMESPACE", ("daemon-serve-" + std::to_string(getpid())).c_str(), 1);
-        child a({ODL_CLI_BIN, "pair", "--backend", "loopback", "--device", "0", "--keys", h.root + "/ka", "--name",
-                 "host-a", "--yes"},
-                h.root + "/pair-a.err");
-        child b({ODL_CLI_BIN, "pair", "--backend", "loopback", "--device", "0", "--keys", h.root + "/kb", "--name",
-                 "host-b", "--yes"},
-                h.root + "/pair-b.err");
-        ASSERT_EQ(a.wait(), 0) << a.err();
-        ASSERT_EQ(b.wait(), 0) << b.err();
+        ASSERT_NO_FATAL_FAILURE(pair_loopback(h.root));
         std::filesystem::create_directories(h.root + "/share");
         std::filesystem::create_directories(h.root + "/local");
         extra_args = {"--test-backend", "loopback", "--serve-files", h.root + "/share", "--keys", h.root + "/ka"};
@@ -948,10 +946,10 @@ protected:
         DaemonBus::TearDown();
         unsetenv("ODL_LOOPBACK_NAMESPACE");
     }
-    /// Waits (bounded) until the device's FileService starts with @prefix.
-    bool file_service_is(const std::string& prefix) {
+    /// Waits (bounded) until the device's PeerService starts with @prefix.
+    bool peer_service_is(const std::string& prefix) {
         for (int i = 0; i < 300; i++) {
-            if (dev->FileService().rfind(prefix, 0) == 0) return true;
+            if (dev->PeerService().rfind(prefix, 0) == 0) return true;
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
         return false;
@@ -992,7 +990,7 @@ protected:
 };
 
 TEST_F(DaemonFileService, ServesAPeerAndResumesAfterTheDaemonIsKilled) {
-    ASSERT_TRUE(file_service_is("serving " + h.root + "/share")) << dev->FileService() << daemon.err();
+    ASSERT_TRUE(peer_service_is("serving files from " + h.root + "/share")) << dev->PeerService() << daemon.err();
     // A copy into the served folder.
     const std::string small = random_file("small.bin", 8);
     {
@@ -1006,7 +1004,7 @@ TEST_F(DaemonFileService, ServesAPeerAndResumesAfterTheDaemonIsKilled) {
         ADD_FAILURE() << "a test ran on a served device";
     } catch (const sdbus::Error& e) {
         EXPECT_EQ(e.getName(), "org.odinlink.Error.Busy");
-        EXPECT_NE(e.getMessage().find("serves files"), std::string::npos) << e.getMessage();
+        EXPECT_NE(e.getMessage().find("serving files"), std::string::npos) << e.getMessage();
     }
     // The daemon killed in the middle of a copy: its server goes with it,
     // nothing partial shows under the final name, and the copy resumes once
@@ -1044,9 +1042,58 @@ TEST_F(DaemonFileService, ServesAPeerAndResumesAfterTheDaemonIsKilled) {
     for (int i = 0; i < 300 && root->Devices().empty(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ASSERT_EQ(root->Devices().size(), 1u);
     dev = std::make_unique<device_proxy>(*conn, in);
-    EXPECT_TRUE(file_service_is("serving ")) << dev->FileService();
+    EXPECT_TRUE(peer_service_is("serving ")) << dev->PeerService();
     EXPECT_EQ(daemon.stop(SIGTERM), 0);
     EXPECT_EQ(daemon.err(), "") << "an orderly shutdown logs nothing";
+}
+
+
+/// --answer-tests: the daemon answers the peer's odl perf clients itself.
+class DaemonAnswersTests : public DaemonBus {
+protected:
+    DaemonAnswersTests() {
+        extra_args = {"--test-backend", "loopback", "--answer-tests"};
+        setenv("ODL_LOOPBACK_NAMESPACE", ("daemon-answer-" + std::to_string(getpid())).c_str(), 1);
+    }
+    ~DaemonAnswersTests() override { unsetenv("ODL_LOOPBACK_NAMESPACE"); }
+};
+
+TEST_F(DaemonAnswersTests, AnswersThePeersClientsOneAfterAnother) {
+    for (int i = 0; i < 300 && dev->PeerService() != "answering tests"; i++)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_EQ(dev->PeerService(), "answering tests") << daemon.err();
+    // Two clients in turn, as the peer host's odl perf (or its daemon's RunTest) would be.
+    for (const char* test : {"latency", "bandwidth"}) {
+        const std::string out = h.root + "/client-" + test + ".json";
+        const int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        child c({ODL_CLI_BIN, "perf", test, "--client", "0", "--backend", "loopback", "--sizes", "4K", "-n", "200",
+                 "--warmup", "20", "--bytes", "8M", "--json", "-q"},
+                h.root + "/client.err", fd);
+        close(fd);
+        ASSERT_EQ(c.wait(3000), 0) << test << ": " << c.err() << daemon.err();
+        const auto j = nlohmann::json::parse(slurp(out));
+        ASSERT_EQ(j.at("results").size(), 1u) << j.dump();
+        EXPECT_EQ(j.at("results")[0].at("size"), 4096) << j.dump();
+    }
+    EXPECT_EQ(dev->PeerService(), "answering tests") << "answering the next client";
+    try {
+        root->RunTest("odl_tb5_0", "latency");
+        ADD_FAILURE() << "this host's test ran on a device its daemon holds";
+    } catch (const sdbus::Error& e) {
+        EXPECT_EQ(e.getName(), "org.odinlink.Error.Busy");
+        EXPECT_NE(e.getMessage().find("answering tests"), std::string::npos) << e.getMessage();
+    }
+    EXPECT_EQ(daemon.stop(SIGTERM), 0);
+    EXPECT_EQ(daemon.err(), "") << "an orderly shutdown logs nothing";
+}
+
+TEST(DaemonCliServe, FilesAndTestsAreOneServiceAtATime) {
+    odl::test::fake_host h;
+    child d({ODL_DAEMON_BIN, "--bus", "unix:path=" + h.root + "/none", "--no-udev", "--serve-files", h.root,
+             "--answer-tests"},
+            h.root + "/err");
+    EXPECT_NE(d.wait(), 0);
+    EXPECT_NE(d.err().find("excludes"), std::string::npos) << d.err();
 }
 
 }  // namespace

@@ -30,7 +30,9 @@
 #   an SSH tunnel and loaded in headless Chromium here: the peer and the
 #   device shown; after an unplug its data says no peer, timed; after the
 #   replug a latency test asked of a's daemon over D-Bus (RunTest) against
-#   b's odl perf server.
+#   b's odl perf server; then the hosts paired and a's daemon serving files
+#   (--serve-files in a drop-in): b pushes, a's daemon is killed mid-push,
+#   systemd restarts it and the copy completes, whole.
 # Usage: hil_vm_test.sh ODL_BINARY [--kernel 6.12|6.1]
 # Environment: ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR
 set -euo pipefail
@@ -250,6 +252,49 @@ prop a LastTest | grep -q 'state.*passed' || fail "a's LastTest after the test: 
 ssh_a 'pkill -x dbus-monitor || true; journalctl -u odl-daemon --no-pager -q -p warning' >"$tmp/daemon-warnings.txt" || true
 [ ! -s "$tmp/daemon-warnings.txt" ] || fail "odl-daemon logged warnings on a: $(cat "$tmp/daemon-warnings.txt")"
 echo "ok: InterfacesRemoved seen $unplug_s s after the unplug (an upper bound: looked for over SSH every 0.25 s); back to connected after the replug"
+# The file service inside a's daemon, as an administrator turns it on: the
+# hosts paired (root's keys, /etc/odl/pairs), a drop-in with --serve-files
+# and the folder writable in the unit's sandbox; b pushes with odl cp over
+# odl_tb5; the daemon killed mid-push (systemd restarts it): the copy
+# reconnects and completes, whole. (48 MiB: the receiver records its resume
+# point every 64 MiB, so this copy starts over; the loopback test in
+# daemon_bus_test resumes a 320 MiB one.)
+ssh_b "(odl pair --backend kernel -d 0 --name host-b --yes --timeout 60 </dev/null >/tmp/odl-pair.log 2>&1; echo rc=\$? >>/tmp/odl-pair.log) </dev/null >/dev/null 2>&1 &"
+ssh_a 'odl pair --backend kernel -d 0 --name host-a --yes --timeout 60' >"$tmp/pair-a.log" 2>&1 ||
+	fail "odl pair on a: $(cat "$tmp/pair-a.log"); b: $(ssh_b 'cat /tmp/odl-pair.log')"
+for _ in $(seq 100); do ssh_b 'grep -q "^rc=" /tmp/odl-pair.log' && break; sleep 0.2; done
+ssh_b 'grep -q "^rc=0" /tmp/odl-pair.log' || fail "odl pair on b: $(ssh_b 'cat /tmp/odl-pair.log')"
+ssh_a 'mkdir -p /srv/odl /etc/systemd/system/odl-daemon.service.d &&
+	printf "[Service]\nExecStart=\nExecStart=/usr/bin/odl-daemon --serve-files /srv/odl\nReadWritePaths=/srv/odl\nRestartSec=1\n" \
+		>/etc/systemd/system/odl-daemon.service.d/files.conf &&
+	systemctl daemon-reload && systemctl restart odl-daemon'
+for _ in $(seq 100); do [ "$(prop a PeerService)" = 's "serving files from /srv/odl"' ] && break; sleep 0.2; done
+[ "$(prop a PeerService)" = 's "serving files from /srv/odl"' ] ||
+	fail "a's PeerService: $(prop a PeerService); $(ssh_a 'journalctl -u odl-daemon --no-pager -q -n 20')"
+ssh_b 'head -c $((48 << 20)) /dev/urandom >/tmp/push.bin && sha256sum </tmp/push.bin >/tmp/push.sum'
+ssh_b "(odl cp /tmp/push.bin peer:in/ --backend kernel -d 0 --chunk 64K --retry-for 60 --json </dev/null >/tmp/cp.json 2>/tmp/cp.err; echo rc=\$? >>/tmp/cp.err) </dev/null >/dev/null 2>&1 &"
+grew=
+for _ in $(seq 600); do
+	n=$(ssh_a "find /srv/odl -name '.odl-part.*' ! -name '*.state' ! -name '*.tmp' -printf '%s\n' 2>/dev/null |
+		awk '{ s += \$1 } END { print s + 0 }'" || echo 0)
+	[ "${n:-0}" -gt $((4 << 20)) ] && { grew=$n; break; }
+	sleep 0.1
+done
+[ -n "$grew" ] || fail "no partial file grew on a: $(ssh_b 'cat /tmp/cp.err')"
+# Only the main process, as a crash would: its server child dies with it.
+ssh_a 'systemctl kill --kill-whom=main -s KILL odl-daemon'
+ssh_a '[ ! -e /srv/odl/in/push.bin ]' || fail "the final name on a before the hash matched"
+for _ in $(seq 900); do ssh_b 'grep -q "^rc=" /tmp/cp.err' && break; sleep 0.2; done
+ssh_b 'grep -q "^rc=0" /tmp/cp.err' || fail "odl cp from b after a's daemon was killed: $(ssh_b 'cat /tmp/cp.err')"
+[ "$(ssh_a 'sha256sum </srv/odl/in/push.bin')" = "$(ssh_b 'cat /tmp/push.sum')" ] || fail "the pushed file differs on a"
+ssh_b 'cat /tmp/cp.json' | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+assert j["ok"] and j["reconnects"] >= 1, j
+print("ok: a push into a'"'"'s daemon completed after the daemon was killed and restarted (%d reconnects, %d bytes resumed, %.1f s)"
+      % (j["reconnects"], j["resumed_bytes"], j["seconds"]))' || fail "odl cp's report: $(ssh_b 'cat /tmp/cp.json')"
+ssh_a 'ls /srv/odl/in/.odl-part.* 2>/dev/null' && fail "partial files left on a"
+ssh_a 'rm -r /etc/systemd/system/odl-daemon.service.d && systemctl daemon-reload && systemctl restart odl-daemon'
 daemon_s=$((SECONDS - t))
 
 step "run quickstart on the pair (odl hil run), results folder"

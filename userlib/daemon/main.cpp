@@ -105,8 +105,13 @@ int main(int argc, char** argv) {
                    "also read the NCCL plugin's statistics here (besides /run/user/UID/odl; repeatable)");
     unsigned test_limit_s = 120;
     std::string keys_dir, serve_dir;
-    app.add_option("--serve-files", serve_dir, "serve this folder to paired peers on every device (odl files "
-                                               "serve, one child per device; the devices are then held)");
+    bool answer_tests = false;
+    auto* serve_opt = app.add_option("--serve-files", serve_dir, "serve this folder to paired peers on every device "
+                                                                 "(odl files serve, one child per device; the devices "
+                                                                 "are then held)");
+    app.add_flag("--answer-tests", answer_tests, "answer the peer's perf tests on every device (odl perf --server, "
+                                                 "one child per device; the devices are then held)")
+        ->excludes(serve_opt);
     app.add_option("--keys", keys_dir, "the pair keys for the status page's file browser (default: odl's, "
                                        "/etc/odl/pairs for root)");
     app.add_option("--test-limit", test_limit_s, "seconds a test may take before it is stopped")
@@ -194,16 +199,16 @@ int main(int argc, char** argv) {
         });
         for (const auto& d : plugin_dirs) svc.add_plugin_stats_dir(d);
         svc.enable_file_browser(listings, keys_dir);
-        std::unique_ptr<odl::daemon::file_service> files;
-        if (!serve_dir.empty()) {
-            files = std::make_unique<odl::daemon::file_service>(
-                odl::daemon::file_service::config{odl, serve_dir, keys_dir, test_backend},
+        std::unique_ptr<odl::daemon::peer_service> files;
+        if (!serve_dir.empty() || answer_tests) {
+            files = std::make_unique<odl::daemon::peer_service>(
+                odl::daemon::peer_service::config{odl, serve_dir, keys_dir, test_backend},
                 [&svc, verbose](const std::string& device, const std::string& state) {
                     if (verbose || state.rfind("restarting", 0) == 0)
-                        fmt::print(stderr, "odl-daemon: {}: file service: {}\n", device, state.empty() ? "stopped" : state);
-                    svc.set_file_service_state(device, state);
+                        fmt::print(stderr, "odl-daemon: {}: {}\n", device, state.empty() ? "stopped serving" : state);
+                    svc.set_peer_service_state(device, state);
                 });
-            svc.enable_file_service(*files);
+            svc.enable_peer_service(*files);
         }
         svc.refresh();
         svc_ptr = &svc;

@@ -44,11 +44,11 @@ public:
         m_last_test = std::move(json);
         emitPropertiesChangedSignal(org::odinlink::Device1_adaptor::INTERFACE_NAME, {"LastTest"});
     }
-    /// The file service's new state (signalled when it differs).
-    void set_file_service(std::string state) {
-        if (state == m_file_service) return;
-        m_file_service = std::move(state);
-        emitPropertiesChangedSignal(org::odinlink::Device1_adaptor::INTERFACE_NAME, {"FileService"});
+    /// What the daemon serves the peer on it, anew (signalled when it differs).
+    void set_peer_service(std::string state) {
+        if (state == m_peer_service) return;
+        m_peer_service = std::move(state);
+        emitPropertiesChangedSignal(org::odinlink::Device1_adaptor::INTERFACE_NAME, {"PeerService"});
     }
 
 private:
@@ -70,11 +70,11 @@ private:
     std::string PeerVersion() override { return m_p.peer_version; }
     std::map<std::string, uint64_t> Counters() override { return m_p.counters; }
     std::string LastTest() override { return m_last_test; }
-    std::string FileService() override { return m_file_service; }
+    std::string PeerService() override { return m_peer_service; }
 
     device_props m_p;
     std::string m_last_test;  // kept while the device is present
-    std::string m_file_service;
+    std::string m_peer_service;
 };
 
 std::string device_path(const std::string& name) { return std::string(kRootPath) + "/devices/" + name; }
@@ -120,7 +120,7 @@ unsigned service::refresh() {
         }
     }
     if (set_changed) emitPropertiesChangedSignal(org::odinlink::Daemon1_adaptor::INTERFACE_NAME, {"Devices"});
-    if (m_files) {
+    if (m_peer) {
         std::map<std::string, unsigned> present;
         for (const auto& [name, d] : m_devices) {
             try {
@@ -129,13 +129,13 @@ unsigned service::refresh() {
                 // not an odl_tb5_N name: nothing to serve on
             }
         }
-        m_files->set_devices(present);
+        m_peer->set_devices(present);
     }
     return changed;
 }
 
-void service::set_file_service_state(const std::string& device, const std::string& state) {
-    if (auto it = m_devices.find(device); it != m_devices.end()) it->second->set_file_service(state);
+void service::set_peer_service_state(const std::string& device, const std::string& state) {
+    if (auto it = m_devices.find(device); it != m_devices.end()) it->second->set_peer_service(state);
 }
 
 bool service::any_session() const {
@@ -225,10 +225,9 @@ void service::browse(const std::string& device, const std::string& path) {
 }
 
 void service::refuse_if_served(const std::string& device) const {
-    if (m_files && m_files->serving(device))
+    if (m_peer && m_peer->serving(device))
         throw sdbus::Error("org.odinlink.Error.Busy",
-                           fmt::format("{} serves files to the peer (serve-files {}): this host's daemon holds it",
-                                       device, m_files->dir()));
+                           fmt::format("{} is held by this host's daemon, {} for the peer", device, m_peer->what()));
 }
 
 void service::start_test(const std::string& device, const std::string& test, test_done_fn done) {

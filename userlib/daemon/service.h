@@ -15,7 +15,7 @@
 #include <sdbus-c++/sdbus-c++.h>
 
 #include "device_props.h"
-#include "file_service.h"
+#include "peer_service.h"
 #include "test_runner.h"
 #include "org.odinlink.Daemon1_adaptor.h"
 
@@ -59,11 +59,11 @@ public:
         m_listings = &listings;
         m_keys_dir = std::move(keys_dir);
     }
-    /// Serves files on every device through @files (refresh() tells it
-    /// which are present); its states go to FileService via
-    /// set_file_service_state().
-    void enable_file_service(file_service& files) { m_files = &files; }
-    void set_file_service_state(const std::string& device, const std::string& state);
+    /// Serves the peer on every device through @peer (refresh() tells it
+    /// which are present); its states go to PeerService via
+    /// set_peer_service_state().
+    void enable_peer_service(peer_service& peer) { m_peer = &peer; }
+    void set_peer_service_state(const std::string& device, const std::string& state);
     /// Folders with plugin statistics besides each user's runtime folder.
     void add_plugin_stats_dir(std::string dir) { m_plugin_dirs.push_back(std::move(dir)); }
 
@@ -77,7 +77,7 @@ private:
     std::string PluginStats() override;
     /// The index of @device ("odl_tb5_N", published now), else NoSuchDevice.
     unsigned device_index(const std::string& device) const;
-    /// Busy when the file service holds @device.
+    /// Busy when the peer service holds @device.
     void refuse_if_served(const std::string& device) const;
     /// A device's new LastTest: its object (if it is still there) and the records.
     void set_last_test(const std::string& device, const std::string& json);
@@ -90,7 +90,7 @@ private:
     std::vector<std::string> m_plugin_dirs;
     status_url_fn m_status_url;
     test_records* m_listings = nullptr;
-    file_service* m_files = nullptr;
+    peer_service* m_peer = nullptr;
     std::string m_keys_dir;
     std::map<std::string, std::unique_ptr<device_object>> m_devices;
 };

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "file_service.h"
+#include "peer_service.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -26,20 +26,23 @@ uint64_t now_us() { return files::now_ns() / 1000u; }
 constexpr unsigned kMaxBackoffS = 30;
 constexpr uint64_t kHealthyUs = 60'000'000;  // ran this long: the next failure starts the backoff afresh
 
-std::string exit_words(int st) {
-    if (WIFSIGNALED(st)) return fmt::format("odl files serve ended by signal {}", WTERMSIG(st));
-    return fmt::format("odl files serve exited with status {}", WEXITSTATUS(st));
+std::string exit_words(const std::string& who, int st) {
+    if (WIFSIGNALED(st)) return fmt::format("{} ended by signal {}", who, WTERMSIG(st));
+    return fmt::format("{} exited with status {}", who, WEXITSTATUS(st));
 }
+
+/// A server waits for its client this long (a year: until stopped).
+constexpr const char* kWaitForever = "31536000";
 
 }  // namespace
 
-file_service::file_service(config c, state_fn on_state) : m_cfg(std::move(c)), m_on_state(std::move(on_state)) {}
+peer_service::peer_service(config c, state_fn on_state) : m_cfg(std::move(c)), m_on_state(std::move(on_state)) {}
 
-file_service::~file_service() {
+peer_service::~peer_service() {
     for (auto& [name, c] : m_children) stop(c);
 }
 
-void file_service::set_devices(const std::map<std::string, unsigned>& devices) {
+void peer_service::set_devices(const std::map<std::string, unsigned>& devices) {
     for (auto it = m_children.begin(); it != m_children.end();) {
         if (devices.count(it->first)) {
             ++it;
@@ -58,10 +61,19 @@ void file_service::set_devices(const std::map<std::string, unsigned>& devices) {
     }
 }
 
-void file_service::start(const std::string& device, child& c) {
-    std::vector<std::string> argv{m_cfg.odl,  "files",   "serve", m_cfg.dir, "--device", std::to_string(c.index),
-                                  "--backend", m_cfg.backend};
-    if (!m_cfg.keys.empty()) argv.insert(argv.end(), {"--keys", m_cfg.keys});
+std::string peer_service::what() const {
+    return m_cfg.dir.empty() ? "answering tests" : "serving files from " + m_cfg.dir;
+}
+
+void peer_service::start(const std::string& device, child& c) {
+    std::vector<std::string> argv{m_cfg.odl};
+    if (m_cfg.dir.empty()) {
+        argv.insert(argv.end(), {"perf", "latency", "--server", "-q", "--connect-timeout", kWaitForever});
+    } else {
+        argv.insert(argv.end(), {"files", "serve", m_cfg.dir});
+        if (!m_cfg.keys.empty()) argv.insert(argv.end(), {"--keys", m_cfg.keys});
+    }
+    argv.insert(argv.end(), {"--device", std::to_string(c.index), "--backend", m_cfg.backend});
     std::vector<char*> a;
     for (auto& s : argv) a.push_back(s.data());
     a.push_back(nullptr);
@@ -88,7 +100,7 @@ void file_service::start(const std::string& device, child& c) {
             c.pid = pid;
             c.pidfd = fd;
             c.started_us = now_us();
-            if (m_on_state) m_on_state(device, "serving " + m_cfg.dir);
+            if (m_on_state) m_on_state(device, what());
             return;
         }
         why = std::string("pidfd_open failed: ") + std::strerror(errno);
@@ -100,7 +112,7 @@ void file_service::start(const std::string& device, child& c) {
     c.backoff_s = std::min(kMaxBackoffS, c.backoff_s * 2);
 }
 
-void file_service::stop(child& c) {
+void peer_service::stop(child& c) {
     if (c.pid <= 0) return;
     kill(c.pid, SIGTERM);
     // It ends within 0.2 s of the signal (odl files serve's stop flag); then no mercy.
@@ -112,21 +124,21 @@ void file_service::stop(child& c) {
     c.pidfd = -1;
 }
 
-std::vector<int> file_service::fds() const {
+std::vector<int> peer_service::fds() const {
     std::vector<int> v;
     for (const auto& [name, c] : m_children)
         if (c.pidfd >= 0) v.push_back(c.pidfd);
     return v;
 }
 
-uint64_t file_service::deadline_us() const {
+uint64_t peer_service::deadline_us() const {
     uint64_t d = UINT64_MAX;
     for (const auto& [name, c] : m_children)
         if (c.pid < 0) d = std::min(d, c.restart_at_us);
     return d;
 }
 
-void file_service::handle() {
+void peer_service::handle() {
     const uint64_t now = now_us();
     for (auto& [name, c] : m_children) {
         if (c.pid > 0) {
@@ -135,9 +147,15 @@ void file_service::handle() {
             close(c.pidfd);
             c.pid = -1;
             c.pidfd = -1;
+            if (m_cfg.dir.empty() && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+                // The perf server ends after each client's session: answer the next one.
+                c.backoff_s = 1;
+                start(name, c);
+                continue;
+            }
             if (now - c.started_us > kHealthyUs) c.backoff_s = 1;
             c.restart_at_us = now + uint64_t(c.backoff_s) * 1000000u;
-            const std::string why = exit_words(st);
+            const std::string why = exit_words(m_cfg.dir.empty() ? "odl perf --server" : "odl files serve", st);
             if (m_on_state) m_on_state(name, fmt::format("restarting in {} s: {}", c.backoff_s, why));
             c.backoff_s = std::min(kMaxBackoffS, c.backoff_s * 2);
         } else if (now >= c.restart_at_us) {

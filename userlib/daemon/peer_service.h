@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The file service inside odl-daemon (--serve-files DIR): one `odl files
-// serve DIR --device N` child per device present, started when the device
-// appears, stopped when it goes, restarted (after 1 s, doubling to 30 s)
-// when it ends on its own. Children die with the daemon (PR_SET_PDEATHSIG),
-// so a killed daemon leaves no server holding a device; a client's `odl cp`
+// What odl-daemon serves to the peer host on every device: files
+// (--serve-files DIR: one `odl files serve DIR --device N` child per device)
+// or the perf suite's server (--answer-tests: `odl perf --server`, started
+// again after each client's session). A child is started when its device
+// appears, stopped when it goes, restarted after 1 s (doubling to 30 s)
+// when it fails. Children die with the daemon (PR_SET_PDEATHSIG), so a
+// killed daemon leaves no server holding a device; a client's `odl cp`
 // reconnects and resumes once the daemon is back. Child exits are seen
 // through pidfds in the daemon's poll loop (no polling).
 #pragma once
@@ -18,27 +20,29 @@
 
 namespace odl::daemon {
 
-class file_service {
+class peer_service {
 public:
     struct config {
         std::string odl;      ///< the CLI
-        std::string dir;      ///< the folder served
+        std::string dir;      ///< the folder served; "" answer tests instead
         std::string keys;     ///< pair keys ("" the CLI's default)
         std::string backend;  ///< kernel (loopback in tests)
     };
-    /// Told each device's new state: "serving DIR", "restarting in N s: why", "".
+    /// Told each device's new state: "serving files from DIR", "answering
+    /// tests", "restarting in N s: why", "".
     using state_fn = std::function<void(const std::string& device, const std::string& state)>;
 
-    file_service(config c, state_fn on_state);
-    ~file_service();
-    file_service(const file_service&) = delete;
-    file_service& operator=(const file_service&) = delete;
+    peer_service(config c, state_fn on_state);
+    ~peer_service();
+    peer_service(const peer_service&) = delete;
+    peer_service& operator=(const peer_service&) = delete;
 
     /// The devices present now (name to index): serves new ones, stops gone ones.
     void set_devices(const std::map<std::string, unsigned>& devices);
     /// True while @device is being served (its child holds the device).
     bool serving(const std::string& device) const { return m_children.count(device) != 0; }
-    const std::string& dir() const { return m_cfg.dir; }
+    /// What it is ("serving files from DIR", "answering tests").
+    std::string what() const;
 
     /// The pidfds to poll (POLLIN: the child ended) and the next restart
     /// (monotonic µs, UINT64_MAX none).
