@@ -23,6 +23,11 @@ namespace {
 constexpr uint64_t kSpinNs = 50'000;
 constexpr uint64_t kYieldNs = 1'000'000;
 constexpr auto kSleep = std::chrono::microseconds(50);
+/// Waiting for a peer that has not come for a second (a server waiting for
+/// its client): a few milliseconds more to connect cost nothing, 50 us sleeps
+/// cost a tenth of a core.
+constexpr uint64_t kPatientNs = 1'000'000'000;
+constexpr auto kPatientSleep = std::chrono::milliseconds(5);
 
 void backoff(uint64_t waited_ns) {
     if (waited_ns < kSpinNs) return;
@@ -89,7 +94,10 @@ void device_impl::wait_until_up() {
         if (waited >= m_cfg.connect_timeout_ns)
             throw error(ODL_ERR_TIMEOUT, fmt::format("{} {}: no peer within {:.1f} s", m_cfg.backend, m_cfg.index,
                                                      double(m_cfg.connect_timeout_ns) / 1e9));
-        backoff(waited);
+        if (waited < kPatientNs)
+            backoff(waited);
+        else
+            std::this_thread::sleep_for(kPatientSleep);
     }
 }
 
