@@ -7,43 +7,29 @@
 # Usage: peer_service_idle.sh [BUILD_DIR] [SECONDS]
 set -euo pipefail
 
-build=${1:-build}
+build=$(realpath "${1:-build}")
 secs=${2:-30}
 case "$secs" in '' | *[!0-9]* | 0) echo "SECONDS: a positive number" >&2; exit 2 ;; esac
 odl="$build/bin/odl"
 [ -x "$odl" ] || { echo "no $odl (build first)" >&2; exit 2; }
-tmp=$(mktemp -d /tmp/odl-peer-idle.XXXXXX)
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-export ODL_LOOPBACK_NAMESPACE=peer-idle-$$
-mkdir -p "$tmp/share"
-# A pairing for the file server (both ends at once).
-"$odl" pair --backend loopback -d 0 --keys "$tmp/ka" --name a --yes >/dev/null 2>&1 &
-pids+=($!)
-"$odl" pair --backend loopback -d 0 --keys "$tmp/kb" --name b --yes >/dev/null 2>&1
-wait "${pids[0]}"
-pids=()
-"$odl" files serve "$tmp/share" --backend loopback -d 0 --keys "$tmp/ka" &
-files=$!
-pids+=("$files")
+# The file tests' setup: a private folder and namespace, pairing, the server, cleanup.
+. "$(dirname "$0")/../cli/files_lib.sh"
+files_setup peer-idle 0
+mkdir -p share
+pair_hosts
+start_server
 "$odl" perf latency --server -q --backend loopback -d 1 --connect-timeout 31536000 &
 perf=$!
 pids+=("$perf")
 sleep 2
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-f0=$(ticks "$files")
+f0=$(ticks "$server")
 p0=$(ticks "$perf")
 sleep "$secs"
-f1=$(ticks "$files")
+f1=$(ticks "$server")
 p1=$(ticks "$perf")
 hz=$(getconf CLK_TCK)
-for w in "odl files serve:$f0:$f1:$files" "odl perf --server:$p0:$p1:$perf"; do
+for w in "odl files serve:$f0:$f1:$server" "odl perf --server:$p0:$p1:$perf"; do
 	IFS=: read -r name t0 t1 pid <<<"$w"
 	rss=$(sed -n 's/^VmRSS:[[:space:]]*//p' "/proc/$pid/status")
 	awk -v n="$name" -v d="$((t1 - t0))" -v hz="$hz" -v s="$secs" -v rss="$rss" \
