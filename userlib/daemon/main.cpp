@@ -112,8 +112,8 @@ int main(int argc, char** argv) {
     app.add_flag("--answer-tests", answer_tests, "answer the peer's perf tests on every device (odl perf --server, "
                                                  "one child per device; the devices are then held)")
         ->excludes(serve_opt);
-    app.add_option("--keys", keys_dir, "the pair keys for the status page's file browser (default: odl's, "
-                                       "/etc/odl/pairs for root)");
+    app.add_option("--keys", keys_dir, "the pair keys of --serve-files and of the status page's file browser "
+                                       "(default: odl's, /etc/odl/pairs for root)");
     app.add_option("--test-limit", test_limit_s, "seconds a test may take before it is stopped")
         ->capture_default_str()
         ->check(CLI::Range(1u, 3600u));
@@ -199,16 +199,16 @@ int main(int argc, char** argv) {
         });
         for (const auto& d : plugin_dirs) svc.add_plugin_stats_dir(d);
         svc.enable_file_browser(listings, keys_dir);
-        std::unique_ptr<odl::daemon::peer_service> files;
+        std::unique_ptr<odl::daemon::peer_service> peer;
         if (!serve_dir.empty() || answer_tests) {
-            files = std::make_unique<odl::daemon::peer_service>(
+            peer = std::make_unique<odl::daemon::peer_service>(
                 odl::daemon::peer_service::config{odl, serve_dir, keys_dir, test_backend},
                 [&svc, verbose](const std::string& device, const std::string& state) {
                     if (verbose || state.rfind("restarting", 0) == 0)
                         fmt::print(stderr, "odl-daemon: {}: {}\n", device, state.empty() ? "stopped serving" : state);
                     svc.set_peer_service_state(device, state);
                 });
-            svc.enable_peer_service(*files);
+            svc.enable_peer_service(*peer);
         }
         svc.refresh();
         svc_ptr = &svc;
@@ -225,15 +225,15 @@ int main(int argc, char** argv) {
                                     {events ? events->fd() : -1, POLLIN, 0},
                                     {page_jobs.fd(), POLLIN, 0}};
             for (int fd : runner.fds()) fds.push_back({fd, POLLIN, 0});
-            if (files)
-                for (int fd : files->fds()) fds.push_back({fd, POLLIN, 0});
-            uint64_t deadline = std::min({pd.timeout_usec, runner.deadline_us(), files ? files->deadline_us() : UINT64_MAX});
+            if (peer)
+                for (int fd : peer->fds()) fds.push_back({fd, POLLIN, 0});
+            uint64_t deadline = std::min({pd.timeout_usec, runner.deadline_us(), peer ? peer->deadline_us() : UINT64_MAX});
             if (counters_ms && svc.any_session() && next_counters < deadline) deadline = next_counters;
             const uint64_t t = now_us();
             const int timeout_ms = deadline == UINT64_MAX ? -1 : deadline <= t ? 0 : int((deadline - t + 999) / 1000);
             if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) throw std::runtime_error("poll failed");
             runner.handle();
-            if (files) files->handle();
+            if (peer) peer->handle();
             if (fds[3].revents & POLLIN) page_jobs.run_pending();
             bool rescan = false;
             if (fds[1].revents & POLLIN) {
