@@ -102,6 +102,11 @@ static inline int wait_session(int fd, struct odl_tb5_info *info)
 		if (ioctl(fd, ODL_TB5_IOC_INFO, info) == 0 &&
 		    info->state == ODL_TB5_STATE_SESSION)
 			return 0;
+		/* A device that went never gets a session: say so now. */
+		if (info->state == ODL_TB5_STATE_GONE) {
+			printf("FAIL the device went while waiting for a session\n");
+			return -1;
+		}
 		if (now_s() - t0 > 60) {
 			printf("FAIL no session within 60 s (state %u)\n", info->state);
 			return -1;
