@@ -949,12 +949,14 @@ protected:
         std::filesystem::create_directories(h.root + "/share");
         std::filesystem::create_directories(h.root + "/local");
         extra_args = {"--test-backend", "loopback", "--serve-files", h.root + "/share", "--keys", h.root + "/ka"};
+        if (also_tests) extra_args.push_back("--answer-tests");
         DaemonBus::SetUp();
     }
     void TearDown() override {
         DaemonBus::TearDown();
         unsetenv("ODL_LOOPBACK_NAMESPACE");
     }
+    bool also_tests = false;  ///< --answer-tests as well
     /// Waits (bounded) until the device's PeerService starts with @prefix.
     bool peer_service_is(const std::string& prefix) {
         for (int i = 0; i < 300; i++) {
@@ -1088,13 +1090,42 @@ TEST_F(DaemonAnswersTests, AnswersThePeersClientsOneAfterAnother) {
     EXPECT_EQ(daemon.err(), "") << "an orderly shutdown logs nothing";
 }
 
-TEST(DaemonCliServe, FilesAndTestsAreOneServiceAtATime) {
-    odl::test::fake_host h;
-    child d({ODL_DAEMON_BIN, "--bus", "unix:path=" + h.root + "/none", "--no-udev", "--serve-files", h.root,
-             "--answer-tests"},
-            h.root + "/err");
-    EXPECT_NE(d.wait(), 0);
-    EXPECT_NE(d.err().find("excludes"), std::string::npos) << d.err();
+/// --serve-files and --answer-tests at once: one server per device that
+/// answers either kind of client, by the session's first message.
+class DaemonServesBoth : public DaemonFileService {
+protected:
+    DaemonServesBoth() { also_tests = true; }
+    /// The peer host's odl perf client: its results' one row, or why it failed.
+    std::string perf_client(const std::string& test) {
+        const std::string out = h.root + "/client-" + test + ".json";
+        const int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        child c({ODL_CLI_BIN, "perf", test, "--client", "0", "--backend", "loopback", "--sizes", "4K", "-n", "200",
+                 "--warmup", "20", "--bytes", "8M", "--json", "-q"},
+                h.root + "/client.err", fd);
+        close(fd);
+        if (c.wait(3000) != 0) return test + " failed: " + c.err() + daemon.err();
+        return nlohmann::json::parse(slurp(out)).at("results").dump();
+    }
+};
+
+TEST_F(DaemonServesBoth, AnswersTestsAndCopiesInTurn) {
+    const std::string both = "serving files from " + h.root + "/share and answering tests";
+    ASSERT_TRUE(peer_service_is(both)) << dev->PeerService() << daemon.err();
+    // Each kind of client twice, alternated: the server takes whichever comes.
+    for (int round = 0; round < 2; round++) {
+        EXPECT_NE(perf_client("latency").find("\"size\":4096"), std::string::npos) << round;
+        const std::string f = random_file("f" + std::to_string(round) + ".bin", 4);
+        child c = cp(f, "peer:in/", h.root + "/cp.json");
+        ASSERT_EQ(c.wait(3000), 0) << round << ": " << c.err() << daemon.err();
+        EXPECT_TRUE(same_file(f, h.root + "/share/in/f" + std::to_string(round) + ".bin")) << round;
+        EXPECT_NE(perf_client("bandwidth").find("\"size\":4096"), std::string::npos) << round;
+    }
+    EXPECT_EQ(dev->PeerService(), both) << "one server all along";
+    const std::string busy = test_error();
+    EXPECT_EQ(busy.rfind("org.odinlink.Error.Busy: ", 0), 0u) << busy;
+    EXPECT_NE(busy.find("answering tests"), std::string::npos) << busy;
+    EXPECT_EQ(daemon.stop(SIGTERM), 0);
+    EXPECT_EQ(daemon.err(), "") << "an orderly shutdown logs nothing";
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +32,8 @@
 #include "files/safe_dir.h"
 #include "files/server.h"
 #include "files/session.h"
+#include "first_message.h"
+#include "perf_runner.h"
 
 namespace odl::cli {
 namespace {
@@ -70,11 +74,11 @@ std::string keys_dir(const link_opts& o) { return o.keys.empty() ? fl::default_k
 
 /// Opens the device; @timeout_ns 0: without waiting for the peer (the
 /// session's first receive waits, and looks at the stop flag meanwhile).
-std::unique_ptr<odl::device> open_dev(const link_opts& o, uint64_t timeout_ns) {
+std::unique_ptr<odl::device> open_dev(const link_opts& o, uint64_t timeout_ns, uint32_t streams = 1) {
     odl::open_params p;
     p.backend = o.backend.c_str();
     p.index = o.device;
-    p.num_streams = 1;
+    p.num_streams = streams;
     if (timeout_ns)
         p.connect_timeout_ns = timeout_ns;
     else
@@ -158,8 +162,37 @@ struct serve_cli {
     std::string dir;
     bool once = false;
     bool verbose = false;
+    bool answer_tests = false;
     std::string max_chunk = "4M";
 };
+
+/// --answer-tests: one session of either service, by its first message.
+/// Returns whether a session took place; counts answered tests in @tests.
+bool serve_either(odl::device& dev, fl::file_server& server, bool verbose, unsigned long long& tests) {
+    std::string why;
+    std::optional<first_message> first;
+    try {
+        first = await_first(dev, std::max<size_t>(ODL_FILES_MAX_MSG, perf::kCtrlCap), g_stop, why);
+    } catch (const std::runtime_error& e) {
+        std::fprintf(stderr, "odl files: refused a session: %s\n", e.what());
+        return true;
+    }
+    // A link that ended before any message is no session (as in file_server::serve).
+    if (!first) return false;
+    if (first->tag != perf::kTagPhase) {
+        server.serve(dev, &g_stop, first->bytes);
+        return true;
+    }
+    try {
+        const auto phase = perf::parse_ctrl(first->bytes.data(), first->bytes.size());
+        perf::run_server(dev.get(), perf::options{}.stall_timeout_ms, &phase);
+        tests++;
+        if (verbose) std::fprintf(stderr, "odl files: answered a test\n");
+    } catch (const perf::perf_error& e) {
+        std::fprintf(stderr, "odl files: a test session ended: %s\n", e.what());
+    }
+    return true;
+}
 
 void run_serve(const serve_cli& c) {
     fl::unique_fd root(::open(c.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -179,13 +212,14 @@ void run_serve(const serve_cli& c) {
     }, parse_chunk(c.max_chunk));
     catch_signals();
     bool served = false;
+    unsigned long long tests = 0;  // --answer-tests: test sessions answered
     std::string waiting;  // why the device does not open, said once
     while (!g_stop.load()) {
         // Held open between sessions: on the kernel backend every open and
         // close is a session notice to the peer host.
         std::unique_ptr<odl::device> dev;
         try {
-            dev = open_dev(c.link, 0);
+            dev = open_dev(c.link, 0, c.answer_tests ? perf::kPerfStreams : 1);
         } catch (const odl::error& e) {
             // A device that has served and went (cable unplugged, the peer's
             // module unloaded) comes back under its number, through states
@@ -204,8 +238,12 @@ void run_serve(const serve_cli& c) {
         waiting.clear();
         served = true;
         const auto began = std::chrono::steady_clock::now();
-        server.serve(*dev, &g_stop);
-        if (c.once && server.counters().sessions) break;
+        if (c.answer_tests) {
+            if (serve_either(*dev, server, verbose, tests) && c.once) break;
+        } else {
+            server.serve(*dev, &g_stop);
+            if (c.once && server.counters().sessions) break;
+        }
         // A device that fails at once (its link still going down) is not
         // reopened in a tight loop.
         if (std::chrono::steady_clock::now() - began < std::chrono::milliseconds(100))
@@ -216,6 +254,7 @@ void run_serve(const serve_cli& c) {
         std::fprintf(stderr, "odl files: %llu session(s), %llu file(s) in, %llu out, %llu refused, %llu hash mismatch(es)\n",
                      (unsigned long long)k.sessions, (unsigned long long)k.files_in, (unsigned long long)k.files_out,
                      (unsigned long long)k.refused, (unsigned long long)k.hash_mismatches);
+    if (verbose && c.answer_tests) std::fprintf(stderr, "odl files: %llu test(s) answered\n", tests);
 }
 
 // --- odl cp -------------------------------------------------------------------
@@ -531,6 +570,9 @@ void add_files_commands(CLI::App& app) {
     serve->add_option("dir", sc->dir, "Folder to serve")->required();
     add_link_opts(serve, sc->link);
     serve->add_flag("--once", sc->once, "End after one session");
+    serve->add_flag("--answer-tests", sc->answer_tests,
+                    "Also answer the peer's `odl perf --client` runs on the same device (each session's first "
+                    "message says which service it wants)");
     serve->add_flag("--verbose,-v", sc->verbose, "Log every session");
     serve->add_option("--max-chunk", sc->max_chunk, "Largest DATA message granted")->capture_default_str();
     serve->callback([sc] { run_serve(*sc); });

@@ -22,12 +22,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr uint32_t kTagPhase = 0xC0DE0001;
 constexpr uint32_t kTagReport = 0xC0DE0002;
 constexpr uint32_t kTagData = 1;
 constexpr uint32_t kTagPing = 2;
 constexpr uint32_t kTagPingEnd = 3;
-constexpr uint64_t kCtrlCap = 1 << 20;
 constexpr uint64_t kPatterns = 4;  ///< distinct payload patterns, by seq % 4
 
 uint64_t now_ns() {
@@ -416,11 +414,7 @@ json recv_ctrl(odl_dev* dev, uint32_t tag, uint64_t timeout_ns) {
     if (rc != ODL_OK) throw perf_error(fmt::format("waiting for the peer: {}", status_text(rc)));
     if (c.status == ODL_ERR_PEER_CLOSED) return json{{"kind", "end"}};
     if (c.status != ODL_OK) throw perf_error(fmt::format("control message: {}", odl_strerror(c.status)));
-    try {
-        return json::parse(buf.begin(), buf.begin() + std::min<uint64_t>(c.len, kCtrlCap));
-    } catch (const json::exception& e) {
-        throw perf_error(fmt::format("malformed control message from the peer: {}", e.what()));
-    }
+    return parse_ctrl(buf.data(), std::min<uint64_t>(c.len, kCtrlCap));
 }
 
 /// Client side of one phase; returns the server's report merged with ours.
@@ -463,11 +457,19 @@ bool check_pattern(const unsigned char* buf, uint64_t len, uint64_t seq) {
     return std::memcmp(buf, pattern(seq % kPatterns, len), len) == 0;
 }
 
-void run_server(odl_dev* dev, uint64_t stall_timeout_ms) {
+nlohmann::json parse_ctrl(const char* buf, size_t len) {
+    try {
+        return json::parse(buf, buf + len);
+    } catch (const json::exception& e) {
+        throw perf_error(fmt::format("malformed control message from the peer: {}", e.what()));
+    }
+}
+
+void run_server(odl_dev* dev, uint64_t stall_timeout_ms, const nlohmann::json* first) {
     const uint64_t stall_ns = stall_timeout_ms * 1000000ull;
-    for (;;) {
+    for (bool given = first != nullptr;; given = false) {
         // Between phases the client may think as long as it likes: wait long.
-        const json j = recv_ctrl(dev, kTagPhase, 3600ull * 1000000000ull);
+        const json j = given ? *first : recv_ctrl(dev, kTagPhase, 3600ull * 1000000000ull);
         const phase p = from_json(j.contains("size") ? j : json{{"kind", "end"}, {"size", 0}, {"count", 0},
                                                                   {"streams", 1}, {"bidir", false}, {"depth", 1},
                                                                   {"ping_size", 0}});

@@ -27,6 +27,10 @@ constexpr uint32_t kPingStream = 1;   ///< ping-pong
 constexpr uint32_t kBulkStream = 2;   ///< first bulk stream
 constexpr uint32_t kMaxBulkStreams = 32;
 constexpr uint32_t kPerfStreams = kBulkStream + kMaxBulkStreams;
+/// Tag of the client's phase descriptions on kCtrlStream: a session's first
+/// message carries it, which tells a server that also serves files apart.
+constexpr uint32_t kTagPhase = 0xC0DE0001;
+constexpr uint64_t kCtrlCap = 1 << 20;  ///< largest control message
 
 /// What the user asked for.
 struct options {
@@ -52,7 +56,11 @@ using progress_fn = std::function<void(const std::string&)>;
 nlohmann::json run_client(odl_dev* dev, const options& opt, const progress_fn& progress);
 
 /// Serves one client session on @dev until it says goodbye. Throws perf_error.
-void run_server(odl_dev* dev, uint64_t stall_timeout_ms);
+/// @first: the session's first phase description, when the caller already
+/// received it (a server that dispatches by the first message).
+void run_server(odl_dev* dev, uint64_t stall_timeout_ms, const nlohmann::json* first = nullptr);
+/// A control message's JSON; throws perf_error for a malformed one.
+nlohmann::json parse_ctrl(const char* buf, size_t len);
 
 /// Fills @buf with the verification pattern of message @seq (any length).
 void fill_pattern(unsigned char* buf, uint64_t len, uint64_t seq);

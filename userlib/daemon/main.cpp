@@ -106,12 +106,12 @@ int main(int argc, char** argv) {
     unsigned test_limit_s = 120;
     std::string keys_dir, serve_dir;
     bool answer_tests = false;
-    auto* serve_opt = app.add_option("--serve-files", serve_dir, "serve this folder to paired peers on every device "
+    app.add_option("--serve-files", serve_dir, "serve this folder to paired peers on every device "
                                                                  "(odl files serve, one child per device; the devices "
                                                                  "are then held)");
     app.add_flag("--answer-tests", answer_tests, "answer the peer's perf tests on every device (odl perf --server, "
-                                                 "one child per device; the devices are then held)")
-        ->excludes(serve_opt);
+                                                 "one child per device; the devices are then held; with "
+                                                 "--serve-files one odl files serve --answer-tests does both)");
     app.add_option("--keys", keys_dir, "the pair keys of --serve-files and of the status page's file browser "
                                        "(default: odl's, /etc/odl/pairs for root)");
     app.add_option("--test-limit", test_limit_s, "seconds a test may take before it is stopped")
@@ -176,11 +176,11 @@ int main(int argc, char** argv) {
             tokens, root, ODL_BUILD_VERSION, tests, plugin_dirs,
             [on_loop](const std::string& device, const std::string& test) {
                 return on_loop([device, test](odl::daemon::service& s) { s.start_test(device, test); });
-            }};
-        page_ctx.browse = [on_loop](const std::string& device, const std::string& path) {
-            return on_loop([device, path](odl::daemon::service& s) { s.browse(device, path); });
-        };
-        page_ctx.listings = &listings;
+            },
+            [on_loop](const std::string& device, const std::string& path) {
+                return on_loop([device, path](odl::daemon::service& s) { s.browse(device, path); });
+            },
+            &listings};
         std::unique_ptr<http_server> page;
         std::string page_base;
         if (!status.empty()) {
@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
         std::unique_ptr<odl::daemon::peer_service> peer;
         if (!serve_dir.empty() || answer_tests) {
             peer = std::make_unique<odl::daemon::peer_service>(
-                odl::daemon::peer_service::config{odl, serve_dir, keys_dir, test_backend},
+                odl::daemon::peer_service::config{odl, serve_dir, answer_tests, keys_dir, test_backend},
                 [&svc, verbose](const std::string& device, const std::string& state) {
                     if (verbose || state.rfind("restarting", 0) == 0)
                         fmt::print(stderr, "odl-daemon: {}: {}\n", device, state.empty() ? "stopped serving" : state);

@@ -62,7 +62,12 @@ void peer_service::set_devices(const std::map<std::string, unsigned>& devices) {
 }
 
 std::string peer_service::what() const {
-    return m_cfg.dir.empty() ? "answering tests" : "serving files from " + m_cfg.dir;
+    if (m_cfg.dir.empty()) return "answering tests";
+    return "serving files from " + m_cfg.dir + (m_cfg.tests ? " and answering tests" : "");
+}
+
+std::string peer_service::child_name() const {
+    return m_cfg.dir.empty() ? "odl perf --server" : m_cfg.tests ? "odl files serve --answer-tests" : "odl files serve";
 }
 
 void peer_service::start(const std::string& device, child& c) {
@@ -71,6 +76,7 @@ void peer_service::start(const std::string& device, child& c) {
         argv.insert(argv.end(), {"perf", "latency", "--server", "-q", "--connect-timeout", kWaitForever});
     } else {
         argv.insert(argv.end(), {"files", "serve", m_cfg.dir});
+        if (m_cfg.tests) argv.push_back("--answer-tests");
         if (!m_cfg.keys.empty()) argv.insert(argv.end(), {"--keys", m_cfg.keys});
     }
     argv.insert(argv.end(), {"--device", std::to_string(c.index), "--backend", m_cfg.backend});
@@ -155,7 +161,7 @@ void peer_service::handle() {
             }
             if (now - c.started_us > kHealthyUs) c.backoff_s = 1;
             c.restart_at_us = now + uint64_t(c.backoff_s) * 1000000u;
-            const std::string why = exit_words(m_cfg.dir.empty() ? "odl perf --server" : "odl files serve", st);
+            const std::string why = exit_words(child_name(), st);
             if (m_on_state) m_on_state(name, fmt::format("restarting in {} s: {}", c.backoff_s, why));
             c.backoff_s = std::min(kMaxBackoffS, c.backoff_s * 2);
         } else if (now >= c.restart_at_us) {

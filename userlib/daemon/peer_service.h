@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // What odl-daemon serves to the peer host on every device: files
-// (--serve-files DIR: one `odl files serve DIR --device N` child per device)
-// or the perf suite's server (--answer-tests: `odl perf --server`, started
-// again after each client's session). A child is started when its device
+// (--serve-files DIR: one `odl files serve DIR --device N` child per device),
+// the perf suite's server (--answer-tests: `odl perf --server`, started
+// again after each client's session), or both (`odl files serve DIR
+// --answer-tests`: each session's first message picks). A child is started when its device
 // appears, stopped when it goes, restarted after 1 s (doubling to 30 s)
 // when it fails. Children die with the daemon (PR_SET_PDEATHSIG), so a
 // killed daemon leaves no server holding a device; a client's `odl cp`
@@ -24,12 +25,12 @@ class peer_service {
 public:
     struct config {
         std::string odl;      ///< the CLI
-        std::string dir;      ///< the folder served; "" answer tests instead
+        std::string dir;      ///< the folder served; "" none
+        bool tests = false;   ///< answer the peer's perf clients
         std::string keys;     ///< pair keys ("" the CLI's default)
         std::string backend;  ///< kernel (loopback in tests)
     };
-    /// Told each device's new state: "serving files from DIR", "answering
-    /// tests", "restarting in N s: why", "".
+    /// Told each device's new state: what(), "restarting in N s: why", "".
     using state_fn = std::function<void(const std::string& device, const std::string& state)>;
 
     peer_service(config c, state_fn on_state);
@@ -41,7 +42,8 @@ public:
     void set_devices(const std::map<std::string, unsigned>& devices);
     /// True while @device is being served (its child holds the device).
     bool serving(const std::string& device) const { return m_children.count(device) != 0; }
-    /// What it is ("serving files from DIR", "answering tests").
+    /// What it is ("serving files from DIR", "answering tests", "serving
+    /// files from DIR and answering tests").
     std::string what() const;
 
     /// The pidfds to poll (POLLIN: the child ended) and the next restart
@@ -62,6 +64,7 @@ private:
     };
     void start(const std::string& device, child& c);
     void stop(child& c);
+    std::string child_name() const;  ///< the child's command, for its exit's words
 
     config m_cfg;
     state_fn m_on_state;

@@ -31,12 +31,22 @@ std::string status_text(int status) {
 
 }  // namespace
 
-channel::channel(odl::device& dev, odl_files_side me, const std::atomic<bool>* stop)
-    : m_dev(dev), m_me(me), m_stop(stop), m_send(kSendSlots), m_recv(kRecvSlots) {
+channel::channel(odl::device& dev, odl_files_side me, const std::atomic<bool>* stop, std::string_view first)
+    : m_dev(dev), m_me(me), m_stop(stop), m_send(kSendSlots), m_recv(kRecvSlots + !first.empty()) {
+    if (first.size() > kSlotBytes) throw std::logic_error("a first message longer than a receive slot");
     // Buffers are not cleared: pages become resident only where messages go.
     for (auto& s : m_send) s.buf.reset(new uint8_t[kSlotBytes]);
     for (size_t i = 0; i < m_recv.size(); i++) {
         m_recv[i].buf.reset(new uint8_t[kSlotBytes]);
+        if (i == 0 && !first.empty()) {
+            // As if slot 0 had received it: take() hands it out first and
+            // then posts the slot like any other.
+            std::memcpy(m_recv[0].buf.get(), first.data(), first.size());
+            m_recv[0].len = first.size();
+            m_recv[0].done = true;  // not busy: libodl never had it
+            m_recv_order.push_back(0);
+            continue;
+        }
         post_recv(i);
     }
 }

@@ -61,8 +61,11 @@ struct message {
 
 class channel {
 public:
-    /// @me: which side this end is; @stop: raised to end any wait early.
-    channel(odl::device& dev, odl_files_side me, const std::atomic<bool>* stop = nullptr);
+    /// @me: which side this end is; @stop: raised to end any wait early;
+    /// @first: the session's first message when the caller already received
+    /// it (a server that dispatches by the first message): taken first.
+    channel(odl::device& dev, odl_files_side me, const std::atomic<bool>* stop = nullptr,
+            std::string_view first = {});
     ~channel();
     channel(const channel&) = delete;
     channel& operator=(const channel&) = delete;

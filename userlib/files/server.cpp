@@ -120,8 +120,8 @@ odl_files_err path_error_code(int err) {
 file_server::file_server(int root, pair_store keys, log_fn log, uint32_t max_chunk)
     : m_root(root), m_keys(std::move(keys)), m_log(std::move(log)), m_max_chunk(max_chunk) {}
 
-void file_server::serve(odl::device& dev, const std::atomic<bool>* stop) {
-    channel ch(dev, ODL_FILES_FROM_SERVER, stop);
+void file_server::serve(odl::device& dev, const std::atomic<bool>* stop, std::string_view first) {
+    channel ch(dev, ODL_FILES_FROM_SERVER, stop, first);
     std::string peer = "?";
     try {
         peer = server_hello(ch, m_keys, m_max_chunk).peer_name;

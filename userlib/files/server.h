@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "channel.h"
 #include "pair_store.h"
@@ -32,8 +33,9 @@ public:
     file_server(int root, pair_store keys, log_fn log, uint32_t max_chunk = ODL_FILES_CHUNK_MAX);
 
     /// One session on @dev: until BYE, link loss, a broken protocol or @stop.
-    /// Never throws for what the peer does; logs it and returns.
-    void serve(odl::device& dev, const std::atomic<bool>* stop);
+    /// Never throws for what the peer does; logs it and returns. @first: the
+    /// session's first message, when the caller already received it.
+    void serve(odl::device& dev, const std::atomic<bool>* stop, std::string_view first = {});
 
     const server_counters& counters() const { return m_counters; }
 
