@@ -254,7 +254,7 @@ ssh_a 'pkill -x dbus-monitor || true; journalctl -u odl-daemon --no-pager -q -p 
 echo "ok: InterfacesRemoved seen $unplug_s s after the unplug (an upper bound: looked for over SSH every 0.25 s); back to connected after the replug"
 # The file service inside a's daemon, as an administrator turns it on: the
 # hosts paired (root's keys, /etc/odl/pairs), a drop-in with --serve-files
-# and the folder writable in the unit's sandbox; b pushes with odl cp over
+# (and --answer-tests) and the folder writable in the unit's sandbox; b pushes with odl cp over
 # odl_tb5; the daemon killed mid-push (systemd restarts it): the copy
 # reconnects and completes, whole. (48 MiB: the receiver records its resume
 # point every 64 MiB, so this copy starts over; the loopback test in
@@ -265,11 +265,12 @@ ssh_a 'odl pair --backend kernel -d 0 --name host-a --yes --timeout 60' >"$tmp/p
 for _ in $(seq 100); do ssh_b 'grep -q "^rc=" /tmp/odl-pair.log' && break; sleep 0.2; done
 ssh_b 'grep -q "^rc=0" /tmp/odl-pair.log' || fail "odl pair on b: $(ssh_b 'cat /tmp/odl-pair.log')"
 ssh_a 'mkdir -p /srv/odl /etc/systemd/system/odl-daemon.service.d &&
-	printf "[Service]\nExecStart=\nExecStart=/usr/bin/odl-daemon --serve-files /srv/odl\nReadWritePaths=/srv/odl\nRestartSec=1\n" \
+	printf "[Service]\nExecStart=\nExecStart=/usr/bin/odl-daemon --serve-files /srv/odl --answer-tests\nReadWritePaths=/srv/odl\nRestartSec=1\n" \
 		>/etc/systemd/system/odl-daemon.service.d/files.conf &&
 	systemctl daemon-reload && systemctl restart odl-daemon'
-for _ in $(seq 100); do [ "$(prop a PeerService)" = 's "serving files from /srv/odl"' ] && break; sleep 0.2; done
-[ "$(prop a PeerService)" = 's "serving files from /srv/odl"' ] ||
+served='s "serving files from /srv/odl and answering tests"'
+for _ in $(seq 100); do [ "$(prop a PeerService)" = "$served" ] && break; sleep 0.2; done
+[ "$(prop a PeerService)" = "$served" ] ||
 	fail "a's PeerService: $(prop a PeerService); $(ssh_a 'journalctl -u odl-daemon --no-pager -q -n 20')"
 ssh_b 'head -c $((48 << 20)) /dev/urandom >/tmp/push.bin && sha256sum </tmp/push.bin >/tmp/push.sum'
 ssh_b "(odl cp /tmp/push.bin peer:in/ --backend kernel -d 0 --chunk 64K --retry-for 60 --json </dev/null >/tmp/cp.json 2>/tmp/cp.err; echo rc=\$? >>/tmp/cp.err) </dev/null >/dev/null 2>&1 &"
@@ -294,6 +295,15 @@ assert j["ok"] and j["reconnects"] >= 1, j
 print("ok: a push into a'"'"'s daemon completed after the daemon was killed and restarted (%d reconnects, %d bytes resumed, %.1f s)"
       % (j["reconnects"], j["resumed_bytes"], j["seconds"]))' || fail "odl cp's report: $(ssh_b 'cat /tmp/cp.json')"
 ssh_a 'ls /srv/odl/in/.odl-part.* 2>/dev/null' && fail "partial files left on a"
+# The same server answers b's perf client (--answer-tests: each session's
+# first message picks the service), then a pull from it.
+ssh_b 'odl perf latency --client 0 --backend kernel --sizes 64 -n 200 --warmup 20 --json -q' >"$tmp/both-latency.json" 2>"$tmp/both-latency.err" ||
+	fail "odl perf latency from b against a's daemon: $(cat "$tmp/both-latency.err")"
+python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["results"]; assert r[0]["size"] == 64, r' "$tmp/both-latency.json" ||
+	fail "b's latency report: $(head -c 1000 "$tmp/both-latency.json")"
+ssh_b 'odl cp peer:in/push.bin /tmp/pulled.bin --backend kernel -d 0 -q && [ "$(sha256sum </tmp/pulled.bin)" = "$(cat /tmp/push.sum)" ]' ||
+	fail "a pull from a's daemon after the test"
+echo "ok: a's daemon answered b's latency test and a pull on the same device"
 ssh_a 'rm -r /etc/systemd/system/odl-daemon.service.d && systemctl daemon-reload && systemctl restart odl-daemon'
 daemon_s=$((SECONDS - t))
 
