@@ -852,7 +852,9 @@ protected:
         server = child({ODL_CLI_BIN, "files", "serve", h.root + "/share", "--backend", "loopback", "--device", "0",
                         "--keys", h.root + "/ka"},
                        h.root + "/serve.err");
-        extra_args = {"--status-page", "0", "--test-backend", "loopback", "--keys", h.root + "/kb"};
+        std::filesystem::create_directories(h.root + "/fetched");
+        extra_args = {"--status-page", "0", "--test-backend", "loopback", "--keys", h.root + "/kb",
+                      "--fetch-to", h.root + "/fetched"};
         DaemonPageRun::SetUp();
     }
     void TearDown() override {
@@ -910,6 +912,92 @@ TEST_F(DaemonPageFiles, ListsThePeersFolderAndWalksIt) {
     EXPECT_EQ(sizes, want) << rec.dump();
     std::filesystem::create_directories(std::string(ODL_ARTIFACT_DIR) + "/status-page");
     chromium(u, std::string(ODL_ARTIFACT_DIR) + "/status-page/files.png");
+}
+
+TEST_F(DaemonPageFiles, FetchesAFileAndNeverOverwritesOne) {
+    if (std::system("command -v chromium >/dev/null") != 0)
+        GTEST_SKIP() << "chromium is not installed (the bootstrap installs it)";
+    std::smatch m;
+    const std::string u = url();
+    ASSERT_TRUE(std::regex_match(u, m, std::regex("http://127\\.0\\.0\\.1:([0-9]+)/\\?token=([0-9a-f]{32})"))) << u;
+    const auto port = uint16_t(std::stoi(m[1]));
+    const std::string tok = "token=" + m[2].str();
+    const auto post_fetch = [&](const std::string& q) {
+        return http(port, "POST /api/fetch?" + q + " HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    };
+    const auto state = [&] {
+        return nlohmann::json::parse(
+            http(port, "GET /api/state?" + tok + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").body);
+    };
+    /// The device's fetch record once it is no longer running (bounded).
+    const auto fetched = [&] {
+        nlohmann::json rec;
+        for (int i = 0; i < 400; i++) {
+            rec = state().at("fetches").value("odl_tb5_0", nlohmann::json());
+            if (rec.is_object() && rec.value("state", "") != "running") break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        return rec;
+    };
+    EXPECT_EQ(post_fetch("device=odl_tb5_0&path=top.bin").status, "HTTP/1.1 403 Forbidden") << "no token";
+    EXPECT_EQ(http(port, "GET /api/fetch?" + tok + "&device=odl_tb5_0&path=top.bin HTTP/1.1\r\nHost: x\r\n"
+                         "Connection: close\r\n\r\n")
+                  .status,
+              "HTTP/1.1 405 Method Not Allowed");
+    EXPECT_EQ(post_fetch(tok + "&device=odl_tb5_0").status, "HTTP/1.1 400 Bad Request") << "no path";
+    EXPECT_EQ(post_fetch(tok + "&device=odl_tb5_0&path=docs/..").status, "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(post_fetch(tok + "&device=odl_tb5_9&path=top.bin").status, "HTTP/1.1 404 Not Found");
+    const auto st0 = state();
+    EXPECT_EQ(st0.at("may_fetch"), true) << st0.dump();
+    EXPECT_EQ(st0.at("fetch_to"), h.root + "/fetched") << st0.dump();
+    // Browse, walk into docs/, click a.txt's "fetch": the page says it came.
+    const std::string profile = h.root + "/click-profile";
+    std::filesystem::create_directories(profile);
+    const auto has = [](const std::string& s) { return "'document.body.innerText.includes(\"" + s + "\")' "; };
+    const std::string cmd = std::string("timeout 150 python3 ") + ODL_PAGE_CLICK + " '" + u + "' " + profile +
+                            " '[data-browse=\"odl_tb5_0\"]' " + has("top.bin") +
+                            " '[data-files=\"odl_tb5_0\"] button[data-path=\"docs\"]' " + has("a.txt") +
+                            " '[data-fetch=\"docs/a.txt\"]' " + has("SHA-256 checked") + "2>" + h.root + "/click.err";
+    FILE* f = popen(cmd.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    std::string after;
+    char buf[4096];
+    while (fgets(buf, sizeof(buf), f)) after += buf;
+    EXPECT_EQ(pclose(f), 0) << slurp(h.root + "/click.err") << slurp(h.root + "/serve.err")
+                            << slurp(h.root + "/daemon.err");
+    EXPECT_NE(after.find("Fetched peer:docs/a.txt \u2192 " + h.root + "/fetched/a.txt (6 B, SHA-256 checked)"),
+              std::string::npos)
+        << after;
+    EXPECT_EQ(slurp(h.root + "/fetched/a.txt"), "alpha\n");
+    // The API alone: the bigger file, byte for byte.
+    ASSERT_EQ(post_fetch(tok + "&device=odl_tb5_0&path=top.bin").status, "HTTP/1.1 202 Accepted");
+    auto rec = fetched();
+    EXPECT_EQ(rec.value("state", ""), "done") << rec.dump();
+    EXPECT_EQ(rec.value("bytes", 0), 100000) << rec.dump();
+    EXPECT_EQ(slurp(h.root + "/fetched/top.bin"), std::string(100000, 'x'));
+    // Never over a file that is there: refused, the file untouched.
+    std::ofstream(h.root + "/fetched/top.bin") << "mine";
+    const auto again = post_fetch(tok + "&device=odl_tb5_0&path=top.bin");
+    EXPECT_EQ(again.status, "HTTP/1.1 409 Conflict") << again.body;
+    EXPECT_NE(again.body.find("exists"), std::string::npos) << again.body;
+    EXPECT_EQ(slurp(h.root + "/fetched/top.bin"), "mine");
+    // A folder, and a path out of the peer's folder: each fails with odl cp's reason, nothing lands.
+    for (const std::string bad : {"docs", "..%2Fka%2Fsecret"}) {
+        ASSERT_EQ(post_fetch(tok + "&device=odl_tb5_0&path=" + bad).status, "HTTP/1.1 202 Accepted") << bad;
+        rec = fetched();
+        EXPECT_EQ(rec.value("state", ""), "failed") << bad << ": " << rec.dump();
+        EXPECT_FALSE(rec.value("error", "").empty()) << rec.dump();
+    }
+    EXPECT_FALSE(std::filesystem::exists(h.root + "/fetched/docs"));
+    EXPECT_FALSE(std::filesystem::exists(h.root + "/fetched/secret"));
+    // The page with the last fetch (top.bin's, after the failures: fetched again).
+    std::filesystem::remove(h.root + "/fetched/top.bin");
+    ASSERT_EQ(post_fetch(tok + "&device=odl_tb5_0&path=top.bin").status, "HTTP/1.1 202 Accepted");
+    EXPECT_EQ(fetched().value("state", ""), "done");
+    std::filesystem::create_directories(std::string(ODL_ARTIFACT_DIR) + "/status-page");
+    chromium(u, std::string(ODL_ARTIFACT_DIR) + "/status-page/fetch.png");
+    EXPECT_EQ(daemon.stop(SIGTERM), 0);
+    EXPECT_EQ(daemon.err(), "") << "an orderly shutdown logs nothing";
 }
 
 TEST_F(DaemonPageFiles, SaysWhyAListingFailed) {

@@ -112,6 +112,10 @@ int main(int argc, char** argv) {
     app.add_flag("--answer-tests", answer_tests, "answer the peer's perf tests on every device (odl perf --server, "
                                                  "one child per device; the devices are then held; with "
                                                  "--serve-files one odl files serve --answer-tests does both)");
+    std::string fetch_dir;
+    app.add_option("--fetch-to", fetch_dir, "the status page's file browser fetches the peer's files into this "
+                                            "folder (odl cp; off by default)")
+        ->check(CLI::ExistingDirectory);
     app.add_option("--keys", keys_dir, "the pair keys of --serve-files and of the status page's file browser "
                                        "(default: odl's, /etc/odl/pairs for root)");
     app.add_option("--test-limit", test_limit_s, "seconds a test may take before it is stopped")
@@ -150,7 +154,7 @@ int main(int argc, char** argv) {
             if (verbose) fmt::print(stderr, "odl-daemon: metrics on {} port {}\n", addr, prom->port());
         }
         odl::daemon::status_tokens tokens;
-        odl::daemon::test_records tests, listings;
+        odl::daemon::test_records tests, listings, fetches;
         // Tests the page asks for start on this loop (the service is not
         // thread-safe); svc is set once it exists, before the page answers.
         odl::daemon::page_requests page_jobs;
@@ -166,6 +170,7 @@ int main(int argc, char** argv) {
                     const unsigned st = n == "org.odinlink.Error.NoSuchDevice" ? 404
                                         : n == "org.odinlink.Error.InvalidArgs" ? 400
                                         : n == "org.odinlink.Error.Busy"        ? 409
+                                        : n == "org.odinlink.Error.Exists"      ? 409
                                                                                 : 500;
                     return {st, e.getMessage()};
                 }
@@ -181,6 +186,13 @@ int main(int argc, char** argv) {
                 return on_loop([device, path](odl::daemon::service& s) { s.browse(device, path); });
             },
             &listings};
+        if (!fetch_dir.empty()) {
+            page_ctx.fetch = [on_loop](const std::string& device, const std::string& path) {
+                return on_loop([device, path](odl::daemon::service& s) { s.fetch(device, path); });
+            };
+            page_ctx.fetches = &fetches;
+            page_ctx.fetch_dir = std::filesystem::absolute(fetch_dir).lexically_normal().string();
+        }
         std::unique_ptr<http_server> page;
         std::string page_base;
         if (!status.empty()) {
@@ -199,6 +211,7 @@ int main(int argc, char** argv) {
         });
         for (const auto& d : plugin_dirs) svc.add_plugin_stats_dir(d);
         svc.enable_file_browser(listings, keys_dir);
+        if (!fetch_dir.empty()) svc.enable_fetch(fetches, page_ctx.fetch_dir);
         std::unique_ptr<odl::daemon::peer_service> peer;
         if (!serve_dir.empty() || answer_tests) {
             peer = std::make_unique<odl::daemon::peer_service>(

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "service.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -220,6 +222,48 @@ void service::browse(const std::string& device, const std::string& path) {
         rec["state"] = "failed";
         rec["error"] = e.what();
         m_listings->set(device, rec.dump());
+        throw sdbus::Error("org.odinlink.Error.Failed", e.what());
+    }
+}
+
+void service::fetch(const std::string& device, const std::string& path) {
+    if (!m_fetches) throw sdbus::Error("org.odinlink.Error.NotEnabled", "this daemon fetches no files (--fetch-to)");
+    const unsigned index = device_index(device);
+    refuse_if_served(device);
+    const std::string name = path.substr(path.rfind('/') + 1);
+    if (path.size() > 4096 || path.find('\0') != std::string::npos || name.empty() || name == "." || name == "..")
+        throw sdbus::Error("org.odinlink.Error.InvalidArgs", "a file of the peer's folder, at most 4096 bytes");
+    const std::string dest = m_fetch_dir + "/" + name;
+    // Never over a file fetched before (or put there by anyone else).
+    struct stat st {};
+    if (lstat(dest.c_str(), &st) == 0)
+        throw sdbus::Error("org.odinlink.Error.Exists", fmt::format("{} exists: remove it first", dest));
+    if (m_runner.running(device))
+        throw sdbus::Error("org.odinlink.Error.Busy", fmt::format("a test, listing or fetch is already running on {}", device));
+    std::vector<std::string> args{"cp", "peer:" + path, dest, "--device", std::to_string(index), "--json",
+                                  "--retry-for", "5"};
+    if (!m_keys_dir.empty()) args.insert(args.end(), {"--keys", m_keys_dir});
+    nlohmann::json rec{{"path", path}, {"dest", dest}, {"state", "running"}, {"started", files::utc_iso()}};
+    m_fetches->set(device, rec.dump());
+    try {
+        // A big file over a slow link may take long: an hour at most.
+        m_runner.run_odl(device, std::move(args), 3600, [this, device, rec](const test_outcome& o) mutable {
+            rec["finished"] = files::utc_iso();
+            const nlohmann::json out = nlohmann::json::parse(o.report, nullptr, false);
+            if (o.ok && out.is_object() && out.value("ok", false)) {
+                rec["state"] = "done";
+                rec["bytes"] = out.value("bytes", uint64_t(0));
+                rec["seconds"] = out.value("seconds", 0.0);
+            } else {
+                rec["state"] = "failed";
+                rec["error"] = o.ok ? "odl cp's answer is not its JSON" : o.error;
+            }
+            m_fetches->set(device, rec.dump());
+        });
+    } catch (const std::exception& e) {
+        rec["state"] = "failed";
+        rec["error"] = e.what();
+        m_fetches->set(device, rec.dump());
         throw sdbus::Error("org.odinlink.Error.Failed", e.what());
     }
 }

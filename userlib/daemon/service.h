@@ -59,6 +59,17 @@ public:
         m_listings = &listings;
         m_keys_dir = std::move(keys_dir);
     }
+    /// Fetches the peer's file @path (relative to the folder it serves)
+    /// over @device into the folder given to enable_fetch(), under its own
+    /// name (`odl cp`: SHA-256 compared, resumable); the outcome goes to
+    /// the records given there. Throws sdbus::Error as browse() does, and
+    /// Exists when a file of that name was fetched before.
+    void fetch(const std::string& device, const std::string& path);
+    /// Turns fetch() on: files land in @dir, outcomes kept in @fetches.
+    void enable_fetch(test_records& fetches, std::string dir) {
+        m_fetches = &fetches;
+        m_fetch_dir = std::move(dir);
+    }
     /// Serves the peer on every device through @peer (refresh() tells it
     /// which are present); its states go to PeerService via
     /// set_peer_service_state().
@@ -90,6 +101,8 @@ private:
     std::vector<std::string> m_plugin_dirs;
     status_url_fn m_status_url;
     test_records* m_listings = nullptr;
+    test_records* m_fetches = nullptr;
+    std::string m_fetch_dir;
     peer_service* m_peer = nullptr;
     std::string m_keys_dir;
     std::map<std::string, std::unique_ptr<device_object>> m_devices;

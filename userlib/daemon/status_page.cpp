@@ -121,20 +121,40 @@ http_server::reply start_listing(const std::string& target, uid_t uid, const sta
     return {202, "application/json", nlohmann::json{{"device", device}, {"path", path}, {"state", "running"}}.dump()};
 }
 
+/// POST /api/fetch?token=&device=odl_tb5_N&path=P: the peer's file P
+/// fetched into the daemon's --fetch-to folder (202); it shows in
+/// /api/state as the device's "fetch".
+http_server::reply start_fetch(const std::string& target, uid_t uid, const status_page_context& ctx) {
+    if (!ctx.fetch) return text(501, "this daemon fetches no files (odl-daemon --fetch-to DIR)\n");
+    if (!may_act(uid, ctx.act_group))
+        return text(403, fmt::format("fetching the peer's files needs root or membership of the group {} (uid {} "
+                                     "has neither)\n",
+                                     ctx.act_group, uid));
+    const std::string device = query_value(target, "device"), path = query_value(target, "path");
+    if (device.empty() || path.empty()) return text(400, "want device=odl_tb5_N and path=, a file of the peer's\n");
+    if (path.find('\0') != std::string::npos) return text(400, "path: a bad %-escape\n");
+    const auto a = ctx.fetch(device, path);
+    if (a.status >= 300) return text(a.status, a.error + "\n");
+    return {202, "application/json", nlohmann::json{{"device", device}, {"path", path}, {"state", "running"}}.dump()};
+}
+
 }  // namespace
 
 http_server::reply status_request(const http_server::request& req, const status_page_context& ctx) {
     const std::string& target = req.target;
     const std::string path = target.substr(0, target.find('?'));
-    const bool page = path == "/" || path == "/api/state", test = path == "/api/test", files = path == "/api/files";
-    if (!page && !test && !files) return text(404, "no such page\n");
+    const bool page = path == "/" || path == "/api/state", test = path == "/api/test", files = path == "/api/files",
+               fetch = path == "/api/fetch";
+    if (!page && !test && !files && !fetch) return text(404, "no such page\n");
     const auto uid = ctx.tokens.uid_of(query_value(target, "token"));
     if (!uid)
         return text(403, "this page needs your own address with its token: busctl call org.odinlink.Daemon1 "
                          "/org/odinlink/Daemon1 org.odinlink.Daemon1 StatusPage\n");
-    if ((test || files) != req.post) return text(405, page ? "only GET and HEAD here\n" : path + ": only POST\n");
+    if ((test || files || fetch) != req.post)
+        return text(405, page ? "only GET and HEAD here\n" : path + ": only POST\n");
     if (test) return start_test(target, *uid, ctx);
     if (files) return start_listing(target, *uid, ctx);
+    if (fetch) return start_fetch(target, *uid, ctx);
     if (path == "/") return {200, "text/html; charset=utf-8", kStatusPageHtml};
     nlohmann::json j = host::link_json(host::read_host_view(ctx.root));
     j["version"] = ctx.version;
@@ -150,6 +170,12 @@ http_server::reply status_request(const http_server::request& req, const status_
     if (ctx.listings && member)
         for (const auto& [device, rec] : ctx.listings->all())
             j["files"][device] = nlohmann::json::parse(rec, nullptr, false);
+    j["may_fetch"] = bool(ctx.fetch) && member;
+    j["fetch_to"] = ctx.fetch ? ctx.fetch_dir : "";
+    j["fetches"] = nlohmann::json::object();
+    if (ctx.fetches && member)
+        for (const auto& [device, rec] : ctx.fetches->all())
+            j["fetches"][device] = nlohmann::json::parse(rec, nullptr, false);
     j["act_group"] = ctx.act_group;
     j["unix_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())

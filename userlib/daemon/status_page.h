@@ -51,6 +51,10 @@ struct status_page_context {
     /// Lists the peer's files (on the daemon's loop); empty: no file browser.
     std::function<page_requests::answer(const std::string& device, const std::string& path)> browse;
     const test_records* listings = nullptr;  ///< the last listing of each device
+    /// Fetches one of the peer's files (on the daemon's loop); empty: none.
+    std::function<page_requests::answer(const std::string& device, const std::string& path)> fetch = {};
+    const test_records* fetches = nullptr;  ///< the last fetch of each device
+    std::string fetch_dir = {};             ///< where fetched files land
     std::string act_group = kActGroup;     ///< who may run tests besides root
 };
 

@@ -30,6 +30,7 @@ svg { background: #fff; border: 1px solid #d0d7de; }
 .run { margin: .4em 0; }
 .run button { margin-right: .6em; }
 .run-note { color: #57606a; margin-left: .4em; }
+.fetched { color: #1a7f37; margin: .2em 0; }
 .files h3 { font-size: 1em; margin: .8em 0 .2em; }
 .files button.dir { border: none; background: none; color: #0969da; padding: 0; cursor: pointer; font: inherit; }
 </style>
@@ -177,7 +178,9 @@ async function runTest(name, test) {
 // folder by folder without asking again.
 let browseAt = {};  // device -> the folder shown, relative to the listing
 const MAX_ROWS = 500;
-function filesView(name, rec) {
+// fetch: the device's last fetch and whether this user may fetch (the
+// daemon's --fetch-to), shown under the listing.
+function filesView(name, rec, fetch) {
   const box = el("div", undefined, "files");
   box.dataset.files = name;
   box.append(el("h3", "Peer's files"));
@@ -189,6 +192,7 @@ function filesView(name, rec) {
   bar.append(b);
   if (runNote["files:" + name]) bar.append(el("span", runNote["files:" + name], "run-note"));
   box.append(bar);
+  if (fetch.rec && typeof fetch.rec === "object") box.append(fetchLine(fetch.rec));
   if (!rec || typeof rec !== "object") return box;
   if (rec.state === "running") { box.append(el("div", "Listing\u2026", "none")); return box; }
   if (rec.state === "failed") { box.append(el("div", "Listing failed: " + (rec.error || "no reason given"), "warn")); return box; }
@@ -201,7 +205,7 @@ function filesView(name, rec) {
                         entries.length + " entries, listed " + (rec.finished || ""), "none"));
   const t = el("table", undefined, "file-list");
   const head = el("tr");
-  for (const h of ["name", "size", "modified"]) head.append(el("th", h));
+  for (const h of ["name", "size", "modified"].concat(fetch.may ? [""] : [])) head.append(el("th", h));
   t.append(head);
   const go = to => { browseAt[name] = to; tick(); };
   if (at) {
@@ -209,6 +213,7 @@ function filesView(name, rec) {
     up.addEventListener("click", () => go(parent(at)));
     c.append(up);
     r.append(c, el("td", ""), el("td", ""));
+    if (fetch.may) r.append(el("td", ""));
     t.append(r);
   }
   for (const e of here.slice(0, MAX_ROWS)) {
@@ -224,12 +229,43 @@ function filesView(name, rec) {
     }
     r.append(c, el("td", e.dir ? "" : fileSize(e.size)),
              el("td", new Date(e.mtime_ns / 1e6).toISOString().replace(".000Z", "Z")));
+    if (fetch.may) {
+      const f = el("td");
+      if (!e.dir) {
+        const g = el("button", "fetch");
+        g.dataset.fetch = e.path;
+        g.disabled = !!fetch.rec && fetch.rec.state === "running";
+        g.addEventListener("click", () => fetchFile(name, e.path));
+        f.append(g);
+      }
+      r.append(f);
+    }
     t.append(r);
   }
   box.append(t);
   if (here.length > MAX_ROWS) box.append(el("div", (here.length - MAX_ROWS) + " more not shown", "none"));
   if (!here.length) box.append(el("div", "Empty folder.", "none"));
   return box;
+}
+function fetchLine(f) {
+  const what = "peer:" + f.path + " \u2192 " + f.dest;
+  if (f.state === "running") return el("div", "Fetching " + what + "\u2026", "none");
+  if (f.state === "done")
+    return el("div", "Fetched " + what + " (" + fileSize(f.bytes) + ", SHA-256 checked) " + (f.finished || ""), "fetched");
+  return el("div", "Fetch of " + what + " failed: " + (f.error || "no reason given"), "warn");
+}
+async function fetchFile(name, path) {
+  const key = "files:" + name;
+  runNote[key] = "fetching " + path + "\u2026";
+  try {
+    const q = "token=" + encodeURIComponent(token) + "&device=" + encodeURIComponent(name) +
+              "&path=" + encodeURIComponent(path);
+    const r = await fetch("/api/fetch?" + q, {method: "POST", cache: "no-store"});
+    runNote[key] = r.ok ? "" : "not fetched: " + (await r.text()).trim();
+  } catch (e) {
+    runNote[key] = "not fetched: odl-daemon does not answer";
+  }
+  tick();
 }
 async function browse(name) {
   const key = "files:" + name;
@@ -284,7 +320,8 @@ function render(st) {
       const rec = (st.tests || {})[name];
       card.append(runButtons(name, st, rec));
       if (rec && typeof rec === "object") card.append(testView(rec));
-      if (st.may_browse) card.append(filesView(name, (st.files || {})[name]));
+      if (st.may_browse)
+        card.append(filesView(name, (st.files || {})[name], {may: !!st.may_fetch, rec: (st.fetches || {})[name]}));
       tx += d.counters.tx_bytes || 0;
       rx += d.counters.rx_bytes || 0;
     }
