@@ -316,6 +316,7 @@ struct odl_tb5 {
 	/* tells udev listeners (odl-daemon) that the state attribute changed */
 	struct work_struct state_work;
 	const char *state_reported;	/* the state the last uevent named */
+	unsigned int open_reported;	/* and its "open" bits */
 	int login_retries;
 	bool reannounced;
 	bool login_compat;

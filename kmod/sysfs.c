@@ -48,33 +48,46 @@ static ssize_t state_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(state);
 
+/* The "open" attribute's bits: 1 this host, 2 the peer (logged in). */
+static unsigned int __odl_open_bits(struct odl_tb5 *odl)
+{
+	return odl->local_open | (odl->connected && odl->peer_open) << 1;
+}
+
 /*
- * A change uevent (ODL_STATE=<state>) and a sysfs notification of "state"
- * whenever the state attribute would read differently: listeners such as
- * odl-daemon wait for events instead of polling, and never open the device
- * (an open starts a session with the peer). Sleeps, hence a work item.
+ * A change uevent (ODL_STATE=<state> ODL_OPEN=<local> <peer>) and sysfs
+ * notifications of "state" and "open" whenever either attribute would read
+ * differently: listeners such as odl-daemon wait for events instead of
+ * polling, and never open the device (an open starts a session with the
+ * peer). The peer opening its end while this host has not is such an
+ * event: a daemon can then open this end for it. Sleeps, hence a work item.
  */
 void odl_state_work(struct work_struct *work)
 {
 	struct odl_tb5 *odl = container_of(work, struct odl_tb5, state_work);
-	char env[32];
-	char *envp[2];
+	char env[32], env_open[16];
+	char *envp[3];
 	const char *name;
+	unsigned int open;
+	bool changed;
 	unsigned long flags;
 
 	spin_lock_irqsave(&odl->state_lock, flags);
 	name = __odl_state_name(odl);
-	if (name == odl->state_reported)
-		name = NULL;
-	else
-		odl->state_reported = name;
+	open = __odl_open_bits(odl);
+	changed = name != odl->state_reported || open != odl->open_reported;
+	odl->state_reported = name;
+	odl->open_reported = open;
 	spin_unlock_irqrestore(&odl->state_lock, flags);
-	if (!name)
+	if (!changed)
 		return;
 	snprintf(env, sizeof(env), "ODL_STATE=%s", name);
+	snprintf(env_open, sizeof(env_open), "ODL_OPEN=%u %u", open & 1, open >> 1);
 	envp[0] = env;
-	envp[1] = NULL;
+	envp[1] = env_open;
+	envp[2] = NULL;
 	sysfs_notify(&odl->dev.kobj, NULL, "state");
+	sysfs_notify(&odl->dev.kobj, NULL, "open");
 	kobject_uevent_env(&odl->dev.kobj, KOBJ_CHANGE, envp);
 }
 

@@ -1178,6 +1178,70 @@ TEST_F(DaemonAnswersTests, AnswersThePeersClientsOneAfterAnother) {
     EXPECT_EQ(daemon.err(), "") << "an orderly shutdown logs nothing";
 }
 
+/// --answer-tests --on-demand: a server only while the peer has its end
+/// open and this host does not (the fake host's "open" file stands in for
+/// odl_tb5's, SIGHUP for its uevent).
+class DaemonOnDemand : public DaemonBus {
+protected:
+    DaemonOnDemand() {
+        extra_args = {"--test-backend", "loopback", "--answer-tests", "--on-demand"};
+        setenv("ODL_LOOPBACK_NAMESPACE", ("daemon-demand-" + std::to_string(getpid())).c_str(), 1);
+    }
+    ~DaemonOnDemand() override { unsetenv("ODL_LOOPBACK_NAMESPACE"); }
+    /// Waits (bounded, @ms) until PeerService reads @want.
+    bool peer_service_becomes(const std::string& want, int ms = 6000) {
+        for (int i = 0; i < ms / 20; i++) {
+            if (dev->PeerService() == want) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        return false;
+    }
+    /// The daemon's child processes (its servers).
+    std::string children() { return slurp("/proc/" + std::to_string(daemon.pid) + "/task/" +
+                                          std::to_string(daemon.pid) + "/children"); }
+    void opens(const std::string& here_peer) {
+        h.put(h.dev + "/open", here_peer);
+        hup();
+    }
+};
+
+TEST_F(DaemonOnDemand, HoldsTheDeviceOnlyWhileThePeerWaits) {
+    const std::string idle = "answering tests when the peer asks";
+    ASSERT_TRUE(peer_service_becomes(idle)) << dev->PeerService() << daemon.err();
+    EXPECT_EQ(children(), "") << "no server while the peer does not wait";
+    // The peer opens its end: a server for it, and the peer's client answered.
+    opens("0 1");
+    ASSERT_TRUE(peer_service_becomes("answering tests")) << dev->PeerService() << daemon.err();
+    EXPECT_NE(children(), "");
+    {
+        const std::string out = h.root + "/client.json";
+        const int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        child c({ODL_CLI_BIN, "perf", "latency", "--client", "0", "--backend", "loopback", "--sizes", "4K", "-n",
+                 "200", "--warmup", "20", "--json", "-q"},
+                h.root + "/client.err", fd);
+        close(fd);
+        ASSERT_EQ(c.wait(3000), 0) << c.err() << daemon.err();
+        EXPECT_EQ(nlohmann::json::parse(slurp(out)).at("results")[0].at("size"), 4096);
+    }
+    // The peer closes its end: the device is this host's again.
+    opens("0 0");
+    EXPECT_TRUE(peer_service_becomes(idle, 10000)) << dev->PeerService();
+    EXPECT_EQ(children(), "");
+    // A peer that opens and leaves before any session: its server is stopped after a grace.
+    opens("0 1");
+    ASSERT_TRUE(peer_service_becomes("answering tests")) << dev->PeerService() << daemon.err();
+    opens("0 0");
+    EXPECT_TRUE(peer_service_becomes(idle, 10000)) << dev->PeerService();
+    EXPECT_EQ(children(), "");
+    // The device open on this host (a program of its own in a session with the peer): left alone.
+    opens("1 1");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_EQ(dev->PeerService(), idle);
+    EXPECT_EQ(children(), "");
+    EXPECT_EQ(daemon.stop(SIGTERM), 0);
+    EXPECT_EQ(daemon.err(), "") << "an orderly shutdown logs nothing";
+}
+
 /// --serve-files and --answer-tests at once: one server per device that
 /// answers either kind of client, by the session's first message.
 class DaemonServesBoth : public DaemonFileService {

@@ -9,6 +9,8 @@ std::map<std::string, device_props> devices_of(const host::host_view& v) {
         device_props p;
         p.name = d.name;
         p.state = d.state;
+        p.open_here = d.local_open;
+        p.open_on_peer = d.peer_open;
         p.xdomain = d.xdomain;
         p.irq_throttle_us = d.irq_throttle_us;
         p.poll = d.poll;

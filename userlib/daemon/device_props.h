@@ -21,6 +21,8 @@ struct device_props {
     /// The port's rating behind @rating (0: unknown); for the metrics.
     uint32_t rated_gbps_per_lane = 0, rated_lanes = 0;
     std::map<std::string, uint64_t> counters;
+    /// Who has the device open (not published: the peer service's trigger).
+    bool open_here = false, open_on_peer = false;
 };
 
 /// Every device of @v with its peer's link, by device name.

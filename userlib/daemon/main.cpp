@@ -112,6 +112,10 @@ int main(int argc, char** argv) {
     app.add_flag("--answer-tests", answer_tests, "answer the peer's perf tests on every device (odl perf --server, "
                                                  "one child per device; the devices are then held; with "
                                                  "--serve-files one odl files serve --answer-tests does both)");
+    bool on_demand = false;
+    app.add_flag("--on-demand", on_demand, "with --serve-files or --answer-tests: hold a device only while the "
+                                           "peer has its end open and this host does not, one session at a time "
+                                           "(odl_tb5 signals the peer's open)");
     std::string fetch_dir;
     app.add_option("--fetch-to", fetch_dir, "the status page's file browser fetches the peer's files into this "
                                             "folder (odl cp; off by default)")
@@ -123,6 +127,10 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1u, 3600u));
     app.add_flag("-v,--verbose", verbose, "log each refresh");
     CLI11_PARSE(app, argc, argv);
+    if (on_demand && serve_dir.empty() && !answer_tests) {
+        fmt::print(stderr, "odl-daemon: --on-demand needs --serve-files DIR or --answer-tests (what to serve)\n");
+        return 2;
+    }
 
     sigset_t mask;
     sigemptyset(&mask);
@@ -215,7 +223,7 @@ int main(int argc, char** argv) {
         std::unique_ptr<odl::daemon::peer_service> peer;
         if (!serve_dir.empty() || answer_tests) {
             peer = std::make_unique<odl::daemon::peer_service>(
-                odl::daemon::peer_service::config{odl, serve_dir, answer_tests, keys_dir, test_backend},
+                odl::daemon::peer_service::config{odl, serve_dir, answer_tests, keys_dir, test_backend, on_demand},
                 [&svc, verbose](const std::string& device, const std::string& state) {
                     if (verbose || state.rfind("restarting", 0) == 0)
                         fmt::print(stderr, "odl-daemon: {}: {}\n", device, state.empty() ? "stopped serving" : state);

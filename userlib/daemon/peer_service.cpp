@@ -25,6 +25,7 @@ uint64_t now_us() { return files::now_ns() / 1000u; }
 
 constexpr unsigned kMaxBackoffS = 30;
 constexpr uint64_t kHealthyUs = 60'000'000;  // ran this long: the next failure starts the backoff afresh
+constexpr uint64_t kPeerGoneUs = 5'000'000;  // on demand: a child whose peer closed is stopped after this
 
 std::string exit_words(const std::string& who, int st) {
     if (WIFSIGNALED(st)) return fmt::format("{} ended by signal {}", who, WTERMSIG(st));
@@ -42,7 +43,7 @@ peer_service::~peer_service() {
     for (auto& [name, c] : m_children) stop(c);
 }
 
-void peer_service::set_devices(const std::map<std::string, unsigned>& devices) {
+void peer_service::set_devices(const std::map<std::string, device_state>& devices) {
     for (auto it = m_children.begin(); it != m_children.end();) {
         if (devices.count(it->first)) {
             ++it;
@@ -53,18 +54,40 @@ void peer_service::set_devices(const std::map<std::string, unsigned>& devices) {
         it = m_children.erase(it);
         if (m_on_state) m_on_state(name, "");
     }
-    for (const auto& [name, index] : devices) {
-        if (m_children.count(name)) continue;
+    const uint64_t now = now_us();
+    for (const auto& [name, d] : devices) {
+        const bool fresh = m_children.count(name) == 0;
         child& c = m_children[name];
-        c.index = index;
-        start(name, c);
+        c.index = d.index;
+        if (!m_cfg.on_demand) {
+            if (fresh) start(name, c);
+            continue;
+        }
+        c.peer_waits = d.open_on_peer && !d.open_here;
+        if (c.pid > 0) {
+            // Its client left before a session (or the child is between
+            // its session's end and its exit): stopped after a grace.
+            if (d.open_on_peer) c.peer_gone_us = 0;
+            else if (!c.peer_gone_us) c.peer_gone_us = now;
+        } else if (c.peer_waits && (!c.pending || now >= c.restart_at_us)) {
+            start(name, c);
+        } else if (fresh && m_on_state) {
+            m_on_state(name, idle_words());
+        }
     }
+}
+
+bool peer_service::serving(const std::string& device) const {
+    const auto it = m_children.find(device);
+    return it != m_children.end() && (!m_cfg.on_demand || it->second.pid > 0);
 }
 
 std::string peer_service::what() const {
     if (m_cfg.dir.empty()) return "answering tests";
     return "serving files from " + m_cfg.dir + (m_cfg.tests ? " and answering tests" : "");
 }
+
+std::string peer_service::idle_words() const { return what() + " when the peer asks"; }
 
 std::string peer_service::child_name() const {
     return m_cfg.dir.empty() ? "odl perf --server" : m_cfg.tests ? "odl files serve --answer-tests" : "odl files serve";
@@ -77,6 +100,7 @@ void peer_service::start(const std::string& device, child& c) {
     } else {
         argv.insert(argv.end(), {"files", "serve", m_cfg.dir});
         if (m_cfg.tests) argv.push_back("--answer-tests");
+        if (m_cfg.on_demand) argv.push_back("--once");
         if (!m_cfg.keys.empty()) argv.insert(argv.end(), {"--keys", m_cfg.keys});
     }
     argv.insert(argv.end(), {"--device", std::to_string(c.index), "--backend", m_cfg.backend});
@@ -106,6 +130,8 @@ void peer_service::start(const std::string& device, child& c) {
             c.pid = pid;
             c.pidfd = fd;
             c.started_us = now_us();
+            c.pending = false;
+            c.peer_gone_us = 0;
             if (m_on_state) m_on_state(device, what());
             return;
         }
@@ -113,7 +139,12 @@ void peer_service::start(const std::string& device, child& c) {
         kill(pid, SIGKILL);
         waitpid(pid, nullptr, 0);
     }
+    back_off(device, c, why);
+}
+
+void peer_service::back_off(const std::string& device, child& c, const std::string& why) {
     c.restart_at_us = now_us() + uint64_t(c.backoff_s) * 1000000u;
+    c.pending = true;
     if (m_on_state) m_on_state(device, fmt::format("restarting in {} s: {}", c.backoff_s, why));
     c.backoff_s = std::min(kMaxBackoffS, c.backoff_s * 2);
 }
@@ -139,8 +170,10 @@ std::vector<int> peer_service::fds() const {
 
 uint64_t peer_service::deadline_us() const {
     uint64_t d = UINT64_MAX;
-    for (const auto& [name, c] : m_children)
-        if (c.pid < 0) d = std::min(d, c.restart_at_us);
+    for (const auto& [name, c] : m_children) {
+        if (c.pid < 0 && c.pending) d = std::min(d, c.restart_at_us);
+        if (c.pid > 0 && c.peer_gone_us) d = std::min(d, c.peer_gone_us + kPeerGoneUs);
+    }
     return d;
 }
 
@@ -149,23 +182,40 @@ void peer_service::handle() {
     for (auto& [name, c] : m_children) {
         if (c.pid > 0) {
             int st = 0;
-            if (waitpid(c.pid, &st, WNOHANG) != c.pid) continue;
+            if (waitpid(c.pid, &st, WNOHANG) != c.pid) {
+                if (c.peer_gone_us && now >= c.peer_gone_us + kPeerGoneUs) {
+                    // On demand, its client gone: the device back to this host.
+                    stop(c);
+                    if (m_on_state) m_on_state(name, idle_words());
+                }
+                continue;
+            }
             close(c.pidfd);
             c.pid = -1;
             c.pidfd = -1;
-            if (m_cfg.dir.empty() && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-                // The perf server ends after each client's session: answer the next one.
+            const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+            if (ok && (m_cfg.on_demand || (m_cfg.dir.empty()))) {
+                // A session ended (the perf server ends after each; on
+                // demand every child does): answer the next one, at once
+                // or when the peer opens its end again.
                 c.backoff_s = 1;
-                start(name, c);
+                if (!m_cfg.on_demand || c.peer_waits) {
+                    start(name, c);
+                } else {
+                    c.pending = false;
+                    if (m_on_state) m_on_state(name, idle_words());
+                }
                 continue;
             }
             if (now - c.started_us > kHealthyUs) c.backoff_s = 1;
-            c.restart_at_us = now + uint64_t(c.backoff_s) * 1000000u;
-            const std::string why = exit_words(child_name(), st);
-            if (m_on_state) m_on_state(name, fmt::format("restarting in {} s: {}", c.backoff_s, why));
-            c.backoff_s = std::min(kMaxBackoffS, c.backoff_s * 2);
-        } else if (now >= c.restart_at_us) {
-            start(name, c);
+            back_off(name, c, exit_words(child_name(), st));
+        } else if (c.pending && now >= c.restart_at_us) {
+            if (!m_cfg.on_demand || c.peer_waits) {
+                start(name, c);
+            } else {
+                c.pending = false;
+                if (m_on_state) m_on_state(name, idle_words());
+            }
         }
     }
 }

@@ -100,6 +100,9 @@ service::~service() {
 
 unsigned service::refresh() {
     auto now = devices_of(host::read_host_view(m_root));
+    // Who has each open (the peer service's trigger), before the props move into their objects.
+    std::map<std::string, std::pair<bool, bool>> opens;
+    for (const auto& [name, p] : now) opens[name] = {p.open_here, p.open_on_peer};
     unsigned changed = 0;
     bool set_changed = false;
     for (auto it = m_devices.begin(); it != m_devices.end();) {
@@ -123,10 +126,10 @@ unsigned service::refresh() {
     }
     if (set_changed) emitPropertiesChangedSignal(org::odinlink::Daemon1_adaptor::INTERFACE_NAME, {"Devices"});
     if (m_peer) {
-        std::map<std::string, unsigned> present;
+        std::map<std::string, peer_service::device_state> present;
         for (const auto& [name, d] : m_devices) {
             try {
-                present[name] = device_index(name);
+                present[name] = {device_index(name), opens[name].first, opens[name].second};
             } catch (const sdbus::Error&) {
                 // not an odl_tb5_N name: nothing to serve on
             }
