@@ -466,6 +466,43 @@ protected:
     DaemonStatusPage() { extra_args = {"--status-page", "0"}; }
     /// The page's address for this process's uid, over D-Bus.
     std::string url() { return root->StatusPage(); }
+    /// The page's port and "token=T", from its address @u (port 0: not an address of ours).
+    struct page_addr {
+        uint16_t port = 0;
+        std::string tok;
+    };
+    static page_addr addr_of(const std::string& u) {
+        std::smatch m;
+        if (!std::regex_match(u, m, std::regex("http://127\\.0\\.0\\.1:([0-9]+)/\\?token=([0-9a-f]{32})"))) return {};
+        return {uint16_t(std::stoi(m[1])), "token=" + m[2].str()};
+    }
+    /// POST /api/@what?@query with no body.
+    static odl::test::http_reply api_post(uint16_t port, const std::string& what, const std::string& query) {
+        return http(port, "POST /api/" + what + "?" + query +
+                              " HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    }
+    /// GET /api/state as the page reads it.
+    static nlohmann::json api_state(const page_addr& a) {
+        return nlohmann::json::parse(
+            http(a.port, "GET /api/state?" + a.tok + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").body);
+    }
+    /// Clicks through the page at @u in headless Chromium
+    /// (tests/support/page_click.py; @steps: SELECTOR UNTIL ..., quoted for
+    /// the shell): its exit status and the page's HTML at the end.
+    std::pair<int, std::string> click(const std::string& u, const std::string& steps) {
+        const std::string profile = h.root + "/click-profile";
+        std::filesystem::create_directories(profile);
+        const std::string cmd = std::string("timeout 150 python3 ") + ODL_PAGE_CLICK + " '" + u + "' " + profile + " " +
+                                steps + " 2>" + h.root + "/click.err";
+        FILE* f = popen(cmd.c_str(), "r");
+        if (!f) return {-1, ""};
+        std::string out;
+        char buf[4096];
+        while (fgets(buf, sizeof(buf), f)) out += buf;
+        return {pclose(f), out};
+    }
+    /// A page_click.py condition: the page's text holds @s.
+    static std::string has_text(const std::string& s) { return "'document.body.innerText.includes(\"" + s + "\")' "; }
     /// Headless Chromium from Debian: the page's DOM after @budget_ms of
     /// its own time (its timers run, its fetches answer); a screenshot
     /// next to it when @png is given. Chromium's log goes to @log.
@@ -867,41 +904,27 @@ protected:
 TEST_F(DaemonPageFiles, ListsThePeersFolderAndWalksIt) {
     if (std::system("command -v chromium >/dev/null") != 0)
         GTEST_SKIP() << "chromium is not installed (the bootstrap installs it)";
-    std::smatch m;
     const std::string u = url();
-    ASSERT_TRUE(std::regex_match(u, m, std::regex("http://127\\.0\\.0\\.1:([0-9]+)/\\?token=([0-9a-f]{32})"))) << u;
-    const auto port = uint16_t(std::stoi(m[1]));
-    const std::string tok = "token=" + m[2].str();
-    const auto post_files = [&](const std::string& q) {
-        return http(port, "POST /api/files?" + q + " HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    };
-    EXPECT_EQ(post_files("device=odl_tb5_0&path=").status, "HTTP/1.1 403 Forbidden") << "no token";
+    const page_addr a = addr_of(u);
+    ASSERT_NE(a.port, 0) << u;
+    const uint16_t port = a.port;
+    const std::string& tok = a.tok;
+    EXPECT_EQ(api_post(port, "files", "device=odl_tb5_0&path=").status, "HTTP/1.1 403 Forbidden") << "no token";
     EXPECT_EQ(http(port, "GET /api/files?" + tok + "&device=odl_tb5_0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
                   .status,
               "HTTP/1.1 405 Method Not Allowed");
-    EXPECT_EQ(post_files(tok + "&device=odl_tb5_9&path=").status, "HTTP/1.1 404 Not Found");
-    EXPECT_EQ(post_files(tok + "&device=odl_tb5_0&path=%zz").status, "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(api_post(port, "files", tok + "&device=odl_tb5_9&path=").status, "HTTP/1.1 404 Not Found");
+    EXPECT_EQ(api_post(port, "files", tok + "&device=odl_tb5_0&path=%zz").status, "HTTP/1.1 400 Bad Request");
     // A click on "Browse", then on the folder docs/, then on deep/.
-    const std::string profile = h.root + "/click-profile";
-    std::filesystem::create_directories(profile);
-    const auto has = [](const std::string& s) { return "'document.body.innerText.includes(\"" + s + "\")' "; };
-    const std::string cmd = std::string("timeout 150 python3 ") + ODL_PAGE_CLICK + " '" + u + "' " + profile +
-                            " '[data-browse=\"odl_tb5_0\"]' " + has("top.bin") +
-                            " '[data-files=\"odl_tb5_0\"] button[data-path=\"docs\"]' " + has("a.txt") +
-                            " '[data-files=\"odl_tb5_0\"] button[data-path=\"docs/deep\"]' " + has("c.txt") + "2>" +
-                            h.root + "/click.err";
-    FILE* f = popen(cmd.c_str(), "r");
-    ASSERT_NE(f, nullptr);
-    std::string after;
-    char buf[4096];
-    while (fgets(buf, sizeof(buf), f)) after += buf;
-    EXPECT_EQ(pclose(f), 0) << slurp(h.root + "/click.err") << slurp(h.root + "/serve.err")
-                            << slurp(h.root + "/daemon.err");
+    const auto [rc, after] =
+        click(u, "'[data-browse=\"odl_tb5_0\"]' " + has_text("top.bin") +
+                     "'[data-files=\"odl_tb5_0\"] button[data-path=\"docs\"]' " + has_text("a.txt") +
+                     "'[data-files=\"odl_tb5_0\"] button[data-path=\"docs/deep\"]' " + has_text("c.txt"));
+    EXPECT_EQ(rc, 0) << slurp(h.root + "/click.err") << slurp(h.root + "/serve.err") << slurp(h.root + "/daemon.err");
     EXPECT_NE(after.find("<td>c.txt</td><td>6 B</td>"), std::string::npos) << after;
     EXPECT_EQ(after.find("top.bin"), std::string::npos) << "the page shows the folder it walked into:\n" << after;
     // The listing as /api/state carries it.
-    const auto st = nlohmann::json::parse(
-        http(port, "GET /api/state?" + tok + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").body);
+    const auto st = api_state(a);
     const auto& rec = st.at("files").at("odl_tb5_0");
     EXPECT_EQ(rec.at("state"), "done") << rec.dump();
     EXPECT_EQ(rec.at("peer"), "host-a") << rec.dump();
@@ -917,23 +940,17 @@ TEST_F(DaemonPageFiles, ListsThePeersFolderAndWalksIt) {
 TEST_F(DaemonPageFiles, FetchesAFileAndNeverOverwritesOne) {
     if (std::system("command -v chromium >/dev/null") != 0)
         GTEST_SKIP() << "chromium is not installed (the bootstrap installs it)";
-    std::smatch m;
     const std::string u = url();
-    ASSERT_TRUE(std::regex_match(u, m, std::regex("http://127\\.0\\.0\\.1:([0-9]+)/\\?token=([0-9a-f]{32})"))) << u;
-    const auto port = uint16_t(std::stoi(m[1]));
-    const std::string tok = "token=" + m[2].str();
-    const auto post_fetch = [&](const std::string& q) {
-        return http(port, "POST /api/fetch?" + q + " HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    };
-    const auto state = [&] {
-        return nlohmann::json::parse(
-            http(port, "GET /api/state?" + tok + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").body);
-    };
+    const page_addr a = addr_of(u);
+    ASSERT_NE(a.port, 0) << u;
+    const uint16_t port = a.port;
+    const std::string& tok = a.tok;
+    const auto post_fetch = [&](const std::string& q) { return api_post(port, "fetch", q); };
     /// The device's fetch record once it is no longer running (bounded).
     const auto fetched = [&] {
         nlohmann::json rec;
         for (int i = 0; i < 400; i++) {
-            rec = state().at("fetches").value("odl_tb5_0", nlohmann::json());
+            rec = api_state(a).at("fetches").value("odl_tb5_0", nlohmann::json());
             if (rec.is_object() && rec.value("state", "") != "running") break;
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
@@ -947,24 +964,15 @@ TEST_F(DaemonPageFiles, FetchesAFileAndNeverOverwritesOne) {
     EXPECT_EQ(post_fetch(tok + "&device=odl_tb5_0").status, "HTTP/1.1 400 Bad Request") << "no path";
     EXPECT_EQ(post_fetch(tok + "&device=odl_tb5_0&path=docs/..").status, "HTTP/1.1 400 Bad Request");
     EXPECT_EQ(post_fetch(tok + "&device=odl_tb5_9&path=top.bin").status, "HTTP/1.1 404 Not Found");
-    const auto st0 = state();
+    const auto st0 = api_state(a);
     EXPECT_EQ(st0.at("may_fetch"), true) << st0.dump();
     EXPECT_EQ(st0.at("fetch_to"), h.root + "/fetched") << st0.dump();
     // Browse, walk into docs/, click a.txt's "fetch": the page says it came.
-    const std::string profile = h.root + "/click-profile";
-    std::filesystem::create_directories(profile);
-    const auto has = [](const std::string& s) { return "'document.body.innerText.includes(\"" + s + "\")' "; };
-    const std::string cmd = std::string("timeout 150 python3 ") + ODL_PAGE_CLICK + " '" + u + "' " + profile +
-                            " '[data-browse=\"odl_tb5_0\"]' " + has("top.bin") +
-                            " '[data-files=\"odl_tb5_0\"] button[data-path=\"docs\"]' " + has("a.txt") +
-                            " '[data-fetch=\"docs/a.txt\"]' " + has("SHA-256 checked") + "2>" + h.root + "/click.err";
-    FILE* f = popen(cmd.c_str(), "r");
-    ASSERT_NE(f, nullptr);
-    std::string after;
-    char buf[4096];
-    while (fgets(buf, sizeof(buf), f)) after += buf;
-    EXPECT_EQ(pclose(f), 0) << slurp(h.root + "/click.err") << slurp(h.root + "/serve.err")
-                            << slurp(h.root + "/daemon.err");
+    const auto [rc, after] = click(u, "'[data-browse=\"odl_tb5_0\"]' " + has_text("top.bin") +
+                                          "'[data-files=\"odl_tb5_0\"] button[data-path=\"docs\"]' " +
+                                          has_text("a.txt") + "'[data-fetch=\"docs/a.txt\"]' " +
+                                          has_text("SHA-256 checked"));
+    EXPECT_EQ(rc, 0) << slurp(h.root + "/click.err") << slurp(h.root + "/serve.err") << slurp(h.root + "/daemon.err");
     EXPECT_NE(after.find("Fetched peer:docs/a.txt \u2192 " + h.root + "/fetched/a.txt (6 B, SHA-256 checked)"),
               std::string::npos)
         << after;

@@ -304,6 +304,26 @@ python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["results"]; asser
 ssh_b 'odl cp peer:in/push.bin /tmp/pulled.bin --backend kernel -d 0 -q && [ "$(sha256sum </tmp/pulled.bin)" = "$(cat /tmp/push.sum)" ]' ||
 	fail "a pull from a's daemon after the test"
 echo "ok: a's daemon answered b's latency test and a pull on the same device"
+# On demand: a's daemon leaves the device free until b's client opens its
+# end (odl_tb5's uevent), answers that one session, and lets go again.
+ssh_a 'printf "[Service]\nExecStart=\nExecStart=/usr/bin/odl-daemon --answer-tests --on-demand\n" \
+		>/etc/systemd/system/odl-daemon.service.d/files.conf &&
+	systemctl daemon-reload && systemctl restart odl-daemon'
+idle='s "answering tests when the peer asks"'
+for _ in $(seq 100); do [ "$(prop a PeerService)" = "$idle" ] && break; sleep 0.2; done
+[ "$(prop a PeerService)" = "$idle" ] || fail "a's PeerService on demand: $(prop a PeerService)"
+[ "$(ssh_a 'cat /sys/class/odl_tb5/odl_tb5_0/open')" = "0 0" ] ||
+	fail "a's device open while nobody asked: $(ssh_a 'cat /sys/class/odl_tb5/odl_tb5_0/open')"
+ssh_b 'odl perf latency --client 0 --backend kernel --sizes 64 -n 200 --warmup 20 --json -q' >"$tmp/demand-latency.json" 2>"$tmp/demand-latency.err" ||
+	fail "odl perf latency from b against a's daemon on demand: $(cat "$tmp/demand-latency.err"); a: $(ssh_a 'journalctl -u odl-daemon --no-pager -q -n 10')"
+python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["results"]; assert r[0]["size"] == 64, r' "$tmp/demand-latency.json" ||
+	fail "b's latency report on demand: $(head -c 1000 "$tmp/demand-latency.json")"
+for _ in $(seq 100); do
+	[ "$(prop a PeerService)" = "$idle" ] && [ "$(ssh_a 'cat /sys/class/odl_tb5/odl_tb5_0/open')" = "0 0" ] && break
+	sleep 0.2
+done
+[ "$(ssh_a 'cat /sys/class/odl_tb5/odl_tb5_0/open')" = "0 0" ] || fail "a's device still held after the test: $(prop a PeerService)"
+echo "ok: a's daemon on demand: the device free before and after, b's latency test answered in between"
 ssh_a 'rm -r /etc/systemd/system/odl-daemon.service.d && systemctl daemon-reload && systemctl restart odl-daemon'
 daemon_s=$((SECONDS - t))
 
