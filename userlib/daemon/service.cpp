@@ -199,34 +199,14 @@ void service::browse(const std::string& device, const std::string& path) {
     refuse_if_served(device);
     if (path.size() > 4096 || path.find('\0') != std::string::npos)
         throw sdbus::Error("org.odinlink.Error.InvalidArgs", "a path of the peer's folder, at most 4096 bytes");
-    if (m_runner.running(device))
-        throw sdbus::Error("org.odinlink.Error.Busy", fmt::format("a test or a file listing is already running on {}", device));
     // A page waits for it: give up on a peer that does not answer after seconds, not a minute.
-    std::vector<std::string> args{"files", "ls",    "peer:" + path, "--device", std::to_string(index),
-                                  "--json",  "--retry-for", "5"};
-    if (!m_keys_dir.empty()) args.insert(args.end(), {"--keys", m_keys_dir});
-    nlohmann::json rec{{"path", path}, {"state", "running"}, {"started", files::utc_iso()}};
-    m_listings->set(device, rec.dump());
-    try {
-        m_runner.run_odl(device, std::move(args), 60, [this, device, rec](const test_outcome& o) mutable {
-            rec["finished"] = files::utc_iso();
-            nlohmann::json out = o.ok ? nlohmann::json::parse(o.report, nullptr, false) : nlohmann::json();
-            if (o.ok && out.is_object() && out.contains("entries")) {
-                rec["state"] = "done";
-                rec["peer"] = out.value("peer", "");
-                rec["entries"] = std::move(out["entries"]);
-            } else {
-                rec["state"] = "failed";
-                rec["error"] = o.ok ? "odl files ls's answer is not its JSON" : o.error;
-            }
-            m_listings->set(device, rec.dump());
-        });
-    } catch (const std::exception& e) {
-        rec["state"] = "failed";
-        rec["error"] = e.what();
-        m_listings->set(device, rec.dump());
-        throw sdbus::Error("org.odinlink.Error.Failed", e.what());
-    }
+    run_recorded(device, {"files", "ls", "peer:" + path, "--device", std::to_string(index), "--json", "--retry-for", "5"},
+                 60, *m_listings, {{"path", path}}, "odl files ls", [](nlohmann::json& out, nlohmann::json& rec) {
+                     if (!out.contains("entries")) return false;
+                     rec["peer"] = out.value("peer", "");
+                     rec["entries"] = std::move(out["entries"]);
+                     return true;
+                 });
 }
 
 void service::fetch(const std::string& device, const std::string& path) {
@@ -237,36 +217,47 @@ void service::fetch(const std::string& device, const std::string& path) {
     if (path.size() > 4096 || path.find('\0') != std::string::npos || name.empty() || name == "." || name == "..")
         throw sdbus::Error("org.odinlink.Error.InvalidArgs", "a file of the peer's folder, at most 4096 bytes");
     const std::string dest = m_fetch_dir + "/" + name;
-    // Never over a file fetched before (or put there by anyone else).
+    // Never over a file fetched before (or put there by anyone else): odl cp would overwrite it.
     struct stat st {};
     if (lstat(dest.c_str(), &st) == 0)
         throw sdbus::Error("org.odinlink.Error.Exists", fmt::format("{} exists: remove it first", dest));
+    // A big file over a slow link may take long: an hour at most.
+    run_recorded(device, {"cp", "peer:" + path, dest, "--device", std::to_string(index), "--json", "--retry-for", "5"},
+                 3600, *m_fetches, {{"path", path}, {"dest", dest}}, "odl cp",
+                 [](nlohmann::json& out, nlohmann::json& rec) {
+                     if (!out.value("ok", false)) return false;
+                     rec["bytes"] = out.value("bytes", uint64_t(0));
+                     rec["seconds"] = out.value("seconds", 0.0);
+                     return true;
+                 });
+}
+
+void service::run_recorded(const std::string& device, std::vector<std::string> args, unsigned limit_s,
+                           test_records& records, nlohmann::json rec, const char* cmd, take_fn take) {
     if (m_runner.running(device))
-        throw sdbus::Error("org.odinlink.Error.Busy", fmt::format("a test, listing or fetch is already running on {}", device));
-    std::vector<std::string> args{"cp", "peer:" + path, dest, "--device", std::to_string(index), "--json",
-                                  "--retry-for", "5"};
+        throw sdbus::Error("org.odinlink.Error.Busy",
+                           fmt::format("a test, listing or fetch is already running on {}", device));
     if (!m_keys_dir.empty()) args.insert(args.end(), {"--keys", m_keys_dir});
-    nlohmann::json rec{{"path", path}, {"dest", dest}, {"state", "running"}, {"started", files::utc_iso()}};
-    m_fetches->set(device, rec.dump());
+    rec["state"] = "running";
+    rec["started"] = files::utc_iso();
+    records.set(device, rec.dump());
     try {
-        // A big file over a slow link may take long: an hour at most.
-        m_runner.run_odl(device, std::move(args), 3600, [this, device, rec](const test_outcome& o) mutable {
-            rec["finished"] = files::utc_iso();
-            const nlohmann::json out = nlohmann::json::parse(o.report, nullptr, false);
-            if (o.ok && out.is_object() && out.value("ok", false)) {
-                rec["state"] = "done";
-                rec["bytes"] = out.value("bytes", uint64_t(0));
-                rec["seconds"] = out.value("seconds", 0.0);
-            } else {
-                rec["state"] = "failed";
-                rec["error"] = o.ok ? "odl cp's answer is not its JSON" : o.error;
-            }
-            m_fetches->set(device, rec.dump());
-        });
+        m_runner.run_odl(device, std::move(args), limit_s,
+                         [device, rec, cmd, take, &records](const test_outcome& o) mutable {
+                             rec["finished"] = files::utc_iso();
+                             nlohmann::json out = o.ok ? nlohmann::json::parse(o.report, nullptr, false) : nlohmann::json();
+                             if (o.ok && out.is_object() && take(out, rec)) {
+                                 rec["state"] = "done";
+                             } else {
+                                 rec["state"] = "failed";
+                                 rec["error"] = o.ok ? fmt::format("{}'s answer is not its JSON", cmd) : o.error;
+                             }
+                             records.set(device, rec.dump());
+                         });
     } catch (const std::exception& e) {
         rec["state"] = "failed";
         rec["error"] = e.what();
-        m_fetches->set(device, rec.dump());
+        records.set(device, rec.dump());
         throw sdbus::Error("org.odinlink.Error.Failed", e.what());
     }
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <sdbus-c++/sdbus-c++.h>
 
 #include "device_props.h"
@@ -90,6 +91,13 @@ private:
     unsigned device_index(const std::string& device) const;
     /// Busy when the peer service holds @device.
     void refuse_if_served(const std::string& device) const;
+    /// Fills @rec from @cmd's JSON output @out; false: not the answer wanted.
+    using take_fn = std::function<bool(nlohmann::json& out, nlohmann::json& rec)>;
+    /// Runs the CLI with @args over @device (Busy while another runs),
+    /// keeping @rec in @records: running, then done (as @take fills it) or
+    /// failed with the reason. Throws Failed when it cannot start.
+    void run_recorded(const std::string& device, std::vector<std::string> args, unsigned limit_s,
+                      test_records& records, nlohmann::json rec, const char* cmd, take_fn take);
     /// A device's new LastTest: its object (if it is still there) and the records.
     void set_last_test(const std::string& device, const std::string& json);
 
