@@ -142,6 +142,13 @@ void peer_service::start(const std::string& device, child& c) {
     back_off(device, c, why);
 }
 
+void peer_service::resume(const std::string& device, child& c) {
+    if (!m_cfg.on_demand || c.peer_waits) return start(device, c);
+    // On demand with no peer waiting: until it opens its end again.
+    c.pending = false;
+    if (m_on_state) m_on_state(device, idle_words());
+}
+
 void peer_service::back_off(const std::string& device, child& c, const std::string& why) {
     c.restart_at_us = now_us() + uint64_t(c.backoff_s) * 1000000u;
     c.pending = true;
@@ -194,28 +201,17 @@ void peer_service::handle() {
             c.pid = -1;
             c.pidfd = -1;
             const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-            if (ok && (m_cfg.on_demand || (m_cfg.dir.empty()))) {
+            if (ok && (m_cfg.on_demand || m_cfg.dir.empty())) {
                 // A session ended (the perf server ends after each; on
-                // demand every child does): answer the next one, at once
-                // or when the peer opens its end again.
+                // demand every child does): answer the next one.
                 c.backoff_s = 1;
-                if (!m_cfg.on_demand || c.peer_waits) {
-                    start(name, c);
-                } else {
-                    c.pending = false;
-                    if (m_on_state) m_on_state(name, idle_words());
-                }
+                resume(name, c);
                 continue;
             }
             if (now - c.started_us > kHealthyUs) c.backoff_s = 1;
             back_off(name, c, exit_words(child_name(), st));
         } else if (c.pending && now >= c.restart_at_us) {
-            if (!m_cfg.on_demand || c.peer_waits) {
-                start(name, c);
-            } else {
-                c.pending = false;
-                if (m_on_state) m_on_state(name, idle_words());
-            }
+            resume(name, c);
         }
     }
 }

@@ -79,6 +79,8 @@ private:
     void stop(child& c);
     std::string child_name() const;  ///< the child's command, for its exit's words
     std::string idle_words() const;  ///< on demand, no child: what PeerService says
+    /// Starts the next child now, or (on demand, no peer waiting) goes idle.
+    void resume(const std::string& device, child& c);
     /// Failed: start again after the backoff (on demand: if the peer still waits then).
     void back_off(const std::string& device, child& c, const std::string& why);
 

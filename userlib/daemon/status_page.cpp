@@ -105,37 +105,39 @@ http_server::reply start_test(const std::string& target, uid_t uid, const status
     return {202, "application/json", nlohmann::json{{"device", device}, {"test", test}, {"state", "running"}}.dump()};
 }
 
-/// POST /api/files?token=&device=odl_tb5_N&path=P: a listing of the peer's
-/// folder P started (202); it shows in /api/state as the device's "files".
-http_server::reply start_listing(const std::string& target, uid_t uid, const status_page_context& ctx) {
-    if (!ctx.browse) return text(501, "this daemon browses no files\n");
+using file_act = std::function<page_requests::answer(const std::string& device, const std::string& path)>;
+
+/// A request on the peer's files at @path of the query: @act (empty: 501
+/// saying @off), allowed to @doing's users; @want_path: a path is required.
+http_server::reply start_file_request(const std::string& target, uid_t uid, const status_page_context& ctx,
+                                      const file_act& act, const char* off, const char* doing, const char* want,
+                                      bool want_path) {
+    if (!act) return text(501, off);
     if (!may_act(uid, ctx.act_group))
-        return text(403, fmt::format("browsing the peer's files needs root or membership of the group {} (uid {} "
+        return text(403, fmt::format("{} the peer's files needs root or membership of the group {} (uid {} "
                                      "has neither)\n",
-                                     ctx.act_group, uid));
+                                     doing, ctx.act_group, uid));
     const std::string device = query_value(target, "device"), path = query_value(target, "path");
-    if (device.empty()) return text(400, "want device=odl_tb5_N (and path=, a folder of the peer's)\n");
+    if (device.empty() || (want_path && path.empty())) return text(400, want);
     if (path.find('\0') != std::string::npos) return text(400, "path: a bad %-escape\n");
-    const auto a = ctx.browse(device, path);
+    const auto a = act(device, path);
     if (a.status >= 300) return text(a.status, a.error + "\n");
     return {202, "application/json", nlohmann::json{{"device", device}, {"path", path}, {"state", "running"}}.dump()};
 }
 
+/// POST /api/files?token=&device=odl_tb5_N&path=P: a listing of the peer's
+/// folder P started (202); it shows in /api/state as the device's "files".
+http_server::reply start_listing(const std::string& target, uid_t uid, const status_page_context& ctx) {
+    return start_file_request(target, uid, ctx, ctx.browse, "this daemon browses no files\n", "browsing",
+                              "want device=odl_tb5_N (and path=, a folder of the peer's)\n", false);
+}
+
 /// POST /api/fetch?token=&device=odl_tb5_N&path=P: the peer's file P
 /// fetched into the daemon's --fetch-to folder (202); it shows in
-/// /api/state as the device's "fetch".
+/// /api/state under "fetches".
 http_server::reply start_fetch(const std::string& target, uid_t uid, const status_page_context& ctx) {
-    if (!ctx.fetch) return text(501, "this daemon fetches no files (odl-daemon --fetch-to DIR)\n");
-    if (!may_act(uid, ctx.act_group))
-        return text(403, fmt::format("fetching the peer's files needs root or membership of the group {} (uid {} "
-                                     "has neither)\n",
-                                     ctx.act_group, uid));
-    const std::string device = query_value(target, "device"), path = query_value(target, "path");
-    if (device.empty() || path.empty()) return text(400, "want device=odl_tb5_N and path=, a file of the peer's\n");
-    if (path.find('\0') != std::string::npos) return text(400, "path: a bad %-escape\n");
-    const auto a = ctx.fetch(device, path);
-    if (a.status >= 300) return text(a.status, a.error + "\n");
-    return {202, "application/json", nlohmann::json{{"device", device}, {"path", path}, {"state", "running"}}.dump()};
+    return start_file_request(target, uid, ctx, ctx.fetch, "this daemon fetches no files (odl-daemon --fetch-to DIR)\n",
+                              "fetching", "want device=odl_tb5_N and path=, a file of the peer's\n", true);
 }
 
 }  // namespace
