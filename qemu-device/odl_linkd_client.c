@@ -10,6 +10,13 @@
  * or dies, the link goes down: reads return 0, writes are dropped, the guest
  * keeps running and the client retries the connection.
  *
+ * Deterministic mode (deterministic=on, QEMU run with -icount): no fd
+ * handler. The guest runs up to the horizon the server granted; a virtual
+ * clock timer there sends SYNC and waits, the vCPU stopped, taking the
+ * model's DMA and interrupts as they come, until the next grant. With
+ * instruction counting, a guest then meets every message at the same
+ * instruction in every run.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 
@@ -65,6 +72,9 @@ void odl_linkd_disconnect(OdlUsb4NhiState *s, const char *why)
     qemu_set_fd_handler(s->link.fd, NULL, NULL, NULL);
     close(s->link.fd);
     s->link.fd = -1;
+    if (s->link.sync_timer) {
+        timer_del(s->link.sync_timer);
+    }
     odl_linkd_arm_reconnect(s);
 }
 
@@ -491,7 +501,8 @@ static bool odl_linkd_handshake(OdlUsb4NhiState *s, Error **errp)
     const struct odl_linkd_dev_info *di = &m.body.dev_info;
 
     odl_linkd_hello_init(&m, s->link.tx_seq++, odl_linkd_now_ps(),
-                         s->host_id, ODL_LINKD_MODE_FREE, getpid());
+                         s->host_id, s->deterministic ? ODL_LINKD_MODE_DET :
+                         ODL_LINKD_MODE_FREE, getpid());
     m.body.hello.features =
         odl_cpu_le32(s->shared_ram ? ODL_LINKD_FEAT_SHARED_RAM : 0);
     if (!odl_linkd_send(s, &m, NULL, 0)) {
@@ -503,6 +514,14 @@ static bool odl_linkd_handshake(OdlUsb4NhiState *s, Error **errp)
     }
     s->link.features = odl_le32(m.body.hello.features) &
                        (s->shared_ram ? ODL_LINKD_FEAT_SHARED_RAM : 0);
+    if (m.body.hello.mode != (s->deterministic ? ODL_LINKD_MODE_DET :
+                              ODL_LINKD_MODE_FREE)) {
+        error_setg(errp, "odl-linkd runs %s, this device deterministic=%s",
+                   m.body.hello.mode == ODL_LINKD_MODE_DET ? "deterministic"
+                                                           : "free",
+                   s->deterministic ? "on" : "off");
+        return false;
+    }
     if (odl_le32(m.body.hello.host_id) != s->host_id) {
         error_setg(errp, "odl-linkd answered for host id %u, asked %u",
                    odl_le32(m.body.hello.host_id), s->host_id);
@@ -640,11 +659,72 @@ bool odl_linkd_connect(OdlUsb4NhiState *s, Error **errp)
         odl_linkd_arm_reconnect(s);
         return false;
     }
-    qemu_set_fd_handler(fd, odl_linkd_readable, NULL, s);
     trace_odl_nhi_link_up(s->socket_path, s->host_id);
     odl_linkd_send_devctrl(s);
     odl_linkd_share_ram(s);
+    if (s->deterministic) {
+        /* The first SYNC, when the guest starts: "ready, at 0". */
+        s->link.horizon_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+        timer_mod(s->link.sync_timer, s->link.horizon_ns);
+    } else {
+        qemu_set_fd_handler(fd, odl_linkd_readable, NULL, s);
+    }
     return true;
+}
+
+/*
+ * Deterministic mode: the guest reached the horizon. Tell the server and
+ * wait for the next grant, taking the model's DMA and interrupts meanwhile.
+ */
+static void odl_linkd_sync(void *opaque)
+{
+    OdlUsb4NhiState *s = opaque;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    int64_t deadline = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
+                       ODL_LINKD_SYNC_TIMEOUT_MS;
+    struct odl_linkd_msg m;
+
+    if (s->link.fd < 0) {
+        return;
+    }
+    if (now != s->link.horizon_ns) {
+        s->link.late_syncs++;
+    }
+    odl_linkd_msg(s, &m, ODL_LINKD_SYNC, 0);
+    if (!odl_linkd_send(s, &m, NULL, 0)) {
+        return;
+    }
+    for (;;) {
+        int64_t left = deadline - qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
+        ssize_t n;
+
+        if (left <= 0) {
+            odl_linkd_disconnect(s, "no grant from odl-linkd in time");
+            return;
+        }
+        n = odl_linkd_recv(s, left);
+        if (n < 0) {
+            return;
+        }
+        if (n == 0 || !odl_linkd_parse(s, n, &m)) {
+            continue;
+        }
+        if (odl_le16(m.hdr.type) == ODL_LINKD_SYNC) {
+            break;
+        }
+        odl_linkd_handle(s, &m);
+        if (s->link.fd < 0) {
+            return;
+        }
+    }
+    s->link.horizon_ns = odl_le64(m.hdr.ts_ps) / 1000;
+    trace_odl_nhi_sync(now, s->link.horizon_ns);
+    if (s->link.horizon_ns <= now) {
+        odl_linkd_disconnect(s, "odl-linkd granted a window in the past");
+        return;
+    }
+    s->link.windows++;
+    timer_mod(s->link.sync_timer, s->link.horizon_ns);
 }
 
 static void odl_linkd_reconnect(void *opaque)
@@ -665,6 +745,10 @@ void odl_linkd_init(OdlUsb4NhiState *s)
     s->link.fd = -1;
     s->link.reconnect_timer = timer_new_ms(QEMU_CLOCK_REALTIME,
                                            odl_linkd_reconnect, s);
+    if (s->deterministic) {
+        s->link.sync_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL,
+                                          odl_linkd_sync, s);
+    }
 }
 
 void odl_linkd_cleanup(OdlUsb4NhiState *s)
@@ -684,5 +768,15 @@ void odl_linkd_cleanup(OdlUsb4NhiState *s)
     if (s->link.reconnect_timer) {
         timer_free(s->link.reconnect_timer);
         s->link.reconnect_timer = NULL;
+    }
+    if (s->link.sync_timer) {
+        if (s->link.late_syncs) {
+            warn_report("odl-usb4-nhi: host %u: %" PRIu64 " of %" PRIu64
+                        " deterministic windows ended past their horizon "
+                        "(QEMU without -icount?)", s->host_id,
+                        s->link.late_syncs, s->link.windows);
+        }
+        timer_free(s->link.sync_timer);
+        s->link.sync_timer = NULL;
     }
 }

@@ -17,6 +17,7 @@
 #include "hw/pci/pcie.h"
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
+#include "sysemu/cpu-timers.h"
 #include "migration/vmstate.h"
 #include "odl_usb4_nhi.h"
 #include "odl/wire/linkd.h"
@@ -110,6 +111,11 @@ static void odl_nhi_realize(PCIDevice *pdev, Error **errp)
         goto err_msix;
     }
 
+    if (s->deterministic && !icount_enabled()) {
+        error_setg(errp, "odl-usb4-nhi: deterministic=on needs QEMU's "
+                   "instruction counting (-icount shift=N,sleep=off)");
+        goto err_pcie;
+    }
     odl_linkd_init(s);
     /*
      * A server that answers but refuses us is a setup error. A server that
@@ -123,6 +129,7 @@ static void odl_nhi_realize(PCIDevice *pdev, Error **errp)
 
 err_link:
     odl_linkd_cleanup(s);
+err_pcie:
     if (pci_is_express(pdev)) {
         pcie_cap_exit(pdev);
     }
@@ -158,6 +165,7 @@ static Property odl_nhi_properties[] = {
                        ODL_NHI_DEVICE_ID),
     DEFINE_PROP_UINT32("reconnect-ms", OdlUsb4NhiState, reconnect_ms, 1000),
     DEFINE_PROP_BOOL("shared-ram", OdlUsb4NhiState, shared_ram, true),
+    DEFINE_PROP_BOOL("deterministic", OdlUsb4NhiState, deterministic, false),
     DEFINE_PROP_END_OF_LIST(),
 };
 

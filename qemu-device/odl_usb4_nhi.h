@@ -35,6 +35,11 @@ OBJECT_DECLARE_SIMPLE_TYPE(OdlUsb4NhiState, ODL_USB4_NHI)
 #define ODL_LINKD_READ_TIMEOUT_MS 10000
 /* Handshake budget at connect time. */
 #define ODL_LINKD_HELLO_TIMEOUT_MS 2000
+/*
+ * Deterministic mode: how long the device waits at its horizon for the next
+ * grant (the other hosts run their windows and the model advances first).
+ */
+#define ODL_LINKD_SYNC_TIMEOUT_MS 120000
 /* Messages handled per fd-handler call, so the main loop stays responsive. */
 #define ODL_LINKD_BATCH 64
 
@@ -49,6 +54,10 @@ OBJECT_DECLARE_SIMPLE_TYPE(OdlUsb4NhiState, ODL_USB4_NHI)
  * @bad_msgs: malformed or unexpected messages received (never trusted)
  * @features: ODL_LINKD_FEAT_* both sides agreed on at the handshake
  * @ram_maps: guest RAM ranges handed to the model (MEM_MAP)
+ * @sync_timer: deterministic mode: fires at the granted horizon
+ * @horizon_ns: deterministic mode: end of the window granted, virtual ns
+ * @windows: deterministic mode: windows run
+ * @late_syncs: deterministic mode: horizons reached past their time
  * @buf: receive buffer for one datagram
  */
 typedef struct OdlLinkdClient {
@@ -61,6 +70,10 @@ typedef struct OdlLinkdClient {
     uint64_t bad_msgs;
     uint32_t features;
     uint32_t ram_maps;
+    QEMUTimer *sync_timer;
+    int64_t horizon_ns;
+    uint64_t windows;
+    uint64_t late_syncs;
     uint8_t buf[64 + 4096];
 } OdlLinkdClient;
 
@@ -77,6 +90,7 @@ struct OdlUsb4NhiState {
     uint16_t device_id;
     uint32_t reconnect_ms;
     bool shared_ram;
+    bool deterministic;
 };
 
 /* odl_linkd_client.c */

@@ -13,6 +13,8 @@
 #                                                     line, star (A to each) or pairs "0-1,1-2";
 #                                                     cable N joins the Nth pair (docs/vm.md)
 #                 [--cmd-file F]                      F runs in every guest after the modules load
+#                 [--deterministic [--seed N]]        QEMU -icount, odl-linkd grants windows of simulated
+#                                                     time: the same run every time (docs/vm.md)
 #                 [--root]                            boot the Debian-root guests (HIL targets):
 #                                                     systemd, sshd on a loopback-forwarded port,
 #                                                     nothing of OdinLink installed; writes
@@ -160,9 +162,11 @@ root_prepare() {
 
 cmd_up() {
 	local kernel=6.12 timeout=180 gen=gen3 lanes=2 cmd_file="" root=0 iommu=${ODL_VM_IOMMU:-off} asym=()
-	local nhosts=2 topology=ring
+	local nhosts=2 topology=ring det=0 seed=1
 	while [ $# -gt 0 ]; do
 		case "$1" in
+		--deterministic) det=1; shift ;;
+		--seed) seed=$2; shift 2 ;;
 		--hosts) nhosts=$2; shift 2 ;;
 		--topology) topology=$2; shift 2 ;;
 		--cmd-file) cmd_file=$2; shift 2 ;;
@@ -182,6 +186,13 @@ cmd_up() {
 	esac
 	[ ${#asym[@]} = 0 ] || { [ "$gen" = gen4 ] && [ "$lanes" = 2 ]; } ||
 		die "up: --asymmetric is a Gen4 cable: --gen gen4 --lanes 2 (3 lanes A->B, 1 back)"
+	[[ "$seed" =~ ^[0-9]{1,18}$ ]] || die "up: --seed must be a whole number, not '$seed'"
+	if [ "$det" = 1 ]; then
+		# A host reset or a booted Debian root restarts one guest's clock:
+		# the others' simulated time has moved on. Refused, not ignored.
+		[ "$root" = 0 ] || die "up: --deterministic boots the busybox guests, not --root"
+		[ "${ODL_VM_ACCEL:-tcg}" = tcg ] || die "up: --deterministic needs TCG (instruction counting), not ODL_VM_ACCEL=${ODL_VM_ACCEL}"
+	fi
 	case "$nhosts" in
 	2 | 3 | 4) ;;
 	*) die "up: --hosts must be 2, 3 or 4, not '$nhosts'" ;;
@@ -225,8 +236,12 @@ cmd_up() {
 	rm -f "$dir"/*.log "$dir"/*.ctl "$dir/linkd.sock"
 	local start=$SECONDS
 	say "starting odl-linkd"
+	local det_linkd=()
+	[ "$det" = 0 ] || det_linkd=(--deterministic --seed "$seed")
+	# shellcheck disable=SC2086 # ODL_LINKD_ARGS: words on purpose
 	SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 setsid "$linkd" --socket "$dir/linkd.sock" \
-		--control "$dir/linkd.ctl" --hosts "$nhosts" --topology "$topology" --gen "$gen" --lanes "$lanes" "${asym[@]}" ${ODL_LINKD_ARGS:-} >"$dir/linkd.log" 2>&1 </dev/null &
+		--control "$dir/linkd.ctl" --hosts "$nhosts" --topology "$topology" --gen "$gen" --lanes "$lanes" "${asym[@]}" \
+		"${det_linkd[@]}" ${ODL_LINKD_ARGS:-} >"$dir/linkd.log" 2>&1 </dev/null &
 	echo $! >"$dir/linkd.pid"
 	echo "$nhosts" >"$dir/hosts"
 	local i
@@ -244,8 +259,11 @@ cmd_up() {
 		[ -f "$cmd_file" ] || die "command file $cmd_file not found"
 		mkdir -p "$dir/cmd-root/odl"
 		cp "$cmd_file" "$dir/cmd-root/odl/cmd"
-		{ cat "$image/initrd.gz"; (cd "$dir/cmd-root" && find . | cpio -o -H newc --quiet | gzip); } \
-			>"$dir/initrd-cmd.gz"
+		# The same bytes every time (no times, inode numbers or names in
+		# it): a deterministic run must boot the very same initramfs.
+		find "$dir/cmd-root" -exec touch -h -d @0 {} +
+		{ cat "$image/initrd.gz"; (cd "$dir/cmd-root" && find . | LC_ALL=C sort |
+			cpio -o -H newc --quiet --reproducible | gzip -n); } >"$dir/initrd-cmd.gz"
 		rm -rf "$dir/cmd-root"
 		initrd="$dir/initrd-cmd.gz"
 	fi
@@ -261,7 +279,15 @@ cmd_up() {
 		machine=(-object "memory-backend-memfd,id=odl-ram,size=${mem}M,share=on"
 			-M q35,memory-backend=odl-ram -m "$mem")
 	fi
-	local v idx accel=(-accel tcg -cpu max) boot=()
+	local v idx accel=(-accel tcg -cpu max) boot=() det_dev=""
+	if [ "$det" = 1 ]; then
+		# Instruction counting (1 ns per instruction, no sleeping: idle time
+		# jumps to the next timer), a guest clock and random numbers (RDRAND)
+		# that depend on nothing outside the run.
+		accel+=(-icount "shift=${ODL_VM_ICOUNT_SHIFT:-0},sleep=off" -rtc "clock=vm,base=2026-01-01T00:00:00"
+			-seed "$seed")
+		det_dev=",deterministic=on"
+	fi
 	[ "$root" = 0 ] || root_prepare "$image"
 	[ "${ODL_VM_ACCEL:-tcg}" = kvm ] && accel=(-accel kvm -cpu host)
 	# The IOMMU comes before the PCI devices it translates for; the guest
@@ -300,7 +326,7 @@ cmd_up() {
 			"${boot[@]}"
 			-chardev "file,id=con,path=$dir/$v.console.log" -serial chardev:con
 			-chardev "socket,id=ctl,path=$dir/$v.ctl,server=on,wait=off" -serial chardev:ctl
-			-device "odl-usb4-nhi,socket=$dir/linkd.sock,host-id=$idx"
+			-device "odl-usb4-nhi,socket=$dir/linkd.sock,host-id=$idx$det_dev"
 			-d guest_errors ${ODL_VM_QEMU_ARGS:-})
 		# Kept for `reset`, which starts the guest again exactly so.
 		printf '%s\0' "${argv[@]}" >"$dir/$v.argv"

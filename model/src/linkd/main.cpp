@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // odl-linkd: the model server the QEMU odl-usb4-nhi devices connect to.
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -166,6 +168,37 @@ std::optional<std::string> parse_topology(const std::string& t, unsigned hosts,
 }
 #endif
 
+/// Checks and takes the deterministic mode's options; why not on bad input.
+std::optional<std::string> deterministic_options(odl::model::linkd::server_config& cfg, std::uint64_t quantum_ns,
+                                                 std::uint64_t max_window_ns, const std::vector<std::string>& events) {
+    if (!cfg.deterministic) return std::nullopt;
+    // Zero would be a window that never ends a turn: no progress at all.
+    if (quantum_ns == 0) return std::string("--quantum-ns 0: the window must be at least 1 ns (a link latency of zero cannot be simulated conservatively)");
+    if (quantum_ns > 1000000000 || max_window_ns < quantum_ns || max_window_ns > 1000000000)
+        return fmt::format("--quantum-ns {} / --max-window-ns {}: expected 1 <= quantum <= longest window <= 1 s",
+                           quantum_ns, max_window_ns);
+    cfg.quantum_ps = quantum_ns * 1000;
+    cfg.quantum_max_ps = max_window_ns * 1000;
+    for (const auto& e : events) {
+        const std::size_t colon = e.find(':');
+        char* end = nullptr;
+        const std::string t = e.substr(0, colon);
+        const unsigned long long ns = std::strtoull(t.c_str(), &end, 10);
+        if (colon == std::string::npos || t.empty() || *end || t[0] == '-' || ns > 3600ull * 1000000000)
+            return fmt::format("--event '{}': expected TIME_NS:EVENT, TIME_NS a whole number of ns up to an hour", e);
+        std::istringstream words(e.substr(colon + 1));
+        std::string w;
+        words >> w;
+        if (!w.empty() && std::isdigit(static_cast<unsigned char>(w[0]))) words >> w;  // cable number
+        static const char* known[] = {"plug", "unplug", "retrain", "degrade", "ber"};
+        if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return w == k; }))
+            return fmt::format("--event '{}': unknown event '{}' (plug, unplug, retrain, degrade GEN LANES, ber RATE)",
+                               e, w);
+        cfg.timed_events.emplace_back(ns * 1000, "cable " + e.substr(colon + 1));
+    }
+    return std::nullopt;
+}
+
 int ODL_LINKD_MAIN(int argc, char** argv) {
     CLI::App app{"odl-linkd: OdinLink model server for QEMU odl-usb4-nhi devices"};
     odl::model::linkd::server_config cfg;
@@ -213,6 +246,19 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
                    "drop-header|drop-raw|len|raw-pdf (odl_tb5 split pairs) (docs/vm.md). Also at run "
                    "time on --control: 'fault add SPEC', 'fault clear', 'fault status'");
     app.add_flag("-v,--verbose", cfg.verbose, "log connection details");
+    std::uint64_t quantum_ns = 1000, max_window_ns = 1000000;
+    std::vector<std::string> events;
+    app.add_flag("--deterministic", cfg.deterministic,
+                 "serve QEMUs run with -icount and odl-usb4-nhi deterministic=on: the hosts take turns in "
+                 "windows of simulated time, so the same run gives the same result every time (docs/vm.md)");
+    auto* quantum_opt = app.add_option("--quantum-ns", quantum_ns,
+                                       "--deterministic: window while anything moves, ns of simulated time "
+                                       "(default 1000; no longer than the link's latency)");
+    auto* window_max_opt = app.add_option("--max-window-ns", max_window_ns,
+                                          "--deterministic: longest window while everything is idle (default 1000000)");
+    auto* event_opt = app.add_option("--event", events,
+                                     "--deterministic, repeatable: TIME_NS:EVENT, a cable event at that simulated "
+                                     "time: [N] plug|unplug|retrain|degrade GEN LANES|ber RATE (cable N, default 0)");
 #ifdef ODL_LINKD_HAVE_MODEL
     std::string nhi_impl = "model", rtl_trace, rtl_window;
     auto* impl_opt = app.add_option("--nhi-impl", nhi_impl,
@@ -267,12 +313,25 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
         }
         return run_sim(cfg, sim, gen, lanes);
     }
-    for (auto* o : {prof, calf, len, seed, scen, spin})
+    for (auto* o : {prof, calf, len, scen, spin})
         if (o->count() > 0) {
             fmt::print(stderr, "odl-linkd: {} needs --sim\n", o->get_name());
             return 1;
         }
+    if (seed->count() > 0 && !cfg.deterministic) {
+        fmt::print(stderr, "odl-linkd: --seed needs --sim or --deterministic\n");
+        return 1;
+    }
 #endif
+    if (const auto why = deterministic_options(cfg, quantum_ns, max_window_ns, events)) {
+        fmt::print(stderr, "odl-linkd: {}\n", *why);
+        return 1;
+    }
+    for (auto* o : {quantum_opt, window_max_opt, event_opt})
+        if (o->count() > 0 && !cfg.deterministic) {
+            fmt::print(stderr, "odl-linkd: {} needs --deterministic\n", o->get_name());
+            return 1;
+        }
     cfg.shared_ram = !no_shared_ram;
 #ifdef ODL_LINKD_HAVE_MODEL
     // Each injection is one line on stderr (the testbed's linkd.log).
@@ -307,6 +366,7 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
 #ifdef ODL_LINKD_HAVE_MODEL
         odl::model::linkd::sc_backend_config sc;
         sc.hosts = hosts;
+        sc.seed = sim.seed;
         if (const auto why = parse_topology(topo_opt->count() ? topology : std::string("ring"), hosts, sc.cables)) {
             fmt::print(stderr, "odl-linkd: --topology {}: {}\n", topology, *why);
             return 1;
@@ -399,9 +459,10 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     }
     g_server = &srv;
     on_signals();
-    fmt::print(stderr, "odl-linkd: serving {} hosts on {} (backend {}, {} {} x{}{}, free-running)\n",
+    fmt::print(stderr, "odl-linkd: serving {} hosts on {} (backend {}, {} {} x{}{}, {})\n",
                hosts, cfg.socket_path, backend, model->cable_count() > 1 ? fmt::format("{} cables", model->cable_count()) : "cable", gen, lanes,
-               unit.empty() || unit == "model" ? std::string() : ", interrupt unit " + unit);
+               unit.empty() || unit == "model" ? std::string() : ", interrupt unit " + unit,
+               cfg.deterministic ? "deterministic" : "free-running");
     try {
         srv.run();
     } catch (const std::exception& e) {

@@ -69,6 +69,10 @@ public:
     void drop_fds() { close_rx_fds(); }
     void set_command(std::uint16_t command) { m_bus_master = command & 0x4; }
     std::uint32_t& features() { return m_features; }
+    /// Deterministic mode: the host said it reached its horizon (SYNC) and
+    /// waits for the next grant.
+    bool& synced() { return m_synced; }
+    std::uint64_t& sync_ts() { return m_sync_ts; }
 
     /// The one file descriptor that came with the last datagram, or -1
     /// (none, or several: those are closed). The caller owns it.
@@ -83,12 +87,13 @@ public:
     }
     bool was_attached() const { return m_host >= 0; }
 
-    /// Sends one message (+payload). False and marked dead on failure.
+    /// Sends one message (+payload), stamped @ts_ps (default: now). False
+    /// and marked dead on failure.
     bool send(struct odl_linkd_msg& m, const void* payload = nullptr,
-              std::uint32_t len = 0) {
+              std::uint32_t len = 0, std::uint64_t ts_ps = UINT64_MAX) {
         if (m_state == state::dead) return false;
         m.hdr.seq = odl_cpu_le64(m_tx_seq++);
-        m.hdr.ts_ps = odl_cpu_le64(m_srv.now_ps());
+        m.hdr.ts_ps = odl_cpu_le64(ts_ps == UINT64_MAX ? m_srv.now_ps() : ts_ps);
         m.hdr.payload_len = odl_cpu_le32(len);
         struct iovec iov[2] = {{&m, sizeof(m)},
                                {const_cast<void*>(payload), len}};
@@ -273,6 +278,8 @@ private:
     shared_ram m_ram;
     bool m_bus_master = false;
     std::uint32_t m_features = 0;  ///< agreed ODL_LINKD_FEAT_*
+    bool m_synced = false;
+    std::uint64_t m_sync_ts = 0;  ///< the stamp of its last SYNC
     std::vector<int> m_rx_fds;     ///< fds received with the last datagram
 };
 
@@ -313,6 +320,7 @@ server::~server() {
 
 
 std::uint64_t server::now_ps() const {
+    if (m_cfg.deterministic) return m_det_now;
     return static_cast<std::uint64_t>(mono_ns() - m_start_ns) * 1000u;
 }
 
@@ -335,33 +343,12 @@ void server::control_one() {
     answer_control(m_ctl.fd(), [this](const std::string& cmd) -> std::string {
         if (cmd.empty()) return "error: no command";
         if (cmd.rfind("cable ", 0) == 0) {
-            std::string rest = cmd.substr(6);
-            unsigned index = 0;
-            if (!rest.empty() && rest[0] >= '0' && rest[0] <= '9') {
-                const std::size_t sp = rest.find(' ');
-                const std::string num = rest.substr(0, sp);
-                char* end = nullptr;
-                const unsigned long n = std::strtoul(num.c_str(), &end, 10);
-                if (*end || n > 64 || sp == std::string::npos) return fmt::format("error: cable '{}': expected cable N EVENT", num);
-                index = static_cast<unsigned>(n);
-                rest = rest.substr(sp + 1);
-            }
-            std::string reply;
-            if (index >= m_model.cable_count())
-                reply = m_model.cable_count() ? fmt::format("error: no cable {} (cables 0 to {})", index, m_model.cable_count() - 1)
-                                              : "error: this model has no cable";
-            else if (rest == "stats") {  // a query: answered, not logged
-                const std::string st = m_model.cable_stats(index);
-                return st.empty() ? "error: this model keeps no cable statistics" : "ok " + st;
-            }
-            else if (rest == "plug" || rest == "unplug")
-                reply = m_model.set_cable(index, rest == "plug") ? "ok" : "error: this model has no cable";
-            else if (const std::string why = m_model.cable_event(index, rest); why.empty())
-                reply = "ok";
-            else
-                reply = "error: " + why;
-            fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
-            return reply;
+            // A deterministic run takes its events at model times (--event):
+            // one applied whenever a command arrives would differ per run.
+            const bool query = cmd.size() >= 6 && cmd.compare(cmd.size() - 6, 6, " stats") == 0;
+            if (m_cfg.deterministic && !query)
+                return std::string("error: deterministic mode: cable events come with odl-linkd --event TIME_NS:EVENT");
+            return cable_command(cmd);
         }
         if (cmd == "status") return fmt::format("ok hosts {} bad {}", attached_hosts(), m_total_bad);
         if (cmd == "nhi") {
@@ -377,6 +364,38 @@ void server::control_one() {
                            "cable [N] ber RATE, cable [N] stats, status, nhi{})",
                            m_cfg.fault_command ? ", fault add SPEC, fault clear, fault status" : "");
     });
+}
+
+// "cable [N] EVENT": the control socket's cable commands, also the
+// deterministic mode's timed events.
+std::string server::cable_command(const std::string& cmd) {
+    std::string rest = cmd.substr(6);
+    unsigned index = 0;
+    if (!rest.empty() && rest[0] >= '0' && rest[0] <= '9') {
+        const std::size_t sp = rest.find(' ');
+        const std::string num = rest.substr(0, sp);
+        char* end = nullptr;
+        const unsigned long n = std::strtoul(num.c_str(), &end, 10);
+        if (*end || n > 64 || sp == std::string::npos) return fmt::format("error: cable '{}': expected cable N EVENT", num);
+        index = static_cast<unsigned>(n);
+        rest = rest.substr(sp + 1);
+    }
+    std::string reply;
+    if (index >= m_model.cable_count())
+        reply = m_model.cable_count() ? fmt::format("error: no cable {} (cables 0 to {})", index, m_model.cable_count() - 1)
+                                      : "error: this model has no cable";
+    else if (rest == "stats") {  // a query: answered, not logged
+        const std::string st = m_model.cable_stats(index);
+        return st.empty() ? "error: this model keeps no cable statistics" : "ok " + st;
+    }
+    else if (rest == "plug" || rest == "unplug")
+        reply = m_model.set_cable(index, rest == "plug") ? "ok" : "error: this model has no cable";
+    else if (const std::string why = m_model.cable_event(index, rest); why.empty())
+        reply = "ok";
+    else
+        reply = "error: " + why;
+    fmt::print(stderr, "odl-linkd: {}: {} -> {}\n", m_cfg.deterministic ? "event" : "control", cmd, reply);
+    return reply;
 }
 
 void server::accept_one() {
@@ -426,8 +445,12 @@ void server::handshake(connection& c, const struct odl_linkd_msg& m) {
                         o->host() == static_cast<int>(host);
              }))
         refuse = "host id already in use";
-    else if (m.body.hello.mode != ODL_LINKD_MODE_FREE)
-        refuse = "only the free-running mode is implemented";
+    else if (m.body.hello.mode != (m_cfg.deterministic ? ODL_LINKD_MODE_DET : ODL_LINKD_MODE_FREE))
+        refuse = m_cfg.deterministic ? "this server runs deterministic (a device without deterministic=on)"
+                                     : "this server runs free (a device with deterministic=on needs odl-linkd --deterministic)";
+    else if (m_det_started)
+        // The others' simulated time has moved on: a new QEMU starts at 0.
+        refuse = "the deterministic run is under way (a host cannot join or come back)";
     if (refuse) {
         fmt::print(stderr, "odl-linkd: refused a device (host id {}): {}\n", host, refuse);
         struct odl_linkd_msg t;
@@ -438,7 +461,7 @@ void server::handshake(connection& c, const struct odl_linkd_msg& m) {
         return;
     }
     struct odl_linkd_msg h;
-    odl_linkd_hello_init(&h, 0, 0, host, ODL_LINKD_MODE_FREE,
+    odl_linkd_hello_init(&h, 0, 0, host, m_cfg.deterministic ? ODL_LINKD_MODE_DET : ODL_LINKD_MODE_FREE,
                          static_cast<__u32>(::getpid()));
     c.features() = odl_le32(m.body.hello.features) &
                    (m_cfg.shared_ram ? ODL_LINKD_FEAT_SHARED_RAM : 0u);
@@ -453,11 +476,17 @@ void server::handshake(connection& c, const struct odl_linkd_msg& m) {
     d.body.dev_info.msix_vectors = di.msix_vectors;
     d.body.dev_info.hop_count = odl_cpu_le16(di.hop_count);
     d.body.dev_info.bar0_bytes = odl_cpu_le32(di.bar0_bytes);
+    if (m_cfg.deterministic) {
+        d.body.dev_info.link_latency_ps = odl_cpu_le64(m_cfg.quantum_ps);
+        d.body.dev_info.sync_interval_ps = odl_cpu_le64(m_cfg.quantum_ps);
+    }
     if (!c.send(h) || !c.send(d)) return;
     c.attach(static_cast<int>(host));
     fmt::print(stderr, "odl-linkd: host {} attached (pid {})\n", host,
                odl_le32(m.body.hello.pid));
-    m_model.attach(host, &c);
+    // Deterministic: the model meets the hosts in host order when the run
+    // starts, not in the order their QEMUs happened to connect.
+    if (!m_cfg.deterministic) m_model.attach(host, &c);
 }
 
 void server::handle(connection& c, const struct odl_linkd_msg& m,
@@ -524,6 +553,12 @@ void server::handle(connection& c, const struct odl_linkd_msg& m,
         nhi.reset();
         break;
     case ODL_LINKD_SYNC:
+        // Deterministic: the host reached its horizon and waits for the
+        // next grant. Free-running: informative.
+        if (m_cfg.deterministic) {
+            c.synced() = true;
+            c.sync_ts() = odl_le64(m.hdr.ts_ps);
+        }
         break;
     case ODL_LINKD_TERMINATE:
         drop(c, "device terminated");
@@ -565,7 +600,11 @@ void server::serve(connection& c) {
         const std::uint64_t seq = odl_le64(m.hdr.seq);
         if (seq != c.rx_seq()) c.stats().seq_gaps++;
         c.rx_seq() = seq + 1;
+        const bool was_handshake = c.st() == connection::state::handshake;
         handle(c, m, buf.data() + ODL_LINKD_MSG_BYTES);
+        // Deterministic: what follows the HELLO is taken in host order
+        // when the run starts; a SYNC ends the host's turn.
+        if (m_cfg.deterministic && (was_handshake || c.synced())) break;
     }
 }
 
@@ -610,6 +649,10 @@ void server::notify_links() {
 }
 
 void server::run() {
+    if (m_cfg.deterministic) {
+        run_deterministic();
+        return;
+    }
     std::vector<struct pollfd> pfds;
     while (!m_stop.load()) {
         const std::uint64_t now = now_ps();
@@ -647,6 +690,150 @@ void server::run() {
                 serve(c);
         }
     }
+}
+
+// Deterministic mode. QEMU runs with -icount, so a guest's simulated time
+// depends only on what it executes; what remains is to make everything it
+// exchanges with the model happen at the same simulated instants in every
+// run. The hosts take turns: host 0 runs the window [T, H), then host 1,
+// ...; meanwhile the model stands at T, so a host's MMIO touches only its
+// own NHI's registers and the actions it schedules wait for the advance.
+// When every host has reached H (its SYNC), the model runs to H; its DMA
+// and interrupts reach the hosts while they wait there. The windows are
+// one quantum long while anything moves (a message from a host, a model
+// event due) and double, up to the longest, while all is idle, so a boot
+// does not cost millions of turns. No wall clock is read for any of it.
+void server::run_deterministic() {
+    auto& events = m_cfg.timed_events;
+    std::stable_sort(events.begin(), events.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::size_t next_event = 0;
+    std::uint64_t quantum = m_cfg.quantum_ps;
+    std::uint64_t windows = 0;
+    bool ended = false;
+    std::vector<struct pollfd> pfds;
+    auto hosts_in_order = [this] {
+        std::vector<connection*> v;
+        for (auto& c : m_conns)
+            if (c->st() == connection::state::attached) v.push_back(c.get());
+        std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->host() < b->host(); });
+        return v;
+    };
+    while (!m_stop.load()) {
+        reap();
+        if (!m_det_started) {
+            // Wait for every host's HELLO; then attach them and take what
+            // they sent up to their first SYNC, host by host.
+            if (attached_hosts() == m_model.host_count()) {
+                m_det_started = true;
+                const auto order = hosts_in_order();
+                for (auto* c : order) m_model.attach(static_cast<unsigned>(c->host()), c);
+                for (auto* c : order) det_window(*c, UINT64_MAX);
+                fmt::print(stderr, "odl-linkd: deterministic run started ({} hosts, quantum {} ns, longest window {} ns)\n",
+                           order.size(), m_cfg.quantum_ps / 1000, m_cfg.quantum_max_ps / 1000);
+                continue;
+            }
+        } else {
+            const auto order = hosts_in_order();
+            if (order.empty()) {
+                // The run is over (its record complete); linkd stays until
+                // stopped, refusing newcomers.
+                if (!ended)
+                    fmt::print(stderr, "odl-linkd: every host left the deterministic run at {:.6f} s after {} windows\n",
+                               double(m_det_now) / 1e12, windows);
+                ended = true;
+            } else {
+                det_turn(order, quantum, next_event);
+                windows++;
+            }
+        }
+        // The listener and the control socket: waited on only before the
+        // run, looked at between windows after it starts.
+        pfds.clear();
+        pfds.push_back({m_listen.fd(), POLLIN, 0});
+        pfds.push_back({m_ctl.fd(), POLLIN, 0});
+        const std::size_t first_conn = pfds.size();
+        if (!m_det_started)
+            for (auto& c : m_conns) pfds.push_back({c->fd(), POLLIN, 0});
+        int r;
+        do {
+            r = ::poll(pfds.data(), pfds.size(), m_det_started && !ended ? 0 : 100);
+        } while (r < 0 && errno == EINTR && !m_stop.load());
+        if (r <= 0) continue;
+        if (pfds[0].revents & POLLIN) accept_one();
+        if (pfds[1].revents & POLLIN) control_one();
+        for (std::size_t i = first_conn; i < pfds.size(); i++) {
+            auto& c = *m_conns[i - first_conn];
+            // Before the run only HELLOs are taken (serve stops after one).
+            if ((pfds[i].revents & (POLLIN | POLLHUP | POLLERR)) && c.st() == connection::state::handshake) serve(c);
+            else if (pfds[i].revents & (POLLHUP | POLLERR)) drop(c, "disconnected");
+        }
+    }
+}
+
+// One turn: the timed events due, each host's window, the model's advance.
+void server::det_turn(const std::vector<connection*>& order, std::uint64_t& quantum, std::size_t& next_event) {
+    const auto& events = m_cfg.timed_events;
+    // Everything but the SYNCs: what says "something moves".
+    auto traffic = [this] {
+        std::uint64_t n = 0;
+        for (auto& c : m_conns) n += c->stats().rx_msgs + c->stats().tx_msgs + c->stats().dma_direct;
+        return n;
+    };
+    while (next_event < events.size() && events[next_event].first <= m_det_now) {
+        const std::string reply = cable_command(events[next_event].second);
+        if (reply.rfind("ok", 0) != 0) {
+            // Checked before the run; one the model refuses now (a retrain
+            // of a pulled cable) is said, the same in every run.
+            fmt::print(stderr, "odl-linkd: event at {} ns refused: {}\n", events[next_event].first / 1000,
+                       reply);
+        }
+        next_event++;
+    }
+    const std::uint64_t due = m_model.next_event_ps();
+    std::uint64_t horizon = m_det_now + quantum;
+    const std::uint64_t soonest = m_det_now + m_cfg.quantum_ps;
+    // Stop at the model's next action and the next timed event
+    // (one quantum at least), to the nanosecond QEMU's timers know.
+    for (std::uint64_t at : {due, next_event < events.size() ? events[next_event].first : UINT64_MAX})
+        if (at != UINT64_MAX) horizon = std::min(horizon, std::max(soonest, (at + 999) / 1000 * 1000));
+    const std::uint64_t before = traffic();
+    for (auto* c : order) det_window(*c, horizon);
+    m_model.advance_to(horizon);
+    m_det_now = horizon;
+    reap();
+    notify_links();
+    const bool moved = traffic() - before != 2 * order.size() || (due != UINT64_MAX && due <= horizon);
+    quantum = moved ? m_cfg.quantum_ps : std::min(2 * quantum, m_cfg.quantum_max_ps);
+}
+
+// Grants @c the window up to @horizon_ps (UINT64_MAX: no grant, only take
+// in what it sent up to its SYNC) and serves it until it SYNCs.
+bool server::det_window(connection& c, std::uint64_t horizon_ps) {
+    if (horizon_ps != UINT64_MAX) {
+        c.synced() = false;
+        struct odl_linkd_msg m;
+        odl_linkd_msg_init(&m, ODL_LINKD_SYNC, 0, 0, 0);
+        if (!c.send(m, nullptr, 0, horizon_ps)) return false;
+    }
+    const std::int64_t deadline = mono_ns() + std::int64_t{m_cfg.sync_timeout_ms} * 1000000;
+    while (!c.synced() && c.st() == connection::state::attached && !m_stop.load()) {
+        if (mono_ns() > deadline) {
+            drop(c, fmt::format("no SYNC within {} s of its grant", m_cfg.sync_timeout_ms / 1000).c_str());
+            return false;
+        }
+        if (c.stash().empty()) {
+            struct pollfd p = {c.fd(), POLLIN, 0};
+            if (::poll(&p, 1, 100) <= 0) continue;
+        }
+        serve(c);
+    }
+    // A QEMU without -icount (or a timer run late) stops past its horizon:
+    // the run is then not repeatable. Said, not hidden.
+    if (c.synced() && horizon_ps != UINT64_MAX && c.sync_ts() != horizon_ps && ++m_det_late <= 3)
+        fmt::print(stderr, "odl-linkd: host {} reached {} ps, granted {} ps: not deterministic{}\n", c.host(),
+                   c.sync_ts(), horizon_ps, m_det_late == 3 ? " (further ones not shown)" : "");
+    return c.synced();
 }
 
 }  // namespace odl::model::linkd

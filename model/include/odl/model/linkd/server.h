@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "odl/model/linkd/backend.h"
@@ -26,6 +27,16 @@ struct server_config {
     int max_poll_ms = 10;                 ///< longest sleep between model steps
     bool shared_ram = true;               ///< accept guest RAM (MEM_MAP) for direct DMA
     bool verbose = false;
+    /// Deterministic mode (QEMU -icount): the hosts run one after the other
+    /// in windows of simulated time the server grants (SYNC), the model
+    /// advances between windows; no wall clock anywhere.
+    bool deterministic = false;
+    std::uint64_t quantum_ps = 1'000'000;          ///< window while anything moves
+    std::uint64_t quantum_max_ps = 1'000'000'000;  ///< longest window, all idle
+    int sync_timeout_ms = 60000;                   ///< a granted host must SYNC by then
+    /// Deterministic mode: cable commands ("cable [N] EVENT", as on
+    /// --control) applied at model time ps, in order.
+    std::vector<std::pair<std::uint64_t, std::string>> timed_events;
     /// Control commands starting with "fault " go here (odl-linkd's fault
     /// injector); the reply starts with "ok" or "error". Unset: refused.
     std::function<std::string(const std::string&)> fault_command;
@@ -82,6 +93,10 @@ private:
     void note_bad(connection& c, const char* why);
     void control_one();
     void notify_links();
+    void run_deterministic();
+    bool det_window(connection& c, std::uint64_t horizon_ps);
+    void det_turn(const std::vector<connection*>& order, std::uint64_t& quantum, std::size_t& next_event);
+    std::string cable_command(const std::string& cmd);
 
     server_config m_cfg;
     model_backend& m_model;
@@ -89,6 +104,9 @@ private:
     std::atomic<bool> m_stop{false};
     std::vector<std::unique_ptr<connection>> m_conns;
     std::int64_t m_start_ns = 0;
+    std::uint64_t m_det_now = 0;    ///< deterministic mode: model time reached
+    bool m_det_started = false;     ///< deterministic mode: the first window was granted
+    std::uint64_t m_det_late = 0;   ///< deterministic mode: SYNCs stamped off their horizon
     std::uint64_t m_total_bad = 0;
 };
 
