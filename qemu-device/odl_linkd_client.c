@@ -412,6 +412,16 @@ void odl_linkd_mmio_write(OdlUsb4NhiState *s, unsigned bar, hwaddr addr,
     m.body.mmio.offset = odl_cpu_le64(addr);
     m.body.mmio.data = odl_cpu_le64(val);
     odl_linkd_send(s, &m, NULL, 0);
+    if (s->deterministic && s->link.quantum_ns > 0) {
+        /* A doorbell: end the window soon, the peer's with it (odl-linkd). */
+        int64_t soon = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                       s->link.quantum_ns;
+
+        if (soon < s->link.horizon_ns) {
+            s->link.horizon_ns = soon;
+            timer_mod(s->link.sync_timer, soon);
+        }
+    }
 }
 
 void odl_linkd_send_devctrl(OdlUsb4NhiState *s)
@@ -530,6 +540,7 @@ static bool odl_linkd_handshake(OdlUsb4NhiState *s, Error **errp)
     if (!odl_linkd_expect(s, ODL_LINKD_DEV_INFO, &m, deadline, errp)) {
         return false;
     }
+    s->link.quantum_ns = odl_le64(di->sync_interval_ps) / 1000;
     if (odl_le32(di->bar0_bytes) != ODL_NHI_BAR0_SIZE ||
         di->msix_vectors > ODL_NHI_MSIX_VECTORS) {
         error_setg(errp, "odl-linkd model has BAR0 %u bytes, %u MSI-X "

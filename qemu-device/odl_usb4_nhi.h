@@ -56,6 +56,9 @@ OBJECT_DECLARE_SIMPLE_TYPE(OdlUsb4NhiState, ODL_USB4_NHI)
  * @ram_maps: guest RAM ranges handed to the model (MEM_MAP)
  * @sync_timer: deterministic mode: fires at the granted horizon
  * @horizon_ns: deterministic mode: end of the window granted, virtual ns
+ * @quantum_ns: deterministic mode: a window ends this soon after an MMIO
+ *	write (the model's SYNC interval), so that what the write started
+ *	is modelled before the guest runs far past it
  * @windows: deterministic mode: windows run
  * @late_syncs: deterministic mode: horizons reached past their time
  * @buf: receive buffer for one datagram
@@ -72,6 +75,7 @@ typedef struct OdlLinkdClient {
     uint32_t ram_maps;
     QEMUTimer *sync_timer;
     int64_t horizon_ns;
+    int64_t quantum_ns;
     uint64_t windows;
     uint64_t late_syncs;
     uint8_t buf[64 + 4096];

@@ -6,6 +6,7 @@
 // this command finds the pieces and hands over to it.
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -76,7 +77,17 @@ void add_vm_command(CLI::App& app) {
                     return std::string("ring, line, star or host pairs like 0-1,1-2");
             return std::string();
         });
-    up->callback([] {
+    static bool deterministic = false;
+    static std::uint64_t seed = 1;
+    up->add_flag("--deterministic", deterministic,
+                 "QEMU counts instructions and odl-linkd grants windows of simulated time: the same "
+                 "run every time (docs/vm.md)");
+    auto* seed_opt = up->add_option("--seed", seed, "--deterministic: the guests' random numbers and bit errors");
+    up->callback([seed_opt] {
+        if (seed_opt->count() > 0 && !deterministic) {
+            fmt::print(stderr, "odl: vm up: --seed needs --deterministic\n");
+            std::exit(2);
+        }
         std::vector<std::string> args = {"up", "--kernel", kernel, "--timeout",
                                          std::to_string(timeout_s), "--gen", gen,
                                          "--lanes", std::to_string(lanes)};
@@ -88,6 +99,7 @@ void add_vm_command(CLI::App& app) {
             args.push_back(cmd_file);
         }
         if (asymmetric) args.push_back("--asymmetric");
+        if (deterministic) args.insert(args.end(), {"--deterministic", "--seed", std::to_string(seed)});
         if (iommu != "off") {
             args.push_back("--iommu");
             args.push_back(iommu);

@@ -738,9 +738,17 @@ void server::run_deterministic() {
             if (order.empty()) {
                 // The run is over (its record complete); linkd stays until
                 // stopped, refusing newcomers.
-                if (!ended)
-                    fmt::print(stderr, "odl-linkd: every host left the deterministic run at {:.6f} s after {} windows\n",
-                               double(m_det_now) / 1e12, windows);
+                if (!ended) {
+                    // Where the wall time went (SplitSim-style): each host
+                    // running its windows (the others wait), the model.
+                    std::string hosts;
+                    for (std::size_t h = 0; h < m_det_wait_ns.size(); h++)
+                        hosts += fmt::format(", host {} {:.1f} s", h, double(m_det_wait_ns[h]) / 1e9);
+                    fmt::print(stderr,
+                               "odl-linkd: every host left the deterministic run at {:.6f} s after {} windows "
+                               "(wall time: model {:.1f} s{})\n",
+                               double(m_det_now) / 1e12, windows, double(m_det_model_ns) / 1e9, hosts);
+                }
                 ended = true;
             } else {
                 det_turn(order, quantum, next_event);
@@ -752,9 +760,14 @@ void server::run_deterministic() {
         pfds.clear();
         pfds.push_back({m_listen.fd(), POLLIN, 0});
         pfds.push_back({m_ctl.fd(), POLLIN, 0});
-        const std::size_t first_conn = pfds.size();
-        if (!m_det_started)
-            for (auto& c : m_conns) pfds.push_back({c->fd(), POLLIN, 0});
+        // Connections: only those still owing their HELLO are read here
+        // (after the start, to refuse them); the rest in their turns.
+        std::vector<connection*> polled;
+        for (auto& c : m_conns)
+            if (!m_det_started || c->st() == connection::state::handshake) {
+                pfds.push_back({c->fd(), POLLIN, 0});
+                polled.push_back(c.get());
+            }
         int r;
         do {
             r = ::poll(pfds.data(), pfds.size(), m_det_started && !ended ? 0 : 100);
@@ -762,11 +775,12 @@ void server::run_deterministic() {
         if (r <= 0) continue;
         if (pfds[0].revents & POLLIN) accept_one();
         if (pfds[1].revents & POLLIN) control_one();
-        for (std::size_t i = first_conn; i < pfds.size(); i++) {
-            auto& c = *m_conns[i - first_conn];
-            // Before the run only HELLOs are taken (serve stops after one).
-            if ((pfds[i].revents & (POLLIN | POLLHUP | POLLERR)) && c.st() == connection::state::handshake) serve(c);
-            else if (pfds[i].revents & (POLLHUP | POLLERR)) drop(c, "disconnected");
+        for (std::size_t i = 0; i < polled.size(); i++) {
+            auto& c = *polled[i];
+            const short ev = pfds[i + 2].revents;
+            // Only HELLOs are taken here (serve stops after one).
+            if ((ev & (POLLIN | POLLHUP | POLLERR)) && c.st() == connection::state::handshake) serve(c);
+            else if (ev & (POLLHUP | POLLERR)) drop(c, "disconnected");
         }
     }
 }
@@ -798,12 +812,33 @@ void server::det_turn(const std::vector<connection*>& order, std::uint64_t& quan
     for (std::uint64_t at : {due, next_event < events.size() ? events[next_event].first : UINT64_MAX})
         if (at != UINT64_MAX) horizon = std::min(horizon, std::max(soonest, (at + 999) / 1000 * 1000));
     const std::uint64_t before = traffic();
-    for (auto* c : order) det_window(*c, horizon);
-    m_model.advance_to(horizon);
-    m_det_now = horizon;
+    // A host may end its window early (soon after an MMIO write, so that
+    // what it started is modelled in time); the hosts after it then run
+    // only as far, and the model advances to the host furthest behind. A
+    // host still ahead from an earlier turn waits this one out.
+    std::uint64_t reach = horizon;
+    std::size_t granted = 0;
+    for (auto* c : order) {
+        if (c->sync_ts() >= reach) continue;
+        granted++;
+        const std::int64_t t0 = mono_ns();
+        const bool ok = det_window(*c, reach);
+        const auto h = static_cast<std::size_t>(c->host());
+        if (m_det_wait_ns.size() <= h) m_det_wait_ns.resize(h + 1);
+        m_det_wait_ns[h] += static_cast<std::uint64_t>(mono_ns() - t0);
+        if (ok && c->sync_ts() < reach) reach = c->sync_ts();
+    }
+    std::uint64_t target = UINT64_MAX;
+    for (auto* c : order)
+        if (c->st() == connection::state::attached) target = std::min(target, c->sync_ts());
+    if (target == UINT64_MAX || target <= m_det_now) target = reach;
+    const std::int64_t t0 = mono_ns();
+    m_model.advance_to(target);
+    m_det_model_ns += static_cast<std::uint64_t>(mono_ns() - t0);
+    m_det_now = target;
     reap();
     notify_links();
-    const bool moved = traffic() - before != 2 * order.size() || (due != UINT64_MAX && due <= horizon);
+    const bool moved = traffic() - before != 2 * granted || (due != UINT64_MAX && due <= target);
     quantum = moved ? m_cfg.quantum_ps : std::min(2 * quantum, m_cfg.quantum_max_ps);
 }
 
@@ -829,8 +864,9 @@ bool server::det_window(connection& c, std::uint64_t horizon_ps) {
         serve(c);
     }
     // A QEMU without -icount (or a timer run late) stops past its horizon:
-    // the run is then not repeatable. Said, not hidden.
-    if (c.synced() && horizon_ps != UINT64_MAX && c.sync_ts() != horizon_ps && ++m_det_late <= 3)
+    // the run is then not repeatable. Said, not hidden. (Before it, a host
+    // may stop: see det_turn.)
+    if (c.synced() && horizon_ps != UINT64_MAX && c.sync_ts() > horizon_ps && ++m_det_late <= 3)
         fmt::print(stderr, "odl-linkd: host {} reached {} ps, granted {} ps: not deterministic{}\n", c.host(),
                    c.sync_ts(), horizon_ps, m_det_late == 3 ? " (further ones not shown)" : "");
     return c.synced();

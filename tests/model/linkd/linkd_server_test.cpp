@@ -12,13 +12,17 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "odl/wire/linkd_codec.h"
 
@@ -147,9 +151,10 @@ public:
         }
         return ::sendmsg(m_fd, &mh, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(m));
     }
-    bool hello(unsigned host, std::uint32_t features = 0, std::uint32_t* agreed = nullptr) {
+    bool hello(unsigned host, std::uint32_t features = 0, std::uint32_t* agreed = nullptr,
+               unsigned mode = ODL_LINKD_MODE_FREE) {
         struct odl_linkd_msg m;
-        odl_linkd_hello_init(&m, 0, 0, host, ODL_LINKD_MODE_FREE, 1);
+        odl_linkd_hello_init(&m, 0, 0, host, mode, 1);
         m.body.hello.features = odl_cpu_le32(features);
         if (!send(m)) return false;
         struct odl_linkd_msg r;
@@ -165,6 +170,20 @@ public:
         m.body.mmio.offset = odl_cpu_le64(off);
         m.body.mmio.data = odl_cpu_le64(v);
         return send(m);
+    }
+    /// Deterministic mode: "stopped at @ts_ps, waiting".
+    bool sync(std::uint64_t ts_ps) {
+        struct odl_linkd_msg m;
+        odl_linkd_msg_init(&m, ODL_LINKD_SYNC, 0, ts_ps, 0);
+        return send(m);
+    }
+    /// Deterministic mode: the next grant's horizon, ps; 0 when none came
+    /// within @timeout_ms (other messages before it are skipped).
+    std::uint64_t grant(int timeout_ms = 2000) {
+        struct odl_linkd_msg m;
+        while (recv(m, nullptr, timeout_ms))
+            if (odl_le16(m.hdr.type) == ODL_LINKD_SYNC) return odl_le64(m.hdr.ts_ps);
+        return 0;
     }
     bool devctrl(std::uint16_t command) {
         struct odl_linkd_msg m;
@@ -600,6 +619,218 @@ TEST(LinkdServerConfig, FaultCommandsReachTheirHandler) {
             EXPECT_EQ(st.find("fault"), std::string::npos) << st;
         }
     }
+}
+
+// ------------------------------------------------------------ deterministic
+
+/// Records what the deterministic server does with the model: when it
+/// advances, and the model time of each MMIO write and cable event.
+class clocked_model final : public model_backend {
+public:
+    class port final : public nhi_port {
+    public:
+        port(clocked_model& m, unsigned h) : m_m(m), m_h(h) {}
+        std::uint64_t mmio_read(std::uint64_t, unsigned) override { return m_m.now; }
+        void mmio_write(std::uint64_t off, unsigned, std::uint64_t) override {
+            m_m.log(fmt::format("{} write host {} {:#x}", m_m.now, m_h, off));
+        }
+        void reset() override {}
+        void devctrl(std::uint16_t, bool) override {}
+
+    private:
+        clocked_model& m_m;
+        unsigned m_h;
+    };
+    clocked_model() : ports{{*this, 0}, {*this, 1}} {}
+    unsigned host_count() const override { return 2; }
+    device_info info(unsigned) const override { return {}; }
+    nhi_port& nhi(unsigned h) override { return ports[h]; }
+    void attach(unsigned h, host_bus* b) override { log(fmt::format("{} attach host {} {}", now, h, b ? 1 : 0)); }
+    void advance_to(std::uint64_t t) override {
+        log(fmt::format("advance {}", t));
+        now = t;
+    }
+    std::uint64_t next_event_ps() const override { return UINT64_MAX; }
+    unsigned cable_count() const override { return 1; }
+    bool set_cable(unsigned, bool plugged) override {
+        log(fmt::format("{} cable {}", now, plugged ? "plug" : "unplug"));
+        return true;
+    }
+    void log(std::string line) {
+        std::lock_guard<std::mutex> g(mu);
+        lines.push_back(std::move(line));
+    }
+    std::vector<std::string> take() {
+        std::lock_guard<std::mutex> g(mu);
+        return std::exchange(lines, {});
+    }
+
+    port ports[2];
+    std::atomic<std::uint64_t> now{0};
+    std::mutex mu;
+    std::vector<std::string> lines;
+};
+
+class LinkdDeterministic : public ::testing::Test {
+protected:
+    void start(std::vector<std::pair<std::uint64_t, std::string>> events = {}) {
+        const std::string base = "/tmp/odl-linkd-det-" + std::to_string(::getpid());
+        m_path = base + ".sock";
+        m_ctl = base + ".ctl";
+        server_config cfg;
+        cfg.socket_path = m_path;
+        cfg.control_path = m_ctl;
+        cfg.deterministic = true;
+        cfg.quantum_ps = 1'000'000;
+        cfg.quantum_max_ps = 8'000'000;
+        cfg.sync_timeout_ms = 3000;
+        cfg.timed_events = std::move(events);
+        m_srv = std::make_unique<server>(cfg, m_model);
+        std::string err;
+        ASSERT_TRUE(m_srv->listen(err)) << err;
+        m_thread = std::thread([this] { m_srv->run(); });
+    }
+    void TearDown() override {
+        if (m_srv) m_srv->stop();
+        if (m_thread.joinable()) m_thread.join();
+        m_srv.reset();
+    }
+    /// Both hosts connect, host 1 first, and report ready at 0.
+    void both_ready(device& a, device& b) {
+        ASSERT_TRUE(b.hello(1, 0, nullptr, ODL_LINKD_MODE_DET));
+        ASSERT_TRUE(a.hello(0, 0, nullptr, ODL_LINKD_MODE_DET));
+        ASSERT_TRUE(b.sync(0));
+        ASSERT_TRUE(a.sync(0));
+    }
+    std::string m_path, m_ctl;
+    clocked_model m_model;
+    std::unique_ptr<server> m_srv;
+    std::thread m_thread;
+};
+
+// The hosts take turns in host order, whatever order they connected in;
+// the model stands still during a window and advances when all have
+// reached the horizon. The model meets the hosts in host order too.
+TEST_F(LinkdDeterministic, TurnsInHostOrderModelAdvancesAfterAll) {
+    start();
+    device b(m_path);  // host 1 connects first
+    device a(m_path);
+    both_ready(a, b);
+    EXPECT_EQ(a.grant(), 1'000'000u);
+    EXPECT_EQ(b.grant(200), 0u) << "B ran while A had the turn";
+    ASSERT_TRUE(a.mmio_write(0x40, 1));
+    std::uint64_t v = 0;
+    EXPECT_EQ(a.mmio_read(0x10, v), 0);
+    EXPECT_EQ(v, 0u) << "the model moved during A's window";
+    ASSERT_TRUE(a.sync(1'000'000));
+    EXPECT_EQ(b.grant(), 1'000'000u);
+    ASSERT_TRUE(b.mmio_write(0x44, 1));
+    ASSERT_TRUE(b.sync(1'000'000));
+    // Something moved: the next window is one quantum again.
+    EXPECT_EQ(a.grant(), 2'000'000u);
+    const std::vector<std::string> want = {"0 attach host 0 1", "0 attach host 1 1", "0 write host 0 0x40",
+                                           "0 write host 1 0x44", "advance 1000000"};
+    EXPECT_EQ(m_model.take(), want);
+}
+
+// Idle windows double up to the longest; one MMIO write brings them back
+// to a quantum.
+TEST_F(LinkdDeterministic, IdleWindowsGrowActivityShrinksThem) {
+    start();
+    device a(m_path), b(m_path);
+    both_ready(a, b);
+    std::vector<std::uint64_t> got;
+    for (int i = 0; i < 6; i++) {
+        const std::uint64_t h = a.grant();
+        ASSERT_NE(h, 0u);
+        ASSERT_TRUE(a.sync(h));
+        ASSERT_EQ(b.grant(), h);
+        if (i == 5) {
+            ASSERT_TRUE(b.mmio_write(0x48, 1));
+        }
+        ASSERT_TRUE(b.sync(h));
+        got.push_back(h);
+    }
+    // 1, then doubling: +2, +4, +8 (the longest), +8, +8 with B's write in
+    // it, then one quantum.
+    const std::uint64_t next = a.grant();
+    std::vector<std::uint64_t> steps;
+    std::uint64_t prev = 0;
+    for (auto h : got) {
+        steps.push_back(h - prev);
+        prev = h;
+    }
+    steps.push_back(next - prev);
+    const std::vector<std::uint64_t> want = {1'000'000, 2'000'000, 4'000'000, 8'000'000,
+                                             8'000'000, 8'000'000, 1'000'000};
+    EXPECT_EQ(steps, want);
+}
+
+// A host that stops early (after a doorbell) holds the hosts after it to
+// its time, and the model advances only that far.
+TEST_F(LinkdDeterministic, EarlyStopHoldsTheOthers) {
+    start();
+    device a(m_path), b(m_path);
+    both_ready(a, b);
+    ASSERT_EQ(a.grant(), 1'000'000u);
+    ASSERT_TRUE(a.sync(1'000'000));
+    ASSERT_EQ(b.grant(), 1'000'000u);
+    ASSERT_TRUE(b.sync(1'000'000));
+    const std::uint64_t h = a.grant();
+    ASSERT_EQ(h, 3'000'000u);  // idle: twice the quantum
+    ASSERT_TRUE(a.mmio_write(0x40, 1));
+    ASSERT_TRUE(a.sync(1'400'000));
+    EXPECT_EQ(b.grant(), 1'400'000u);
+    ASSERT_TRUE(b.sync(1'400'000));
+    EXPECT_EQ(a.grant(), 2'400'000u);
+    const auto lines = m_model.take();
+    EXPECT_NE(std::find(lines.begin(), lines.end(), "advance 1400000"), lines.end());
+    EXPECT_EQ(std::find(lines.begin(), lines.end(), "advance 3000000"), lines.end());
+}
+
+// Refused: a device in the other mode, a host coming back after the run
+// started, and cable events on the control socket (they come as timed
+// events, applied at their model time).
+TEST_F(LinkdDeterministic, RefusalsAndTimedEvents) {
+    start({{2'500'000, "cable unplug"}});
+    {
+        device f(m_path);
+        EXPECT_FALSE(f.hello(0)) << "a free-running device was accepted";
+    }
+    EXPECT_EQ(control(m_ctl, "cable unplug").rfind("error: deterministic mode", 0), 0u);
+    EXPECT_EQ(control(m_ctl, "status").rfind("ok hosts 0", 0), 0u);
+    device a(m_path);
+    auto b = std::make_unique<device>(m_path);
+    both_ready(a, *b);
+    std::uint64_t h = 0;
+    for (int i = 0; i < 4 && h < 2'500'000; i++) {
+        h = a.grant();
+        ASSERT_NE(h, 0u);
+        ASSERT_TRUE(a.sync(h));
+        ASSERT_EQ(b->grant(), h);
+        ASSERT_TRUE(b->sync(h));
+    }
+    EXPECT_EQ(h, 2'500'000u) << "a window ran past the timed event";
+    h = a.grant();
+    ASSERT_NE(h, 0u);
+    const auto lines = m_model.take();
+    EXPECT_NE(std::find(lines.begin(), lines.end(), "2500000 cable unplug"), lines.end());
+    // B leaves; a new host 1 may not join the run under way: its HELLO is
+    // answered with TERMINATE between A's turns.
+    b.reset();
+    device late(m_path);
+    struct odl_linkd_msg m;
+    odl_linkd_hello_init(&m, 0, 0, 1, ODL_LINKD_MODE_DET, 1);
+    ASSERT_TRUE(late.send(m));
+    bool refused = false;
+    for (int i = 0; i < 20 && !refused; i++) {
+        ASSERT_TRUE(a.sync(h));
+        h = a.grant();
+        ASSERT_NE(h, 0u);
+        struct odl_linkd_msg r;
+        refused = late.recv(r, nullptr, 10) && odl_le16(r.hdr.type) == ODL_LINKD_TERMINATE;
+    }
+    EXPECT_TRUE(refused) << "a host joined a run under way";
 }
 
 }  // namespace

@@ -106,7 +106,9 @@ private:
     std::int64_t m_start_ns = 0;
     std::uint64_t m_det_now = 0;    ///< deterministic mode: model time reached
     bool m_det_started = false;     ///< deterministic mode: the first window was granted
-    std::uint64_t m_det_late = 0;   ///< deterministic mode: SYNCs stamped off their horizon
+    std::uint64_t m_det_late = 0;   ///< deterministic mode: SYNCs stamped past their horizon
+    std::vector<std::uint64_t> m_det_wait_ns;  ///< deterministic mode: wall ns each host ran its windows
+    std::uint64_t m_det_model_ns = 0;          ///< deterministic mode: wall ns in the model
     std::uint64_t m_total_bad = 0;
 };
 
