@@ -20,6 +20,10 @@
 #                                                     nothing of OdinLink installed; writes
 #                                                     $ODL_VM_DIR/hil/inventory.yaml
 #                                                     start, wait until both guests are ready
+#   testbed.sh replay DIR [--force]                   boot a deterministic run again exactly as the one
+#                                                     that left DIR ($ODL_VM_DIR/replay), after checking
+#                                                     that QEMU, odl-linkd, the guest image and the
+#                                                     command file are the same bytes (--force: warn only)
 #   testbed.sh down                                   stop everything (always safe)
 #   testbed.sh exec A|B|C|D CMD...                    run CMD in a guest, print output, exit with its status
 #   testbed.sh console A|B|C|D [--follow]             print (or follow) a guest's serial console log
@@ -160,7 +164,21 @@ root_prepare() {
 	EOF
 }
 
+# replay_hash FILE: its SHA-256.
+replay_hash() { sha256sum "$1" | cut -d' ' -f1; }
+
+# What a deterministic run depends on, one "sha256 NAME HASH" line each.
+replay_parts() {
+	local qemu=$1 linkd=$2 image=$3 cmd_file=$4
+	echo "sha256 qemu $(replay_hash "$qemu")"
+	echo "sha256 odl-linkd $(replay_hash "$linkd")"
+	echo "sha256 vmlinuz $(replay_hash "$image/vmlinuz")"
+	echo "sha256 initrd $(replay_hash "$image/initrd.gz")"
+	[ -z "$cmd_file" ] || echo "sha256 cmd-file $(replay_hash "$cmd_file")"
+}
+
 cmd_up() {
+	local up_args=("$@")
 	local kernel=6.12 timeout=180 gen=gen3 lanes=2 cmd_file="" root=0 iommu=${ODL_VM_IOMMU:-off} asym=()
 	local nhosts=2 topology=ring det=0 seed=1
 	while [ $# -gt 0 ]; do
@@ -229,11 +247,24 @@ cmd_up() {
 		image=$("$here/guest/build-guest.sh" "$kernel" | tail -n1) || die "guest image build failed"
 	fi
 
+	# A replay (cmd_replay) must boot the same bytes as the run it repeats.
+	if [ -n "${ODL_VM_REPLAY_FILE:-}" ]; then
+		local want have diff
+		want=$(grep '^sha256 ' "$ODL_VM_REPLAY_FILE")
+		have=$(replay_parts "$qemu" "$linkd" "$image" "$cmd_file")
+		if [ "$want" != "$have" ]; then
+			diff=$(diff <(echo "$want") <(echo "$have") | sed -n 's/^> sha256 \([^ ]*\) .*/\1/p' | paste -sd " " - || true)
+			[ "${ODL_VM_REPLAY_FORCE:-0}" = 1 ] ||
+				die "replay: not the same ${diff:-parts} as the recorded run (rebuilt or changed since?); --force replays anyway"
+			say "replay: warning: not the same ${diff:-parts} as the recorded run (--force)"
+		fi
+	fi
+
 	# From here on, any failure or Ctrl-C tears everything down.
 	trap 'say "interrupted, tearing down"; cmd_down quiet; exit 130' INT TERM
 	trap 'rc=$?; if [ $rc -ne 0 ]; then cmd_down quiet; fi' EXIT
 
-	rm -f "$dir"/*.log "$dir"/*.ctl "$dir/linkd.sock"
+	rm -f "$dir"/*.log "$dir"/*.ctl "$dir/linkd.sock" "$dir/deterministic"
 	local start=$SECONDS
 	say "starting odl-linkd"
 	local det_linkd=()
@@ -338,6 +369,38 @@ cmd_up() {
 	done
 	alive "$dir/linkd.pid" || die "odl-linkd died during boot"
 	echo "$kernel" >"$dir/kernel"
+	if [ "$det" = 1 ]; then
+		# What it takes to run this again exactly (testbed.sh replay DIR).
+		touch "$dir/deterministic"
+		local rdir="$dir/replay" a
+		rm -rf "$rdir"
+		mkdir -p "$rdir"
+		[ -z "$cmd_file" ] || cp "$cmd_file" "$rdir/cmd"
+		{
+			echo "odl-deterministic-run 1"
+			echo "# $(date -u +%FT%TZ); rerun exactly: testbed.sh replay $rdir (copy the folder away first)"
+			for a in "${up_args[@]}"; do
+				[ "$a" = "$cmd_file" ] && [ -n "$cmd_file" ] && a=cmd  # the copy beside this file
+				printf 'arg %s\n' "$a"
+			done
+			# odl-linkd's options but where it writes its record (an output:
+			# a replay names its own with ODL_LINKD_ARGS).
+			local largs=() skip=0 w
+			# shellcheck disable=SC2086 # words on purpose
+			for w in ${ODL_LINKD_ARGS:-}; do
+				if [ "$skip" = 1 ]; then skip=0; continue; fi
+				case "$w" in
+				--record) skip=1; continue ;;
+				--record=*) continue ;;
+				esac
+				largs+=("$w")
+			done
+			printf 'env ODL_LINKD_ARGS=%s\n' "${largs[*]}"
+			replay_parts "$qemu" "$linkd" "$image" "$cmd_file"
+			echo "commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+		} >"$rdir/run.txt"
+		say "deterministic run; to repeat it exactly: testbed.sh replay $rdir"
+	fi
 	trap - INT TERM EXIT
 	say "up in $((SECONDS - start)) s; logs in $dir"
 }
@@ -416,6 +479,8 @@ start_qemu() {
 cmd_reset() {
 	local v pid start=$SECONDS argv=() off=0
 	v=$(vm_name "${1:-}")
+	# A restarted QEMU starts at simulated time 0; the others have moved on.
+	[ ! -e "$dir/deterministic" ] || die "reset: not in a deterministic run (the guest's clock would start again at 0)"
 	if [ "${2:-}" = --off ]; then
 		off=${3:-}
 		[[ "$off" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v s="$off" 'BEGIN { exit !(s <= 3600) }' ||
@@ -468,6 +533,29 @@ sys.exit(0 if reply.startswith("ok") else 1)
 PY
 }
 
+# replay DIR [--force]: `up` again with the recorded options, command file
+# and odl-linkd options (plus ODL_LINKD_ARGS, e.g. its own --record), once
+# the parts are checked to be the same bytes.
+cmd_replay() {
+	local rdir=${1:-} force=0 line args=() linkd_args="" saw_cmd=0
+	[ -n "$rdir" ] || die "usage: replay DIR [--force] (DIR: a deterministic run's replay folder)"
+	[ "${2:-}" = --force ] && force=1
+	[ $# -le 2 ] && { [ $# -lt 2 ] || [ "$force" = 1 ]; } || die "usage: replay DIR [--force]"
+	[ -f "$rdir/run.txt" ] || die "replay: $rdir/run.txt not found (up --deterministic writes it to \$ODL_VM_DIR/replay)"
+	[ "$(head -n1 "$rdir/run.txt")" = "odl-deterministic-run 1" ] || die "replay: $rdir/run.txt is not a deterministic run's record"
+	while IFS= read -r line; do
+		case "$line" in
+		"arg cmd") args+=("$rdir/cmd"); saw_cmd=1 ;;
+		"arg "*) args+=("${line#arg }") ;;
+		"env ODL_LINKD_ARGS="*) linkd_args=${line#env ODL_LINKD_ARGS=} ;;
+		esac
+	done <"$rdir/run.txt"
+	[[ " ${args[*]} " == *" --deterministic "* ]] || die "replay: $rdir/run.txt is not of a deterministic run"
+	[ "$saw_cmd" = 0 ] || [ -f "$rdir/cmd" ] || die "replay: the run had a command file; $rdir/cmd is missing"
+	say "replaying the deterministic run of $rdir"
+	ODL_VM_REPLAY_FILE="$rdir/run.txt" ODL_VM_REPLAY_FORCE=$force ODL_LINKD_ARGS="$linkd_args ${ODL_LINKD_ARGS:-}" 		cmd_up "${args[@]}"
+}
+
 cmd_cable() {
 	local usage="usage: cable [N] plug|unplug|retrain|degrade GEN LANES|ber RATE (N: the cable, default 0)" out
 	local which=""
@@ -504,8 +592,9 @@ exec) shift; cmd_exec "$@" ;;
 console) shift; cmd_console "$@" ;;
 kill) shift; cmd_kill "$@" ;;
 reset) shift; cmd_reset "$@" ;;
+replay) shift; cmd_replay "$@" ;;
 cable) shift; cmd_cable "$@" ;;
 ctl) shift; [ $# -ge 1 ] || die "usage: ctl CMD..."; linkd_ctl "$@" ;;
 status) cmd_status ;;
-*) die "usage: testbed.sh up|down|exec VM CMD|console VM|kill VM|reset VM|cable [N] plug|unplug|retrain|degrade G L|ber R|ctl CMD|status" ;;
+*) die "usage: testbed.sh up|down|replay DIR|exec VM CMD|console VM|kill VM|reset VM|cable [N] plug|unplug|retrain|degrade G L|ber R|ctl CMD|status" ;;
 esac

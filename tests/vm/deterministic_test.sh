@@ -5,12 +5,16 @@
 # time in turn, so a run depends on nothing but its inputs. The same
 # workload (tests/vm/det_workload.sh: thunderbolt.ko finds the peer,
 # thunderbolt_net, pings of two sizes, then both guests power off) with the
-# same seed runs RUNS times; odl-linkd's record of everything that crossed
+# same seed runs once, then RUNS-1 times more from the replay folder the
+# first left (testbed.sh replay, as for a failure seen in CI); odl-linkd's
+# record of everything that crossed
 # the model seam (every MMIO with its value, DMA with its bytes, interrupt,
 # at its model time) and both guests' whole consoles (kernel timestamps and
 # the pings' simulated round trips included) must be byte for byte the same
 # each time. A run with another seed must differ (the check can fail).
-# Refusals come first. Prints the slowdown against the same workload run
+# Refusals: up front (bad options), during a run (odl vm cable, odl vm
+# reset: they would change it), and a replay whose parts are not the same
+# bytes. Prints the slowdown against the same workload run
 # free, and where odl-linkd's time went.
 #
 # Usage: deterministic_test.sh [--kernel 6.12|6.1] [--runs N]
@@ -47,14 +51,27 @@ out=$("$linkd" --socket "$base/x.sock" --deterministic --event 10:explode 2>&1) 
 grep -q "unknown event 'explode'" <<<"$out" || fail "--event: unclear error: $out"
 [ ! -e "$base/x.sock" ] || fail "a refused odl-linkd left its socket"
 
-# run NAME [up options]: one whole run; its record and consoles land in
-# $base/NAME.*, the wall seconds it took in $base/NAME.secs.
+# run NAME up|replay [options]: one whole run (`testbed.sh up` with the
+# workload, or `testbed.sh replay DIR`); its record, consoles and replay
+# folder land in $base/NAME.*, the wall seconds it took in $base/NAME.secs.
 run() {
-	local name=$1 t0=$SECONDS i
-	shift
+	local name=$1 how=$2 t0=$SECONDS i
+	shift 2
 	rm -rf "$ODL_VM_DIR"
-	ODL_LINKD_ARGS="--record $base/$name.rec" "$tb" up --kernel "$kernel" --cmd-file "$here/det_workload.sh" \
-		--timeout 300 "$@" >"$base/$name.up.log" 2>&1 || { cat "$base/$name.up.log"; fail "$name: testbed up"; }
+	if [ "$how" = up ]; then
+		set -- up --kernel "$kernel" --cmd-file "$here/det_workload.sh" --timeout 300 "$@"
+	else
+		set -- replay "$@"
+	fi
+	ODL_LINKD_ARGS="--record $base/$name.rec" "$tb" "$@" >"$base/$name.up.log" 2>&1 ||
+		{ cat "$base/$name.up.log"; fail "$name: testbed $1"; }
+	if [ "$name" = det1 ]; then
+		# Things that would change a run are refused while it runs.
+		out=$("$tb" cable unplug 2>&1) && fail "odl vm cable accepted during a deterministic run"
+		grep -q "deterministic mode" <<<"$out" || fail "cable during a deterministic run: unclear error: $out"
+		out=$("$tb" reset B 2>&1) && fail "odl vm reset accepted during a deterministic run"
+		grep -q "not in a deterministic run" <<<"$out" || fail "reset during a deterministic run: unclear error: $out"
+	fi
 	# Both guests power off when their part is done.
 	for i in $(seq 600); do
 		pgrep -F "$ODL_VM_DIR/A.qemu.pid" >/dev/null 2>&1 || pgrep -F "$ODL_VM_DIR/B.qemu.pid" >/dev/null 2>&1 || break
@@ -65,20 +82,27 @@ run() {
 	cp "$ODL_VM_DIR/A.console.log" "$base/$name.A.console"
 	cp "$ODL_VM_DIR/B.console.log" "$base/$name.B.console"
 	cp "$ODL_VM_DIR/linkd.log" "$base/$name.linkd.log"
+	[ ! -d "$ODL_VM_DIR/replay" ] || cp -r "$ODL_VM_DIR/replay" "$base/$name.replay"
 	grep -q "ODL-DET: done ok=1" "$base/$name.A.console" || fail "$name: A's workload did not finish: $(tail -5 "$base/$name.A.console")"
 	grep -q "ODL-DET: done" "$base/$name.B.console" || fail "$name: B's workload did not finish"
 	echo $((SECONDS - t0)) >"$base/$name.secs"
+	echo "$name: $(grep -o 'VM [AB] ready ([0-9]* s)' "$base/$name.up.log" | tr '\n' ' ')whole run $((SECONDS - t0)) s"
 }
 
 step "the workload, run free (for the slowdown)"
-run free
+run free up
 free_s=$(cat "$base/free.secs")
 echo "free run: ${free_s} s"
 
-step "$runs deterministic runs, seed 7"
+step "$runs deterministic runs, seed 7: one, then replays of it"
 times=()
 for r in $(seq "$runs"); do
-	run "det$r" --deterministic --seed 7
+	if [ "$r" = 1 ]; then
+		run det1 up --deterministic --seed 7
+		[ -f "$base/det1.replay/run.txt" ] || fail "det1 left no replay folder"
+	else
+		run "det$r" replay "$base/det1.replay"
+	fi
 	times+=("$(cat "$base/det$r.secs")")
 	grep -q "not deterministic" "$base/det$r.linkd.log" && fail "det$r: $(grep "not deterministic" "$base/det$r.linkd.log" | head -1)"
 	grep -q "deterministic run started" "$base/det$r.linkd.log" || fail "det$r: odl-linkd did not run deterministic"
@@ -87,18 +111,25 @@ for r in $(seq "$runs"); do
 		[ "$r" = 1 ] || cmp -s "$base/det1.$f" "$base/det$r.$f" ||
 			fail "det$r: $f differs from det1's: $(diff "$base/det1.$f" "$base/det$r.$f" | head -6)"
 	done
-	echo "run $r: ${times[-1]} s, record $(wc -l <"$base/det$r.rec") lines, identical to run 1"
+	echo "run $r: record $(wc -l <"$base/det$r.rec") lines, identical to run 1"
 done
 grep "ODL-DET: round-trip" "$base/det1.A.console" | sed 's/^/  simulated: /'
 grep -q "ODL-DET: round-trip" "$base/det1.A.console" || fail "no ping summary in A's console"
 sed -n 's/.*\(every host left.*\)/  odl-linkd: \1/p' "$base/det1.linkd.log"
 
+step "a replay with other parts is refused"
+cp -r "$base/det1.replay" "$base/bad.replay"
+sed -i 's/^sha256 odl-linkd .*/sha256 odl-linkd 0000/' "$base/bad.replay/run.txt"
+out=$("$tb" replay "$base/bad.replay" 2>&1) && fail "a replay with another odl-linkd booted"
+grep -q "not the same odl-linkd" <<<"$out" || fail "replay with another odl-linkd: unclear error: $out"
+[ ! -e "$ODL_VM_DIR/A.qemu.pid" ] || ! pgrep -F "$ODL_VM_DIR/A.qemu.pid" >/dev/null || fail "a refused replay left VM A running"
+
 step "another seed gives another run"
-run seed8 --deterministic --seed 8
+run seed8 up --deterministic --seed 8
 cmp -s "$base/det1.A.console" "$base/seed8.A.console" && fail "seed 8 gave the same console as seed 7: the seed changes nothing"
 
 sum=0
 for t in "${times[@]}"; do sum=$((sum + t)); done
 echo "slowdown: deterministic $((sum / runs)) s per run (mean of $runs) against free ${free_s} s"
 rm -rf "$base"
-echo "PASS: $runs deterministic runs identical (record and both consoles); seed 8 differs"
+echo "PASS: $runs deterministic runs identical (record and both consoles; $((runs - 1)) of them replays); seed 8 differs"
