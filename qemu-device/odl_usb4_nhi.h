@@ -57,8 +57,8 @@ OBJECT_DECLARE_SIMPLE_TYPE(OdlUsb4NhiState, ODL_USB4_NHI)
  * @sync_timer: deterministic mode: fires at the granted horizon
  * @horizon_ns: deterministic mode: end of the window granted, virtual ns
  * @quantum_ns: deterministic mode: a window ends this soon after an MMIO
- *	write (the model's SYNC interval), so that what the write started
- *	is modelled before the guest runs far past it
+ *     write (the model's SYNC interval), so that what the write started
+ *     is modelled before the guest runs far past it
  * @windows: deterministic mode: windows run
  * @late_syncs: deterministic mode: horizons reached past their time
  * @buf: receive buffer for one datagram
