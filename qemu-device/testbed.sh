@@ -46,6 +46,7 @@
 #   ODL_VM_IOMMU   off (default), translated or pt: up's --iommu for every test
 #                  that brings the testbed up (the whole vm suite behind an IOMMU)
 #   ODL_VM_QEMU_ARGS  extra QEMU options for both VMs (e.g. -trace 'odl_nhi_*')
+#   ODL_VM_ICOUNT_SHIFT  --deterministic: QEMU's -icount shift (default 0: 1 ns per instruction)
 #   ODL_VM_EXEC_TIMEOUT  seconds per exec (default 60)
 #   ODL_QEMU       a QEMU binary with odl-usb4-nhi built before (skips build-qemu.sh)
 #   ODL_GUEST_IMAGE  a guest image directory built before (vmlinuz, initrd.gz,
