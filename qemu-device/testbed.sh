@@ -554,7 +554,8 @@ cmd_replay() {
 	[[ " ${args[*]} " == *" --deterministic "* ]] || die "replay: $rdir/run.txt is not of a deterministic run"
 	[ "$saw_cmd" = 0 ] || [ -f "$rdir/cmd" ] || die "replay: the run had a command file; $rdir/cmd is missing"
 	say "replaying the deterministic run of $rdir"
-	ODL_VM_REPLAY_FILE="$rdir/run.txt" ODL_VM_REPLAY_FORCE=$force ODL_LINKD_ARGS="$linkd_args ${ODL_LINKD_ARGS:-}" 		cmd_up "${args[@]}"
+	ODL_VM_REPLAY_FILE="$rdir/run.txt" ODL_VM_REPLAY_FORCE=$force ODL_LINKD_ARGS="$linkd_args ${ODL_LINKD_ARGS:-}" \
+		cmd_up "${args[@]}"
 }
 
 cmd_cable() {
