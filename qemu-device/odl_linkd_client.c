@@ -698,9 +698,6 @@ static void odl_linkd_sync(void *opaque)
     if (s->link.fd < 0) {
         return;
     }
-    if (now != s->link.horizon_ns) {
-        s->link.late_syncs++;
-    }
     odl_linkd_msg(s, &m, ODL_LINKD_SYNC, 0);
     if (!odl_linkd_send(s, &m, NULL, 0)) {
         return;
@@ -734,7 +731,6 @@ static void odl_linkd_sync(void *opaque)
         odl_linkd_disconnect(s, "odl-linkd granted a window in the past");
         return;
     }
-    s->link.windows++;
     timer_mod(s->link.sync_timer, s->link.horizon_ns);
 }
 
@@ -781,12 +777,6 @@ void odl_linkd_cleanup(OdlUsb4NhiState *s)
         s->link.reconnect_timer = NULL;
     }
     if (s->link.sync_timer) {
-        if (s->link.late_syncs) {
-            warn_report("odl-usb4-nhi: host %u: %" PRIu64 " of %" PRIu64
-                        " deterministic windows ended past their horizon "
-                        "(QEMU without -icount?)", s->host_id,
-                        s->link.late_syncs, s->link.windows);
-        }
         timer_free(s->link.sync_timer);
         s->link.sync_timer = NULL;
     }

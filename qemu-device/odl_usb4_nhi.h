@@ -59,8 +59,6 @@ OBJECT_DECLARE_SIMPLE_TYPE(OdlUsb4NhiState, ODL_USB4_NHI)
  * @quantum_ns: deterministic mode: a window ends this soon after an MMIO
  *     write (the model's SYNC interval), so that what the write started
  *     is modelled before the guest runs far past it
- * @windows: deterministic mode: windows run
- * @late_syncs: deterministic mode: horizons reached past their time
  * @buf: receive buffer for one datagram
  */
 typedef struct OdlLinkdClient {
@@ -76,8 +74,6 @@ typedef struct OdlLinkdClient {
     QEMUTimer *sync_timer;
     int64_t horizon_ns;
     int64_t quantum_ns;
-    uint64_t windows;
-    uint64_t late_syncs;
     uint8_t buf[64 + 4096];
 } OdlLinkdClient;
 

@@ -248,11 +248,14 @@ cmd_up() {
 		image=$("$here/guest/build-guest.sh" "$kernel" | tail -n1) || die "guest image build failed"
 	fi
 
-	# A replay (cmd_replay) must boot the same bytes as the run it repeats.
+	# What a deterministic run depends on (its replay folder), and a replay
+	# (cmd_replay) must boot the same bytes as the run it repeats.
+	local parts=""
+	[ "$det" = 0 ] || parts=$(replay_parts "$qemu" "$linkd" "$image" "$cmd_file")
 	if [ -n "${ODL_VM_REPLAY_FILE:-}" ]; then
 		local want have diff
 		want=$(grep '^sha256 ' "$ODL_VM_REPLAY_FILE")
-		have=$(replay_parts "$qemu" "$linkd" "$image" "$cmd_file")
+		have=$parts
 		if [ "$want" != "$have" ]; then
 			diff=$(diff <(echo "$want") <(echo "$have") | sed -n 's/^> sha256 \([^ ]*\) .*/\1/p' | paste -sd " " - || true)
 			[ "${ODL_VM_REPLAY_FORCE:-0}" = 1 ] ||
@@ -397,7 +400,7 @@ cmd_up() {
 				largs+=("$w")
 			done
 			printf 'env ODL_LINKD_ARGS=%s\n' "${largs[*]}"
-			replay_parts "$qemu" "$linkd" "$image" "$cmd_file"
+			echo "$parts"
 			echo "commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 		} >"$rdir/run.txt"
 		say "deterministic run; to repeat it exactly: testbed.sh replay $rdir"

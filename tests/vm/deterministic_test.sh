@@ -51,6 +51,9 @@ out=$("$linkd" --socket "$base/x.sock" --deterministic --event 10:explode 2>&1) 
 grep -q "unknown event 'explode'" <<<"$out" || fail "--event: unclear error: $out"
 [ ! -e "$base/x.sock" ] || fail "a refused odl-linkd left its socket"
 
+# alive_vm V: VM V's QEMU runs.
+alive_vm() { [ -f "$ODL_VM_DIR/$1.qemu.pid" ] && kill -0 "$(cat "$ODL_VM_DIR/$1.qemu.pid")" 2>/dev/null; }
+
 # run NAME up|replay [options]: one whole run (`testbed.sh up` with the
 # workload, or `testbed.sh replay DIR`); its record, consoles and replay
 # folder land in $base/NAME.*, the wall seconds it took in $base/NAME.secs.
@@ -74,7 +77,7 @@ run() {
 	fi
 	# Both guests power off when their part is done.
 	for i in $(seq 600); do
-		pgrep -F "$ODL_VM_DIR/A.qemu.pid" >/dev/null 2>&1 || pgrep -F "$ODL_VM_DIR/B.qemu.pid" >/dev/null 2>&1 || break
+		alive_vm A || alive_vm B || break
 		sleep 0.5
 	done
 	[ "$i" -lt 600 ] || fail "$name: the guests did not power off within 300 s"
@@ -122,7 +125,7 @@ cp -r "$base/det1.replay" "$base/bad.replay"
 sed -i 's/^sha256 odl-linkd .*/sha256 odl-linkd 0000/' "$base/bad.replay/run.txt"
 out=$("$tb" replay "$base/bad.replay" 2>&1) && fail "a replay with another odl-linkd booted"
 grep -q "not the same odl-linkd" <<<"$out" || fail "replay with another odl-linkd: unclear error: $out"
-[ ! -e "$ODL_VM_DIR/A.qemu.pid" ] || ! pgrep -F "$ODL_VM_DIR/A.qemu.pid" >/dev/null || fail "a refused replay left VM A running"
+! alive_vm A || fail "a refused replay left VM A running"
 
 step "another seed gives another run"
 run seed8 up --deterministic --seed 8

@@ -246,7 +246,8 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
                    "drop-header|drop-raw|len|raw-pdf (odl_tb5 split pairs) (docs/vm.md). Also at run "
                    "time on --control: 'fault add SPEC', 'fault clear', 'fault status'");
     app.add_flag("-v,--verbose", cfg.verbose, "log connection details");
-    std::uint64_t quantum_ns = 1000, max_window_ns = 1000000;
+    // Defaults: server_config's.
+    std::uint64_t quantum_ns = cfg.quantum_ps / 1000, max_window_ns = cfg.quantum_max_ps / 1000;
     std::vector<std::string> events;
     app.add_flag("--deterministic", cfg.deterministic,
                  "serve QEMUs run with -icount and odl-usb4-nhi deterministic=on: the hosts take turns in "
