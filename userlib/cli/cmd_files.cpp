@@ -34,6 +34,7 @@
 #include "files/session.h"
 #include "first_message.h"
 #include "perf_runner.h"
+#include "cli_common.h"
 
 namespace odl::cli {
 namespace {
@@ -84,11 +85,6 @@ std::unique_ptr<odl::device> open_dev(const link_opts& o, uint64_t timeout_ns, u
     else
         p.flags |= ODL_OPEN_NONBLOCK;
     return std::make_unique<odl::device>(p);
-}
-
-[[noreturn]] void die(const std::string& cmd, const std::string& msg, int code = 1) {
-    std::fprintf(stderr, "odl: %s: %s\n", cmd.c_str(), msg.c_str());
-    std::exit(code);
 }
 
 uint32_t parse_chunk(const std::string& s) {

@@ -24,6 +24,7 @@
 #include "files/client.h"
 #include "files/mount_view.h"
 #include "files/pair_store.h"
+#include "cli_common.h"
 
 namespace odl::cli {
 namespace {
@@ -134,25 +135,20 @@ int op_statfs(const char*, struct statvfs* st) {
     return 0;
 }
 
-[[noreturn]] void die(const std::string& msg) {
-    std::fprintf(stderr, "odl: mount: %s\n", msg.c_str());
-    std::exit(1);
-}
-
 void run_mount(const mount_cli& c) {
     std::string remote = c.remote;
     if (!remote.empty()) {
-        if (remote.rfind("peer:", 0) != 0) die(fmt::format("'{}': the folder to mount is peer:PATH", remote));
+        if (remote.rfind("peer:", 0) != 0) die("mount", fmt::format("'{}': the folder to mount is peer:PATH", remote));
         remote = remote.substr(5);
         while (!remote.empty() && remote.back() == '/') remote.pop_back();
     }
     std::error_code ec;
-    if (!std::filesystem::is_directory(c.mountpoint, ec)) die(fmt::format("{}: not a directory", c.mountpoint));
+    if (!std::filesystem::is_directory(c.mountpoint, ec)) die("mount", fmt::format("{}: not a directory", c.mountpoint));
     fl::pair_record pair;
     try {
         pair = fl::pair_store(c.keys.empty() ? fl::default_keys_dir() : c.keys).choose(c.peer);
     } catch (const std::exception& e) {
-        die(e.what());
+        die("mount", e.what());
     }
     // The cache: the given folder (kept), or a private one removed at the end.
     std::string cache = c.cache;
@@ -160,11 +156,11 @@ void run_mount(const mount_cli& c) {
     if (cache.empty()) {
         const char* base = std::getenv("XDG_RUNTIME_DIR");
         std::string tmpl = std::string(base && *base ? base : "/tmp") + "/odl-mount-cache.XXXXXX";
-        if (!::mkdtemp(tmpl.data())) die(fmt::format("cache folder: {}", std::strerror(errno)));
+        if (!::mkdtemp(tmpl.data())) die("mount", fmt::format("cache folder: {}", std::strerror(errno)));
         cache = tmpl;
         own_cache = true;
     } else if (!std::filesystem::is_directory(cache, ec)) {
-        die(fmt::format("--cache {}: not a directory", cache));
+        die("mount", fmt::format("--cache {}: not a directory", cache));
     }
     const std::string backend = c.backend;
     const uint32_t device = c.device;
@@ -187,12 +183,12 @@ void run_mount(const mount_cli& c) {
     });
     fl::mount_view view(client, remote, cache, uint64_t(c.ttl_s * 1e9));
     try {
-        if (!view.stat("")) die("no root");
+        if (!view.stat("")) die("mount", "no root");
         if (!remote.empty() && view.children("").empty() && verbose)
             std::fprintf(stderr, "odl: mount: peer:%s is empty\n", remote.c_str());
     } catch (const std::exception& e) {
         if (own_cache) std::filesystem::remove_all(cache, ec);
-        die(fmt::format("peer:{}: {}", remote, e.what()));
+        die("mount", fmt::format("peer:{}: {}", remote, e.what()));
     }
 
     fuse_operations ops{};
@@ -209,10 +205,10 @@ void run_mount(const mount_cli& c) {
     fuse_opt_add_arg(&args, "ro,fsname=odl,subtype=odl");
     fuse* f = fuse_new(&args, &ops, sizeof(ops), &mc);
     fuse_opt_free_args(&args);
-    if (!f) die("fuse_new failed");
+    if (!f) die("mount", "fuse_new failed");
     if (fuse_mount(f, c.mountpoint.c_str()) != 0) {
         fuse_destroy(f);
-        die(fmt::format("cannot mount on {} (is fuse3 installed and /dev/fuse there?)", c.mountpoint));
+        die("mount", fmt::format("cannot mount on {} (is fuse3 installed and /dev/fuse there?)", c.mountpoint));
     }
     fuse_session* se = fuse_get_session(f);
     fuse_set_signal_handlers(se);
@@ -229,7 +225,7 @@ void run_mount(const mount_cli& c) {
     if (verbose)
         std::fprintf(stderr, "odl: mount: unmounted (%llu listing(s), %llu fetch(es))\n",
                      (unsigned long long)view.listings(), (unsigned long long)view.fetches());
-    if (rc != 0) die(fmt::format("FUSE loop ended with {}", rc));
+    if (rc != 0) die("mount", fmt::format("FUSE loop ended with {}", rc));
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "cli_common.h"
 
 namespace odl::cli {
 namespace {
@@ -29,15 +30,10 @@ struct package_opts {
     int jobs = 0;
 };
 
-std::string env_or(const char* name, const std::string& fallback) {
-    const char* v = std::getenv(name);
-    return v && *v ? v : fallback;
-}
-
 /// Runs argv with its stdout sent to our stderr (stdout is for the .deb
 /// paths only); each line it prints also goes to *lines when given.
 /// Returns the exit status (or 128+signal, 127 when it cannot start).
-int run(const std::vector<std::string>& argv, std::vector<std::string>* lines = nullptr) {
+int run_tee(const std::vector<std::string>& argv, std::vector<std::string>* lines = nullptr) {
     fmt::print(stderr, "odl: package: {}\n", fmt::join(argv, " "));
     std::fflush(stderr);
     int fds[2];
@@ -87,11 +83,6 @@ std::string cache_value(const std::string& build, const std::string& key) {
     return "";
 }
 
-[[noreturn]] void die(const std::string& msg, int rc = 1) {
-    std::fprintf(stderr, "odl: package: %s\n", msg.c_str());
-    std::exit(rc);
-}
-
 int package(const package_opts& o) {
     const std::string src = env_or("ODL_SOURCE_DIR", ODL_SOURCE_DIR_DEFAULT);
     const std::string build =
@@ -103,13 +94,13 @@ int package(const package_opts& o) {
     if (n <= 0) n = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
     const std::string jobs = std::to_string(n);
     if (!fs::exists(src + "/CMakeLists.txt"))
-        die(fmt::format("no source tree at {} (set ODL_SOURCE_DIR)", src), 2);
+        die("package", fmt::format("no source tree at {} (set ODL_SOURCE_DIR)", src), 2);
 
     // Packages of a sanitizer build would not run without the sanitizer
     // runtimes; a debug build is allowed but said.
     const std::string san = cache_value(build, "ODL_SANITIZE");
     if (!san.empty())
-        die(fmt::format("{} is a sanitizer build (ODL_SANITIZE={}); use --build-dir with another folder", build,
+        die("package", fmt::format("{} is a sanitizer build (ODL_SANITIZE={}); use --build-dir with another folder", build,
                         san),
             2);
     std::vector<std::string> configure = {"cmake", "-S", src, "-B", build};
@@ -121,10 +112,10 @@ int package(const package_opts& o) {
             fmt::print(stderr, "odl: package: note: {} is a '{}' build\n", build, type);
     }
     // Configure again: the package version carries the source id of now.
-    if (run(configure) != 0) die("cmake configure failed");
-    if (run({"cmake", "--build", build, "-j", jobs}) != 0) die("build failed");
+    if (run_tee(configure) != 0) die("package", "cmake configure failed");
+    if (run_tee({"cmake", "--build", build, "-j", jobs}) != 0) die("package", "build failed");
     std::vector<std::string> lines;
-    if (run({"cpack", "--config", build + "/CPackConfig.cmake", "-B", out}, &lines) != 0) die("cpack failed");
+    if (run_tee({"cpack", "--config", build + "/CPackConfig.cmake", "-B", out}, &lines) != 0) die("package", "cpack failed");
 
     const std::regex made(R"(^CPack: - package: (.*\.deb) generated\.$)");
     std::vector<std::string> debs;
@@ -132,7 +123,7 @@ int package(const package_opts& o) {
         std::smatch m;
         if (std::regex_match(l, m, made)) debs.push_back(m[1]);
     }
-    if (debs.empty()) die("cpack reported no .deb");
+    if (debs.empty()) die("package", "cpack reported no .deb");
     fmt::print(stderr, "odl: package: {} packages in {}\n", debs.size(), out);
     for (const auto& d : debs) fmt::print("{}\n", d);
     return 0;

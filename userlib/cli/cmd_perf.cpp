@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "perf_runner.h"
+#include "cli_common.h"
 
 namespace odl::cli {
 namespace {
@@ -37,25 +38,20 @@ struct perf_cli {
     double connect_timeout_s = 10;
 };
 
-[[noreturn]] void die(const std::string& msg) {
-    std::fprintf(stderr, "odl: perf: %s\n", msg.c_str());
-    std::exit(1);
-}
-
 uint64_t parse_size(const std::string& s) {
     size_t pos = 0;
     unsigned long long v = 0;
     try {
         v = std::stoull(s, &pos);
     } catch (const std::exception&) {
-        die(fmt::format("bad size '{}' (examples: 64, 4K, 1M)", s));
+        die("perf", fmt::format("bad size '{}' (examples: 64, 4K, 1M)", s));
     }
     const std::string unit = s.substr(pos);
     if (unit.empty() || unit == "B") return v;
     if (unit == "K" || unit == "KiB") return v << 10;
     if (unit == "M" || unit == "MiB") return v << 20;
     if (unit == "G" || unit == "GiB") return v << 30;
-    die(fmt::format("bad size unit in '{}' (use B, K, M or G)", s));
+    die("perf", fmt::format("bad size unit in '{}' (use B, K, M or G)", s));
 }
 
 std::vector<uint64_t> parse_sizes(const std::string& list) {
@@ -68,7 +64,7 @@ std::vector<uint64_t> parse_sizes(const std::string& list) {
         if (comma == std::string::npos) break;
         start = comma + 1;
     }
-    if (out.empty()) die("--sizes is empty");
+    if (out.empty()) die("perf", "--sizes is empty");
     return out;
 }
 
@@ -83,7 +79,7 @@ odl_dev* open_device(const perf_cli& c, uint32_t index) {
     p.connect_timeout_ns = uint64_t(c.connect_timeout_s * 1e9);
     odl_dev* dev = nullptr;
     const int rc = odl_open(&p, &dev);
-    if (rc != ODL_OK) die(fmt::format("cannot open {} device {}: {}", c.backend, index, odl_last_error()));
+    if (rc != ODL_OK) die("perf", fmt::format("cannot open {} device {}: {}", c.backend, index, odl_last_error()));
     return dev;
 }
 
@@ -148,7 +144,7 @@ pid_t spawn_server(const std::string& test, const perf_cli& c, uint32_t index) {
                                      std::to_string(index), "--quiet"};
     if (c.checksum) args.push_back("--checksum");
     const pid_t pid = fork();
-    if (pid < 0) die("fork failed");
+    if (pid < 0) die("perf", "fork failed");
     if (pid == 0) {
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
@@ -174,21 +170,21 @@ int reap(pid_t pid) {
 int run_perf(const std::string& test, perf_cli c) {
     const std::vector<std::string> tests = {"bandwidth", "latency", "jitter", "latency-load", "mimo"};
     if (std::find(tests.begin(), tests.end(), test) == tests.end())
-        die(fmt::format("unknown test '{}' (have: bandwidth, latency, jitter, latency-load, mimo)", test));
+        die("perf", fmt::format("unknown test '{}' (have: bandwidth, latency, jitter, latency-load, mimo)", test));
     uint32_t count = 0;
-    if (odl_device_count(c.backend.c_str(), &count) != ODL_OK) die(odl_last_error());
+    if (odl_device_count(c.backend.c_str(), &count) != ODL_OK) die("perf", odl_last_error());
     c.opt.test = test;
     if (!c.bytes.empty()) c.opt.bytes = parse_size(c.bytes);
     if (!c.load_size.empty()) c.opt.load_size = parse_size(c.load_size);
-    if (c.opt.load_size > (1ull << 31)) die("--load-size above the 2 GiB limit");
+    if (c.opt.load_size > (1ull << 31)) die("perf", "--load-size above the 2 GiB limit");
     if (!c.sizes.empty()) c.opt.sizes = parse_sizes(c.sizes);
     else if (test == "bandwidth") c.opt.sizes = {64, 512, 4096, 65536, 1 << 20, 4 << 20};
     else if (test == "latency") c.opt.sizes = {8, 64, 512, 4096, 65536};
     else c.opt.sizes = {test == "mimo" ? uint64_t(1) << 20 : 64};
     if (c.opt.streams < 1 || c.opt.streams > perf::kMaxBulkStreams)
-        die(fmt::format("--streams must be 1-{}", perf::kMaxBulkStreams));
+        die("perf", fmt::format("--streams must be 1-{}", perf::kMaxBulkStreams));
     for (uint64_t s : c.opt.sizes)
-        if (s > (1ull << 31)) die(fmt::format("message size {} above the 2 GiB limit", s));
+        if (s > (1ull << 31)) die("perf", fmt::format("message size {} above the 2 GiB limit", s));
 
     auto progress = [&](const std::string& line) {
         if (!c.quiet) fmt::print(stderr, "odl: perf: {}\n", line);
@@ -199,7 +195,7 @@ int run_perf(const std::string& test, perf_cli c) {
         try {
             perf::run_server(dev.get(), c.opt.stall_timeout_ms);
         } catch (const perf::perf_error& e) {
-            die(fmt::format("server: {}", e.what()));
+            die("perf", fmt::format("server: {}", e.what()));
         }
         warn_if_late(dev.get(), "server");
         return 0;
@@ -211,12 +207,12 @@ int run_perf(const std::string& test, perf_cli c) {
         try {
             index = uint32_t(std::stoul(c.client));
         } catch (const std::exception&) {
-            die(fmt::format("--client wants the device index that leads to the peer, not '{}'", c.client));
+            die("perf", fmt::format("--client wants the device index that leads to the peer, not '{}'", c.client));
         }
     } else {
         // sim: both ends on this machine, on the model server's link.
         if (c.backend != "loopback" && c.backend != "sim")
-            die(fmt::format("backend '{}' needs --server on one host and --client on the other", c.backend));
+            die("perf", fmt::format("backend '{}' needs --server on one host and --client on the other", c.backend));
         // A private namespace keeps concurrent self-spawned runs apart.
         const char* ns = std::getenv("ODL_LOOPBACK_NAMESPACE");
         setenv("ODL_LOOPBACK_NAMESPACE", fmt::format("{}perf-{}", ns ? ns : "", getpid()).c_str(), 1);

@@ -16,17 +16,13 @@
 
 #include "commands.h"
 #include "test_failures.h"
+#include "cli_common.h"
 
 namespace odl::cli {
 namespace {
 
-std::string env_or(const char* name, const std::string& fallback) {
-    const char* v = std::getenv(name);
-    return v && *v ? v : fallback;
-}
-
 /// Runs argv, inheriting stdio; returns the exit status (or 128+signal).
-int run(const std::vector<std::string>& argv) {
+int run_step(const std::vector<std::string>& argv) {
     fmt::print(stderr, "odl: test: {}\n", fmt::join(argv, " "));
     std::fflush(stderr);
     pid_t pid = fork();
@@ -90,16 +86,16 @@ int run_sanitizer_build(const std::string& src, const std::string& build, const 
         "-DODL_SANITIZE=" + sanitizers, "-DODL_BUILD_BENCHMARKS=OFF",
         // The pass runs the unit and fuzz labels: the model has its own.
         "-DODL_BUILD_MODEL=OFF", std::string("-DODL_FUZZ=") + (fuzz ? "ON" : "OFF")};
-    if (run(configure) != 0) {
+    if (run_step(configure) != 0) {
         fmt::print(stderr, "odl: test: configuring the {} build failed\n", suffix);
         return 1;
     }
-    if (run({"cmake", "--build", san, "-j", jobs}) != 0) {
+    if (run_step({"cmake", "--build", san, "-j", jobs}) != 0) {
         fmt::print(stderr, "odl: test: the {} build failed\n", suffix);
         return 1;
     }
     clock.lap(suffix + " build");
-    const int rc = run({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", labels});
+    const int rc = run_step({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", labels});
     clock.lap(suffix + " tests");
     if (rc != 0) fmt::print(stderr, "odl: test: {} ctest failed (exit {})\n", suffix, rc);
     return rc;
@@ -144,7 +140,7 @@ int run_tests(const test_options& opt) {
         ctest.push_back(opt.label);
     }
     phase_clock clock;
-    const int rc = run(ctest);
+    const int rc = run_step(ctest);
     clock.lap("ctest");
     if (rc != 0) fmt::print(stderr, "odl: test: ctest failed (exit {})\n", rc);
     // The sanitizer pass covers the unit and fuzz labels; it is skipped when

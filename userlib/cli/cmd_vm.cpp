@@ -15,14 +15,10 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "cli_common.h"
 
 namespace odl::cli {
 namespace {
-
-std::string env_or(const char* name, const std::string& fallback) {
-    const char* v = std::getenv(name);
-    return v && *v ? v : fallback;
-}
 
 /// Replaces this process with testbed.sh so signals reach it directly.
 [[noreturn]] void hand_over(const std::vector<std::string>& args) {
