@@ -33,6 +33,7 @@
 #include "exec/memory.h"
 #include "exec/ramblock.h"
 #include "qemu/rcu.h"
+#include "sysemu/runstate.h"
 #include <poll.h>
 #include <sys/un.h>
 #include "odl_usb4_nhi.h"
@@ -698,6 +699,24 @@ static void odl_linkd_sync(void *opaque)
     if (s->link.fd < 0) {
         return;
     }
+    if (qemu_shutdown_requested_get() != SHUTDOWN_CAUSE_NONE) {
+        /*
+         * The guest powered off inside this window; the stopped vCPU's clock
+         * jumped here. Leave now, in this window, rather than when the main
+         * loop gets to the shutdown: a SYNC would let the run go on without
+         * us for a wall-clock-dependent while, and the others would see us
+         * leave at another simulated time in every run.
+         */
+        odl_linkd_msg(s, &m, ODL_LINKD_TERMINATE, 0);
+        m.body.terminate.reason = odl_cpu_le32(ODL_LINKD_TERM_NORMAL);
+        odl_linkd_send(s, &m, NULL, 0);
+        if (s->link.fd >= 0) {
+            qemu_set_fd_handler(s->link.fd, NULL, NULL, NULL);
+            close(s->link.fd);
+            s->link.fd = -1;
+        }
+        return;
+    }
     odl_linkd_msg(s, &m, ODL_LINKD_SYNC, 0);
     if (!odl_linkd_send(s, &m, NULL, 0)) {
         return;
@@ -718,7 +737,13 @@ static void odl_linkd_sync(void *opaque)
             continue;
         }
         if (odl_le16(m.hdr.type) == ODL_LINKD_SYNC) {
-            break;
+            if (odl_le64(m.hdr.ts_ps) != 0) {
+                break;
+            }
+            /* A hold: odl-linkd is alive and keeps the run stopped. */
+            deadline = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
+                       ODL_LINKD_SYNC_TIMEOUT_MS;
+            continue;
         }
         odl_linkd_handle(s, &m);
         if (s->link.fd < 0) {

@@ -56,6 +56,36 @@ static const MemoryRegionOps odl_nhi_bar0_ops = {
     },
 };
 
+/*
+ * The testbed mailbox (deterministic mode): the guest's agent takes
+ * `odl vm exec` commands from odl-linkd here, at simulated times the
+ * server chooses (include/odl/wire/linkd.h, ODL_LINKD_MBOX_*).
+ */
+static uint64_t odl_nhi_mbox_read(void *opaque, hwaddr addr, unsigned size)
+{
+    return odl_linkd_mmio_read(opaque, ODL_LINKD_MBOX_BAR, addr, size);
+}
+
+static void odl_nhi_mbox_write(void *opaque, hwaddr addr, uint64_t val,
+                               unsigned size)
+{
+    odl_linkd_mmio_write(opaque, ODL_LINKD_MBOX_BAR, addr, val, size);
+}
+
+static const MemoryRegionOps odl_nhi_mbox_ops = {
+    .read = odl_nhi_mbox_read,
+    .write = odl_nhi_mbox_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 1,
+        .max_access_size = 4,
+    },
+    .impl = {
+        .min_access_size = 1,
+        .max_access_size = 4,
+    },
+};
+
 static void odl_nhi_write_config(PCIDevice *pdev, uint32_t addr,
                                  uint32_t val, int len)
 {
@@ -115,6 +145,12 @@ static void odl_nhi_realize(PCIDevice *pdev, Error **errp)
         error_setg(errp, "odl-usb4-nhi: deterministic=on needs QEMU's "
                    "instruction counting (-icount shift=N,sleep=off)");
         goto err_pcie;
+    }
+    if (s->deterministic) {
+        memory_region_init_io(&s->mbox, OBJECT(s), &odl_nhi_mbox_ops, s,
+                              "odl-usb4-nhi-mailbox", ODL_LINKD_MBOX_BYTES);
+        pci_register_bar(pdev, ODL_LINKD_MBOX_BAR,
+                         PCI_BASE_ADDRESS_SPACE_MEMORY, &s->mbox);
     }
     odl_linkd_init(s);
     /*

@@ -38,6 +38,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(OdlUsb4NhiState, ODL_USB4_NHI)
 /*
  * Deterministic mode: how long the device waits at its horizon for the next
  * grant (the other hosts run their windows and the model advances first).
+ * A hold from the server (a SYNC stamped 0) starts the wait again.
  */
 #define ODL_LINKD_SYNC_TIMEOUT_MS 120000
 /* Messages handled per fd-handler call, so the main loop stays responsive. */
@@ -81,6 +82,7 @@ struct OdlUsb4NhiState {
     PCIDevice parent_obj;
 
     MemoryRegion bar0;
+    MemoryRegion mbox;      /* deterministic mode: the testbed mailbox */
     OdlLinkdClient link;
 
     /* properties */

@@ -328,6 +328,10 @@ cmd_up() {
 	# The IOMMU comes before the PCI devices it translates for; the guest
 	# turns it on (Debian leaves it off) in DMA-domain or passthrough mode.
 	local iommu_dev=() kargs=""  # extra kernel arguments
+	# Deterministic: commands come through the device's mailbox (the guest's
+	# agent), replies go to a file: a serial line's input arrives at
+	# wall-clock moments, and one that cannot take output makes a guest wait.
+	[ "$det" = 0 ] || kargs=" odl.det=1"
 	if [ "$iommu" != off ]; then
 		iommu_dev=(-device intel-iommu)
 		kargs=" intel_iommu=on"
@@ -353,6 +357,8 @@ cmd_up() {
 			boot=(-kernel "$image/vmlinuz" -initrd "$initrd"
 				-append "console=ttyS0 panic=-1 odl.host=$v$kargs" -net none)
 		fi
+		local ctl_dev=(-chardev "socket,id=ctl,path=$dir/$v.ctl,server=on,wait=off")
+		[ "$det" = 0 ] || ctl_dev=(-chardev "file,id=ctl,path=$dir/$v.agent.log")
 		say "starting VM $v ($(cat "$image/KERNEL_VERSION"), ${ODL_VM_ACCEL:-tcg})"
 		# shellcheck disable=SC2206 # ODL_VM_QEMU_ARGS: words on purpose
 		local argv=("$qemu" ${ODL_VM_BIOS_DIR:+-L "$ODL_VM_BIOS_DIR"} -L /usr/share/qemu -L /usr/share/seabios
@@ -360,7 +366,7 @@ cmd_up() {
 			-display none -vga none -monitor none -no-reboot -parallel none
 			"${boot[@]}"
 			-chardev "file,id=con,path=$dir/$v.console.log" -serial chardev:con
-			-chardev "socket,id=ctl,path=$dir/$v.ctl,server=on,wait=off" -serial chardev:ctl
+			"${ctl_dev[@]}" -serial chardev:ctl
 			-device "odl-usb4-nhi,socket=$dir/linkd.sock,host-id=$idx$det_dev"
 			-d guest_errors ${ODL_VM_QEMU_ARGS:-})
 		# Kept for `reset`, which starts the guest again exactly so.
@@ -415,6 +421,10 @@ cmd_exec() {
 	v=$(vm_name "$1")
 	shift
 	alive "$dir/$v.qemu.pid" || die "VM $v is not running"
+	if [ -e "$dir/deterministic" ]; then
+		det_exec "$v" "$*"
+		return
+	fi
 	ODL_CTL="$dir/$v.ctl" ODL_TIMEOUT="${ODL_VM_EXEC_TIMEOUT:-60}" python3 - "$*" <<'PY'
 import os, re, socket, sys, time
 cmd = sys.argv[1]
@@ -444,6 +454,49 @@ while True:
         sys.stdout.buffer.write(buf[:m.start()])
         sys.stdout.flush()
         sys.exit(int(m.group(1)))
+PY
+}
+
+# Deterministic mode: odl-linkd hands the command to the guest's agent
+# (the device's mailbox) and lets the run go on until the agent says it is
+# done, or ODL_VM_EXEC_TIMEOUT seconds of simulated time passed; the reply is
+# what the agent wrote to $v.agent.log since.
+det_exec() {
+	local v=$1 cmd=$2 idx
+	idx=$(vm_index "$v")
+	alive "$dir/linkd.pid" || die "odl-linkd is not running"
+	ODL_SOCK="$dir/linkd.ctl" ODL_LOG="$dir/$v.agent.log" ODL_TIMEOUT="${ODL_VM_EXEC_TIMEOUT:-60}" \
+		python3 - "$idx" "$cmd" <<'PY'
+import os, re, socket, sys
+host, cmd = sys.argv[1], sys.argv[2]
+if "\n" in cmd:
+    sys.exit("odl: vm: exec: the command must be one line")
+log = os.environ["ODL_LOG"]
+start = os.path.getsize(log) if os.path.exists(log) else 0
+timeout_s = float(os.environ["ODL_TIMEOUT"])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+# Simulated seconds run slower than wall ones (a boot about 4x): the wall
+# bound is generous, but a bound.
+s.settimeout(60 + 20 * timeout_s)
+s.connect(os.environ["ODL_SOCK"])
+s.send(f"exec {host} {int(timeout_s * 1000)} {cmd}".encode())
+try:
+    reply = s.recv(65536).decode()
+except socket.timeout:
+    sys.exit("odl: vm: exec: odl-linkd did not answer")
+with open(log, "rb") as f:
+    f.seek(start)
+    out = f.read()
+if not reply.startswith("ok"):
+    sys.stdout.buffer.write(out)
+    sys.exit("odl: vm: exec: " + (reply[7:] if reply.startswith("error: ") else reply or "odl-linkd closed the request"))
+m = re.search(rb"@@ODL-DONE (\d+)@@\n?", out)
+if not m:
+    sys.stdout.buffer.write(out)
+    sys.exit("odl: vm: exec: the agent's reply is incomplete")
+sys.stdout.buffer.write(out[:m.start()])
+sys.stdout.flush()
+sys.exit(int(m.group(1)))
 PY
 }
 
@@ -526,9 +579,10 @@ cmd_kill() {
 linkd_ctl() {
 	alive "$dir/linkd.pid" || die "odl-linkd is not running"
 	python3 - "$dir/linkd.ctl" "$*" <<'PY'
-import socket, sys
+import os, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.settimeout(5)
+# "advance" in a deterministic run answers once the run got there.
+s.settimeout(float(os.environ.get("ODL_CTL_TIMEOUT", "5")))
 s.connect(sys.argv[1])
 s.send(sys.argv[2].encode())
 reply = s.recv(65536).decode()

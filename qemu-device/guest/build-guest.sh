@@ -14,6 +14,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
 cache=${ODL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/odl}
 series=${1:-6.12}
 say() { printf 'odl: guest: %s\n' "$*" >&2; }
@@ -24,7 +25,8 @@ pkg=${resolved% *} ver=${resolved#* }
 extra=${ODL_GUEST_EXTRA:-}
 [ -z "$extra" ] || [ -d "$extra" ] || die "ODL_GUEST_EXTRA=$extra is not a directory"
 hash=$({
-	cat "$here/init" "$here/build-guest.sh"
+	cat "$here/init" "$here/build-guest.sh" "$here/odl_mbox.c" "$repo/include/odl/wire/linkd.h" \
+		"$repo/include/odl/wire/wire_common.h"
 	if [ -n "$extra" ]; then (cd "$extra" && find . -type f | LC_ALL=C sort | xargs -r sha256sum); fi
 } | sha256sum | cut -c1-12)
 dest="$cache/guest-$pkg-$ver-$hash"
@@ -74,6 +76,10 @@ root="$work/root"
 mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,tmp,odl,lib/modules,lib64,usr/bin}
 install -m 0755 /bin/busybox "$root/bin/busybox"
 install -m 0755 "$here/init" "$root/init"
+# The mailbox agent of deterministic runs (odl_mbox.c), static: the image
+# has no C library.
+gcc -O2 -Wall -Wextra -Werror -static -I"$repo/include" "$here/odl_mbox.c" -o "$root/usr/bin/odl-mbox" ||
+	die "building odl-mbox failed"
 # Module file names moved between series (6.1: drivers/net/thunderbolt-net.ko,
 # 6.12: drivers/net/thunderbolt/thunderbolt_net.ko); find them by name.
 for name in thunderbolt thunderbolt_net; do

@@ -37,7 +37,8 @@
  */
 enum odl_linkd_type {
 	ODL_LINKD_HELLO = 0x01,     /* first message each way: body.hello */
-	ODL_LINKD_SYNC = 0x02,      /* no body: nothing earlier than ts_ps follows */
+	ODL_LINKD_SYNC = 0x02,      /* no body: nothing earlier than ts_ps follows;
+				     * from the model with ts_ps 0: a hold */
 	ODL_LINKD_TERMINATE = 0x03, /* body.terminate; the sender closes next */
 
 	ODL_LINKD_DEV_FIRST = 0x40,
@@ -63,6 +64,35 @@ enum odl_linkd_type {
 /* odl_linkd_hello.mode: how the two sides keep time */
 #define ODL_LINKD_MODE_FREE 0u /* free-running, model paced to wall clock */
 #define ODL_LINKD_MODE_DET 1u  /* deterministic, conservative windows (later) */
+
+/*
+ * Deterministic mode: a model SYNC with ts_ps 0 is a hold, not a grant: the
+ * server is alive and keeps the run stopped (its controller, `odl vm exec`,
+ * has not asked for more yet). A waiting device starts its grant timeout
+ * again; the server sends one at least every ODL_LINKD_HOLD_INTERVAL_MS.
+ */
+#define ODL_LINKD_HOLD_INTERVAL_MS 10000u
+
+/*
+ * The testbed mailbox (deterministic mode only): BAR 4 of the QEMU device,
+ * forwarded to the server like BAR0 (odl_linkd_mmio.bar 4). The guest's
+ * agent (qemu-device/guest/init) takes commands from it at points of
+ * simulated time the server chooses, so `odl vm exec` does not make a
+ * deterministic run differ: the command is there before the guest looks,
+ * and the run stands still until the controller sends the next one.
+ * Offsets, 32-bit little-endian registers:
+ */
+#define ODL_LINKD_MBOX_BAR 4u
+#define ODL_LINKD_MBOX_BYTES 0x1000u
+#define ODL_LINKD_MBOX_MAGIC 0x000u    /* RO: ODL_LINKD_MBOX_MAGIC_VALUE */
+#define ODL_LINKD_MBOX_CMD_SEQ 0x004u  /* RO: the latest command's number, 0: none */
+#define ODL_LINKD_MBOX_CMD_LEN 0x008u  /* RO: its length in bytes */
+#define ODL_LINKD_MBOX_READY 0x00cu    /* WO: 1 once the agent polls */
+#define ODL_LINKD_MBOX_DONE_RC 0x010u  /* WO: the finished command's exit status */
+#define ODL_LINKD_MBOX_DONE_SEQ 0x014u /* WO: its number; written after DONE_RC */
+#define ODL_LINKD_MBOX_CMD 0x100u      /* RO: the command's bytes */
+#define ODL_LINKD_MBOX_CMD_MAX (ODL_LINKD_MBOX_BYTES - ODL_LINKD_MBOX_CMD)
+#define ODL_LINKD_MBOX_MAGIC_VALUE 0x4d4c444fu /* "ODLM" */
 
 /*
  * odl_linkd_hello.features: unknown bits are ignored. The device sets the
@@ -177,7 +207,7 @@ ODL_WIRE_SIZE(struct odl_linkd_dev_info, 32);
 
 /**
  * struct odl_linkd_mmio - MMIO_READ, MMIO_WRITE and MMIO_READ_CPL body.
- * @bar: BAR index (only 0 is forwarded today)
+ * @bar: BAR index: 0, or ODL_LINKD_MBOX_BAR in deterministic mode
  * @size: access size in bytes: 1, 2, 4 or 8 (CPL: copied from the request)
  * @reserved0: zero
  * @status: CPL only: ODL_LINKD_ST_*; zero in requests

@@ -18,7 +18,9 @@
 #include <cstdlib>
 #include <cerrno>
 #include <chrono>
+#include <cctype>
 #include <cstring>
+#include <sstream>
 
 #include "odl/wire/linkd_codec.h"
 #include "shared_ram.h"
@@ -303,7 +305,7 @@ conn_stats server::live_stats() const {
 }
 
 server::server(server_config cfg, model_backend& model)
-    : m_cfg(std::move(cfg)), m_model(model), m_start_ns(mono_ns()) {}
+    : m_cfg(std::move(cfg)), m_model(model), m_start_ns(mono_ns()), m_det_ctl(model.host_count()) {}
 
 server::~server() {
     for (auto& c : m_conns) {
@@ -316,6 +318,7 @@ server::~server() {
         if (c->was_attached()) m_model.attach(static_cast<unsigned>(c->host()), nullptr);
     }
     m_conns.clear();
+    if (m_det_reply_fd >= 0) reply_control(m_det_reply_fd, "error: odl-linkd stopped");
 }
 
 
@@ -340,30 +343,160 @@ bool server::listen(std::string& err) {
 // "cable [N] stats" (N: the cable, 0 when left out), "status", "nhi",
 // "fault add SPEC|clear|status".
 void server::control_one() {
-    answer_control(m_ctl.fd(), [this](const std::string& cmd) -> std::string {
-        if (cmd.empty()) return "error: no command";
-        if (cmd.rfind("cable ", 0) == 0) {
-            // A deterministic run takes its events at model times (--event):
-            // one applied whenever a command arrives would differ per run.
-            const bool query = cmd.size() >= 6 && cmd.compare(cmd.size() - 6, 6, " stats") == 0;
-            if (m_cfg.deterministic && !query)
-                return std::string("error: deterministic mode: cable events come with odl-linkd --event TIME_NS:EVENT");
-            return cable_command(cmd);
+    std::string cmd;
+    const int fd = take_control(m_ctl.fd(), cmd);
+    if (fd < 0) return;
+    if (m_cfg.deterministic && det_request(cmd, fd)) return;
+    reply_control(fd, control_reply(cmd));
+}
+
+std::string server::control_reply(const std::string& cmd) {
+    if (cmd.empty()) return "error: no command";
+    if (cmd.rfind("cable ", 0) == 0) {
+        // A deterministic run takes its events at model times (--event), or
+        // while its controller holds it (the same instant in every run); one
+        // applied whenever a command arrives would differ per run.
+        const bool query = cmd.size() >= 6 && cmd.compare(cmd.size() - 6, 6, " stats") == 0;
+        if (m_cfg.deterministic && !query && !(m_det_ctl.controlled() && !m_det_ctl.busy()))
+            return std::string("error: deterministic mode: cable events come with odl-linkd --event TIME_NS:EVENT, "
+                               "or while the run stands still between exec and advance requests");
+        return cable_command(cmd);
+    }
+    if (cmd == "status") return fmt::format("ok hosts {} bad {}", attached_hosts(), m_total_bad);
+    if (cmd == "nhi") {
+        const std::string d = m_model.describe();
+        return d.empty() ? "error: this model has no NHI state to show" : "ok\n" + d;
+    }
+    if (cmd.rfind("fault ", 0) == 0 && m_cfg.fault_command) {
+        std::string reply = m_cfg.fault_command(cmd.substr(6));
+        fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
+        return reply;
+    }
+    return fmt::format("error: unknown command (have: cable [N] plug|unplug|retrain, cable [N] degrade GEN LANES, "
+                       "cable [N] ber RATE, cable [N] stats, status, nhi{}{})",
+                       m_cfg.fault_command ? ", fault add SPEC, fault clear, fault status" : "",
+                       m_cfg.deterministic ? ", time, exec HOST TIMEOUT_MS CMD, advance NS, at NS cable ..." : "");
+}
+
+// Deterministic mode's requests: "time" (answered now), "exec HOST
+// TIMEOUT_MS CMD" and "advance NS" (answered when met: the run goes on
+// until then). True when @fd was taken (answered or kept for later).
+bool server::det_request(const std::string& cmd, int fd) {
+    const auto number = [](const std::string& w, std::uint64_t& v) {
+        if (w.empty() || w.size() > 19 || w.find_first_not_of("0123456789") != std::string::npos) return false;
+        v = std::stoull(w);
+        return true;
+    };
+    std::string err;
+    if (cmd == "time") {
+        reply_control(fd, fmt::format("ok {} ns ready {} {}", m_det_now / 1000, m_det_ctl.ready_hosts(),
+                                      m_det_ctl.controlled() ? (m_det_ctl.busy() ? "running" : "held") : "booting"));
+        return true;
+    }
+    if (cmd.rfind("exec ", 0) == 0) {
+        // exec HOST TIMEOUT_MS CMD: the command is everything after the second number.
+        const std::size_t a = cmd.find(' ', 5);
+        const std::size_t b = a == std::string::npos ? a : cmd.find(' ', a + 1);
+        std::uint64_t host = 0, ms = 0;
+        if (b == std::string::npos || !number(cmd.substr(5, a - 5), host) || !number(cmd.substr(a + 1, b - a - 1), ms) ||
+            ms > 86'400'000)
+            err = "usage: exec HOST TIMEOUT_MS CMD (TIMEOUT_MS at most a day)";
+        else
+            err = m_det_ctl.exec(static_cast<unsigned>(std::min<std::uint64_t>(host, UINT32_MAX)), ms * 1'000'000'000,
+                                 cmd.substr(b + 1), m_det_now);
+    } else if (cmd.rfind("at ", 0) == 0) {
+        // at NS cable [N] EVENT: a timed event (as --event), handed over
+        // while the run stands so that it cannot arrive too late.
+        const std::size_t sp = cmd.find(' ', 3);
+        std::uint64_t ns = 0;
+        std::istringstream words(sp == std::string::npos ? "" : cmd.substr(sp + 1));
+        std::string w0, w;
+        words >> w0 >> w;
+        if (!w.empty() && std::isdigit(static_cast<unsigned char>(w[0]))) words >> w;
+        static const char* known[] = {"plug", "unplug", "retrain", "degrade", "ber"};
+        if (sp == std::string::npos || !number(cmd.substr(3, sp - 3), ns) || ns > 86'400'000'000'000 || w0 != "cable" ||
+            std::none_of(std::begin(known), std::end(known), [&](const char* k) { return w == k; }))
+            err = "usage: at NS cable [N] plug|unplug|retrain|degrade GEN LANES|ber RATE";
+        else if (!m_det_ctl.controlled() || m_det_ctl.busy())
+            err = "at: only while the run stands (between exec and advance requests)";
+        else if (ns * 1000 <= m_det_now)
+            err = fmt::format("at {} ns: the run is at {} ns already", ns, m_det_now / 1000);
+        else {
+            auto& ev = m_cfg.timed_events;
+            // Every event before the next one due is at or before now.
+            const auto pos = std::upper_bound(ev.begin(), ev.end(), ns * 1000,
+                                              [](std::uint64_t t, const auto& e) { return t < e.first; });
+            ev.insert(pos, {ns * 1000, cmd.substr(sp + 1)});
+            reply_control(fd, fmt::format("ok at {} ns", ns));
+            return true;
         }
-        if (cmd == "status") return fmt::format("ok hosts {} bad {}", attached_hosts(), m_total_bad);
-        if (cmd == "nhi") {
-            const std::string d = m_model.describe();
-            return d.empty() ? "error: this model has no NHI state to show" : "ok\n" + d;
+        reply_control(fd, "error: " + err);
+        return true;
+    } else if (cmd.rfind("advance ", 0) == 0) {
+        std::uint64_t ns = 0;
+        if (!number(cmd.substr(8), ns) || ns > 86'400'000'000'000)
+            err = "usage: advance NS (at most a day)";
+        else
+            err = m_det_ctl.advance(ns * 1000, m_det_now);
+    } else {
+        return false;
+    }
+    if (!err.empty()) {
+        reply_control(fd, "error: " + err);
+        return true;
+    }
+    if (m_det_reply_fd >= 0) reply_control(m_det_reply_fd, "error: superseded");
+    m_det_reply_fd = fd;
+    return true;
+}
+
+// The request met: its answer to the connection that asked.
+void server::det_answer() {
+    if (const auto reply = m_det_ctl.finished(m_det_now)) {
+        if (m_det_reply_fd >= 0) reply_control(m_det_reply_fd, *reply);
+        m_det_reply_fd = -1;
+    }
+}
+
+// The run stands still: hosts waiting for a grant hear that odl-linkd is
+// alive (a SYNC stamped 0), so they do not give up on it.
+void server::det_hold(const std::vector<connection*>& order) {
+    const std::int64_t now = mono_ns();
+    if (now - m_det_hold_ns < std::int64_t{ODL_LINKD_HOLD_INTERVAL_MS} * 1'000'000 / 2) return;
+    m_det_hold_ns = now;
+    for (auto* c : order) {
+        struct odl_linkd_msg m;
+        odl_linkd_msg_init(&m, ODL_LINKD_SYNC, 0, 0, 0);
+        c->send(m, nullptr, 0, 0);
+    }
+}
+
+// A guest agent's access to the testbed mailbox (BAR 4, deterministic mode).
+void server::mailbox(connection& c, const struct odl_linkd_msg& m) {
+    const unsigned type = odl_le16(m.hdr.type);
+    const std::uint64_t off = odl_le64(m.body.mmio.offset);
+    const unsigned size = m.body.mmio.size;
+    const auto host = static_cast<unsigned>(c.host());
+    m_det_mbox_msgs += type == ODL_LINKD_MMIO_READ ? 2 : 1;
+    if (type == ODL_LINKD_MMIO_WRITE) {
+        const std::string why = m_det_ctl.mbox_write(host, off, size, static_cast<std::uint32_t>(odl_le64(m.body.mmio.data)));
+        if (!why.empty()) {
+            note_bad(c, "mailbox write refused");
+            fmt::print(stderr, "odl-linkd: host {}: {}\n", host, why);
+        } else if (off == ODL_LINKD_MBOX_READY && m_det_ctl.controlled()) {
+            fmt::print(stderr, "odl-linkd: every host's agent is ready at {:.6f} s: the run goes on as asked "
+                               "(exec, advance)\n", double(m_det_now) / 1e12);
         }
-        if (cmd.rfind("fault ", 0) == 0 && m_cfg.fault_command) {
-            std::string reply = m_cfg.fault_command(cmd.substr(6));
-            fmt::print(stderr, "odl-linkd: control: {} -> {}\n", cmd, reply);
-            return reply;
-        }
-        return fmt::format("error: unknown command (have: cable [N] plug|unplug|retrain, cable [N] degrade GEN LANES, "
-                           "cable [N] ber RATE, cable [N] stats, status, nhi{})",
-                           m_cfg.fault_command ? ", fault add SPEC, fault clear, fault status" : "");
-    });
+        return;
+    }
+    struct odl_linkd_msg r;
+    odl_linkd_msg_init(&r, ODL_LINKD_MMIO_READ_CPL, 0, 0, odl_le64(m.hdr.tag));
+    r.body.mmio = m.body.mmio;
+    if (size >= 1 && size <= 4 && off < ODL_LINKD_MBOX_BYTES && size <= ODL_LINKD_MBOX_BYTES - off)
+        r.body.mmio.data = odl_cpu_le64(m_det_ctl.mbox_read(host, off, size));
+    else
+        r.body.mmio.status = odl_cpu_le32(ODL_LINKD_ST_BAD_REQ);
+    c.send(r);
 }
 
 // "cable [N] EVENT": the control socket's cable commands, also the
@@ -409,6 +542,7 @@ void server::accept_one() {
 
 void server::drop(connection& c, const char* why) {
     if (c.st() == connection::state::dead) return;
+    if (m_cfg.deterministic && c.host() >= 0 && m_det_started) m_det_ctl.host_left(static_cast<unsigned>(c.host()));
     if (c.host() >= 0)
         fmt::print(stderr, "odl-linkd: host {} dropped: {}\n", c.host(), why);
     else if (m_cfg.verbose)
@@ -501,6 +635,10 @@ void server::handle(connection& c, const struct odl_linkd_msg& m,
     switch (type) {
     case ODL_LINKD_MMIO_READ:
     case ODL_LINKD_MMIO_WRITE: {
+        if (m.body.mmio.bar == ODL_LINKD_MBOX_BAR && m_cfg.deterministic) {
+            mailbox(c, m);
+            break;
+        }
         const std::uint64_t off = odl_le64(m.body.mmio.offset);
         const unsigned size = m.body.mmio.size;
         const bool ok = m.body.mmio.bar == 0 && off < bar0 && size <= bar0 - off;
@@ -721,6 +859,7 @@ void server::run_deterministic() {
     };
     while (!m_stop.load()) {
         reap();
+        bool held = false;
         if (!m_det_started) {
             // Wait for every host's HELLO; then attach them and take what
             // they sent up to their first SYNC, host by host.
@@ -750,9 +889,18 @@ void server::run_deterministic() {
                                double(m_det_now) / 1e12, windows, double(m_det_model_ns) / 1e9, hosts);
                 }
                 ended = true;
-            } else {
+                if (m_det_reply_fd >= 0) reply_control(m_det_reply_fd, "error: every host left the run");
+                m_det_reply_fd = -1;
+            } else if (m_det_ctl.may_run(m_det_now)) {
                 det_turn(order, quantum, next_event);
                 windows++;
+                det_answer();
+            } else {
+                // Every agent ready and no request (or one just met): the
+                // run stands still until the controller asks for more.
+                det_answer();
+                det_hold(order);
+                held = true;
             }
         }
         // The listener and the control socket: waited on only before the
@@ -770,7 +918,7 @@ void server::run_deterministic() {
             }
         int r;
         do {
-            r = ::poll(pfds.data(), pfds.size(), m_det_started && !ended ? 0 : 100);
+            r = ::poll(pfds.data(), pfds.size(), m_det_started && !ended && !held ? 0 : 100);
         } while (r < 0 && errno == EINTR && !m_stop.load());
         if (r <= 0) continue;
         if (pfds[0].revents & POLLIN) accept_one();
@@ -792,7 +940,7 @@ void server::det_turn(const std::vector<connection*>& order, std::uint64_t& quan
     auto traffic = [this] {
         std::uint64_t n = 0;
         for (auto& c : m_conns) n += c->stats().rx_msgs + c->stats().tx_msgs + c->stats().dma_direct;
-        return n;
+        return n - m_det_mbox_msgs;  // an agent polling its mailbox moves nothing
     };
     while (next_event < events.size() && events[next_event].first <= m_det_now) {
         const std::string reply = cable_command(events[next_event].second);
@@ -807,10 +955,13 @@ void server::det_turn(const std::vector<connection*>& order, std::uint64_t& quan
     const std::uint64_t due = m_model.next_event_ps();
     std::uint64_t horizon = m_det_now + quantum;
     const std::uint64_t soonest = m_det_now + m_cfg.quantum_ps;
-    // Stop at the model's next action and the next timed event
-    // (one quantum at least), to the nanosecond QEMU's timers know.
+    // Stop at the model's next action and the next timed event (one
+    // quantum at least), to the nanosecond QEMU's timers know; and at the
+    // end of the controller's request exactly.
     for (std::uint64_t at : {due, next_event < events.size() ? events[next_event].first : UINT64_MAX})
         if (at != UINT64_MAX) horizon = std::min(horizon, std::max(soonest, (at + 999) / 1000 * 1000));
+    if (const std::uint64_t end = m_det_ctl.limit(); end != UINT64_MAX && end > m_det_now)
+        horizon = std::min(horizon, (end + 999) / 1000 * 1000);
     const std::uint64_t before = traffic();
     // A host may end its window early (soon after an MMIO write, so that
     // what it started is modelled in time); the hosts after it then run

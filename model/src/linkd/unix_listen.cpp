@@ -47,20 +47,30 @@ bool unix_listener::open(const std::string& path, std::string& err) {
     return m_fd >= 0;
 }
 
-void answer_control(int listen_fd, const std::function<std::string(const std::string&)>& handler) {
+int take_control(int listen_fd, std::string& cmd) {
+    cmd.clear();
     const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) return;
+    if (fd < 0) return -1;
     struct pollfd p = {fd, POLLIN, 0};
-    char buf[512] = {};
-    std::string cmd;
+    // One datagram: a command for a guest's agent may take a few KiB.
+    std::string buf(8192, '\0');
     if (::poll(&p, 1, 1000) == 1) {
-        const ssize_t n = ::recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
-        cmd.assign(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+        const ssize_t n = ::recv(fd, buf.data(), buf.size(), MSG_DONTWAIT);
+        cmd.assign(buf.data(), n > 0 ? static_cast<std::size_t>(n) : 0);
         while (!cmd.empty() && (cmd.back() == '\n' || cmd.back() == '\r' || cmd.back() == ' ')) cmd.pop_back();
     }
-    const std::string reply = handler(cmd);
+    return fd;
+}
+
+void reply_control(int fd, const std::string& reply) {
     ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     ::close(fd);
+}
+
+void answer_control(int listen_fd, const std::function<std::string(const std::string&)>& handler) {
+    std::string cmd;
+    const int fd = take_control(listen_fd, cmd);
+    if (fd >= 0) reply_control(fd, handler(cmd));
 }
 
 }  // namespace odl::model::linkd

@@ -2,6 +2,7 @@
 // odl-linkd server plumbing against fake QEMU devices: handshake, MMIO
 // forwarding, DMA and IRQ from the model, hostile input, and that one host
 // going away leaves the server and the other hosts running.
+#include "odl/model/linkd/det_control.h"
 #include "odl/model/linkd/server.h"
 
 #include <gtest/gtest.h>
@@ -163,9 +164,10 @@ public:
         if (!recv(r) || odl_le16(r.hdr.type) != ODL_LINKD_DEV_INFO) return false;
         return odl_le32(r.body.dev_info.bar0_bytes) == 0x40000;
     }
-    bool mmio_write(std::uint64_t off, std::uint64_t v) {
+    bool mmio_write(std::uint64_t off, std::uint64_t v, unsigned bar = 0) {
         struct odl_linkd_msg m;
         odl_linkd_msg_init(&m, ODL_LINKD_MMIO_WRITE, 0, 0, 0);
+        m.body.mmio.bar = static_cast<__u8>(bar);
         m.body.mmio.size = 4;
         m.body.mmio.offset = odl_cpu_le64(off);
         m.body.mmio.data = odl_cpu_le64(v);
@@ -176,6 +178,14 @@ public:
         struct odl_linkd_msg m;
         odl_linkd_msg_init(&m, ODL_LINKD_SYNC, 0, ts_ps, 0);
         return send(m);
+    }
+    /// Deterministic mode: the next SYNC's time (0: a hold), or -1 when
+    /// none came within @timeout_ms.
+    long long next_sync(int timeout_ms) {
+        struct odl_linkd_msg m;
+        while (recv(m, nullptr, timeout_ms))
+            if (odl_le16(m.hdr.type) == ODL_LINKD_SYNC) return static_cast<long long>(odl_le64(m.hdr.ts_ps));
+        return -1;
     }
     /// Deterministic mode: the next grant's horizon, ps; 0 when none came
     /// within @timeout_ms (other messages before it are skipped).
@@ -200,9 +210,10 @@ public:
         return send_fds(m, fds);
     }
     /// MMIO read; returns the completion status or -1 on no answer.
-    long mmio_read(std::uint64_t off, std::uint64_t& v, unsigned size = 4) {
+    long mmio_read(std::uint64_t off, std::uint64_t& v, unsigned size = 4, unsigned bar = 0) {
         struct odl_linkd_msg m;
         odl_linkd_msg_init(&m, ODL_LINKD_MMIO_READ, 0, 0, ++m_tag);
+        m.body.mmio.bar = static_cast<__u8>(bar);
         m.body.mmio.size = static_cast<__u8>(size);
         m.body.mmio.offset = odl_cpu_le64(off);
         if (!send(m)) return -1;
@@ -831,6 +842,142 @@ TEST_F(LinkdDeterministic, RefusalsAndTimedEvents) {
         refused = late.recv(r, nullptr, 10) && odl_le16(r.hdr.type) == ODL_LINKD_TERMINATE;
     }
     EXPECT_TRUE(refused) << "a host joined a run under way";
+}
+
+
+// The testbed mailbox's registers as an agent sees them, and what the
+// controller refuses.
+TEST(LinkdDetControl, MailboxAndRefusals) {
+    det_control c(2);
+    EXPECT_EQ(c.mbox_read(0, ODL_LINKD_MBOX_MAGIC, 4), ODL_LINKD_MBOX_MAGIC_VALUE);
+    EXPECT_EQ(c.mbox_read(0, ODL_LINKD_MBOX_MAGIC + 1, 2), (ODL_LINKD_MBOX_MAGIC_VALUE >> 8) & 0xffff);
+    EXPECT_TRUE(c.may_run(0)) << "a booting run must go on by itself";
+    EXPECT_NE(c.exec(0, 1000, "true", 0), "") << "a command before the agents are ready";
+    EXPECT_EQ(c.mbox_write(0, ODL_LINKD_MBOX_READY, 4, 1), "");
+    EXPECT_FALSE(c.controlled());
+    EXPECT_EQ(c.mbox_write(1, ODL_LINKD_MBOX_READY, 4, 1), "");
+    EXPECT_TRUE(c.controlled());
+    EXPECT_FALSE(c.may_run(0)) << "held, no request";
+    EXPECT_NE(c.mbox_write(1, ODL_LINKD_MBOX_READY, 2, 1), "") << "a 16-bit register write";
+    EXPECT_NE(c.mbox_write(1, ODL_LINKD_MBOX_CMD, 4, 1), "") << "a write to the command";
+    EXPECT_NE(c.exec(2, 1000, "true", 0), "") << "no host 2";
+    EXPECT_NE(c.exec(0, 0, "true", 0), "") << "timeout 0";
+    EXPECT_NE(c.exec(0, 1000, std::string(ODL_LINKD_MBOX_CMD_MAX + 1, 'x'), 0), "") << "too long";
+    EXPECT_NE(c.exec(0, 1000, std::string("a\0b", 3), 0), "") << "a NUL byte";
+    ASSERT_EQ(c.exec(1, 5000, "uname -a", 100), "");
+    EXPECT_NE(c.advance(10, 100), "") << "a second request while one runs";
+    EXPECT_EQ(c.limit(), 5100u);
+    EXPECT_EQ(c.mbox_read(1, ODL_LINKD_MBOX_CMD_SEQ, 4), 1u);
+    EXPECT_EQ(c.mbox_read(1, ODL_LINKD_MBOX_CMD_LEN, 4), 8u);
+    EXPECT_EQ(c.mbox_read(0, ODL_LINKD_MBOX_CMD_SEQ, 4), 0u) << "host 0's mailbox changed";
+    EXPECT_EQ(c.mbox_read(1, ODL_LINKD_MBOX_CMD, 4), 0x6d616e75u);  // "unam"
+    EXPECT_EQ(c.mbox_read(1, ODL_LINKD_MBOX_CMD + 6, 4), 0x612du) << "zero past the end";
+    EXPECT_TRUE(c.may_run(200));
+    EXPECT_FALSE(c.finished(200));
+    EXPECT_NE(c.mbox_write(1, ODL_LINKD_MBOX_DONE_SEQ, 4, 7), "") << "done with a command never given";
+    EXPECT_EQ(c.mbox_write(1, ODL_LINKD_MBOX_DONE_RC, 4, 3), "");
+    EXPECT_EQ(c.mbox_write(1, ODL_LINKD_MBOX_DONE_SEQ, 4, 1), "");
+    EXPECT_FALSE(c.may_run(300)) << "the run went on after the command finished";
+    EXPECT_EQ(c.finished(300).value_or(""), "ok rc 3 seq 1 at 0 ns");
+    EXPECT_FALSE(c.busy());
+    // A command that does not finish: the answer says so when its time is up,
+    // and the host takes no other until it does.
+    ASSERT_EQ(c.exec(0, 2'000'000'000, "sleep 9", 1000), "");
+    EXPECT_FALSE(c.finished(1000 + 1'999'999'999));
+    EXPECT_EQ(c.finished(1000 + 2'000'000'000).value_or("").rfind("error: timeout: command 1 of host 0", 0), 0u);
+    EXPECT_NE(c.exec(0, 1000, "true", 3'000'000'000), "") << "a host still running its last command";
+    ASSERT_EQ(c.advance(500, 3'000'000'000), "");
+    EXPECT_FALSE(c.finished(3'000'000'499));
+    EXPECT_EQ(c.finished(3'000'000'500).value_or(""), "ok at 3000000 ns");
+    // A host that leaves while its command runs: answered at once.
+    ASSERT_EQ(c.exec(1, 1'000'000'000, "poweroff -f", 4'000'000'000), "");
+    c.host_left(1);
+    EXPECT_FALSE(c.may_run(4'000'000'100));
+    EXPECT_EQ(c.finished(4'000'000'100).value_or("").rfind("error: host 1 left the run", 0), 0u);
+    EXPECT_NE(c.exec(1, 1000, "true", 4'000'000'100), "") << "a command for a host that left";
+}
+
+// Once both agents are ready the run stands still (holds, no grants) until
+// a request; an exec goes on until the agent is done, and its answer names
+// the exit status; cable events are taken while the run stands; an advance
+// ends at its time exactly.
+TEST_F(LinkdDeterministic, ControllerHoldsTheRunBetweenRequests) {
+    start();
+    // (The control socket is read between windows: before the run, then
+    // once it stands still.)
+    EXPECT_EQ(control(m_ctl, "exec 0 1000 true").rfind("error: the guests' agents are not all ready", 0), 0u);
+    device a(m_path), b(m_path);
+    both_ready(a, b);
+    // One window: each agent finds its mailbox and says it is ready.
+    std::uint64_t h = a.grant();
+    ASSERT_NE(h, 0u);
+    std::uint64_t v = 0;
+    ASSERT_EQ(a.mmio_read(ODL_LINKD_MBOX_MAGIC, v, 4, ODL_LINKD_MBOX_BAR), 0);
+    EXPECT_EQ(v, ODL_LINKD_MBOX_MAGIC_VALUE);
+    ASSERT_TRUE(a.mmio_write(ODL_LINKD_MBOX_READY, 1, ODL_LINKD_MBOX_BAR));
+    ASSERT_TRUE(a.sync(h));
+    ASSERT_EQ(b.grant(), h);
+    ASSERT_TRUE(b.mmio_write(ODL_LINKD_MBOX_READY, 1, ODL_LINKD_MBOX_BAR));
+    ASSERT_TRUE(b.sync(h));
+    EXPECT_EQ(a.next_sync(1000), 0) << "no hold, or a grant, after both agents were ready";
+    EXPECT_EQ(b.next_sync(1000), 0) << "no hold, or a grant, after both agents were ready";
+    // The next grant, holds skipped (one comes every few seconds); -1: none.
+    const auto grant_of = [](device& d, int timeout_ms) {
+        long long g = 0;
+        while (g == 0) g = d.next_sync(timeout_ms);
+        return g;
+    };
+    EXPECT_EQ(grant_of(a, 300), -1) << "a grant while the run stands";
+    EXPECT_EQ(control(m_ctl, "time"), fmt::format("ok {} ns ready 0,1 held", h / 1000));
+    EXPECT_EQ(control(m_ctl, "cable unplug"), "ok");
+    EXPECT_EQ(control(m_ctl, fmt::format("at {} cable plug", h / 1000)).rfind("error: at", 0), 0u) << "an event in the past";
+    EXPECT_EQ(control(m_ctl, "at 99 cable explode").rfind("error: usage: at NS", 0), 0u);
+    EXPECT_EQ(control(m_ctl, fmt::format("at {} cable plug", h / 1000 + 1000)), fmt::format("ok at {} ns", h / 1000 + 1000));
+    EXPECT_EQ(control(m_ctl, "exec 0 x true").rfind("error: usage: exec", 0), 0u);
+    // An exec: answered once A's agent wrote it done.
+    std::string reply;
+    std::thread asker([&] { reply = control(m_ctl, "exec 0 5000 echo hi"); });
+    std::uint64_t t = h;
+    bool done = false;
+    for (int i = 0; i < 50 && !done; i++) {
+        const long long g = grant_of(a, 2000);
+        ASSERT_GT(g, 0) << "no grant for the exec";
+        if (!done) {
+            ASSERT_EQ(a.mmio_read(ODL_LINKD_MBOX_CMD_SEQ, v, 4, ODL_LINKD_MBOX_BAR), 0);
+            if (v == 1) {
+                ASSERT_EQ(a.mmio_read(ODL_LINKD_MBOX_CMD, v, 4, ODL_LINKD_MBOX_BAR), 0);
+                EXPECT_EQ(v, 0x6f686365u);  // "echo"
+                ASSERT_TRUE(a.mmio_write(ODL_LINKD_MBOX_DONE_RC, 3, ODL_LINKD_MBOX_BAR));
+                ASSERT_TRUE(a.mmio_write(ODL_LINKD_MBOX_DONE_SEQ, 1, ODL_LINKD_MBOX_BAR));
+                done = true;
+            }
+        }
+        t = static_cast<std::uint64_t>(g);
+        ASSERT_TRUE(a.sync(t));
+        ASSERT_EQ(grant_of(b, 2000), static_cast<long long>(t));
+        ASSERT_TRUE(b.sync(t));
+    }
+    asker.join();
+    EXPECT_EQ(reply, fmt::format("ok rc 3 seq 1 at {} ns", t / 1000));
+    EXPECT_EQ(grant_of(a, 300), -1) << "the run went on after the exec's answer";
+    // An advance of 2.5 us ends there exactly.
+    std::thread adv([&] { reply = control(m_ctl, "advance 2500"); });
+    std::uint64_t end = t;
+    for (int i = 0; i < 50 && end < t + 2'500'000; i++) {
+        const long long g = grant_of(a, 2000);
+        ASSERT_GT(g, 0);
+        end = static_cast<std::uint64_t>(g);
+        ASSERT_TRUE(a.sync(end));
+        ASSERT_EQ(grant_of(b, 2000), g);
+        ASSERT_TRUE(b.sync(end));
+    }
+    adv.join();
+    EXPECT_EQ(end, t + 2'500'000);
+    EXPECT_EQ(reply, fmt::format("ok at {} ns", end / 1000));
+    const auto lines = m_model.take();
+    EXPECT_NE(std::find(lines.begin(), lines.end(), fmt::format("{} cable unplug", h)), lines.end());
+    EXPECT_NE(std::find(lines.begin(), lines.end(), fmt::format("{} cable plug", h + 1'000'000)), lines.end())
+        << "the event handed over with 'at' did not apply at its time";
 }
 
 }  // namespace

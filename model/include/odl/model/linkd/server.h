@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "odl/model/linkd/backend.h"
+#include "odl/model/linkd/det_control.h"
 #include "odl/wire/linkd.h"
 #include "odl/model/linkd/unix_listen.h"
 
@@ -92,6 +93,11 @@ private:
     void reap();
     void note_bad(connection& c, const char* why);
     void control_one();
+    std::string control_reply(const std::string& cmd);
+    bool det_request(const std::string& cmd, int fd);
+    void det_answer();
+    void det_hold(const std::vector<connection*>& order);
+    void mailbox(connection& c, const struct odl_linkd_msg& m);
     void notify_links();
     void run_deterministic();
     bool det_window(connection& c, std::uint64_t horizon_ps);
@@ -109,6 +115,10 @@ private:
     std::uint64_t m_det_late = 0;   ///< deterministic mode: SYNCs stamped past their horizon
     std::vector<std::uint64_t> m_det_wait_ns;  ///< deterministic mode: wall ns each host ran its windows
     std::uint64_t m_det_model_ns = 0;          ///< deterministic mode: wall ns in the model
+    det_control m_det_ctl;                     ///< deterministic mode: the guests' mailboxes, the controller
+    int m_det_reply_fd = -1;                   ///< deterministic mode: the control connection awaiting its answer
+    std::uint64_t m_det_mbox_msgs = 0;         ///< deterministic mode: mailbox messages (they move no model)
+    std::int64_t m_det_hold_ns = 0;            ///< deterministic mode: when the waiting hosts were last told of a hold
     std::uint64_t m_total_bad = 0;
 };
 

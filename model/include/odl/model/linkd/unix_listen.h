@@ -29,6 +29,13 @@ private:
     std::string m_path;
 };
 
+/// Takes one connection waiting on the control socket @listen_fd and reads
+/// its command (one datagram, at most 1 s), without its trailing newline
+/// and spaces. Returns the connection (-1: none was waiting); reply_control()
+/// answers and closes it, now or later.
+int take_control(int listen_fd, std::string& cmd);
+/// Sends @reply on the control connection @fd and closes it.
+void reply_control(int fd, const std::string& reply);
 /// Answers one connection waiting on the control socket @listen_fd: reads
 /// one command (at most 1 s), without its trailing newline and spaces,
 /// sends what @handler replies (an empty command included) and closes.
