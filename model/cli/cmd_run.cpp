@@ -49,8 +49,9 @@ int run(const run_opts& o) {
         v.nhi_impl = o.nhi_impl;
         if (v.collectives == "nccl")
             die("--collectives nccl: the guests have no GPU; on vm collectives run through odl-plugin-collective");
-        if (o.seed >= 0)
-            std::fprintf(stderr, "odl: run: --seed has no effect on vm (no bit-error generator there)\n");
+        if (o.seed >= 0 && !v.deterministic)
+            std::fprintf(stderr, "odl: run: --seed has no effect on vm without --deterministic\n");
+        v.seed = o.seed;
         return run_on_vm(v);
     }
     if (o.on != "model") {
@@ -59,6 +60,7 @@ int run(const run_opts& o) {
         if (!std::filesystem::is_regular_file(o.on, ec))
             die(fmt::format("--on {}: expected model, vm or a HIL inventory file (no such file)", o.on));
         if (!o.nhi_impl.empty()) die("--nhi-impl is for the model and the VMs: real hosts have their own NHI");
+        if (o.vm.deterministic) die("--deterministic is for --on vm: real hosts keep their own time");
         hosts_run_opts h;
         h.file = o.file;
         h.inventory = o.on;
@@ -71,6 +73,7 @@ int run(const run_opts& o) {
             std::fprintf(stderr, "odl: run: --seed has no effect on real hosts (no bit-error generator there)\n");
         return run_on_hosts(h);
     }
+    if (o.vm.deterministic) die("--deterministic is for --on vm (the model is deterministic already)");
     if (!o.pair.empty()) die("--pair is for --on <inventory.yaml>");
     if (!o.vm.collectives.empty()) die("--collectives is for --on vm or --on <inventory.yaml>: the model has its own");
     namespace m = odl::model;
@@ -141,6 +144,9 @@ void add_run_command(CLI::App& app) {
     cmd->add_option("--vm-time-scale", o->vm.time_scale,
                     "--on vm or an inventory: wall seconds per simulated second for event/workload times "
                     "(default 1000)");
+    cmd->add_flag("--deterministic", o->vm.deterministic,
+                  "--on vm: the same run every time (instruction-counting QEMUs, odl-linkd granting simulated time; "
+                  "--vm-time-scale then counts simulated seconds; --seed seeds the guests and the cable)");
     cmd->add_option("--vm-ping-cap", o->vm.ping_cap, "--on vm, tbnet: at most this many pings per pingpong")
         ->check(CLI::Range(1u, 100000u));
     cmd->add_option("--vm-stream-cap-mib", o->vm.stream_cap_mib, "--on vm: at most this many MiB per stream")

@@ -167,14 +167,27 @@ std::string target::logged_in_command_of(int dev) {
 }
 
 bool target::wait_in(unsigned host, int secs, const std::string& cmd) {
-    const auto end = clk::now() + std::chrono::seconds(secs);
-    while (clk::now() < end) {
+    const double end = clock_s() + secs;
+    while (clock_s() < end) {
         check_interrupt();
         if (exec(host, cmd, 30).rc == 0) return true;
-        std::this_thread::sleep_for(std::chrono::seconds(1));
+        pause(1);
     }
     return false;
 }
+
+double target::clock_s() { return std::chrono::duration<double>(clk::now().time_since_epoch()).count(); }
+
+void target::pause(double s) {
+    const double end = clock_s() + s;
+    // In slices, so that Ctrl-C is noticed within 0.1 s.
+    for (double left = s; left > 0; left = end - clock_s()) {
+        check_interrupt();
+        std::this_thread::sleep_for(std::chrono::duration<double>(std::min(0.1, left)));
+    }
+}
+
+std::string target::run_tag() const { return std::to_string(getpid()); }
 
 namespace {
 
@@ -212,12 +225,12 @@ public:
     /// Many hosts: every plugged cable carries traffic (ping over
     /// thunderbolt_net, or both ends' odl_tb5 logged in).
     bool wait_links_many(int secs) {
-        const auto end = clk::now() + std::chrono::seconds(secs);
+        const double end = tb_.clock_s() + secs;
         for (std::size_t c = 0; c < s_.cables.size(); ++c) {
             if (!plugged_[c]) continue;
             const unsigned a = s_.cables[c].host_a, b = s_.cables[c].host_b;
             for (bool up = false; !up;) {
-                if (clk::now() >= end) return false;
+                if (tb_.clock_s() >= end) return false;
                 check_interrupt();
                 if (o_.driver == "tbnet") {
                     address(a, b);
@@ -228,7 +241,7 @@ public:
                     up = da >= 0 && db >= 0 && tb_.exec(a, target::logged_in_command_of(da), 30).rc == 0 &&
                          tb_.exec(b, target::logged_in_command_of(db), 30).rc == 0;
                 }
-                if (!up) std::this_thread::sleep_for(std::chrono::seconds(1));
+                if (!up) tb_.pause(1);
             }
         }
         return true;
@@ -239,8 +252,8 @@ public:
         if (many()) return wait_links_many(secs);
         if (o_.driver == "tbnet") {
             // thunderbolt0 comes back as a new interface after a replug: address it each round.
-            const auto end = clk::now() + std::chrono::seconds(secs);
-            while (clk::now() < end) {
+            const double end = tb_.clock_s() + secs;
+            while (tb_.clock_s() < end) {
                 for (unsigned h = 0; h < 2; ++h)
                     tb_.exec(h, fmt::format("ip link show thunderbolt0 >/dev/null 2>&1 && {{ ip addr show dev "
                                                 "thunderbolt0 | grep -q '{0}/' || ip addr add {0}/24 dev thunderbolt0; "
@@ -248,7 +261,7 @@ public:
                                                 ip(h, 1 - h)),
                              30);
                 if (tb_.exec(0, "ping -c 1 -W 2 " + ip(1, 0), 30).rc == 0) return true;
-                std::this_thread::sleep_for(std::chrono::seconds(1));
+                tb_.pause(1);
             }
             return false;
         }
@@ -272,21 +285,21 @@ public:
     void run_workload(const m::scenario_workload& w, wl_result& r) {
         r.run = true;
         const unsigned from = w.hosts.at(0), to = w.hosts.at(1);
-        const auto t0 = clk::now();
+        const double t0 = tb_.clock_s();
         if (m::is_collective(w.kind) && tb_.plugin_collectives()) {
-            run_plugin_collective(tb_, w, r, fmt::format("/tmp/odl-run-collective-{}", getpid()));
+            run_plugin_collective(tb_, w, r, "/tmp/odl-run-collective-" + tb_.run_tag());
         } else if (m::is_collective(w.kind) && many()) {
             r.run = false;
             r.error = "NCCL collectives are mapped onto two hosts only";
         } else if (m::is_collective(w.kind)) {
             collective_opts co;
-            co.rank1_files = fmt::format("/tmp/odl-run-nccl-{}", getpid());
+            co.rank1_files = "/tmp/odl-run-nccl-" + tb_.run_tag();
             run_collective(tb_, w, r, co);
         } else if (w.kind == m::workload_kind::pingpong)
             o_.driver == "tbnet" ? ping_tbnet(w, r, from, to) : perf(w, r, from, to, "latency");
         else
             o_.driver == "tbnet" ? stream_tbnet(w, r, from, to) : perf(w, r, from, to, "bandwidth");
-        r.wall_s = std::chrono::duration<double>(clk::now() - t0).count();
+        r.wall_s = tb_.clock_s() - t0;
     }
 
     void ping_tbnet(const m::scenario_workload& w, wl_result& r, unsigned from, unsigned to) {
@@ -332,7 +345,7 @@ public:
         if (bytes < want)
             rep_.not_applied.push_back(fmt::format("{}: {} of {} bytes sent (--vm-stream-cap-mib)", w.name, bytes, want));
         tb_.exec(to, "iperf3 -s -D -1 >/dev/null 2>&1");
-        std::this_thread::sleep_for(std::chrono::seconds(1));
+        tb_.pause(1);
         const auto res = tb_.exec(from, fmt::format("iperf3 -c {} -n {} -l {}{} -J", ip(to, from), bytes, len,
                                                         bidir ? " --bidir" : ""),
                                   300);
@@ -364,7 +377,7 @@ public:
         tb_.exec(to, fmt::format("(odl perf {} --backend kernel --server -d {} --connect-timeout 60 {} "
                                      ">/tmp/run-srv.log 2>&1; echo rc=$? >>/tmp/run-srv.log) </dev/null >/dev/null 2>&1 &",
                                      test, dev(to, from), args));
-        std::this_thread::sleep_for(std::chrono::seconds(1));
+        tb_.pause(1);
         const auto res = tb_.exec(from,
                                   fmt::format("odl perf {} --backend kernel --client {} --connect-timeout 60 -q --json {}",
                                               test, dev(from, to), args),
@@ -510,15 +523,28 @@ public:
         std::stable_sort(items.begin(), items.end(), [](const item& a, const item& b) {
             return a.at_s != b.at_s ? a.at_s < b.at_s : a.order < b.order;
         });
-        const auto t0 = clk::now();
+        const double t0 = tb_.clock_s();
+        const std::string clock_name = tb_.clock_name();
+        // A target that takes them ahead gets the ber events now, each at
+        // its time on the run's clock; the others' come from a thread.
+        std::vector<std::size_t> ahead;
+        for (const std::size_t i : bers) {
+            const auto& e = s_.events[i];
+            if (tb_.schedule_link_event(e, t0 + e.at.to_seconds() * o_.time_scale)) {
+                note_applied(fmt::format("ber cable {} at {:g} ms ({:g}) ({} t={:.1f} s)", e.cable,
+                                         e.at.to_seconds() * 1e3, e.ber, clock_name, e.at.to_seconds() * o_.time_scale));
+                ahead.push_back(i);
+            }
+        }
+        if (!ahead.empty()) bers.clear();
         ber_clock clock(*this, bers, t0);
         for (const auto& it : items) {
             const double target = it.at_s * o_.time_scale;
-            while (std::chrono::duration<double>(clk::now() - t0).count() < target) {
+            for (double left = target - (tb_.clock_s() - t0); left > 0; left = target - (tb_.clock_s() - t0)) {
                 check_interrupt();
-                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                tb_.pause(left);
             }
-            const double now = std::chrono::duration<double>(clk::now() - t0).count();
+            const double now = tb_.clock_s() - t0;
             if (it.event) {
                 const auto& e = s_.events[it.idx];
                 const std::string what =
@@ -535,8 +561,8 @@ public:
                                          vm(e.host), off_s));
                     tb_.reset(e.host, off_s);
                     link_pending = "";
-                    note_applied(fmt::format("{} as {}, off for {:.1f} s (wall t={:.1f} s)", what,
-                                                       tb_.reset_means(), off_s, now));
+                    note_applied(fmt::format("{} as {}, off for {:.1f} s ({} t={:.1f} s)", what,
+                                                       tb_.reset_means(), off_s, clock_name, now));
                 } else if (e.kind == m::event_kind::plug || e.kind == m::event_kind::unplug) {
                     progress(fmt::format("t={:.1f} s: {}", now, what));
                     tb_.cable(e.cable, event_name(e.kind));
@@ -545,7 +571,7 @@ public:
                         link_pending = "";
                     else
                         link_pending.reset();
-                    note_applied(fmt::format("{} (wall t={:.1f} s)", what, now));
+                    note_applied(fmt::format("{} ({} t={:.1f} s)", what, clock_name, now));
                 } else if (e.kind != m::event_kind::host_reset && tb_.can_link_events()) {
                     // Retrain or degrade (ber goes to the ber clock).
                     std::string full = what;
@@ -553,7 +579,7 @@ public:
                         full += fmt::format(" to {} x{}", m::to_string(e.gen), e.lanes);
                     progress(fmt::format("t={:.1f} s: {}", now, full));
                     tb_.link_event(e);
-                    note_applied(fmt::format("{} (wall t={:.1f} s)", full, now));
+                    note_applied(fmt::format("{} ({} t={:.1f} s)", full, clock_name, now));
                     link_pending = full;
                 } else {
                     progress(fmt::format("t={:.1f} s: {} NOT applied ({})", now, what, tb_.no_event_reason()));
@@ -567,7 +593,7 @@ public:
             if (link_pending) {
                 link_back(*link_pending);
                 link_pending.reset();
-                r.started_s = std::chrono::duration<double>(clk::now() - t0).count();
+                r.started_s = tb_.clock_s() - t0;
             }
             progress(fmt::format("t={:.1f} s: workload {} ({})", r.started_s, w.name, m::to_string(w.kind)));
             run_workload(w, r);
@@ -599,7 +625,7 @@ private:
     /// way stops it first.
     class ber_clock {
     public:
-        ber_clock(runner& r, std::vector<std::size_t> events, clk::time_point t0) {
+        ber_clock(runner& r, std::vector<std::size_t> events, double t0) {
             if (events.empty()) return;
             thread_ = std::thread([this, &r, events = std::move(events), t0] {
                 try {
@@ -607,18 +633,18 @@ private:
                         const auto& e = r.s_.events[i];
                         const double target = e.at.to_seconds() * r.o_.time_scale;
                         for (;;) {
-                            const double now = std::chrono::duration<double>(clk::now() - t0).count();
+                            const double now = r.tb_.clock_s() - t0;
                             if (now >= target) break;
                             if (stop_) return;
                             check_interrupt();
                             std::this_thread::sleep_for(std::chrono::duration<double>(std::min(0.02, target - now)));
                         }
-                        const double now = std::chrono::duration<double>(clk::now() - t0).count();
+                        const double now = r.tb_.clock_s() - t0;
                         const std::string what = fmt::format("ber cable {} at {:g} ms ({:g})", e.cable,
                                                              e.at.to_seconds() * 1e3, e.ber);
                         progress(fmt::format("t={:.1f} s: {}", now, what));
                         r.tb_.link_event(e);
-                        r.note_applied(fmt::format("{} (wall t={:.1f} s)", what, now));
+                        r.note_applied(fmt::format("{} ({} t={:.1f} s)", what, r.tb_.clock_name(), now));
                     }
                 } catch (...) {
                     error_ = std::current_exception();

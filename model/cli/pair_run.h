@@ -269,6 +269,23 @@ public:
     /// Polls @cmd on @host until it succeeds, at most @secs seconds.
     bool wait_in(unsigned host, int secs, const std::string& cmd);
 
+    /// The run's clock, seconds: the wall clock, or in a deterministic run
+    /// the guests' simulated time (waits and event times are then the same
+    /// in every run).
+    virtual double clock_s();
+    /// Lets the run go on for @s seconds of its clock: a sleep, or (a
+    /// deterministic run) an advance of the simulation.
+    virtual void pause(double s);
+    /// What clock_s() counts, for the report: "wall" or "simulated".
+    virtual std::string clock_name() const { return "wall"; }
+    /// A target that takes ber events ahead, at its clock's time @at_s,
+    /// says true (the deterministic testbed); the others apply them as
+    /// their time comes (link_event).
+    virtual bool schedule_link_event(const m::scenario_event& /*e*/, double /*at_s*/) { return false; }
+    /// A name for the run's files on the hosts (the runner's pid; fixed
+    /// where a run must repeat byte for byte).
+    virtual std::string run_tag() const;
+
 protected:
     /// The host rebooted: its kernel log starts afresh, all of it is new.
     void kernel_log_restarted(unsigned host) { log_mark_[host % max_hosts] = 0; }

@@ -3,12 +3,10 @@
 #include "plugin_collective.h"
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <regex>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -17,8 +15,6 @@
 namespace odl::cli::pair {
 
 namespace {
-
-using clk = std::chrono::steady_clock;
 
 /// The files ranks leave for each other, and what a rank may put in one.
 const std::regex k_rank_file(R"((handle\.[0-9]+\.hex|done\.[0-9]+))");
@@ -85,10 +81,10 @@ void run_plugin_collective(target& tb, const m::scenario_workload& w, wl_result&
     // Carry each rank's handle and done file to every other rank's folder
     // until every rank has ended, bounded.
     const double limit_s = 120 + (iters + 2) * per_call_s + 60;
-    const auto deadline = clk::now() + std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(limit_s));
+    const double deadline = tb.clock_s() + limit_s;
     std::map<std::string, std::string> files;
     bool all_ended = false;
-    while (!all_ended && clk::now() < deadline) {
+    while (!all_ended && tb.clock_s() < deadline) {
         bool moved = false;
         for (auto& k : ranks) {
             if (k.ended) continue;
@@ -125,7 +121,7 @@ void run_plugin_collective(target& tb, const m::scenario_workload& w, wl_result&
             moved = true;
         }
         all_ended = std::all_of(ranks.begin(), ranks.end(), [](const rank_state& k) { return k.ended; });
-        if (!all_ended && !moved) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        if (!all_ended && !moved) tb.pause(0.3);
     }
     const auto log0 = tb.exec(ranks[0].host, "cat " + f + "/log", 30);
     const std::string why = read_collective_result(log0.out, op, w.size, r);

@@ -81,13 +81,17 @@ public:
     ~testbed() override { down(); }
     unsigned host_count() const override { return hosts_; }
     /// @topology: odl-linkd's host pairs ("0-1,1-2,...") for more than two hosts.
+    /// @seed >= 0: a deterministic run with that seed.
     void up(const std::string& kernel, const std::string& gen, unsigned lanes, bool asymmetric,
-            const std::string& topology) {
+            const std::string& topology, long long seed) {
         up_ = true;  // a half-started testbed is torn down as well
+        deterministic_ = seed >= 0;
         const std::string many = hosts_ > 2 ? fmt::format(" --hosts {} --topology {}", hosts_, topology) : "";
-        const auto r = sh(fmt::format("{} up --kernel {} --gen {} --lanes {}{}{} --timeout {} >&2", sq(script_),
-                                      kernel, gen, lanes, asymmetric ? " --asymmetric" : "", many,
-                                      hosts_ > 2 ? 360 : 240),
+        const std::string det = deterministic_ ? fmt::format(" --deterministic --seed {}", seed) : "";
+        // A deterministic boot runs about four times slower than a free one.
+        const unsigned timeout = (hosts_ > 2 ? 360 : 240) * (deterministic_ ? 3 : 1);
+        const auto r = sh(fmt::format("{} up --kernel {} --gen {} --lanes {}{}{}{} --timeout {} >&2", sq(script_),
+                                      kernel, gen, lanes, asymmetric ? " --asymmetric" : "", many, det, timeout),
                           false);
         check_interrupt();
         if (r.rc != 0) throw target_error(fmt::format("testbed up failed (status {})", r.rc));
@@ -157,7 +161,6 @@ public:
         if (m.poll) check("poll", *m.poll ? "Y" : "N");
         if (m.throttle_us) check("irq_throttle_us", std::to_string(*m.throttle_us));
     }
-    bool can_reset() const override { return true; }
     std::string reset_means() const override {
         return driver_loaded_ ? "a power cycle of the VM, odl_tb5 loaded again" : "a power cycle of the VM";
     }
@@ -184,6 +187,44 @@ public:
         if (r.rc != 0) throw target_error(fmt::format("cable {} failed: {}", spec, last_line(r.out)));
     }
     std::string no_event_reason() const override { return "not an event the testbed applies"; }
+    // A deterministic run's clock is odl-linkd's model time, which moves
+    // only while a request runs: a pause is an advance, and ber events are
+    // handed to odl-linkd ahead, each at its model time.
+    double clock_s() override {
+        if (!deterministic_) return target::clock_s();
+        const auto r = sh(fmt::format("{} ctl time", sq(script_)));
+        std::istringstream in(r.out);
+        std::string ok;
+        double ns = -1;
+        if (r.rc != 0 || !(in >> ok >> ns) || ok != "ok" || ns < 0)
+            throw target_error("odl-linkd's time: " + last_line(r.out));
+        return ns / 1e9;
+    }
+    void pause(double s) override {
+        if (!deterministic_) return target::pause(s);
+        const auto ns = static_cast<unsigned long long>(s * 1e9);
+        if (ns == 0) return;
+        check_interrupt();
+        // The wall bound: a simulated second costs a few wall ones here.
+        const auto r = sh(fmt::format("ODL_CTL_TIMEOUT={:.0f} {} ctl 'advance {}'", 120 + 30 * s, sq(script_), ns));
+        check_interrupt();
+        if (r.rc != 0) throw target_error("odl-linkd's advance: " + last_line(r.out));
+    }
+    std::string clock_name() const override { return deterministic_ ? "simulated" : "wall"; }
+    bool schedule_link_event(const m::scenario_event& e, double at_s) override {
+        if (!deterministic_ || e.kind != m::event_kind::ber) return false;
+        if (at_s <= clock_s()) {  // due now: the run stands, so this is its time
+            link_event(e);
+            return true;
+        }
+        const std::string spec = fmt::format("at {} cable {} ber {:g}", static_cast<unsigned long long>(at_s * 1e9),
+                                             e.cable, e.ber);
+        const auto r = sh(fmt::format("{} ctl {}", sq(script_), sq(spec)));
+        if (r.rc != 0) throw target_error(fmt::format("{} failed: {}", spec, last_line(r.out)));
+        return true;
+    }
+    std::string run_tag() const override { return deterministic_ ? "det" : target::run_tag(); }
+    bool can_reset() const override { return !deterministic_; }
     void down() {
         if (!up_) return;
         up_ = false;
@@ -196,6 +237,7 @@ private:
     unsigned hosts_;
     unsigned cables_;
     bool up_ = false;
+    bool deterministic_ = false;
     bool driver_loaded_ = false;  ///< odl_tb5 inserted: again after a reset
     std::vector<module_settings> settings_;
 };
@@ -245,6 +287,14 @@ int run_on_vm(const vm_run_opts& o) {
                      "list the host on the fast end first");
     if (!c.cfg.asymmetric && (c.cfg.lanes < 1 || c.cfg.lanes > 2))
         refuse("vm", fmt::format("{} lanes: the testbed does 1 or 2", c.cfg.lanes));
+    if (o.deterministic)
+        for (const auto& e : s.events)
+            if (e.kind == m::event_kind::host_reset)
+                refuse("vm", fmt::format("host-reset at {:g} ms: not in a deterministic run (a restarted VM's clock "
+                                         "would start again at 0); run it without --deterministic",
+                                         e.at.to_seconds() * 1e3));
+    if (o.deterministic && (o.seed < -1 || o.seed > 999999999999999999LL))
+        refuse("vm", "--seed must be a whole number below 10^18");
     if (c.cfg.gen == m::generation::gen4 && o.kernel == "6.1")
         refuse("vm", "a tb5/Gen4 cable needs --vm-kernel 6.12: Linux 6.1 does not decode Gen4 and reports 10 Gb/s");
 
@@ -299,6 +349,9 @@ int run_on_vm(const vm_run_opts& o) {
                                  : fmt::format("{} x{}", gen_arg(c.cfg.gen), c.cfg.lanes);
     if (many) rep.cable = fmt::format("{} cables {} ({})", s.cables.size(), rep.cable, topology);
     rep.time_scale = o.time_scale;
+    if (o.deterministic)
+        rep.applied.push_back(fmt::format("deterministic: seed {}; times on the guests' simulated clock",
+                                          o.seed >= 0 ? o.seed : static_cast<long long>(s.seed)));
     std::vector<module_settings> settings(s.hosts.size());
     const bool kmod = o.driver == "odl_tb5";
     for (unsigned i = 0; i < s.hosts.size(); ++i) {
@@ -352,7 +405,8 @@ int run_on_vm(const vm_run_opts& o) {
             }
             tb.set_module_settings(settings);
             progress(fmt::format("starting the testbed (odl-linkd + {} QEMUs)", s.hosts.size()));
-            tb.up(o.kernel, gen_arg(c.cfg.gen), c.cfg.asymmetric ? 2 : c.cfg.lanes, c.cfg.asymmetric, topology);
+            tb.up(o.kernel, gen_arg(c.cfg.gen), c.cfg.asymmetric ? 2 : c.cfg.lanes, c.cfg.asymmetric, topology,
+                  o.deterministic ? (o.seed >= 0 ? o.seed : static_cast<long long>(s.seed)) : -1);
             pair::replay(o, s, tb, rep);
         } catch (const interrupted&) {
             rep.error = "interrupted";

@@ -23,6 +23,11 @@ struct vm_run_opts {
     /// needed) or "plugin" (odl-plugin-collective); empty: the target's
     /// default (real hosts nccl, the VMs plugin: their guests have no GPU).
     std::string collectives;
+    /// Deterministic mode (testbed.sh up --deterministic): the run's clock
+    /// is the guests' simulated time, commands enter through the guests'
+    /// mailboxes while the run stands still, ber events are scheduled ahead.
+    bool deterministic = false;
+    long long seed = -1;  ///< deterministic: QEMU's and the cable's seed (-1: the scenario's)
 };
 
 /// Runs the scenario on the VMs; returns the exit status (0 pass, 1 an
