@@ -35,7 +35,12 @@ for f in "$repo"/scenarios/*.yaml; do
 	echo "== $name"
 	start=$SECONDS
 	rc=0
-	ODL_VM_DIR="$out/vm" "$odl" run "$f" --on vm --vm-time-scale "$scale" --vm-stream-cap-mib 4 --out "$out" \
+	# ber-storm's 10 ms of bit errors must meet enough of its ping-pong to
+	# damage a frame: at 200 they lasted 2 s and, on guests taking 1.0-1.4 ms
+	# per 4 KiB round trip, met none in three runs (0 damaged; 116 at 1000).
+	s=$scale
+	[ "$name" != ber-storm ] || [ -n "${ODL_SHIPPED_SCALE:-}" ] || s=1000
+	ODL_VM_DIR="$out/vm" "$odl" run "$f" --on vm --vm-time-scale "$s" --vm-stream-cap-mib 4 --out "$out" \
 		>"$out.txt" 2>"$out.err" || rc=$?
 	cat "$out.txt"
 	if [ "$rc" != 0 ] && [ "$rc" != 1 ]; then

@@ -383,7 +383,7 @@ std::string server::control_reply(const std::string& cmd) {
 // until then). True when @fd was taken (answered or kept for later).
 bool server::det_request(const std::string& cmd, int fd) {
     const auto number = [](const std::string& w, std::uint64_t& v) {
-        if (w.empty() || w.size() > 19 || w.find_first_not_of("0123456789") != std::string::npos) return false;
+        if (w.empty() || w.size() > 18 || w.find_first_not_of("0123456789") != std::string::npos) return false;
         v = std::stoull(w);
         return true;
     };

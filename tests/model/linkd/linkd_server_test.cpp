@@ -934,6 +934,8 @@ TEST_F(LinkdDeterministic, ControllerHoldsTheRunBetweenRequests) {
     EXPECT_EQ(control(m_ctl, "at 99 cable explode").rfind("error: usage: at NS", 0), 0u);
     EXPECT_EQ(control(m_ctl, fmt::format("at {} cable plug", h / 1000 + 1000)), fmt::format("ok at {} ns", h / 1000 + 1000));
     EXPECT_EQ(control(m_ctl, "exec 0 x true").rfind("error: usage: exec", 0), 0u);
+    EXPECT_EQ(control(m_ctl, "advance 99999999999999999999").rfind("error: usage: advance", 0), 0u);
+    EXPECT_EQ(control(m_ctl, "exec 99999999999999999999 10 true").rfind("error: usage: exec", 0), 0u);
     // An exec: answered once A's agent wrote it done.
     std::string reply;
     std::thread asker([&] { reply = control(m_ctl, "exec 0 5000 echo hi"); });
