@@ -684,6 +684,24 @@ bool odl_linkd_connect(OdlUsb4NhiState *s, Error **errp)
     return true;
 }
 
+/* An orderly goodbye: TERMINATE (normal), then the link closed for good. */
+static void odl_linkd_leave(OdlUsb4NhiState *s)
+{
+    struct odl_linkd_msg m;
+
+    if (s->link.fd < 0) {
+        return;
+    }
+    odl_linkd_msg(s, &m, ODL_LINKD_TERMINATE, 0);
+    m.body.terminate.reason = odl_cpu_le32(ODL_LINKD_TERM_NORMAL);
+    odl_linkd_send(s, &m, NULL, 0);
+    if (s->link.fd >= 0) {
+        qemu_set_fd_handler(s->link.fd, NULL, NULL, NULL);
+        close(s->link.fd);
+        s->link.fd = -1;
+    }
+}
+
 /*
  * Deterministic mode: the guest reached the horizon. Tell the server and
  * wait for the next grant, taking the model's DMA and interrupts meanwhile.
@@ -707,14 +725,7 @@ static void odl_linkd_sync(void *opaque)
          * us for a wall-clock-dependent while, and the others would see us
          * leave at another simulated time in every run.
          */
-        odl_linkd_msg(s, &m, ODL_LINKD_TERMINATE, 0);
-        m.body.terminate.reason = odl_cpu_le32(ODL_LINKD_TERM_NORMAL);
-        odl_linkd_send(s, &m, NULL, 0);
-        if (s->link.fd >= 0) {
-            qemu_set_fd_handler(s->link.fd, NULL, NULL, NULL);
-            close(s->link.fd);
-            s->link.fd = -1;
-        }
+        odl_linkd_leave(s);
         return;
     }
     odl_linkd_msg(s, &m, ODL_LINKD_SYNC, 0);
@@ -785,18 +796,7 @@ void odl_linkd_init(OdlUsb4NhiState *s)
 
 void odl_linkd_cleanup(OdlUsb4NhiState *s)
 {
-    struct odl_linkd_msg m;
-
-    if (s->link.fd >= 0) {
-        odl_linkd_msg(s, &m, ODL_LINKD_TERMINATE, 0);
-        m.body.terminate.reason = odl_cpu_le32(ODL_LINKD_TERM_NORMAL);
-        odl_linkd_send(s, &m, NULL, 0);
-        if (s->link.fd >= 0) {
-            qemu_set_fd_handler(s->link.fd, NULL, NULL, NULL);
-            close(s->link.fd);
-            s->link.fd = -1;
-        }
-    }
+    odl_linkd_leave(s);
     if (s->link.reconnect_timer) {
         timer_free(s->link.reconnect_timer);
         s->link.reconnect_timer = NULL;
