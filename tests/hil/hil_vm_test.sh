@@ -43,9 +43,11 @@ kernel=6.12
 [ "${1:-}" = --kernel ] && kernel=$2
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # Percent, for compare on TCG guests: their timing moves by up to 2x between
-# runs a minute apart, medians of three by up to 36 % (docs/hil.md, "On the VMs").
+# runs a minute apart, medians of three by up to 36 % (p50) and 60 % (Gb/s,
+# one CI run with this test alone on the machine; docs/hil.md, "On the VMs").
+# The unfitted profile still misses by two orders of magnitude.
 vm_tolerance_latency=50
-vm_tolerance_bandwidth=50
+vm_tolerance_bandwidth=75
 repo=$(cd "$here/../.." && pwd)
 tb="$repo/qemu-device/testbed.sh"
 export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-hil-$kernel}
