@@ -3,6 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <iterator>
+#include <sstream>
+
 #include "odl/wire/linkd.h"
 
 namespace odl::model::linkd {
@@ -131,6 +136,20 @@ std::string det_control::ready_hosts() const {
     for (unsigned h = 0; h < m_hosts; h++)
         if (m_box[h].ready) s += fmt::format("{}{}", s.empty() ? "" : ",", h);
     return s.empty() ? "-" : s;
+}
+
+std::string cable_event_word(const std::string& event) {
+    std::istringstream words(event);
+    std::string w;
+    words >> w;
+    if (!w.empty() && std::isdigit(static_cast<unsigned char>(w[0]))) words >> w;  // cable number
+    return w;
+}
+
+bool known_cable_event(const std::string& event) {
+    const std::string w = cable_event_word(event);
+    static const char* const known[] = {"plug", "unplug", "retrain", "degrade", "ber"};
+    return std::any_of(std::begin(known), std::end(known), [&](const char* k) { return w == k; });
 }
 
 }  // namespace odl::model::linkd

@@ -186,14 +186,9 @@ std::optional<std::string> deterministic_options(odl::model::linkd::server_confi
         const unsigned long long ns = std::strtoull(t.c_str(), &end, 10);
         if (colon == std::string::npos || t.empty() || *end || t[0] == '-' || ns > 3600ull * 1000000000)
             return fmt::format("--event '{}': expected TIME_NS:EVENT, TIME_NS a whole number of ns up to an hour", e);
-        std::istringstream words(e.substr(colon + 1));
-        std::string w;
-        words >> w;
-        if (!w.empty() && std::isdigit(static_cast<unsigned char>(w[0]))) words >> w;  // cable number
-        static const char* known[] = {"plug", "unplug", "retrain", "degrade", "ber"};
-        if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return w == k; }))
+        if (const std::string what = e.substr(colon + 1); !odl::model::linkd::known_cable_event(what))
             return fmt::format("--event '{}': unknown event '{}' (plug, unplug, retrain, degrade GEN LANES, ber RATE)",
-                               e, w);
+                               e, odl::model::linkd::cable_event_word(what));
         cfg.timed_events.emplace_back(ns * 1000, "cable " + e.substr(colon + 1));
     }
     return std::nullopt;

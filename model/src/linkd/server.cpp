@@ -409,13 +409,9 @@ bool server::det_request(const std::string& cmd, int fd) {
         // while the run stands so that it cannot arrive too late.
         const std::size_t sp = cmd.find(' ', 3);
         std::uint64_t ns = 0;
-        std::istringstream words(sp == std::string::npos ? "" : cmd.substr(sp + 1));
-        std::string w0, w;
-        words >> w0 >> w;
-        if (!w.empty() && std::isdigit(static_cast<unsigned char>(w[0]))) words >> w;
-        static const char* known[] = {"plug", "unplug", "retrain", "degrade", "ber"};
-        if (sp == std::string::npos || !number(cmd.substr(3, sp - 3), ns) || ns > 86'400'000'000'000 || w0 != "cable" ||
-            std::none_of(std::begin(known), std::end(known), [&](const char* k) { return w == k; }))
+        const std::string what = sp == std::string::npos ? "" : cmd.substr(sp + 1);
+        if (sp == std::string::npos || !number(cmd.substr(3, sp - 3), ns) || ns > 86'400'000'000'000 ||
+            what.rfind("cable ", 0) != 0 || !known_cable_event(what.substr(6)))
             err = "usage: at NS cable [N] plug|unplug|retrain|degrade GEN LANES|ber RATE";
         else if (!m_det_ctl.controlled() || m_det_ctl.busy())
             err = "at: only while the run stands (between exec and advance requests)";

@@ -901,6 +901,16 @@ TEST(LinkdDetControl, MailboxAndRefusals) {
 // a request; an exec goes on until the agent is done, and its answer names
 // the exit status; cable events are taken while the run stands; an advance
 // ends at its time exactly.
+// odl-linkd --event and the `at` request take the same event words.
+TEST(LinkdDetControl, KnownCableEvents) {
+    using odl::model::linkd::cable_event_word;
+    using odl::model::linkd::known_cable_event;
+    for (const char* e : {"plug", "unplug", "1 retrain", "0 degrade 3 2", "ber 1e-9"}) EXPECT_TRUE(known_cable_event(e)) << e;
+    for (const char* e : {"", "0", "explode", "1 nope", "plugged", "stats"}) EXPECT_FALSE(known_cable_event(e)) << e;
+    EXPECT_EQ(cable_event_word("1 nope 3"), "nope");
+    EXPECT_EQ(cable_event_word("  ber 1e-9"), "ber");
+}
+
 TEST_F(LinkdDeterministic, ControllerHoldsTheRunBetweenRequests) {
     start();
     // (The control socket is read between windows: before the run, then

@@ -65,4 +65,10 @@ private:
     std::optional<request> m_req;
 };
 
+/// The event word of @event (what follows "cable " in a timed event:
+/// "[N] WORD ..."), and whether the model knows it: odl-linkd --event and
+/// the control request `at` both check before the run gets there.
+std::string cable_event_word(const std::string& event);
+bool known_cable_event(const std::string& event);
+
 }  // namespace odl::model::linkd
