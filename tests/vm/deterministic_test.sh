@@ -185,7 +185,8 @@ session_ok ses1
 session ses2
 session_ok ses2
 # Byte for byte: identical in every session by hand (5 of 5 on an idle
-# machine, 4 of 4 beside a CPU hog), but one CI run of two showed the second
+# machine, 3 of 3 beside a CPU hog, 4 of 4 beside another VM test), but one
+# CI run showed the second
 # apart (an exec's end 11 us later in simulated time), as a scenario's record
 # once was (below). Not understood yet: said loudly with where they part,
 # here and in docs/vm.md, not failed; the replies' content is checked above.
