@@ -29,6 +29,11 @@ key=$({
 		"$repo/tests/vm/odl_tb5_check.h"
 } | sha256sum | cut -c1-16)
 cached="$build/guest-extra-cache/$series-$key"
+# Two vm tests at once (ctest's two testbed slots) must not build, or
+# remove, the same entry together: the second waits for the first's.
+mkdir -p "$build/guest-extra-cache"
+exec 9>"$build/guest-extra-cache/.lock"
+flock 9
 if [ ! -f "$cached/done" ]; then
 	rm -rf "$build/guest-extra-cache/$series-"*
 	mkdir -p "$cached"
@@ -42,6 +47,7 @@ if [ ! -f "$cached/done" ]; then
 		"$repo/tests/vm/odl_tb5_dmabuf.c" -o "$cached/odl_tb5_dmabuf"
 	touch "$cached/done"
 fi
+flock -u 9
 ko="$cached/odl_tb5.ko"
 rm -rf "$out"
 mkdir -p "$out/lib/modules" "$out/usr/bin" "$out/usr/lib"
