@@ -154,6 +154,14 @@ parts() {
 	} >"$base/$1"
 }
 
+# parting LABEL A B: where $base/A and $base/B part, and their first differing lines.
+parting() {
+	echo "    $1: from line $(cmp "$base/$2" "$base/$3" | sed -n 's/.* line \([0-9]*\).*/\1/p') of $(wc -l <"$base/$2"):"
+	{ diff "$base/$2" "$base/$3" || true; } | head -6 | cut -c1-120 | sed 's/^/      /'
+}
+# parts_changed A B: the parts' hash lines that differ between $base/A and $base/B.
+parts_changed() { diff "$base/$1" "$base/$2" | grep '^[<>]' | paste -sd ' ' -; }
+
 session() {
 	local name=$1 wait_tb='for i in $(seq 200); do [ -e /sys/class/net/thunderbolt0 ] && break; sleep 0.1; done'
 	local ping1='for i in $(seq 30); do ping -c 1 -W 1 10.99.0.2 >/dev/null 2>&1 && break; done'
@@ -221,7 +229,7 @@ done
 # Parts rebuilt while the sessions ran would explain a difference.
 for f in ses1.parts-after ses2.parts ses2.parts-after; do
 	cmp -s "$base/ses1.parts" "$base/$f" ||
-		echo "  NOTE: the testbed's parts changed: ses1.parts against $f: $(diff "$base/ses1.parts" "$base/$f" | grep '^[<>]' | paste -sd ' ' -)"
+		echo "  NOTE: the testbed's parts changed: ses1.parts against $f: $(parts_changed ses1.parts "$f")"
 done
 ses_said="two driven sessions identical"
 if [ ${#differ[@]} = 0 ]; then
@@ -230,8 +238,7 @@ else
 	ses_said="two driven sessions alike in every reply checked but not byte for byte (known issue)"
 	echo "  KNOWN ISSUE (docs/vm.md): the two driven sessions differ in: ${differ[*]}"
 	for f in "${differ[@]}"; do
-		echo "    $f: from line $(cmp "$base/ses1.$f" "$base/ses2.$f" | sed -n 's/.* line \([0-9]*\).*/\1/p') of $(wc -l <"$base/ses1.$f"):"
-		{ diff "$base/ses1.$f" "$base/ses2.$f" || true; } | head -6 | cut -c1-120 | sed 's/^/      /'
+		parting "$f" "ses1.$f" "ses2.$f"
 	done
 fi
 
@@ -305,11 +312,10 @@ else
 	echo "  KNOWN ISSUE (docs/vm.md): the two scenario runs differ in: ${differ[*]}"
 	for f in rec A.console B.console; do
 		cmp -s "$base/scen1.$f" "$base/scen2.$f" && continue
-		echo "    $f: from line $(cmp "$base/scen1.$f" "$base/scen2.$f" | sed -n 's/.* line \([0-9]*\).*/\1/p') of $(wc -l <"$base/scen1.$f"):"
-		{ diff "$base/scen1.$f" "$base/scen2.$f" || true; } | head -6 | cut -c1-120 | sed 's/^/      /'
+		parting "$f" "scen1.$f" "scen2.$f"
 	done
 	cmp -s "$base/scen1.parts" "$base/scen2.parts" ||
-		echo "  NOTE: the two scenario runs stood on other parts: $(diff "$base/scen1.parts" "$base/scen2.parts" | grep '^[<>]' | paste -sd ' ' -)"
+		echo "  NOTE: the two scenario runs stood on other parts: $(parts_changed scen1.parts scen2.parts)"
 fi
 out=$("$odl" run "$here/scenarios/vm-small.yaml" --on vm --deterministic 2>&1) && fail "a host-reset scenario ran deterministic"
 grep -q "host-reset at 16 ms: not in a deterministic run" <<<"$out" || fail "host-reset refusal unclear: $out"
