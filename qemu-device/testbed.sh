@@ -393,15 +393,15 @@ cmd_up() {
 				[ "$a" = "$cmd_file" ] && [ -n "$cmd_file" ] && a=cmd  # the copy beside this file
 				printf 'arg %s\n' "$a"
 			done
-			# odl-linkd's options but where it writes its record (an output:
-			# a replay names its own with ODL_LINKD_ARGS).
+			# odl-linkd's options but where it writes its record and windows
+			# (outputs: a replay names its own with ODL_LINKD_ARGS).
 			local largs=() skip=0 w
 			# shellcheck disable=SC2086 # words on purpose
 			for w in ${ODL_LINKD_ARGS:-}; do
 				if [ "$skip" = 1 ]; then skip=0; continue; fi
 				case "$w" in
-				--record) skip=1; continue ;;
-				--record=*) continue ;;
+				--record | --windows) skip=1; continue ;;
+				--record=* | --windows=*) continue ;;
 				esac
 				largs+=("$w")
 			done

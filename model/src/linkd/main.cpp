@@ -224,6 +224,10 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     std::string record;
     app.add_option("--record", record,
                    "write every MMIO, DMA and IRQ at the model seam to this file (for replay tests)");
+    std::string windows;
+    auto* windows_opt = app.add_option("--windows", windows,
+                                       "--deterministic: write one line per turn to this file (the windows granted, "
+                                       "where each host stopped, what moved), to find where two runs part");
     bool no_shared_ram = false;
     app.add_flag("--no-shared-ram", no_shared_ram,
                  "refuse guest RAM offered by the devices: every DMA is a message round trip "
@@ -323,7 +327,7 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
         fmt::print(stderr, "odl-linkd: {}\n", *why);
         return 1;
     }
-    for (auto* o : {quantum_opt, window_max_opt, event_opt})
+    for (auto* o : {quantum_opt, window_max_opt, event_opt, windows_opt})
         if (o->count() > 0 && !cfg.deterministic) {
             fmt::print(stderr, "odl-linkd: {} needs --deterministic\n", o->get_name());
             return 1;
@@ -445,6 +449,15 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
             return 1;
         }
         recorder = std::make_unique<odl::model::linkd::recording_backend>(*model, record_out);
+    }
+    std::ofstream windows_out;
+    if (!windows.empty()) {
+        windows_out.open(windows);
+        if (!windows_out) {
+            fmt::print(stderr, "odl-linkd: cannot write {}\n", windows);
+            return 1;
+        }
+        cfg.windows = &windows_out;
     }
     odl::model::linkd::server srv(cfg, recorder ? static_cast<odl::model::linkd::model_backend&>(*recorder)
                                                 : *model);

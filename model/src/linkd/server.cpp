@@ -346,6 +346,9 @@ void server::control_one() {
     std::string cmd;
     const int fd = take_control(m_ctl.fd(), cmd);
     if (fd < 0) return;
+    if (m_cfg.windows && cmd != "time" && cmd != "status" && cmd != "nhi" &&
+        !(cmd.size() >= 6 && cmd.compare(cmd.size() - 6, 6, " stats") == 0))
+        *m_cfg.windows << m_det_now << " ctl " << cmd << '\n';  // queries move nothing: left out
     if (m_cfg.deterministic && det_request(cmd, fd)) return;
     reply_control(fd, control_reply(cmd));
 }
@@ -949,6 +952,7 @@ void server::det_turn(const std::vector<connection*>& order, std::uint64_t& quan
         next_event++;
     }
     const std::uint64_t due = m_model.next_event_ps();
+    const std::uint64_t start = m_det_now;
     std::uint64_t horizon = m_det_now + quantum;
     const std::uint64_t soonest = m_det_now + m_cfg.quantum_ps;
     // Stop at the model's next action and the next timed event (one
@@ -985,8 +989,19 @@ void server::det_turn(const std::vector<connection*>& order, std::uint64_t& quan
     m_det_now = target;
     reap();
     notify_links();
-    const bool moved = traffic() - before != 2 * granted || (due != UINT64_MAX && due <= target);
+    const std::uint64_t delta = traffic() - before;
+    const bool moved = delta != 2 * granted || (due != UINT64_MAX && due <= target);
     quantum = moved ? m_cfg.quantum_ps : std::min(2 * quantum, m_cfg.quantum_max_ps);
+    if (m_cfg.windows) {
+        // "FROM HORIZON due DUE|- host:STOP... to TARGET msgs DELTA": every
+        // input of the next turn's window, in picoseconds.
+        auto& w = *m_cfg.windows;
+        w << start << ' ' << horizon << " due ";
+        if (due == UINT64_MAX) w << '-';
+        else w << due;
+        for (auto* c : order) w << ' ' << c->host() << ':' << c->sync_ts();
+        w << " to " << target << " msgs " << static_cast<std::int64_t>(delta) << '\n';  // < 0: a host left
+    }
 }
 
 // Grants @c the window up to @horizon_ps (UINT64_MAX: no grant, only take

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <ostream>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -38,6 +39,9 @@ struct server_config {
     /// Deterministic mode: cable commands ("cable [N] EVENT", as on
     /// --control) applied at model time ps, in order.
     std::vector<std::pair<std::uint64_t, std::string>> timed_events;
+    /// Deterministic mode: one line per turn (the windows granted, where
+    /// each host stopped, what moved), to find where two runs part.
+    std::ostream* windows = nullptr;
     /// Control commands starting with "fault " go here (odl-linkd's fault
     /// injector); the reply starts with "ok" or "error". Unset: refused.
     std::function<std::string(const std::string&)> fault_command;
