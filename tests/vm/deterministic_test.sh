@@ -69,7 +69,10 @@ run() {
 	else
 		set -- replay "$@"
 	fi
-	ODL_LINKD_ARGS="--record $base/$name.rec --windows $base/$name.win" "$tb" "$@" >"$base/$name.up.log" 2>&1 ||
+	# The turns' account (--windows) exists only in deterministic runs.
+	local win=""
+	[[ "$how $*" != *--deterministic* && "$how" != replay ]] || win="--windows $base/$name.win"
+	ODL_LINKD_ARGS="--record $base/$name.rec $win" "$tb" "$@" >"$base/$name.up.log" 2>&1 ||
 		{ cat "$base/$name.up.log"; fail "$name: testbed $1"; }
 	if [ "$name" = det1 ]; then
 		# Things that would change a run are refused while it runs.
