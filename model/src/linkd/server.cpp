@@ -346,11 +346,18 @@ void server::control_one() {
     std::string cmd;
     const int fd = take_control(m_ctl.fd(), cmd);
     if (fd < 0) return;
-    if (m_cfg.windows && cmd != "time" && cmd != "status" && cmd != "nhi" &&
-        !(cmd.size() >= 6 && cmd.compare(cmd.size() - 6, 6, " stats") == 0))
-        *m_cfg.windows << m_det_now << " ctl " << cmd << '\n';  // queries move nothing: left out
     if (m_cfg.deterministic && det_request(cmd, fd)) return;
-    reply_control(fd, control_reply(cmd));
+    const std::string reply = control_reply(cmd);
+    // Queries and refusals move nothing: only what the run took is noted.
+    if (reply.rfind("ok", 0) == 0 && cmd != "status" && cmd != "nhi" &&
+        !(cmd.size() >= 6 && cmd.compare(cmd.size() - 6, 6, " stats") == 0))
+        note_control(cmd);
+    reply_control(fd, reply);
+}
+
+// --windows: a control command the run took, at the model time it took it.
+void server::note_control(const std::string& cmd) {
+    if (m_cfg.windows) *m_cfg.windows << m_det_now << " ctl " << cmd << '\n';
 }
 
 std::string server::control_reply(const std::string& cmd) {
@@ -426,6 +433,7 @@ bool server::det_request(const std::string& cmd, int fd) {
             const auto pos = std::upper_bound(ev.begin(), ev.end(), ns * 1000,
                                               [](std::uint64_t t, const auto& e) { return t < e.first; });
             ev.insert(pos, {ns * 1000, cmd.substr(sp + 1)});
+            note_control(cmd);
             reply_control(fd, fmt::format("ok at {} ns", ns));
             return true;
         }
@@ -444,6 +452,7 @@ bool server::det_request(const std::string& cmd, int fd) {
         reply_control(fd, "error: " + err);
         return true;
     }
+    note_control(cmd);
     if (m_det_reply_fd >= 0) reply_control(m_det_reply_fd, "error: superseded");
     m_det_reply_fd = fd;
     return true;

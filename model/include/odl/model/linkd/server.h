@@ -97,6 +97,7 @@ private:
     void reap();
     void note_bad(connection& c, const char* why);
     void control_one();
+    void note_control(const std::string& cmd);
     std::string control_reply(const std::string& cmd);
     bool det_request(const std::string& cmd, int fd);
     void det_answer();
