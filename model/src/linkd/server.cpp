@@ -988,6 +988,7 @@ void server::det_turn(const std::vector<connection*>& order, std::uint64_t& quan
         m_det_wait_ns[h] += static_cast<std::uint64_t>(mono_ns() - t0);
         if (ok && c->sync_ts() < reach) reach = c->sync_ts();
     }
+    if (m_stop.load()) return;  // stopped inside a window: the hosts never got there
     std::uint64_t target = UINT64_MAX;
     for (auto* c : order)
         if (c->st() == connection::state::attached) target = std::min(target, c->sync_ts());

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -684,7 +685,7 @@ public:
 
 class LinkdDeterministic : public ::testing::Test {
 protected:
-    void start(std::vector<std::pair<std::uint64_t, std::string>> events = {}) {
+    void start(std::vector<std::pair<std::uint64_t, std::string>> events = {}, std::ostream* windows = nullptr) {
         const std::string base = "/tmp/odl-linkd-det-" + std::to_string(::getpid());
         m_path = base + ".sock";
         m_ctl = base + ".ctl";
@@ -696,15 +697,24 @@ protected:
         cfg.quantum_max_ps = 8'000'000;
         cfg.sync_timeout_ms = 3000;
         cfg.timed_events = std::move(events);
+        cfg.windows = windows;
         m_srv = std::make_unique<server>(cfg, m_model);
         std::string err;
         ASSERT_TRUE(m_srv->listen(err)) << err;
         m_thread = std::thread([this] { m_srv->run(); });
     }
-    void TearDown() override {
+    void TearDown() override { finish(); }
+    /// Stops the server (its --windows stream may then be read).
+    void finish() {
         if (m_srv) m_srv->stop();
         if (m_thread.joinable()) m_thread.join();
         m_srv.reset();
+    }
+    static std::vector<std::string> lines_of(const std::ostringstream& o) {
+        std::vector<std::string> v;
+        std::istringstream in(o.str());
+        for (std::string l; std::getline(in, l);) v.push_back(l);
+        return v;
     }
     /// Both hosts connect, host 1 first, and report ready at 0.
     void both_ready(device& a, device& b) {
@@ -797,6 +807,30 @@ TEST_F(LinkdDeterministic, EarlyStopHoldsTheOthers) {
     const auto lines = m_model.take();
     EXPECT_NE(std::find(lines.begin(), lines.end(), "advance 1400000"), lines.end());
     EXPECT_EQ(std::find(lines.begin(), lines.end(), "advance 3000000"), lines.end());
+}
+
+// --windows: one line per finished turn (the window, where each host
+// stopped, how far the model ran, what moved), in picoseconds.
+TEST_F(LinkdDeterministic, WindowsAccountOfEveryTurn) {
+    std::ostringstream windows;
+    start({}, &windows);
+    device a(m_path), b(m_path);
+    both_ready(a, b);
+    ASSERT_EQ(a.grant(), 1'000'000u);
+    ASSERT_TRUE(a.sync(1'000'000));
+    ASSERT_EQ(b.grant(), 1'000'000u);
+    ASSERT_TRUE(b.sync(1'000'000));
+    ASSERT_EQ(a.grant(), 3'000'000u);
+    ASSERT_TRUE(a.mmio_write(0x40, 1));
+    ASSERT_TRUE(a.sync(1'400'000));
+    ASSERT_EQ(b.grant(), 1'400'000u);
+    ASSERT_TRUE(b.sync(1'400'000));
+    ASSERT_EQ(a.grant(), 2'400'000u);  // a turn under way: not written
+    finish();
+    // Grants and SYNCs are 2 messages a host; A's write the fifth.
+    const std::vector<std::string> want = {"0 1000000 due - 0:1000000 1:1000000 to 1000000 msgs 4",
+                                           "1000000 3000000 due - 0:1400000 1:1400000 to 1400000 msgs 5"};
+    EXPECT_EQ(lines_of(windows), want);
 }
 
 // Refused: a device in the other mode, a host coming back after the run
@@ -912,7 +946,8 @@ TEST(LinkdDetControl, KnownCableEvents) {
 }
 
 TEST_F(LinkdDeterministic, ControllerHoldsTheRunBetweenRequests) {
-    start();
+    std::ostringstream windows;
+    start({}, &windows);
     // (The control socket is read between windows: before the run, then
     // once it stands still.)
     EXPECT_EQ(control(m_ctl, "exec 0 1000 true").rfind("error: the guests' agents are not all ready", 0), 0u);
@@ -990,6 +1025,16 @@ TEST_F(LinkdDeterministic, ControllerHoldsTheRunBetweenRequests) {
     EXPECT_NE(std::find(lines.begin(), lines.end(), fmt::format("{} cable unplug", h)), lines.end());
     EXPECT_NE(std::find(lines.begin(), lines.end(), fmt::format("{} cable plug", h + 1'000'000)), lines.end())
         << "the event handed over with 'at' did not apply at its time";
+    // --windows names what the run took, when; queries and refusals not.
+    finish();
+    std::vector<std::string> ctl;
+    for (const auto& l : lines_of(windows))
+        if (l.find(" ctl ") != std::string::npos) ctl.push_back(l);
+    const std::vector<std::string> want = {fmt::format("{} ctl cable unplug", h),
+                                           fmt::format("{} ctl at {} cable plug", h, h / 1000 + 1000),
+                                           fmt::format("{} ctl exec 0 5000 echo hi", h),
+                                           fmt::format("{} ctl advance 2500", t)};
+    EXPECT_EQ(ctl, want);
 }
 
 }  // namespace
