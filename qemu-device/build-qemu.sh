@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Build qemu-system-x86_64 with the odl-usb4-nhi device: Debian's QEMU source
-# package (apt-get source), our device copied into hw/misc/ at build time, a
-# minimal x86_64-softmmu configuration. Built once into a cache outside the
-# checkout, keyed by source version + device source hash.
+# package (apt-get source), our device copied into hw/misc/ at build time,
+# our few changes to QEMU itself applied (qemu-device/patches), a minimal
+# x86_64-softmmu configuration. Built once into a cache outside the
+# checkout, keyed by source version + device source and patches hash.
 #
 # Usage: build-qemu.sh [--print-path]
 #   prints the path of the built qemu-system-x86_64 on stdout (last line);
@@ -32,6 +33,7 @@ device_files=(
 	"$here/trace-events" "$here/build-qemu.sh"
 	"$repo/include/odl/wire/wire_common.h" "$repo/include/odl/wire/linkd.h"
 	"$repo/include/odl/wire/linkd_codec.h"
+	"$here"/patches/*.patch
 )
 
 # The configuration: x86_64 TCG (and KVM where it works), no debug info (a
@@ -158,6 +160,20 @@ if [ ! -f "$src/build/build.ninja" ] ||
 		{ tail -n 30 "$src/configure.log" >&2; die "configure failed; see $src/configure.log"; }
 	printf '%s\n' "${configure_args[@]}" "${devices[@]}" >"$src/configure.args"
 fi
+
+# Our changes to QEMU itself (qemu-device/patches, in order), each file
+# they touch first put back as Debian shipped it: idempotent.
+for p in "$here"/patches/*.patch; do
+	for f in $(sed -n 's|^+++ b/||p' "$p"); do
+		[ -f "$src/$f.orig" ] || cp "$src/$f" "$src/$f.orig"
+		cp "$src/$f.orig" "$src/$f"
+	done
+done
+for p in "$here"/patches/*.patch; do
+	patch -s -p1 -d "$src" <"$p" >"$src/patch.log" 2>&1 ||
+		{ cat "$src/patch.log" >&2; die "$(basename "$p") does not apply to QEMU $srcver"; }
+done
+rm -f "$src/patch.log"
 
 # Add (or refresh) the device in the tree; idempotent.
 [ -f "$src/hw/misc/trace-events.orig" ] ||
