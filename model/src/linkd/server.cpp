@@ -338,6 +338,11 @@ bool server::listen(std::string& err) {
     return m_cfg.control_path.empty() || m_ctl.open(m_cfg.control_path, err);
 }
 
+namespace {
+// "cable [N] stats": a query, which changes nothing.
+bool stats_query(const std::string& cmd) { return cmd.size() >= 6 && cmd.compare(cmd.size() - 6, 6, " stats") == 0; }
+}  // namespace
+
 // One command per connection: "cable [N] plug", "cable [N] unplug",
 // "cable [N] retrain", "cable [N] degrade GEN LANES", "cable [N] ber RATE",
 // "cable [N] stats" (N: the cable, 0 when left out), "status", "nhi",
@@ -350,7 +355,7 @@ void server::control_one() {
     const std::string reply = control_reply(cmd);
     // Queries and refusals move nothing: only what the run took is noted.
     if (reply.rfind("ok", 0) == 0 && cmd != "status" && cmd != "nhi" &&
-        !(cmd.size() >= 6 && cmd.compare(cmd.size() - 6, 6, " stats") == 0))
+        !stats_query(cmd))
         note_control(cmd);
     reply_control(fd, reply);
 }
@@ -366,7 +371,7 @@ std::string server::control_reply(const std::string& cmd) {
         // A deterministic run takes its events at model times (--event), or
         // while its controller holds it (the same instant in every run); one
         // applied whenever a command arrives would differ per run.
-        const bool query = cmd.size() >= 6 && cmd.compare(cmd.size() - 6, 6, " stats") == 0;
+        const bool query = stats_query(cmd);
         if (m_cfg.deterministic && !query && !(m_det_ctl.controlled() && !m_det_ctl.busy()))
             return std::string("error: deterministic mode: cable events come with odl-linkd --event TIME_NS:EVENT, "
                                "or while the run stands still between exec and advance requests");
