@@ -26,7 +26,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 tb="$repo/qemu-device/testbed.sh"
-kernel=6.12 runs=5
+kernel=6.12 runs=3
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kernel=$2; shift 2 ;;
