@@ -108,7 +108,12 @@ if [ -n "$extra" ]; then
 fi
 
 say "packing initramfs ($kver)"
-(cd "$root" && find . | cpio -o -H newc --quiet | gzip -6) >"$work/initrd.gz"
+# The same bytes from the same inputs on any machine (no times, inode
+# numbers or order of the directory walk in it): a deterministic run's
+# replay folder names the initramfs by hash, and a replay of a CI run on
+# another machine must find its own build of the image to be that one.
+find "$root" -exec touch -h -d @0 {} +
+(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet --reproducible | gzip -n -6) >"$work/initrd.gz"
 mkdir -p "$dest"
 cp "$work/pkg/boot/vmlinuz-$kver" "$dest/vmlinuz"
 mv "$work/initrd.gz" "$dest/initrd.gz"

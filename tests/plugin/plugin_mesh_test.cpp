@@ -44,8 +44,9 @@ void rank_body(int me, net_api& api, std::array<channel*, kRanks>& ch) {
     PCHECK(!identity[size_t(me)].empty());
     for (int p = 0; p < kRanks; ++p) {
         if (p == me) continue;
-        char mine[64] = {}, theirs[64] = {};
-        std::strncpy(mine, st0.process, sizeof(mine) - 1);
+        char mine[sizeof(st0.process)] = {}, theirs[sizeof(st0.process)] = {};
+        // The identity as the file holds it, always NUL-terminated here.
+        std::memcpy(mine, st0.process, sizeof(mine) - 1);
         ch[size_t(p)]->send(mine, sizeof(mine));
         ch[size_t(p)]->recv(theirs, sizeof(theirs));
         identity[size_t(p)] = theirs;

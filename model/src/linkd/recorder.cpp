@@ -270,7 +270,7 @@ bool replay(model_backend& model, std::istream& in, replay_report& rep) {
             model_evs[static_cast<std::size_t>(host)].push_back(std::move(e));
             continue;
         }
-        dev_event d{ts, host, kind, 0, 0, 0, lineno, 0};
+        dev_event d{ts, host, kind, 0, 0, 0, lineno, 0, {}};
         if (kind == "E") {
             std::getline(ls >> std::ws, d.spec);
         } else if (kind == "R" || kind == "W")
