@@ -294,11 +294,9 @@ cmd_up() {
 		[ -f "$cmd_file" ] || die "command file $cmd_file not found"
 		mkdir -p "$dir/cmd-root/odl"
 		cp "$cmd_file" "$dir/cmd-root/odl/cmd"
-		# The same bytes every time (no times, inode numbers or names in
-		# it): a deterministic run must boot the very same initramfs.
-		find "$dir/cmd-root" -exec touch -h -d @0 {} +
-		{ cat "$image/initrd.gz"; (cd "$dir/cmd-root" && find . | LC_ALL=C sort |
-			cpio -o -H newc --quiet --reproducible | gzip -n); } >"$dir/initrd-cmd.gz"
+		# The same bytes every time: a deterministic run must boot the
+		# very same initramfs.
+		{ cat "$image/initrd.gz"; "$here/guest/pack-initramfs.sh" "$dir/cmd-root"; } >"$dir/initrd-cmd.gz"
 		rm -rf "$dir/cmd-root"
 		initrd="$dir/initrd-cmd.gz"
 	fi

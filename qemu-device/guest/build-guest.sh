@@ -25,7 +25,7 @@ pkg=${resolved% *} ver=${resolved#* }
 extra=${ODL_GUEST_EXTRA:-}
 [ -z "$extra" ] || [ -d "$extra" ] || die "ODL_GUEST_EXTRA=$extra is not a directory"
 hash=$({
-	cat "$here/init" "$here/build-guest.sh" "$here/odl_mbox.c" "$repo/include/odl/wire/linkd.h" \
+	cat "$here/init" "$here/build-guest.sh" "$here/pack-initramfs.sh" "$here/odl_mbox.c" "$repo/include/odl/wire/linkd.h" \
 		"$repo/include/odl/wire/wire_common.h"
 	if [ -n "$extra" ]; then (cd "$extra" && find . -type f | LC_ALL=C sort | xargs -r sha256sum); fi
 } | sha256sum | cut -c1-12)
@@ -108,12 +108,7 @@ if [ -n "$extra" ]; then
 fi
 
 say "packing initramfs ($kver)"
-# The same bytes from the same inputs on any machine (no times, inode
-# numbers or order of the directory walk in it): a deterministic run's
-# replay folder names the initramfs by hash, and a replay of a CI run on
-# another machine must find its own build of the image to be that one.
-find "$root" -exec touch -h -d @0 {} +
-(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet --reproducible | gzip -n -6) >"$work/initrd.gz"
+"$here/pack-initramfs.sh" "$root" >"$work/initrd.gz"
 mkdir -p "$dest"
 cp "$work/pkg/boot/vmlinuz-$kver" "$dest/vmlinuz"
 mv "$work/initrd.gz" "$dest/initrd.gz"

@@ -68,7 +68,16 @@ void print_failure_tails(const std::string& build) {
     }
 }
 
-/// One sanitizer build (clang, -O1 -g1, unity, no model, no benchmarks) in
+/// "ON" when the main build in @build was configured as a unity build (the
+/// bootstrap's default, ODL_UNITY_BUILD=OFF not), else "OFF".
+std::string main_build_unity(const std::string& build) {
+    std::ifstream cache(build + "/CMakeCache.txt");
+    for (std::string line; std::getline(cache, line);)
+        if (line.rfind("CMAKE_UNITY_BUILD:", 0) == 0) return line.substr(line.find('=') + 1);
+    return "OFF";
+}
+
+/// One sanitizer build (clang, -O1 -g1, unity as the main build, no model, no benchmarks) in
 /// <build>-<suffix>, then ctest over @labels there.
 int run_sanitizer_build(const std::string& src, const std::string& build, const std::string& jobs,
                         const std::string& suffix, const std::string& sanitizers, bool fuzz,
@@ -78,7 +87,7 @@ int run_sanitizer_build(const std::string& src, const std::string& build, const 
     // reports; full debug info under both sanitizers tripled the compile
     // time (docs/ci.md). clang, because libFuzzer comes with it: the fuzz
     // targets (tests/fuzz) build in the same tree, every library with
-    // their coverage counters. A unity build like the main one (a third
+    // their coverage counters. A unity build when the main one is (a third
     // less compile time, docs/ci.md); ODL_UNITY_BUILD=OFF builds both file
     // by file, which is what finds a missing #include.
     std::vector<std::string> configure = {
@@ -86,7 +95,7 @@ int run_sanitizer_build(const std::string& src, const std::string& build, const 
         "-DCMAKE_C_COMPILER=clang", "-DCMAKE_CXX_COMPILER=clang++",
         "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG", "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG",
         "-DODL_SANITIZE=" + sanitizers, "-DODL_BUILD_BENCHMARKS=OFF",
-        "-DCMAKE_UNITY_BUILD=" + env_or("ODL_UNITY_BUILD", "ON"),
+        "-DCMAKE_UNITY_BUILD=" + main_build_unity(build),
         // The pass runs the unit and fuzz labels: the model has its own.
         "-DODL_BUILD_MODEL=OFF", std::string("-DODL_FUZZ=") + (fuzz ? "ON" : "OFF")};
     if (run_step(configure) != 0) {
