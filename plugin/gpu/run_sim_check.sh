@@ -10,7 +10,9 @@
 #
 # Usage: plugin/gpu/run_sim_check.sh <plugin dir> <odl-linkd> [out dir] [-- odl-linkd options]
 #   default odl-linkd options: --gen gen4 --lanes 2 (TB5); e.g. -- --gen gen3 --lanes 2 (TB4)
-# Environment: MAX_SIZE (default 64 MiB), TRAFFIC (bytes per size, default 256 MiB).
+# Environment: MAX_SIZE (default 64 MiB), TRAFFIC (bytes per size, default 256 MiB),
+#   SIM_DEVICES / LO_DEVICES (default sim:0 / loopback:0; with -- --links 2, e.g.
+#   sim:0-1 and loopback:0-1: one NCCL device striped over two modelled links).
 # Two processes on one GPU take turns on it (time slices of milliseconds, so
 # every small collective took 2.25-4.5 ms) unless CUDA MPS runs: the script
 # starts a private MPS daemon when nvidia-cuda-mps-control is there, and says
@@ -49,9 +51,20 @@ server=$!
 trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; if [[ -n $mps ]]; then echo quit | nvidia-cuda-mps-control || true; fi' EXIT
 for _ in $(seq 100); do [[ -S $ODL_SIM_SOCKET ]] && break; sleep 0.1; done
 [[ -S $ODL_SIM_SOCKET ]] || { echo "FAIL: odl-linkd --sim did not start: $(cat "$out/linkd.log")"; exit 1; }
+# One link: "(..., N Mb/s each way, ...)"; several: a "sim device K: ..., N Mb/s A to B"
+# line each. The cap below is what all the links carry together.
+for _ in $(seq 50); do grep -q -e "each way" -e "sim device 0:" "$out/linkd.log" && break; sleep 0.1; done
 banner=$(head -n1 "$out/linkd.log")
-rate_mbps=$(sed -n 's/.*, \([0-9]*\) Mb\/s each way.*/\1/p' <<<"$banner")
+links=$(grep -c "sim device [0-9]*:" "$out/linkd.log" || true)
+if [[ $links -gt 0 ]]; then
+    rate_mbps=$(sed -n 's/.*sim device 0: .*, \([0-9]*\) Mb\/s A to B.*/\1/p' "$out/linkd.log")
+    rate_mbps=$((rate_mbps * links))
+else
+    rate_mbps=$(sed -n 's/.*, \([0-9]*\) Mb\/s each way.*/\1/p' <<<"$banner")
+fi
+[[ -n $rate_mbps && $rate_mbps -gt 0 ]] || { echo "FAIL: no link rate in: $(cat "$out/linkd.log")"; exit 1; }
 echo "link: ${banner#*(}"
+grep "sim device [0-9]*:" "$out/linkd.log" || true
 
 run() {  # name, devices
     local name=$1 devices=$2
@@ -68,7 +81,7 @@ run() {  # name, devices
     grep -q "via NET/ODL" "$out/$name.log" || { echo "FAIL: $name: no channel via NET/ODL"; status=1; }
 }
 
-run sim sim:0
+run sim "${SIM_DEVICES:-sim:0}"
 # What the plugin said about the model's timing, per rank (WARN: some frames
 # were late, so the times below are slower than the modelled link's).
 timing=$(grep -h "model timing" "$out/sim.log" | sed 's/^.*NET\/ODL : //' || true)
@@ -76,7 +89,7 @@ timing=$(grep -h "model timing" "$out/sim.log" | sed 's/^.*NET\/ODL : //' || tru
 echo "$timing"
 kill $server 2>/dev/null
 wait $server 2>/dev/null || true
-run loopback loopback:0
+run loopback "${LO_DEVICES:-loopback:0}"
 
 [[ -f $out/sim.json && -f $out/loopback.json ]] || exit 1
 python3 - "$out/sim.json" "$out/loopback.json" "$rate_mbps" <<'PY' | tee "$out/table.md" || status=1
@@ -84,7 +97,7 @@ import json, sys
 sim, lo = (json.load(open(p)) for p in sys.argv[1:3])
 rate_GBps = int(sys.argv[3]) / 8000.0
 print(f"two ranks on one {sim['gpu']}, torch {sim['torch']}, NCCL {sim['nccl']}; "
-      f"modelled link {rate_GBps:.2f} GB/s each way\n")
+      f"modelled link(s) {rate_GBps:.2f} GB/s each way in all\n")
 print("| op | size | sim: time | sim: busbw | loopback: time | loopback: busbw |")
 print("|---|---|---|---|---|---|")
 lo_rows = {(r["op"], r["size"]): r for r in lo["rows"]}

@@ -93,7 +93,7 @@ def sim(mtype, payload=b"", arg=0):
     return struct.pack("<HHIQQQ", mtype, 0, len(payload), 0, 0, arg) + payload
 
 
-write("sim_msg", "hello", sim(1, struct.pack("<IHBBIII I40s", 0x4D53444F, 2, 0, 0, 80000, 256, 99, 0, b"seed")))
+write("sim_msg", "hello", sim(1, struct.pack("<IHBBIII I40s", 0x4D53444F, 4, 0, 0, 80000, 256, 99, 1, b"seed")))
 write("sim_msg", "link", sim(4, arg=3))
 write("sim_msg", "wake", sim(6))
 write("sim_msg", "ring_two_frames", struct.pack("<QQQ", 10, 12, 10) + struct.pack("<I", 0x4D53444F) +

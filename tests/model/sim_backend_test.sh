@@ -76,12 +76,14 @@ set -e
 [ "$rc" != 0 ] && grep -q "no model server at $ODL_SIM_SOCKET" <<<"$out" ||
 	fail "perf without a server: exit $rc: $out"
 for bad in "--profile nope:unknown platform 'nope'" "--gen gen2 --asymmetric:bad cable" \
-	"--lanes 1 --asymmetric:bad cable"; do
+	"--lanes 1 --asymmetric:bad cable" "--links 2 --profile nope:unknown platform 'nope'" \
+	"--links 3 --gen gen2 --asymmetric:link 0: bad cable"; do
 	set +e
 	out=$("$linkd" --sim --socket "$tmp/x.sock" ${bad%%:*} 2>&1)
 	rc=$?
 	set -e
 	[ "$rc" = 1 ] && grep -q "${bad#*:}" <<<"$out" || fail "odl-linkd --sim ${bad%%:*}: exit $rc: $out"
+	[ ! -e "$tmp/x.sock" ] || fail "odl-linkd --sim ${bad%%:*} left a socket: it listened before refusing"
 done
 set +e
 out=$("$linkd" --socket "$tmp/x.sock" --profile apple-tb5 2>&1)
@@ -151,8 +153,8 @@ set +e
 out2=$(ODL_SIM_END=b timeout 20 "$odl" perf latency --backend sim --client 0 -n 5 --connect-timeout 3 2>&1)
 rc2=$?
 set -e
-{ [ "$rc" != 0 ] && grep -q "refused this end" <<<"$out"; } ||
-	{ [ "$rc2" != 0 ] && grep -q "refused this end" <<<"$out2"; } ||
+{ [ "$rc" != 0 ] && grep -q "refused sim device 0: both of its ends are taken" <<<"$out"; } ||
+	{ [ "$rc2" != 0 ] && grep -q "refused sim device 0: both of its ends are taken" <<<"$out2"; } ||
 	fail "no refusal of an end in use: a: exit $rc: $out / b: exit $rc2: $out2"
 kill "$holder" 2>/dev/null || true
 wait "$holder" 2>/dev/null || true
@@ -277,7 +279,7 @@ s.bind(sys.argv[1]); s.listen(1)
 c, _ = s.accept()
 c.recv(8192)
 from sim_proto import HELLO, LINK, hello, msg
-c.send(msg(HELLO, hello(end=0, rate=10000, window=256, profile=b"fake")))
+c.send(msg(HELLO, hello(end=0, rate=10000, window=256, profile=b"fake", links=1)))
 c.send(msg(LINK, seq=1, arg=7))                                   # LINK with unknown bits
 c.settimeout(10)
 try:
@@ -401,6 +403,83 @@ assert rec["resent_frames"] >= 1, rec
 print("model lost %s frames; the sender resent %d; %.2f Gb/s, every byte verified"
       % (sys.argv[2], rec["resent_frames"], r["gbps"]))
 PY
+
+step "two links (--links 2, a process each): streams on both at once, an unplug on link 1 only, no device 2"
+start_server --links 2 --gen gen3 --lanes 2
+grep -q "sim device 1: " "$tmp/linkd.log" || fail "no second link in the banner: $(cat "$tmp/linkd.log")"
+kids=$(ps -o pid= --ppid "$server" | wc -l)
+[ "$kids" = 2 ] || fail "want a process per link, the router has $kids children"
+"$odl" perf bandwidth --backend sim -d 0 -s 64K --bytes 256M --checksum --json --quiet >"$tmp/l0.json" 2>"$tmp/l0.log" &
+l0=$!
+pids+=("$l0")
+"$odl" perf bandwidth --backend sim -d 1 -s 64K --bytes 64G --quiet >"$tmp/l1.out" 2>"$tmp/l1.log" &
+l1=$!
+pids+=("$l1")
+sleep 1.5
+kill -0 "$l1" 2>/dev/null || fail "link 1's stream ended before the unplug: $(cat "$tmp/l1.log")"
+reply=$(ctl cable unplug)
+[ "${reply#error}" != "$reply" ] && grep -q "needs the link" <<<"$reply" || fail "cable unplug without a link: $reply"
+reply=$(ctl cable unplug 1)
+[ "${reply#ok}" != "$reply" ] || fail "cable unplug 1: $reply"
+set +e
+wait_gone "$l1" 30
+wait "$l1"
+rc1=$?
+wait_gone "$l0" 120
+wait "$l0"
+rc0=$?
+set -e
+[ "$rc1" != 0 ] && grep -q "cable unplugged" "$tmp/l1.log" || fail "link 1 after its unplug: exit $rc1: $(cat "$tmp/l1.log")"
+[ "$rc0" = 0 ] || fail "link 0's stream beside link 1's unplug: exit $rc0: $(cat "$tmp/l0.log")"
+python3 - "$tmp/l0.json" <<'PY' || fail "link 0's results"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["backend"] == "sim" and d["checksum"] and d["verified"], d
+r = d["results"][0]
+assert r["bytes"] == 256 << 20 and r["gbps"] > 0, r
+print("link 0: 256 MiB verified at %.2f Gb/s while link 1 was unplugged" % r["gbps"])
+PY
+# Link 0 still works after link 1's unplug; link 1 stays down.
+"$odl" perf latency --backend sim -d 0 -s 64 -n 50 --checksum --quiet >/dev/null 2>"$tmp/l0b.log" ||
+	fail "link 0 after link 1's unplug: $(cat "$tmp/l0b.log")"
+st=$(ctl status)
+[ "$(grep -c '^link [01]: ok sim ' <<<"$st")" = 2 ] || fail "status of two links: $st"
+grep -q "^link 1: .*lost" <<<"$st" || fail "status: $st"
+reply=$(ctl cable unplug 2)
+grep -q "^error no link 2" <<<"$reply" || fail "cable unplug 2: $reply"
+set +e
+out=$("$odl" perf latency --backend sim -d 2 -s 64 -n 10 2>&1)
+rc=$?
+set -e
+[ "$rc" != 0 ] && grep -q "models 2 links (sim devices 0 to 1): there is no sim device 2" <<<"$out" ||
+	fail "sim device 2 of two: exit $rc: $out"
+echo "device 2: $(grep -m1 'no sim device' <<<"$out")"
+# A link's process that dies takes the server down with the reason; the
+# other link's program is told within a second or two.
+"$odl" perf bandwidth --backend sim -d 0 -s 64K --bytes 64G --quiet >"$tmp/l0c.out" 2>"$tmp/l0c.log" &
+l0=$!
+pids+=("$l0")
+sleep 1.5
+kill -0 "$l0" 2>/dev/null || fail "link 0's stream ended early: $(cat "$tmp/l0c.log")"
+link1=$(ps -o pid= --ppid "$server" | sed -n 2p)
+[ -n "$link1" ] || fail "no second link process"
+kill -9 $link1
+t0=$(date +%s%N)
+set +e
+wait_gone "$l0" 30
+wait "$l0"
+rc=$?
+wait_gone "$server" 10
+wait "$server"
+rcs=$?
+set -e
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$rc" != 0 ] && grep -q -e "model server is shutting down" -e "model server closed" "$tmp/l0c.log" ||
+	fail "link 0 after link 1's process died: exit $rc: $(cat "$tmp/l0c.log")"
+[ "$ms" -lt 3000 ] || fail "link 0's program took $ms ms to notice"
+[ "$rcs" != 0 ] && grep -q "sim link 1: its process was killed by signal 9; stopping the others" "$tmp/linkd.log" ||
+	fail "the server after a link's process died: exit $rcs: $(cat "$tmp/linkd.log")"
+echo "a link process killed: the server stopped (exit $rcs), link 0's program noticed in $ms ms"
 
 step "model server killed mid-stream: the program says so within a second or two"
 start_server

@@ -27,6 +27,14 @@ odl_sim_hello hello(uint8_t end) {
     return h;
 }
 
+// A server's HELLO: it always says how many links it models.
+odl_sim_hello server_hello(uint8_t end, uint8_t link, uint32_t links) {
+    odl_sim_hello h = hello(end);
+    h.link = link;
+    h.links = odl_cpu_le32(links);
+    return h;
+}
+
 const char* check(const std::vector<unsigned char>& b, odl_sim_side from) {
     return odl_sim_check(b.data(), b.size(), from);
 }
@@ -34,8 +42,16 @@ const char* check(const std::vector<unsigned char>& b, odl_sim_side from) {
 TEST(SimCodec, WellFormedMessagesPass) {
     auto h = hello(ODL_SIM_END_ANY);
     EXPECT_EQ(check(msg(ODL_SIM_HELLO, sizeof(h), 0, &h), ODL_SIM_SIDE_CLIENT), nullptr);
-    auto s = hello(1);
+    auto s = server_hello(1, 0, 1);
     EXPECT_EQ(check(msg(ODL_SIM_HELLO, sizeof(s), 0, &s), ODL_SIM_SIDE_SERVER), nullptr);
+    auto second = server_hello(0, 1, 2);  // link 1 of two
+    EXPECT_EQ(check(msg(ODL_SIM_HELLO, sizeof(second), 0, &second), ODL_SIM_SIDE_SERVER), nullptr);
+    // A refusal names no end; the link asked for may be one it lacks.
+    auto refusal = server_hello(ODL_SIM_END_ANY, 5, 2);
+    EXPECT_EQ(check(msg(ODL_SIM_HELLO, sizeof(refusal), 0, &refusal), ODL_SIM_SIDE_SERVER), nullptr);
+    auto link3 = hello(0);
+    link3.link = 3;
+    EXPECT_EQ(check(msg(ODL_SIM_HELLO, sizeof(link3), 0, &link3), ODL_SIM_SIDE_CLIENT), nullptr);
     EXPECT_EQ(check(msg(ODL_SIM_WAKE, 0), ODL_SIM_SIDE_CLIENT), nullptr);
     EXPECT_EQ(check(msg(ODL_SIM_LINK, 0, ODL_SIM_LINK_ALL), ODL_SIM_SIDE_SERVER), nullptr);
     EXPECT_EQ(check(msg(ODL_SIM_BYE, 0), ODL_SIM_SIDE_CLIENT), nullptr);
@@ -59,7 +75,11 @@ TEST(SimCodec, EveryRefusalHasAReason) {
     magic.magic = 0;
     auto version = hello(0);
     version.version = odl_cpu_le16(ODL_SIM_VERSION + 1);
-    auto no_end = hello(ODL_SIM_END_ANY);
+    auto no_end = server_hello(2, 0, 1);
+    auto no_links = server_hello(0, 0, 0);
+    auto past_links = server_hello(1, 2, 2);
+    auto client_links = hello(0);
+    client_links.links = odl_cpu_le32(1);
     const std::vector<bad> cases = {
         {short_hdr, ODL_SIM_SIDE_CLIENT, "shorter than a message header"},
         {wrong_len, ODL_SIM_SIDE_CLIENT, "does not match"},
@@ -68,6 +88,9 @@ TEST(SimCodec, EveryRefusalHasAReason) {
         {msg(ODL_SIM_HELLO, sizeof(magic), 0, &magic), ODL_SIM_SIDE_CLIENT, "magic"},
         {msg(ODL_SIM_HELLO, sizeof(version), 0, &version), ODL_SIM_SIDE_CLIENT, "version"},
         {msg(ODL_SIM_HELLO, sizeof(no_end), 0, &no_end), ODL_SIM_SIDE_SERVER, "names no end"},
+        {msg(ODL_SIM_HELLO, sizeof(no_links), 0, &no_links), ODL_SIM_SIDE_SERVER, "models no link"},
+        {msg(ODL_SIM_HELLO, sizeof(past_links), 0, &past_links), ODL_SIM_SIDE_SERVER, "does not model"},
+        {msg(ODL_SIM_HELLO, sizeof(client_links), 0, &client_links), ODL_SIM_SIDE_CLIENT, "link count"},
         {msg(ODL_SIM_WAKE, 0), ODL_SIM_SIDE_SERVER, "WAKE from the server"},
         {msg(ODL_SIM_WAKE, 4), ODL_SIM_SIDE_CLIENT, "WAKE with a payload"},
         {msg(2, 64), ODL_SIM_SIDE_CLIENT, "unknown message type"},  // version 1's FRAME

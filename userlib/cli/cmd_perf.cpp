@@ -216,6 +216,7 @@ int run_perf(const std::string& test, perf_cli c) {
         // A private namespace keeps concurrent self-spawned runs apart.
         const char* ns = std::getenv("ODL_LOOPBACK_NAMESPACE");
         setenv("ODL_LOOPBACK_NAMESPACE", fmt::format("{}perf-{}", ns ? ns : "", getpid()).c_str(), 1);
+        index = c.device;  // both ends on that device (sim: that modelled link)
         child = spawn_server(test, c, index);
         progress(fmt::format("started server (pid {}) on {}{}", child, c.backend, index));
     }
@@ -295,7 +296,9 @@ void add_perf_command(CLI::App& app) {
     auto* srv = cmd->add_flag("--server", c->server, "Serve a client (this end only)");
     cmd->add_option("--client", c->client, "Run the client over device PEER (index) against a --server")
         ->excludes(srv);
-    cmd->add_option("--device,-d", c->device, "Device index for --server")->capture_default_str();
+    cmd->add_option("--device,-d", c->device,
+                    "Device index for --server, or for both ends when it starts its own server (sim: the link)")
+        ->capture_default_str();
     cmd->add_option("--sizes,-s", c->sizes, "Message sizes, comma-separated (64,4K,1M)");
     cmd->add_option("--bytes", c->bytes, "Bandwidth: bytes per size (default 256M)");
     cmd->add_option("--max-msgs", c->opt.max_msgs, "Bandwidth: cap on messages per size")->capture_default_str();

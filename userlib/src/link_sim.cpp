@@ -138,7 +138,8 @@ private:
 
 class sim_link final : public link {
 public:
-    sim_link(int fd, uint8_t want_end, std::string path) : m_fd(fd), m_path(std::move(path)) {
+    sim_link(int fd, uint8_t want_link, uint8_t want_end, std::string path)
+        : m_fd(fd), m_path(std::move(path)), m_want_link(want_link) {
         m_lag.threshold_ns = lag_threshold_ns();
         m_to_server = odl_sim_slots(m_mem.shm());
         m_descs = odl_sim_descs(m_mem.shm());
@@ -146,6 +147,7 @@ public:
         h.magic = odl_cpu_le32(ODL_SIM_MAGIC);
         h.version = odl_cpu_le16(ODL_SIM_VERSION);
         h.end = want_end;
+        h.link = want_link;
         h.pid = odl_cpu_le32(uint32_t(getpid()));
         send_msg(ODL_SIM_HELLO, now_ns(), 0, &h, sizeof(h), m_mem.fd());
         m_mem.close_fd();
@@ -373,11 +375,29 @@ private:
             if (m_end >= 0) return lose("the model server sent a second HELLO");
             odl_sim_hello s;
             std::memcpy(&s, buf + sizeof(h), sizeof(s));
+            const uint32_t links = odl_le32(s.links);
+            if (s.end == ODL_SIM_END_ANY) {  // a refusal; BYE follows
+                m_refusal = m_want_link >= links
+                                ? fmt::format("the model server at {} models {} link{} (sim device{} {}): there is "
+                                              "no sim device {}",
+                                              m_path, links, links == 1 ? "" : "s", links == 1 ? "" : "s",
+                                              links == 1 ? std::string("0") : fmt::format("0 to {}", links - 1),
+                                              m_want_link)
+                                : fmt::format("the model server at {} refused sim device {}: both of its ends are "
+                                              "taken, or ODL_SIM_END names one in use",
+                                              m_path, m_want_link);
+                return;
+            }
+            if (s.link != m_want_link)
+                return lose(fmt::format("the model server at {} gave link {} for sim device {}", m_path, s.link,
+                                        m_want_link));
             m_end = s.end;
+            m_spare_cores = ::sysconf(_SC_NPROCESSORS_ONLN) >= long(3 * links + 1);
             m_rate = odl_le32(s.rate_mbps);
             m_window = std::min<unsigned>(odl_le32(s.window), ODL_SIM_WINDOW);
             const std::string prof(s.profile, strnlen(s.profile, sizeof(s.profile)));
-            m_name = fmt::format("sim{}:{}", m_end ? 'B' : 'A', prof);
+            m_name = links > 1 ? fmt::format("sim{}{}:{}", m_want_link, m_end ? 'B' : 'A', prof)
+                               : fmt::format("sim{}:{}", m_end ? 'B' : 'A', prof);
             return;
         }
         case ODL_SIM_LINK: {
@@ -394,6 +414,7 @@ private:
             return;
         }
         case ODL_SIM_BYE:
+            if (m_end < 0 && !m_refusal.empty()) return lose(m_refusal);
             return lose(m_end < 0 ? fmt::format("the model server at {} refused this end (both ends taken, or "
                                                 "ODL_SIM_END names one in use)",
                                                 m_path)
@@ -404,6 +425,8 @@ private:
 
     int m_fd;
     std::string m_path, m_name = "sim", m_failure;
+    uint8_t m_want_link;    ///< the sim device index: which modelled link
+    std::string m_refusal;  ///< why the server's HELLO refused us (BYE follows)
     std::string m_loss;  ///< why the link is going, once the ring is read
     ring_memory m_mem;
     odl_sim_slot* m_to_server = nullptr;
@@ -421,7 +444,7 @@ private:
     unsigned m_empty_polls = 0, m_progress_calls = 0;
     /// Two polling programs and the server fit the machine (odl-linkd
     /// --sim spins then too).
-    const bool m_spare_cores = ::sysconf(_SC_NPROCESSORS_ONLN) >= 4;
+    bool m_spare_cores = ::sysconf(_SC_NPROCESSORS_ONLN) >= 4;  ///< per link: set again at HELLO
     sim_lag m_lag;
 };
 
@@ -434,8 +457,9 @@ std::string sim_socket_path() {
 }
 
 std::unique_ptr<link> open_sim_link(uint32_t index) {
-    if (index != 0)
-        throw error(ODL_ERR_NO_DEVICE, fmt::format("sim device {}: the model server offers one link (device 0)", index));
+    // One link per device index; the server says how many it models.
+    if (index > 255)
+        throw error(ODL_ERR_NO_DEVICE, fmt::format("sim device {}: a model server models at most 256 links", index));
     uint8_t end = ODL_SIM_END_ANY;
     if (const char* e = std::getenv("ODL_SIM_END"); e && *e) {
         const std::string s(e);
@@ -464,7 +488,7 @@ std::unique_ptr<link> open_sim_link(uint32_t index) {
     }
     std::unique_ptr<sim_link> l;
     try {
-        l = std::make_unique<sim_link>(fd, end, path);
+        l = std::make_unique<sim_link>(fd, uint8_t(index), end, path);
     } catch (...) {
         ::close(fd);
         throw;

@@ -31,7 +31,7 @@
 #include "odl/wire/wire_common.h"
 
 #define ODL_SIM_MAGIC 0x4d53444fu /* "ODSM" little-endian, in HELLO and the shm */
-#define ODL_SIM_VERSION 3u        /* 2: frames in shared rings; 3: read from the sender's */
+#define ODL_SIM_VERSION 4u /* 2: frames in shared rings; 3: read from the sender's; 4: links */
 
 #define ODL_SIM_HDR_BYTES 32u
 #define ODL_SIM_MAX_DATAGRAM (ODL_SIM_HDR_BYTES + 64u)
@@ -47,8 +47,9 @@
 
 /**
  * enum odl_sim_type - control messages.
- * HELLO: first message each way (client: which end it wants, with the memfd
- *	of its rings; server: which end it got, the link's rate and profile).
+ * HELLO: first message each way (client: which link and end it wants, with
+ *	the memfd of its rings; server: which end it got, the link's rate and
+ *	profile, or, refusing, no end (ODL_SIM_END_ANY) and then BYE).
  * LINK: server -> client: @arg ODL_SIM_LINK_* bits, sent after HELLO and
  *	whenever one changes: the cable's link is up, the other end is held.
  * WAKE: client -> server: frames wait in the ring while the server sleeps
@@ -90,23 +91,25 @@ ODL_WIRE_SIZE(struct odl_sim_hdr, 32);
  * @magic: ODL_SIM_MAGIC
  * @version: ODL_SIM_VERSION; a different one is refused (BYE)
  * @end: client: 0 = A, 1 = B, 0xff = whichever is free; server: the end
- *	the client got
- * @reserved0: zero
+ *	the client got, or 0xff: refused (both ends taken, or no such link)
+ * @link: the modelled link (the program's sim device index); server: the
+ *	one the client asked for
  * @rate_mbps: server: the rate this end sends at, Mb/s; client: 0
  * @window: server: ODL_SIM_WINDOW; client: 0
  * @pid: sender's process id
- * @reserved1: zero
+ * @links: server: how many links it models (devices 0 .. links - 1, each
+ *	its own cable between its own two hosts); client: 0
  * @profile: server: "<platform profile> <cable>", NUL-padded; client: zero
  */
 struct odl_sim_hello {
 	__le32 magic;
 	__le16 version;
 	__u8 end;
-	__u8 reserved0;
+	__u8 link;
 	__le32 rate_mbps;
 	__le32 window;
 	__le32 pid;
-	__le32 reserved1;
+	__le32 links;
 	char profile[40];
 };
 ODL_WIRE_SIZE(struct odl_sim_hello, 64);

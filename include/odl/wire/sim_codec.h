@@ -52,8 +52,16 @@ static inline const char *odl_sim_check(const void *buf, size_t n, enum odl_sim_
 			return "HELLO with a bad magic number";
 		if (odl_le16(hello.version) != ODL_SIM_VERSION)
 			return "HELLO of another protocol version";
-		if (from == ODL_SIM_SIDE_SERVER && hello.end > 1)
-			return "server HELLO names no end";
+		if (from == ODL_SIM_SIDE_SERVER) {
+			if (hello.end > 1 && hello.end != ODL_SIM_END_ANY)
+				return "server HELLO names no end";
+			if (odl_le32(hello.links) == 0)
+				return "server HELLO models no link";
+			if (hello.end <= 1 && hello.link >= odl_le32(hello.links))
+				return "server HELLO names a link it does not model";
+		} else if (odl_le32(hello.links) != 0) {
+			return "client HELLO with a link count";
+		}
 		return NULL;
 	}
 	case ODL_SIM_LINK:

@@ -25,6 +25,7 @@
 
 #include "odl/model/linkd/fault.h"
 #include "odl/model/linkd/model_backend_sc.h"
+#include "odl/model/linkd/sim_links.h"
 #include "odl/model/linkd/sim_server.h"
 #include "odl/model/scenario/scenario.h"
 // libsystemc owns main() and calls sc_main() after setting the kernel up.
@@ -37,11 +38,13 @@ namespace {
 odl::model::linkd::server* g_server = nullptr;
 #ifdef ODL_LINKD_HAVE_MODEL
 odl::model::linkd::sim_server* g_sim = nullptr;
+std::atomic<bool> g_sim_router_stop{false};  ///< --links N: the router's loop
 #endif
 void on_signal(int) {
     if (g_server) g_server->stop();
 #ifdef ODL_LINKD_HAVE_MODEL
     if (g_sim) g_sim->stop();
+    g_sim_router_stop.store(true);
 #endif
 }
 void on_signals() {
@@ -60,6 +63,7 @@ struct sim_options {
     double length_m = 1.0;
     std::uint64_t seed = 1;
     std::string spin = "auto";
+    unsigned links = 1;
 };
 
 // --sim: libodl's sim backend instead of QEMU devices (docs/sim.md).
@@ -98,8 +102,35 @@ int run_sim(const odl::model::linkd::server_config& srv, const sim_options& o, c
                                    "workloads\n",
                            o.scenario, sc.workloads.size());
         }
-        cfg.cal = odl::model::load_calibration(cal_path.empty() ? odl::model::default_calibration_path() : cal_path);
-        odl::model::linkd::sim_server sim(std::move(cfg));
+        const auto cal =
+            odl::model::load_calibration(cal_path.empty() ? odl::model::default_calibration_path() : cal_path);
+        std::vector<odl::model::linkd::sim_server_config> links(o.links, cfg);  // one per sim device
+        for (std::size_t k = 0; k < links.size(); ++k) {
+            auto& c = links[k];
+            c.cal = cal;
+            c.link_index = unsigned(k);
+            c.links = unsigned(links.size());
+            c.seed = cfg.seed + k;  // the links' bit errors are independent
+        }
+        if (links.size() > 1) {
+            // Bad input stops here, before any process starts: unknown
+            // profiles, impossible cables.
+            for (auto& c : links) {
+                (void)c.cal.get(c.profile);
+                if (!c.profile_b.empty()) (void)c.cal.get(c.profile_b);
+                if (auto why = odl::model::validate(c.link))
+                    throw std::runtime_error(fmt::format("link {}: bad cable: {}", c.link_index, *why));
+            }
+            odl::model::linkd::sim_links_config lc;
+            lc.socket_path = srv.socket_path;
+            lc.control_path = srv.control_path;
+            lc.verbose = srv.verbose;
+            lc.links = std::move(links);
+            on_signals();
+            return odl::model::linkd::run_sim_links(std::move(lc), g_sim_router_stop,
+                                                    [](odl::model::linkd::sim_server* s) { g_sim = s; });
+        }
+        odl::model::linkd::sim_server sim(std::move(links[0]));
         std::string err;
         if (!sim.listen(err)) {
             fmt::print(stderr, "odl-linkd: {}\n", err);
@@ -287,9 +318,13 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
                                 "--sim: take the two hosts' profiles, the cable and its events (plug, unplug, ber, "
                                 "degrade, retrain) from this scenario file")
                      ->check(CLI::ExistingFile);
+    auto* links_opt = app.add_option("--links", sim.links,
+                                     "--sim: modelled links (sim devices 0 .. N-1), each its own cable between its "
+                                     "own two hosts, each run by a process of its own (default 1)")
+                          ->check(CLI::Range(1, 256));
     auto* spin = app.add_option("--spin", sim.spin,
                                 "--sim: between busy turns, spin instead of a system call (auto: with 4 or more "
-                                "CPUs; docs/sim.md)")
+                                "CPUs, 3 more for each further link; docs/sim.md)")
                      ->check(CLI::IsMember({"auto", "on", "off"}));
     auto* gen_opt = app.get_option("--gen");
 #endif
@@ -302,7 +337,7 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
         }
         if (gen_opt->count() == 0) gen = "gen4";
         if (!sim.scenario.empty())
-            for (auto* o : {prof, asym, len, seed, gen_opt, app.get_option("--lanes")})
+            for (auto* o : {prof, asym, len, seed, gen_opt, app.get_option("--lanes"), links_opt})
                 if (o->count() > 0) {
                     fmt::print(stderr, "odl-linkd: --scenario sets the cable and profiles: drop {}\n", o->get_name());
                     return 1;
@@ -313,7 +348,7 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
         }
         return run_sim(cfg, sim, gen, lanes);
     }
-    for (auto* o : {prof, calf, len, scen, spin})
+    for (auto* o : {prof, calf, len, scen, spin, links_opt})
         if (o->count() > 0) {
             fmt::print(stderr, "odl-linkd: {} needs --sim\n", o->get_name());
             return 1;

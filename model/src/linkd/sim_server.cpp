@@ -139,8 +139,11 @@ namespace {
 constexpr std::uint64_t k_not_put = ~std::uint64_t{0};
 }  // namespace
 
-sim_server::sim_server(sim_server_config cfg) : m_cfg(std::move(cfg)) {
+sim_server::sim_server(sim_server_config cfg)
+    : m_cfg(std::move(cfg)), m_tag(m_cfg.links > 1 ? fmt::format("sim link {}", m_cfg.link_index) : "sim") {
     if (auto why = validate(m_cfg.link)) throw std::runtime_error("bad cable: " + *why);
+    if (m_cfg.links == 0 || m_cfg.link_index >= m_cfg.links || m_cfg.links > 256)
+        throw std::runtime_error(fmt::format("link {} of {}: no such link", m_cfg.link_index, m_cfg.links));
     std::vector<host_spec> hosts(2);
     hosts[0].name = "a";
     hosts[1].name = "b";
@@ -170,18 +173,21 @@ sim_server::~sim_server() {
         if (c->fd >= 0) ::close(c->fd);
 }
 
-std::string sim_server::describe() const {
-    const std::string prof = m_cfg.profile_b.empty() || m_cfg.profile_b == m_cfg.profile
-                                 ? m_cfg.profile
-                                 : m_cfg.profile + "/" + m_cfg.profile_b;
-    return fmt::format("{} {}x{}{} {:g} m", prof, to_string(m_cfg.link.gen), m_cfg.link.lanes,
-                       m_cfg.link.asymmetric ? " asym" : "", m_cfg.link.length_m);
+std::string describe(const sim_server_config& cfg) {
+    const std::string prof =
+        cfg.profile_b.empty() || cfg.profile_b == cfg.profile ? cfg.profile : cfg.profile + "/" + cfg.profile_b;
+    return fmt::format("{} {}x{}{} {:g} m", prof, to_string(cfg.link.gen), cfg.link.lanes,
+                       cfg.link.asymmetric ? " asym" : "", cfg.link.length_m);
 }
 
-std::uint32_t sim_server::rate_mbps(int end) const {
-    return static_cast<std::uint32_t>(payload_gbps(m_cfg.link, m_cfg.cal.link.physics, end, ODL_FRAME_MAX_BYTES) *
+std::uint32_t rate_mbps(const sim_server_config& cfg, int end) {
+    return static_cast<std::uint32_t>(payload_gbps(cfg.link, cfg.cal.link.physics, end, ODL_FRAME_MAX_BYTES) *
                                       1000.0);
 }
+
+std::string sim_server::describe() const { return linkd::describe(m_cfg); }
+
+std::uint32_t sim_server::rate_mbps(int end) const { return linkd::rate_mbps(m_cfg, end); }
 
 bool sim_server::listen(std::string& err) {
     if (!m_listen.open(m_cfg.socket_path, err)) return false;
@@ -222,7 +228,7 @@ void sim_server::start_model() {
             case event_kind::ber: cab.set_ber(e.ber); break;
             case event_kind::host_reset: break;  // refused in the constructor
             }
-            fmt::print(stderr, "odl-linkd: sim: {} at {} (scenario {})\n", event_name(e), e.at.to_string(),
+            fmt::print(stderr, "odl-linkd: {}: {} at {} (scenario {})\n", m_tag, event_name(e), e.at.to_string(),
                        m_cfg.scenario_name);
         });
     }
@@ -232,16 +238,17 @@ void sim_server::run() {
     // Timed waits end when asked, not up to 50 us later (the default
     // slack): frames are due at microsecond times.
     ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-    // Two programs that poll and a server that spins need three cores; on
-    // fewer the server yields every turn (ppoll) so the programs can run.
-    m_spin = m_cfg.spin >= 0 ? m_cfg.spin == 1 : ::sysconf(_SC_NPROCESSORS_ONLN) >= 4;
+    // Two programs that poll and a server that spins need three cores (per
+    // link, with --links); on fewer the server yields every turn (ppoll) so
+    // the programs can run.
+    m_spin = m_cfg.spin >= 0 ? m_cfg.spin == 1 : ::sysconf(_SC_NPROCESSORS_ONLN) >= long(3 * m_cfg.links + 1);
     start_model();
     // Entering the SystemC kernel costs about a microsecond, and a frame
     // takes a dozen actions at distinct times: when the model has no other
     // SystemC process, its actions run without the kernel.
     m_direct = m_sys->sched.sole_process();
     if (m_cfg.verbose)
-        fmt::print(stderr, "odl-linkd: sim: the model runs {}; the server {} between busy turns\n",
+        fmt::print(stderr, "odl-linkd: {}: the model runs {}; the server {} between busy turns\n", m_tag,
                    m_direct ? "without the SystemC kernel (its scheduler is the only process)"
                             : "through the SystemC kernel (it has other processes)",
                    m_spin ? "spins" : "polls its sockets");
@@ -318,6 +325,7 @@ void sim_server::run() {
         pfds.clear();
         pfds.push_back({m_listen.fd(), POLLIN, 0});
         pfds.push_back({m_ctl.fd(), POLLIN, 0});
+        pfds.push_back({m_cfg.channel_fd, POLLIN, 0});
         for (auto& c : m_clients)
             pfds.push_back({c->fd, short(POLLIN | (c->outq.empty() ? 0 : POLLOUT)), 0});
         const timespec ts{time_t(wait_ns < k_spin_ns ? 0 : (wait_ns - k_spin_ns) / 1'000'000'000u),
@@ -328,12 +336,14 @@ void sim_server::run() {
         if (r > 0) {  // else EINTR: stop() is checked next
             if (pfds[0].revents & POLLIN) accept_one();
             if (pfds[1].revents & POLLIN) control_one();
-            const std::size_t polled = pfds.size() - 2;
+            const std::size_t polled = pfds.size() - 3;
             for (std::size_t i = 0; i < polled && i < m_clients.size(); ++i) {
                 auto& c = *m_clients[i];
-                if (pfds[i + 2].revents & POLLOUT) flush(c);
-                if (pfds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) serve(c);
+                if (pfds[i + 3].revents & POLLOUT) flush(c);
+                if (pfds[i + 3].revents & (POLLIN | POLLHUP | POLLERR)) serve(c);
             }
+            // After the clients: a connection taken here joins the next turn's poll.
+            if (pfds[2].revents & (POLLIN | POLLHUP | POLLERR)) channel_one();
         }
         turn_start = m_last_poll_ns = wall_ns();  // the sockets were just polled
         m_prof.poll_ns += turn_start - after_put;
@@ -566,26 +576,35 @@ void sim_server::handle(client& c, const unsigned char* buf, std::size_t n, int 
         c.memfd = guard.fd;  // kept: the peer gets a read-only view of it
         guard.fd = -1;
         c.region = ++m_next_region;
+        odl_sim_hello out{};
+        out.magic = odl_cpu_le32(ODL_SIM_MAGIC);
+        out.version = odl_cpu_le16(ODL_SIM_VERSION);
+        out.link = in.link;
+        out.links = odl_cpu_le32(m_cfg.links);
+        out.pid = odl_cpu_le32(std::uint32_t(getpid()));
         int end = -1;
-        if (in.end == ODL_SIM_END_ANY) {
+        if (in.link != m_cfg.link_index) {
+            // Only a client of a link this server lacks is routed here.
+        } else if (in.end == ODL_SIM_END_ANY) {
             end = !m_end[0] ? 0 : !m_end[1] ? 1 : -1;
         } else if (in.end <= 1 && !m_end[in.end]) {
             end = in.end;
         }
         if (end < 0) {
+            // Refused: a HELLO naming no end says the server's links, then BYE.
+            out.end = ODL_SIM_END_ANY;
+            send_msg(c, ODL_SIM_HELLO, wall_ns(), 0, &out, sizeof(out));
             send_msg(c, ODL_SIM_BYE, wall_ns(), 0, nullptr, 0);
+            if (in.link != m_cfg.link_index)
+                return drop(c, fmt::format("asked for link {}: the server models {}", int(in.link), m_cfg.links));
             return drop(c, in.end == ODL_SIM_END_ANY ? "asked for an end: both are taken"
                                                      : fmt::format("asked for end {}: taken or none", int(in.end)));
         }
         c.end = end;
         m_end[end] = &c;
-        odl_sim_hello out{};
-        out.magic = odl_cpu_le32(ODL_SIM_MAGIC);
-        out.version = odl_cpu_le16(ODL_SIM_VERSION);
         out.end = std::uint8_t(end);
         out.rate_mbps = odl_cpu_le32(rate_mbps(end));
         out.window = odl_cpu_le32(ODL_SIM_WINDOW);
-        out.pid = odl_cpu_le32(std::uint32_t(getpid()));
         const std::string d = describe();
         std::memcpy(out.profile, d.data(), std::min(d.size(), sizeof(out.profile) - 1));
         send_msg(c, ODL_SIM_HELLO, wall_ns(), 0, &out, sizeof(out));
@@ -599,7 +618,7 @@ void sim_server::handle(client& c, const unsigned char* buf, std::size_t n, int 
         notify(end);
         notify(1 - end);
         if (m_cfg.verbose)
-            fmt::print(stderr, "odl-linkd: sim: end {} taken by pid {}\n", end ? 'B' : 'A', odl_le32(in.pid));
+            fmt::print(stderr, "odl-linkd: {}: end {} taken by pid {}\n", m_tag, end ? 'B' : 'A', odl_le32(in.pid));
         return;
     }
     case ODL_SIM_WAKE: return;  // the frames are in the ring; this turn takes them
@@ -749,7 +768,7 @@ void sim_server::reap() {
             continue;
         }
         if (!c.why.empty() || m_cfg.verbose)
-            fmt::print(stderr, "odl-linkd: sim: {} {}\n",
+            fmt::print(stderr, "odl-linkd: {}: {} {}\n", m_tag,
                        c.end < 0 ? std::string("a client") : fmt::format("end {}", c.end ? 'B' : 'A'),
                        c.why.empty() ? "said goodbye" : c.why);
         const int end = c.end;
@@ -765,7 +784,11 @@ void sim_server::reap() {
 }
 
 void sim_server::control_one() {
-    answer_control(m_ctl.fd(), [this](const std::string& cmd) -> std::string {
+    answer_control(m_ctl.fd(), [this](const std::string& cmd) { return control(cmd); });
+}
+
+std::string sim_server::control(const std::string& cmd) {
+    {
         if (cmd == "cable plug" || cmd == "cable unplug") {
             const bool plug = cmd == "cable plug";
             cable& cab = *m_sys->cables[0];
@@ -783,7 +806,42 @@ void sim_server::control_one() {
                                m_stats.frames_lost[0], m_stats.frames_in[1], m_stats.frames_lost[1], m_stats.bad_msgs,
                                m_prof.summary());
         return fmt::format("error unknown command '{}' (have: cable plug, cable unplug, status)\n", cmd);
-    });
+    }
+}
+
+// From the router (links > 1): a program's connection (its fd, SCM_RIGHTS)
+// or a control command to answer on the channel.
+void sim_server::channel_one() {
+    for (int i = 0; i < k_batch; ++i) {
+        unsigned char buf[1 + k_max_control];
+        int fd = -1, flags = 0;
+        const ssize_t n = odl_sim_recv(m_cfg.channel_fd, buf, sizeof(buf), &fd, &flags);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+        if (n <= 0) {  // the router is gone: so are the programs' way in and the control socket
+            if (fd >= 0) ::close(fd);
+            fmt::print(stderr, "odl-linkd: {}: the router process went away; stopping\n", m_tag);
+            m_stop.store(true);
+            return;
+        }
+        if (buf[0] == k_chan_client && fd >= 0) {
+            const int fl = ::fcntl(fd, F_GETFL);
+            if (fl < 0 || ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+                ::close(fd);
+                continue;
+            }
+            auto c = std::make_unique<client>();
+            c->fd = fd;
+            m_clients.push_back(std::move(c));
+            continue;
+        }
+        if (fd >= 0) ::close(fd);
+        if (buf[0] == k_chan_control) {
+            const std::string reply =
+                k_chan_reply + control(std::string(reinterpret_cast<const char*>(buf) + 1, std::size_t(n) - 1));
+            if (::send(m_cfg.channel_fd, reply.data(), reply.size(), MSG_NOSIGNAL) < 0)
+                fmt::print(stderr, "odl-linkd: {}: cannot answer the router: {}\n", m_tag, std::strerror(errno));
+        }
+    }
 }
 
 }  // namespace odl::model::linkd

@@ -42,7 +42,26 @@ struct sim_server_config {
     /// or more CPUs (two polling programs and the server).
     int spin = -1;
     bool verbose = false;
+    /// Which of the server's links this is, of how many (odl-linkd --sim
+    /// --links N runs one process per link behind a router: sim_links.h).
+    unsigned link_index = 0;
+    unsigned links = 1;
+    /// From the router: the programs' connections and control commands
+    /// (sim_links.h); -1 when this process listens itself.
+    int channel_fd = -1;
 };
+
+/// "<profile> <gen>x<lanes>[ asym] <length> m", as HELLO tells clients.
+std::string describe(const sim_server_config& cfg);
+/// Payload rate of 4 KiB frames sent from @end (0 = A), Mb/s.
+std::uint32_t rate_mbps(const sim_server_config& cfg, int end);
+
+/// The router <-> link process channel (SOCK_SEQPACKET): the first byte
+/// says what a datagram is.
+inline constexpr unsigned char k_chan_client = 'F';   ///< a program's connection, SCM_RIGHTS
+inline constexpr unsigned char k_chan_control = 'C';  ///< a control command follows
+inline constexpr char k_chan_reply = 'R';             ///< the answer follows
+inline constexpr std::size_t k_max_control = 4096;
 
 /// Counters, for logs and tests.
 struct sim_server_stats {
@@ -137,9 +156,17 @@ private:
     /// Sends @end its LINK state if it changed.
     void notify(int end);
     void control_one();
+    void channel_one();
     void reap();
 
+public:
+    /// The answer to one control command (the control socket's, or the router's).
+    std::string control(const std::string& cmd);
+
+private:
+
     sim_server_config m_cfg;
+    std::string m_tag;  ///< "sim", or "sim link N" in logs
     std::unique_ptr<system_model> m_sys;
     std::int64_t m_t0_ns = 0;  ///< wall time of model time 0
     unix_listener m_listen, m_ctl;
