@@ -11,7 +11,8 @@
 # ctest test (timings); docs/benchmarks.md "The sim backend".
 #
 # Usage: sim_vs_model.sh [PROFILE (intel-tb5-discrete)] [CABLES ("gen3:2 gen4:2 gen4:2:asym")]
-# Environment: ODL_BUILD_DIR (default build/)
+# Environment: ODL_BUILD_DIR (default build/), LINKD_ARGS (more odl-linkd options,
+#   e.g. "--lookahead 0")
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -66,7 +67,8 @@ YAML
 	perf() {
 		local out=$1
 		shift
-		"$linkd" -v --sim --socket "$ODL_SIM_SOCKET" "${args[@]}" >"$tmp/linkd.log" 2>&1 &
+		# shellcheck disable=SC2086 # LINKD_ARGS: more odl-linkd options, word-split on purpose
+		"$linkd" -v --sim --socket "$ODL_SIM_SOCKET" "${args[@]}" ${LINKD_ARGS:-} >"$tmp/linkd.log" 2>&1 &
 		server=$!
 		for _ in $(seq 100); do [ -S "$ODL_SIM_SOCKET" ] && break; sleep 0.1; done
 		ODL_SIM_END=b "$odl" perf "$1" --backend sim --server --quiet 2>/dev/null &

@@ -297,6 +297,70 @@ set -e
 [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q "the model server sent a bad message: LINK with a payload or unknown state bits" <<<"$out" ||
 	fail "a server sending garbage: exit $rc: $out"
 
+step "a frame handed over before it is due: the program takes it at its due time, not before"
+# A server that runs the model ahead (--lookahead) hands frames over early;
+# this one hands one over 300 ms early (then 5 s: impossible, refused) and
+# watches when the program takes it (its to_client.tail).
+cat >"$tmp/early.py" <<'PY'
+import mmap, os, socket, struct, sys, time
+from sim_proto import HELLO, LINK, PEER, SIZE, SLOTS, SLOT, HDR, connect, hello, msg, rings
+path, early_ms = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind(path); s.listen(1)
+c, _ = s.accept()
+data, fds, _, _ = socket.recv_fds(c, 256, 1)
+assert len(fds) == 1, "HELLO without ring memory"
+theirs = mmap.mmap(fds[0], SIZE)
+ours_fd, ours = rings(name="fake-peer")
+c.send(msg(HELLO, hello(end=0, rate=10000, window=256, profile=b"fake", links=1)))
+socket.send_fds(c, [msg(PEER, seq=1, arg=7)], [ours_fd])
+c.send(msg(LINK, seq=2, arg=3))
+struct.pack_into("<IIQ", ours, HDR, 64, 0, 0)            # our slot 0: a 64-byte frame of junk
+ours[HDR + 64:HDR + 128] = b"\x5a" * 64
+time.sleep(0.5)
+now = lambda: time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+due = now() + early_ms * 1_000_000
+descs = HDR + SLOTS * SLOT
+struct.pack_into("<IIQQQ", theirs, descs, 64, 0, due, 7, 0)
+struct.pack_into("<Q", theirs, 256, 1)                 # to_client.head
+taken = None
+end = now() + (early_ms + 2000) * 1_000_000
+while now() < end:
+    if struct.unpack_from("<Q", theirs, 320)[0] == 1:   # to_client.tail
+        taken = now()
+        break
+    time.sleep(0.0005)
+if early_ms > 1000:
+    print("taken" if taken else "never taken")
+    sys.exit(0 if taken is None else 1)
+assert taken is not None, "the program never took the frame"
+ahead = (due - taken) / 1e6
+assert taken >= due, "the program took the frame %.1f ms before it was due" % ahead
+print("taken %.2f ms after it was due (handed over %d ms early)" % (-ahead, early_ms))
+sys.exit(0 if taken - due < 200_000_000 else 1)
+PY
+for early in 300 5000; do
+	rm -f "$tmp/early.sock"
+	python3 "$tmp/early.py" "$tmp/early.sock" "$early" >"$tmp/early.log" 2>&1 &
+	fake=$!
+	pids+=("$fake")
+	for _ in $(seq 50); do [ -S "$tmp/early.sock" ] && break; sleep 0.1; done
+	set +e
+	out=$(ODL_SIM_SOCKET=$tmp/early.sock timeout 20 "$odl" perf latency --backend sim --client 0 -n 5 --connect-timeout 5 2>&1)
+	rc=$?
+	wait "$fake"
+	frc=$?
+	set -e
+	[ "$frc" = 0 ] || fail "a frame $early ms early: $(cat "$tmp/early.log"); the program: exit $rc: $out"
+	if [ "$early" = 300 ]; then
+		echo "$(cat "$tmp/early.log")"
+	else
+		[ "$rc" != 0 ] && grep -q "handed over a frame due [0-9]* ms from now" <<<"$out" ||
+			fail "a frame 5 s early: exit $rc: $out"
+		echo "5 s early: $(grep -o 'the model server handed over a frame due [0-9]* ms from now' <<<"$out" | head -1)"
+	fi
+done
+
 step "pacing: Gen2 x1 (10 Gb/s): 256 MiB of 4 KiB messages at the model's rate"
 start_server --gen gen2 --lanes 1
 rate=$(sed -n 's/.*gen2x1 1 m, \([0-9]*\) Mb\/s each way.*/\1/p' "$tmp/linkd.log")

@@ -44,6 +44,9 @@ constexpr uint64_t kDrainNs = 500'000'000ull;
 /// Empty receive polls between two looks at the control socket (a system
 /// call; link state changes are rare).
 constexpr unsigned kControlEvery = 64;
+/// A frame handed over this long before it is due is the server's error: the
+/// model runs ahead by microseconds (odl-linkd --lookahead), never this far.
+constexpr uint64_t kMaxEarlyNs = 1'000'000'000ull;
 
 uint64_t lag_threshold_ns() {
     const char* v = std::getenv("ODL_SIM_LATE_NS");
@@ -204,6 +207,15 @@ public:
         odl_sim_desc d;
         if (const char* why = odl_sim_desc_take(&m_descs[m_taken & (ODL_SIM_SLOTS - 1)], &d)) {
             lose(fmt::format("the model server sent {}", why));
+            return {};
+        }
+        // The server may run the model ahead of the wall clock while frames
+        // are in flight (odl-linkd --lookahead): a frame is this program's at
+        // the time it was due, not before.
+        if (const uint64_t t = now_ns(); d.stamp_ns > t) {
+            if (d.stamp_ns - t > kMaxEarlyNs)
+                lose(fmt::format("the model server handed over a frame due {} ms from now",
+                                 (d.stamp_ns - t) / 1'000'000));
             return {};
         }
         const peer_view* peer = view_of(d.region);

@@ -64,6 +64,7 @@ struct sim_options {
     std::uint64_t seed = 1;
     std::string spin = "auto";
     unsigned links = 1;
+    std::uint64_t lookahead_ns = 20'000;
 };
 
 // --sim: libodl's sim backend instead of QEMU devices (docs/sim.md).
@@ -76,6 +77,7 @@ int run_sim(const odl::model::linkd::server_config& srv, const sim_options& o, c
     cfg.profile = o.profile;
     cfg.seed = o.seed;
     cfg.spin = o.spin == "on" ? 1 : o.spin == "off" ? 0 : -1;
+    cfg.lookahead_ns = o.lookahead_ns;
     cfg.link.gen = *odl::model::parse_generation(gen);
     cfg.link.lanes = lanes;
     cfg.link.asymmetric = o.asymmetric;
@@ -322,6 +324,11 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
                                      "--sim: modelled links (sim devices 0 .. N-1), each its own cable between its "
                                      "own two hosts, each run by a process of its own (default 1)")
                           ->check(CLI::Range(1, 256));
+    auto* ahead = app.add_option("--lookahead", sim.lookahead_ns,
+                                 "--sim: while frames are in flight, run the model up to this many ns ahead of the "
+                                 "wall clock to the next delivery; the receiving program takes the frame when it is "
+                                 "due (default 20000; 0: hand frames over once due)")
+                      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1'000'000}));
     auto* spin = app.add_option("--spin", sim.spin,
                                 "--sim: between busy turns, spin instead of a system call (auto: with 4 or more "
                                 "CPUs, 3 more for each further link; docs/sim.md)")
@@ -348,7 +355,7 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
         }
         return run_sim(cfg, sim, gen, lanes);
     }
-    for (auto* o : {prof, calf, len, scen, spin, links_opt})
+    for (auto* o : {prof, calf, len, scen, spin, links_opt, ahead})
         if (o->count() > 0) {
             fmt::print(stderr, "odl-linkd: {} needs --sim\n", o->get_name());
             return 1;

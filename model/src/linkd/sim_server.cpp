@@ -38,6 +38,9 @@ constexpr std::uint64_t k_spin_ns = 20'000;
 constexpr std::uint64_t k_busy_ns = 2'000'000;
 /// While busy and spinning, the sockets are polled this often.
 constexpr std::uint64_t k_poll_every_ns = 100'000;
+/// The model runs ahead of the wall clock only after the programs have put
+/// no frame in for this long (a message's frames come closer together).
+constexpr std::uint64_t k_quiet_ns = 2'000;
 /// Datagrams taken from one client per turn, so one cannot starve the model.
 constexpr int k_batch = 64;
 
@@ -280,7 +283,8 @@ void sim_server::run() {
                 m_sys->run_until(upto);
             m_prof.events += m_sys->sched.events_run() - ev;
         }
-        m_upto_ns = now;
+        m_upto_ns = std::max(m_upto_ns, now);
+        run_ahead(now, wall);
         const std::uint64_t after_model = wall_ns();
         m_prof.model_ns += after_model - wall;
         sweep_lost(now);
@@ -350,6 +354,40 @@ void sim_server::run() {
     }
     for (auto& c : m_clients)
         if (!c->dead) send_msg(*c, ODL_SIM_BYE, wall_ns(), 0, nullptr, 0);
+}
+
+// While frames are in the model and the programs are quiet, runs it on to
+// the next delivery, at most lookahead_ns past @now (@wall: the turn's
+// clock), so that the frame is in its receiver's ring before it is due (the
+// program waits for the due time). Action by action: it stops at that
+// delivery, so a program's next frame, sent after it has read this one,
+// finds the model no further on than the frame's stamp.
+void sim_server::run_ahead(std::uint64_t now, std::uint64_t wall) {
+    // A program still putting frames in (a message of many frames) would
+    // find the model ahead of its next frame's stamp and have it posted
+    // late: only once the programs have been quiet for a moment.
+    if (!m_cfg.lookahead_ns || !m_direct || wall < m_last_frame_ns + k_quiet_ns) return;
+    const sc_core::sc_time limit = at_ns(now + m_cfg.lookahead_ns);
+    const std::uint64_t out_before = m_stats.frames_out[0] + m_stats.frames_out[1];
+    const std::uint64_t ev = m_sys->sched.events_run();
+    bool ran = false;
+    sc_core::sc_time next;
+    while ((!m_pending[0].empty() || !m_pending[1].empty()) &&
+           m_stats.frames_out[0] + m_stats.frames_out[1] == out_before && m_sys->sched.next_time(next) &&
+           next <= limit) {
+        // An action at the model's own time yet (a frame posted there):
+        // run_direct() runs up to a later time only.
+        const sc_core::sc_time cur = scheduler::now();
+        m_sys->sched.run_direct(next > cur ? next : cur + sc_core::sc_time::from_value(1));
+        ran = true;
+    }
+    if (!ran) return;
+    // Frames sent from now on are posted no earlier than where the model is.
+    const std::uint64_t u = units_per_ns();
+    const std::uint64_t at = u ? (scheduler::now().value() + u - 1) / u : ns_of(scheduler::now()) + 1;
+    m_upto_ns = std::max(m_upto_ns, at);
+    ++m_prof.ahead_runs;
+    m_prof.events += m_sys->sched.events_run() - ev;
 }
 
 // The simulated time (ns) of the model's next action, if any.
@@ -491,12 +529,12 @@ std::string sim_turn_profile::summary() const {
     const double total = double(take_ns + model_ns + put_ns + poll_ns);
     const auto pct = [total](std::uint64_t ns) { return total > 0 ? 100.0 * double(ns) / total : 0.0; };
     const auto per_frame = [this](std::uint64_t ns) { return frames ? double(ns) / double(frames) : 0.0; };
-    return fmt::format("turns {} ({} busy, {:.1f} frames each), model entered {} times ({:.1f} actions per frame), at "
-                       "most {:.1f} us behind; wall time: take {:.0f}% ({:.0f} ns/frame), model {:.0f}% ({:.0f} "
+    return fmt::format("turns {} ({} busy, {:.1f} frames each), model entered {} times ({:.1f} actions per frame), "
+                       "ahead of the wall clock in {} turns, at most {:.1f} us behind; wall time: take {:.0f}% ({:.0f} ns/frame), model {:.0f}% ({:.0f} "
                        "ns/frame), put {:.0f}% ({:.0f} ns/frame), poll {:.0f}%; handed over {:.2f} us past due on "
                        "average, {} of {} sampled frames more than 1 us",
                        turns, busy_turns, busy_turns ? double(frames) / double(busy_turns) : 0.0, model_runs,
-                       frames ? double(events) / double(frames) : 0.0, double(max_behind_ns) / 1000.0, pct(take_ns), per_frame(take_ns), pct(model_ns),
+                       frames ? double(events) / double(frames) : 0.0, ahead_runs, double(max_behind_ns) / 1000.0, pct(take_ns), per_frame(take_ns), pct(model_ns),
                        per_frame(model_ns), pct(put_ns), per_frame(put_ns), pct(poll_ns),
                        handed ? double(hand_lag_ns) / double(handed) / 1000.0 : 0.0, hand_late, handed);
 }
@@ -792,7 +830,8 @@ std::string sim_server::control(const std::string& cmd) {
         if (cmd == "cable plug" || cmd == "cable unplug") {
             const bool plug = cmd == "cable plug";
             cable& cab = *m_sys->cables[0];
-            m_sys->sched.at(at_ns(model_ns()), [&cab, plug] {
+            // Now, or where the model already is when it ran ahead.
+            m_sys->sched.at(at_ns(std::max(model_ns(), m_upto_ns)), [&cab, plug] {
                 if (plug)
                     cab.plug();
                 else

@@ -41,6 +41,11 @@ struct sim_server_config {
     /// Spin between busy turns instead of ppoll(): 1 on, 0 off, -1 with 4
     /// or more CPUs (two polling programs and the server).
     int spin = -1;
+    /// While frames are in the model, it may run this far ahead of the wall
+    /// clock to the next delivery (ns): the frame is handed over before it
+    /// is due and its program takes it at its due time, so the server's own
+    /// hop costs the program nothing. 0: never ahead (hand over when due).
+    std::uint64_t lookahead_ns = 20'000;
     bool verbose = false;
     /// Which of the server's links this is, of how many (odl-linkd --sim
     /// --links N runs one process per link behind a router: sim_links.h).
@@ -89,6 +94,7 @@ struct sim_turn_profile {
     std::uint64_t handed = 0;         ///< descriptors handed over, 1 in 16 sampled
     std::uint64_t hand_lag_ns = 0;    ///< the samples' total wall time past due
     std::uint64_t hand_late = 0;      ///< samples more than 1 us past due
+    std::uint64_t ahead_runs = 0;     ///< turns that ran the model ahead of the wall clock
     std::string summary() const;
 };
 
@@ -134,6 +140,7 @@ private:
     void put_frames(client& c);
     bool about_to_sleep();
     void spin_until(std::uint64_t until);
+    void run_ahead(std::uint64_t now, std::uint64_t wall);
     bool next_due(std::uint64_t& ns) const;
     void drop(client& c, const std::string& why);
     /// @fd, if any, goes along (SCM_RIGHTS); the caller keeps its own.
