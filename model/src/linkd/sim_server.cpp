@@ -465,7 +465,12 @@ void sim_server::put_frames(client& c) {
     while (!c.rxq.empty()) {
         const auto st = odl_sim_ring_can_put(&c.shm->to_client, c.put);
         if (st == ODL_SIM_RING_CORRUPT) return drop(c, "corrupted its ring indices");
-        if (st != ODL_SIM_RING_OK) return;
+        if (st != ODL_SIM_RING_OK) {
+            // The program has not read its ring: delivered frames wait for it.
+            ++m_prof.ring_full;
+            m_prof.max_waiting = std::max<std::uint64_t>(m_prof.max_waiting, c.rxq.size());
+            return;
+        }
         const auto& f = c.rxq.front();
         odl_sim_desc& d = descs[c.put & (ODL_SIM_SLOTS - 1)];
         d.len = f.len;
@@ -532,11 +537,13 @@ std::string sim_turn_profile::summary() const {
     return fmt::format("turns {} ({} busy, {:.1f} frames each), model entered {} times ({:.1f} actions per frame), "
                        "ahead of the wall clock in {} turns, at most {:.1f} us behind; wall time: take {:.0f}% ({:.0f} ns/frame), model {:.0f}% ({:.0f} "
                        "ns/frame), put {:.0f}% ({:.0f} ns/frame), poll {:.0f}%; handed over {:.2f} us past due on "
-                       "average, {} of {} sampled frames more than 1 us",
+                       "average, {} of {} sampled frames more than 1 us; a receiver's ring full {} times (up to {} "
+                       "delivered frames waiting for it)",
                        turns, busy_turns, busy_turns ? double(frames) / double(busy_turns) : 0.0, model_runs,
                        frames ? double(events) / double(frames) : 0.0, ahead_runs, double(max_behind_ns) / 1000.0, pct(take_ns), per_frame(take_ns), pct(model_ns),
                        per_frame(model_ns), pct(put_ns), per_frame(put_ns), pct(poll_ns),
-                       handed ? double(hand_lag_ns) / double(handed) / 1000.0 : 0.0, hand_late, handed);
+                       handed ? double(hand_lag_ns) / double(handed) / 1000.0 : 0.0, hand_late, handed, ring_full,
+                       max_waiting);
 }
 
 void sim_server::accept_one() {

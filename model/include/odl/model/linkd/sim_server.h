@@ -95,6 +95,8 @@ struct sim_turn_profile {
     std::uint64_t hand_lag_ns = 0;    ///< the samples' total wall time past due
     std::uint64_t hand_late = 0;      ///< samples more than 1 us past due
     std::uint64_t ahead_runs = 0;     ///< turns that ran the model ahead of the wall clock
+    std::uint64_t ring_full = 0;      ///< delivered frames found the receiver's ring full
+    std::uint64_t max_waiting = 0;    ///< most delivered frames waiting for one receiver
     std::string summary() const;
 };
 
