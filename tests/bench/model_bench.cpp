@@ -93,10 +93,14 @@ void BM_SimProfileStream4KiB(benchmark::State& state) {
 
 /// The sim server's pattern: frames posted in batches as the programs send
 /// them (every 0.8 us, about the profile's 41 Gb/s), the model advanced without the kernel to
-/// each batch's last stamp (run_direct), as odl-linkd --sim does.
+/// each batch's last stamp (run_direct), as odl-linkd --sim does. A third
+/// argument of 0 posts a batch's frames all at one time, as the server does
+/// when the model is behind the programs' stamps (the batch then comes every
+/// batch x 0.8 us).
 void BM_SimPacedStream4KiB(benchmark::State& state) {
     const unsigned frames = static_cast<unsigned>(state.range(0));
     const unsigned batch = static_cast<unsigned>(state.range(1));
+    const bool spaced = state.range(2) != 0;
     double wall_s = 0;
     std::uint64_t events = 0, delivered = 0;
     for (auto _ : state) {
@@ -120,8 +124,9 @@ void BM_SimPacedStream4KiB(benchmark::State& state) {
         const sc_core::sc_time gap(800, sc_core::SC_NS);
         auto& drv = *sys.hosts[0].drv;
         for (unsigned i = 0; i < frames;) {
+            const sc_core::sc_time batch_at = t + gap * double(batch);
             for (unsigned k = 0; k < batch && i < frames; ++k, ++i) {
-                t += gap;
+                t = spaced ? t + gap : batch_at;
                 sys.sched.at(t, [&drv, i] { drv.send(1, ODL_FRAME_MAX_PAYLOAD, i); });
             }
             sys.sched.run_direct(t);
@@ -145,8 +150,10 @@ BENCHMARK(BM_Tb5Stream4KiBIrq)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_SimPacedStream4KiB)
-    ->Args({100000, 1})
-    ->Args({100000, 50})
+    ->Args({100000, 1, 1})
+    ->Args({100000, 50, 1})
+    ->Args({100000, 64, 1})
+    ->Args({100000, 64, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_SimProfileStream4KiB)

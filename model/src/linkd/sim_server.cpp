@@ -458,19 +458,19 @@ void sim_server::take_frames(client& c) {
     }
 }
 
-// Descriptors of delivered frames into the client's ring, as far as it has room.
+// Descriptors of delivered frames into the client's ring, as far as it has
+// room: once a turn, not per delivery. The ring's indices are lines the
+// program's core polls and writes: its read position is read once and the
+// new head published once for all the frames of the turn (a store per frame
+// to a line another core spins on cost more than the model's work for it).
 void sim_server::put_frames(client& c) {
-    if (!c.shm || c.dead) return;
+    if (!c.shm || c.dead || c.rxq.empty()) return;
+    const std::uint64_t tail = odl_sim_load(&c.shm->to_client.tail);
+    if (c.put - tail > ODL_SIM_SLOTS) return drop(c, "corrupted its ring indices");
+    std::uint64_t room = ODL_SIM_SLOTS - (c.put - tail);
     odl_sim_desc* descs = odl_sim_descs(c.shm);
-    while (!c.rxq.empty()) {
-        const auto st = odl_sim_ring_can_put(&c.shm->to_client, c.put);
-        if (st == ODL_SIM_RING_CORRUPT) return drop(c, "corrupted its ring indices");
-        if (st != ODL_SIM_RING_OK) {
-            // The program has not read its ring: delivered frames wait for it.
-            ++m_prof.ring_full;
-            m_prof.max_waiting = std::max<std::uint64_t>(m_prof.max_waiting, c.rxq.size());
-            return;
-        }
+    const std::uint64_t first = c.put;
+    for (; room > 0 && !c.rxq.empty(); --room) {
         const auto& f = c.rxq.front();
         odl_sim_desc& d = descs[c.put & (ODL_SIM_SLOTS - 1)];
         d.len = f.len;
@@ -485,7 +485,7 @@ void sim_server::put_frames(client& c) {
             if (!ex.empty() && f.seq >= ex.front().seq && f.seq - ex.front().seq < ex.size())
                 ex[f.seq - ex.front().seq].pos = c.put;
         }
-        odl_sim_store(&c.shm->to_client.head, ++c.put);
+        ++c.put;
         if ((c.put & 15) == 0) {  // one clock read per 16 frames: a sample
             const std::uint64_t w = wall_ns();
             const std::uint64_t lag = w > f.due_ns ? w - f.due_ns : 0;
@@ -494,6 +494,12 @@ void sim_server::put_frames(client& c) {
             if (lag > 1000) ++m_prof.hand_late;
         }
         c.rxq.pop_front();
+    }
+    if (c.put != first) odl_sim_store(&c.shm->to_client.head, c.put);
+    if (!c.rxq.empty()) {
+        // The program has not read its ring: delivered frames wait for it.
+        ++m_prof.ring_full;
+        m_prof.max_waiting = std::max<std::uint64_t>(m_prof.max_waiting, c.rxq.size());
     }
 }
 
@@ -690,9 +696,8 @@ void sim_server::delivered(int to, std::uint32_t tag) {
     // The peer reads the bytes from the sender's slot; a sender that left
     // meanwhile is still readable through the peer's own mapping.
     if (c && c->shm) {
-        c->rxq.push_back({due, p.region, p.seq, p.len});
+        c->rxq.push_back({due, p.region, p.seq, p.len});  // into its ring at the end of the turn
         left_model(p.region, p.seq, c);
-        put_frames(*c);
         ++m_stats.frames_out[to];
     } else {
         left_model(p.region, p.seq, nullptr);
