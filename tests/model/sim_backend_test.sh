@@ -97,6 +97,16 @@ rc=$?
 set -e
 [ "$rc" = 1 ] && grep -q "bad-cal.yaml:[0-9]" <<<"$out" || fail "bad calibration: exit $rc: $out"
 
+# fake_client SOCK: waits (bounded) for a hand-made server at SOCK, then runs
+# a short odl perf client against it; sets out and rc.
+fake_client() {
+	for _ in $(seq 50); do [ -S "$1" ] && break; sleep 0.1; done
+	set +e
+	out=$(ODL_SIM_SOCKET=$1 timeout 20 "$odl" perf latency --backend sim --client 0 -n 5 --connect-timeout 5 2>&1)
+	rc=$?
+	set -e
+}
+
 step "TB5 (gen4 x2, intel-tb5-discrete): latency 64 B and 4 KiB, two processes, checksums"
 start_server
 "$odl" perf latency --backend sim -s 64,4K -n 300 --warmup 30 --checksum --json --quiet >"$tmp/lat.json" 2>"$tmp/lat.log" ||
@@ -289,11 +299,7 @@ except Exception:
 PY
 fake=$!
 pids+=("$fake")
-for _ in $(seq 50); do [ -S "$tmp/bad.sock" ] && break; sleep 0.1; done
-set +e
-out=$(ODL_SIM_SOCKET=$tmp/bad.sock timeout 20 "$odl" perf latency --backend sim --client 0 -n 5 --connect-timeout 5 2>&1)
-rc=$?
-set -e
+fake_client "$tmp/bad.sock"
 [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q "the model server sent a bad message: LINK with a payload or unknown state bits" <<<"$out" ||
 	fail "a server sending garbage: exit $rc: $out"
 
@@ -344,10 +350,8 @@ for early in 300 5000; do
 	python3 "$tmp/early.py" "$tmp/early.sock" "$early" >"$tmp/early.log" 2>&1 &
 	fake=$!
 	pids+=("$fake")
-	for _ in $(seq 50); do [ -S "$tmp/early.sock" ] && break; sleep 0.1; done
+	fake_client "$tmp/early.sock"
 	set +e
-	out=$(ODL_SIM_SOCKET=$tmp/early.sock timeout 20 "$odl" perf latency --backend sim --client 0 -n 5 --connect-timeout 5 2>&1)
-	rc=$?
 	wait "$fake"
 	frc=$?
 	set -e

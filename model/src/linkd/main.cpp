@@ -117,11 +117,12 @@ int run_sim(const odl::model::linkd::server_config& srv, const sim_options& o, c
         if (links.size() > 1) {
             // Bad input stops here, before any process starts: unknown
             // profiles, impossible cables.
-            for (auto& c : links) {
-                (void)c.cal.get(c.profile);
-                if (!c.profile_b.empty()) (void)c.cal.get(c.profile_b);
-                if (auto why = odl::model::validate(c.link))
-                    throw std::runtime_error(fmt::format("link {}: bad cable: {}", c.link_index, *why));
+            for (const auto& c : links) {
+                try {
+                    odl::model::linkd::check(c);
+                } catch (const std::exception& e) {
+                    throw std::runtime_error(fmt::format("link {}: {}", c.link_index, e.what()));
+                }
             }
             odl::model::linkd::sim_links_config lc;
             lc.socket_path = srv.socket_path;

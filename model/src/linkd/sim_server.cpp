@@ -144,9 +144,7 @@ constexpr std::uint64_t k_not_put = ~std::uint64_t{0};
 
 sim_server::sim_server(sim_server_config cfg)
     : m_cfg(std::move(cfg)), m_tag(m_cfg.links > 1 ? fmt::format("sim link {}", m_cfg.link_index) : "sim") {
-    if (auto why = validate(m_cfg.link)) throw std::runtime_error("bad cable: " + *why);
-    if (m_cfg.links == 0 || m_cfg.link_index >= m_cfg.links || m_cfg.links > 256)
-        throw std::runtime_error(fmt::format("link {} of {}: no such link", m_cfg.link_index, m_cfg.links));
+    check(m_cfg);
     std::vector<host_spec> hosts(2);
     hosts[0].name = "a";
     hosts[1].name = "b";
@@ -174,6 +172,14 @@ sim_server::sim_server(sim_server_config cfg)
 sim_server::~sim_server() {
     for (auto& c : m_clients)
         if (c->fd >= 0) ::close(c->fd);
+}
+
+void check(const sim_server_config& cfg) {
+    if (auto why = validate(cfg.link)) throw std::runtime_error("bad cable: " + *why);
+    if (cfg.links == 0 || cfg.link_index >= cfg.links || cfg.links > 256)
+        throw std::runtime_error(fmt::format("link {} of {}: no such link", cfg.link_index, cfg.links));
+    (void)cfg.cal.get(cfg.profile);  // throws naming the profiles there are
+    if (!cfg.profile_b.empty()) (void)cfg.cal.get(cfg.profile_b);
 }
 
 std::string describe(const sim_server_config& cfg) {
@@ -838,26 +844,24 @@ void sim_server::control_one() {
 }
 
 std::string sim_server::control(const std::string& cmd) {
-    {
-        if (cmd == "cable plug" || cmd == "cable unplug") {
-            const bool plug = cmd == "cable plug";
-            cable& cab = *m_sys->cables[0];
-            // Now, or where the model already is when it ran ahead.
-            m_sys->sched.at(at_ns(std::max(model_ns(), m_upto_ns)), [&cab, plug] {
-                if (plug)
-                    cab.plug();
-                else
-                    cab.unplug();
-            });
-            return fmt::format("ok cable {}\n", plug ? "plugged" : "unplugged");
-        }
-        if (cmd == "status")
-            return fmt::format("ok sim {} ends {}{} frames A->B {} (lost {}) B->A {} (lost {}) bad {}; {}\n",
-                               describe(), m_end[0] ? "A" : "-", m_end[1] ? "B" : "-", m_stats.frames_in[0],
-                               m_stats.frames_lost[0], m_stats.frames_in[1], m_stats.frames_lost[1], m_stats.bad_msgs,
-                               m_prof.summary());
-        return fmt::format("error unknown command '{}' (have: cable plug, cable unplug, status)\n", cmd);
+    if (cmd == "cable plug" || cmd == "cable unplug") {
+        const bool plug = cmd == "cable plug";
+        cable& cab = *m_sys->cables[0];
+        // Now, or where the model already is when it ran ahead.
+        m_sys->sched.at(at_ns(std::max(model_ns(), m_upto_ns)), [&cab, plug] {
+            if (plug)
+                cab.plug();
+            else
+                cab.unplug();
+        });
+        return fmt::format("ok cable {}\n", plug ? "plugged" : "unplugged");
     }
+    if (cmd == "status")
+        return fmt::format("ok sim {} ends {}{} frames A->B {} (lost {}) B->A {} (lost {}) bad {}; {}\n",
+                           describe(), m_end[0] ? "A" : "-", m_end[1] ? "B" : "-", m_stats.frames_in[0],
+                           m_stats.frames_lost[0], m_stats.frames_in[1], m_stats.frames_lost[1], m_stats.bad_msgs,
+                           m_prof.summary());
+    return fmt::format("error unknown command '{}' (have: cable plug, cable unplug, status)\n", cmd);
 }
 
 // From the router (links > 1): a program's connection (its fd, SCM_RIGHTS)

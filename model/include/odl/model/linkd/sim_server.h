@@ -56,6 +56,9 @@ struct sim_server_config {
     int channel_fd = -1;
 };
 
+/// Throws std::runtime_error naming what @cfg gets wrong (cable, link
+/// index, profiles): what the constructor refuses, without building a model.
+void check(const sim_server_config& cfg);
 /// "<profile> <gen>x<lanes>[ asym] <length> m", as HELLO tells clients.
 std::string describe(const sim_server_config& cfg);
 /// Payload rate of 4 KiB frames sent from @end (0 = A), Mb/s.
