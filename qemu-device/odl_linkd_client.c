@@ -34,6 +34,7 @@
 #include "exec/ramblock.h"
 #include "qemu/rcu.h"
 #include "sysemu/runstate.h"
+#include "sysemu/sysemu.h"
 #include <poll.h>
 #include <sys/un.h>
 #include "odl_usb4_nhi.h"
@@ -740,8 +741,18 @@ static void odl_linkd_sync(void *opaque)
             odl_linkd_disconnect(s, "no grant from odl-linkd in time");
             return;
         }
-        n = odl_linkd_recv(s, left);
+        /*
+         * Waiting here holds the main loop, so a SIGTERM or a QMP quit
+         * would wait for the next grant, which never comes while the run
+         * is held: look for one between slices and leave at this SYNC.
+         */
+        n = odl_linkd_recv(s, MIN(left, ODL_LINKD_SHUTDOWN_CHECK_MS));
         if (n < 0) {
+            return;
+        }
+        if (n == 0 &&
+            qemu_shutdown_requested_get() != SHUTDOWN_CAUSE_NONE) {
+            odl_linkd_leave(s);
             return;
         }
         if (n == 0 || !odl_linkd_parse(s, n, &m)) {
@@ -783,9 +794,16 @@ static void odl_linkd_reconnect(void *opaque)
     }
 }
 
+static void odl_linkd_at_exit(Notifier *n, void *data)
+{
+    odl_linkd_leave(container_of(n, OdlUsb4NhiState, link.exit_notifier));
+}
+
 void odl_linkd_init(OdlUsb4NhiState *s)
 {
     s->link.fd = -1;
+    s->link.exit_notifier.notify = odl_linkd_at_exit;
+    qemu_add_exit_notifier(&s->link.exit_notifier);
     s->link.reconnect_timer = timer_new_ms(QEMU_CLOCK_REALTIME,
                                            odl_linkd_reconnect, s);
     if (s->deterministic) {
@@ -797,6 +815,10 @@ void odl_linkd_init(OdlUsb4NhiState *s)
 void odl_linkd_cleanup(OdlUsb4NhiState *s)
 {
     odl_linkd_leave(s);
+    if (s->link.exit_notifier.notify) {
+        qemu_remove_exit_notifier(&s->link.exit_notifier);
+        s->link.exit_notifier.notify = NULL;
+    }
     if (s->link.reconnect_timer) {
         timer_free(s->link.reconnect_timer);
         s->link.reconnect_timer = NULL;

@@ -9,6 +9,7 @@
 #define HW_MISC_ODL_USB4_NHI_H
 
 #include "hw/pci/pci.h"
+#include "qemu/notify.h"
 #include "qemu/timer.h"
 #include "qom/object.h"
 
@@ -41,6 +42,8 @@ OBJECT_DECLARE_SIMPLE_TYPE(OdlUsb4NhiState, ODL_USB4_NHI)
  * A hold from the server (a SYNC stamped 0) starts the wait again.
  */
 #define ODL_LINKD_SYNC_TIMEOUT_MS 120000
+/* How often a wait for a grant looks for a shutdown request. */
+#define ODL_LINKD_SHUTDOWN_CHECK_MS 100
 /* Messages handled per fd-handler call, so the main loop stays responsive. */
 #define ODL_LINKD_BATCH 64
 
@@ -60,6 +63,8 @@ OBJECT_DECLARE_SIMPLE_TYPE(OdlUsb4NhiState, ODL_USB4_NHI)
  * @quantum_ns: deterministic mode: a window ends this soon after an MMIO
  *     write (the model's SYNC interval), so that what the write started
  *     is modelled before the guest runs far past it
+ * @exit_notifier: says goodbye (TERMINATE) when QEMU exits, which does
+ *     not unrealize its devices
  * @buf: receive buffer for one datagram
  */
 typedef struct OdlLinkdClient {
@@ -75,6 +80,7 @@ typedef struct OdlLinkdClient {
     QEMUTimer *sync_timer;
     int64_t horizon_ns;
     int64_t quantum_ns;
+    Notifier exit_notifier;
     uint8_t buf[64 + 4096];
 } OdlLinkdClient;
 

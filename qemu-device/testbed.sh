@@ -83,20 +83,28 @@ vm_name() {
 	echo "${vms[$i]}"
 }
 
-alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# Whether a pid still runs. One that has exited but is not reaped yet (a
+# zombie: QEMU and odl-linkd are init's children, and some inits reap every
+# few seconds) has let go of all it held, so it counts as ended.
+running() {
+	local s
+	s=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$s" ] && [ "${s%% *}" != Z ]
+}
+alive() { [ -f "$1" ] && running "$(cat "$1")"; }
 
 # Stop one process from its pid file: TERM, up to 5 s, then KILL.
 stop_pid() {
 	local f=$1 pid i
 	[ -f "$f" ] || return 0
 	pid=$(cat "$f")
-	if kill -0 "$pid" 2>/dev/null; then
+	if running "$pid"; then
 		kill -TERM "$pid" 2>/dev/null || true
-		for i in $(seq 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
+		for i in $(seq 100); do
+			running "$pid" || break
+			sleep 0.05
 		done
-		kill -KILL "$pid" 2>/dev/null || true
+		! running "$pid" || kill -KILL "$pid" 2>/dev/null || true
 	fi
 	rm -f "$f"
 }
@@ -548,8 +556,8 @@ cmd_reset() {
 	pid=$(cat "$dir/$v.qemu.pid")
 	kill -KILL "$pid"
 	local i
-	for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	! kill -0 "$pid" 2>/dev/null || die "VM $v's QEMU (pid $pid) did not exit on SIGKILL within 10 s"
+	for i in $(seq 200); do running "$pid" || break; sleep 0.05; done
+	! running "$pid" || die "VM $v's QEMU (pid $pid) did not exit on SIGKILL within 10 s"
 	if [ "$off" != 0 ]; then
 		say "VM $v off for $off s"
 		sleep "$off"

@@ -556,9 +556,9 @@ void server::accept_one() {
 void server::drop(connection& c, const char* why) {
     if (c.st() == connection::state::dead) return;
     if (m_cfg.deterministic && c.host() >= 0 && m_det_started) m_det_ctl.host_left(static_cast<unsigned>(c.host()));
-    if (c.host() >= 0)
+    if (why && c.host() >= 0)
         fmt::print(stderr, "odl-linkd: host {} dropped: {}\n", c.host(), why);
-    else if (m_cfg.verbose)
+    else if (why && m_cfg.verbose)
         fmt::print(stderr, "odl-linkd: connection dropped: {}\n", why);
     c.kill();
 }
@@ -712,7 +712,9 @@ void server::handle(connection& c, const struct odl_linkd_msg& m,
         }
         break;
     case ODL_LINKD_TERMINATE:
-        drop(c, "device terminated");
+        // An orderly goodbye (QEMU exiting) is not a fault: reap() says it.
+        if (odl_le32(m.body.terminate.reason) == ODL_LINKD_TERM_NORMAL) drop(c, nullptr);
+        else drop(c, "device terminated");
         break;
     default:
         // HELLO again, or a DMA completion that arrived after its timeout.
@@ -923,9 +925,12 @@ void server::run_deterministic() {
         pfds.push_back({m_ctl.fd(), POLLIN, 0});
         // Connections: only those still owing their HELLO are read here
         // (after the start, to refuse them); the rest in their turns.
+        // While the run stands still, the hosts too: a host that leaves
+        // then (its QEMU stopped) says so at once, at this model time.
         std::vector<connection*> polled;
         for (auto& c : m_conns)
-            if (!m_det_started || c->st() == connection::state::handshake) {
+            if (!m_det_started || c->st() == connection::state::handshake ||
+                (held && c->st() == connection::state::attached)) {
                 pfds.push_back({c->fd(), POLLIN, 0});
                 polled.push_back(c.get());
             }
@@ -939,10 +944,15 @@ void server::run_deterministic() {
         for (std::size_t i = 0; i < polled.size(); i++) {
             auto& c = *polled[i];
             const short ev = pfds[i + 2].revents;
-            // Only HELLOs are taken here (serve stops after one).
-            if ((ev & (POLLIN | POLLHUP | POLLERR)) && c.st() == connection::state::handshake) serve(c);
+            // Only HELLOs are taken here (serve stops after one), and what
+            // a held host sends: its TERMINATE. What an attached host sends
+            // before the start waits for it, to be taken in host order.
+            const bool take = c.st() == connection::state::handshake ||
+                              (held && c.st() == connection::state::attached);
+            if ((ev & (POLLIN | POLLHUP | POLLERR)) && take) serve(c);
             else if (ev & (POLLHUP | POLLERR)) drop(c, "disconnected");
         }
+        if (held) reap();
     }
 }
 

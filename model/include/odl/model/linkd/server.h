@@ -93,6 +93,7 @@ private:
     void handle(connection& c, const struct odl_linkd_msg& m,
                 const std::uint8_t* payload);
     void handshake(connection& c, const struct odl_linkd_msg& m);
+    // @why: what went wrong, said on stderr; nullptr when the host left in order.
     void drop(connection& c, const char* why);
     void reap();
     void note_bad(connection& c, const char* why);
