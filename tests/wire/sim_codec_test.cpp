@@ -131,6 +131,9 @@ TEST(SimRings, ProducerAndConsumerAndImpossibleIndices) {
         odl_sim_store(&shm->to_server.head, head + 1);
     }
     EXPECT_EQ(odl_sim_ring_room(&shm->to_server, slots, head, &slot), ODL_SIM_RING_NONE);
+    EXPECT_EQ(odl_sim_ring_filled(&shm->to_server, 0), int64_t(ODL_SIM_SLOTS));
+    EXPECT_EQ(odl_sim_ring_filled(&shm->to_server, 5), int64_t(ODL_SIM_SLOTS - 5));
+    EXPECT_EQ(odl_sim_ring_filled(&shm->to_server, ODL_SIM_SLOTS), 0);
     uint64_t tail = 0;
     ASSERT_EQ(odl_sim_ring_next(&shm->to_server, slots, tail, &slot), ODL_SIM_RING_OK);
     EXPECT_EQ(odl_sim_slot_len(slot), ODL_FRAME_HDR_BYTES);
@@ -140,6 +143,8 @@ TEST(SimRings, ProducerAndConsumerAndImpossibleIndices) {
     // Impossible indices: a head more than a ring ahead, a tail ahead of the head.
     shm->to_server.head = tail + ODL_SIM_SLOTS + 1;
     EXPECT_EQ(odl_sim_ring_next(&shm->to_server, slots, tail, &slot), ODL_SIM_RING_CORRUPT);
+    EXPECT_EQ(odl_sim_ring_filled(&shm->to_server, tail), -1);
+    EXPECT_EQ(odl_sim_ring_filled(&shm->to_server, tail + ODL_SIM_SLOTS + 2), -1);  // the tail ahead of the head
     shm->to_server.tail = head + 1;
     EXPECT_EQ(odl_sim_ring_room(&shm->to_server, slots, head, &slot), ODL_SIM_RING_CORRUPT);
     // Impossible lengths read as 0.

@@ -226,14 +226,25 @@ static inline enum odl_sim_ring_st odl_sim_ring_can_put(struct odl_sim_index *ix
 	return head - tail == ODL_SIM_SLOTS ? ODL_SIM_RING_NONE : ODL_SIM_RING_OK;
 }
 
-/* Consumer: has the producer filled entry number @tail (our own count)? */
-static inline enum odl_sim_ring_st odl_sim_ring_can_take(struct odl_sim_index *ix, __u64 tail)
+/*
+ * Consumer: how many entries from number @tail (our own count) on the
+ * producer has filled, its head read once; -1 if the indices are impossible.
+ */
+static inline __s64 odl_sim_ring_filled(struct odl_sim_index *ix, __u64 tail)
 {
 	__u64 head = odl_sim_load(&ix->head);
 
-	if (head - tail > ODL_SIM_SLOTS)
+	return head - tail > ODL_SIM_SLOTS ? -1 : (__s64)(head - tail);
+}
+
+/* Consumer: has the producer filled entry number @tail (our own count)? */
+static inline enum odl_sim_ring_st odl_sim_ring_can_take(struct odl_sim_index *ix, __u64 tail)
+{
+	__s64 n = odl_sim_ring_filled(ix, tail);
+
+	if (n < 0)
 		return ODL_SIM_RING_CORRUPT;
-	return head == tail ? ODL_SIM_RING_NONE : ODL_SIM_RING_OK;
+	return n == 0 ? ODL_SIM_RING_NONE : ODL_SIM_RING_OK;
 }
 
 /**

@@ -341,6 +341,12 @@ std::uint64_t host_driver::tx_backlog(unsigned port) const {
     return m_txq[port].size() + in_ring;
 }
 
+sc_time host_driver::copy_cost(std::uint64_t bytes) {
+    if (bytes != m_copy.bytes || m_costs.copy_gbps != m_copy.gbps)
+        m_copy = {bytes, m_costs.copy_gbps, sc_time(8000.0 * double(bytes) / m_costs.copy_gbps, SC_PS)};
+    return m_copy.cost;
+}
+
 void host_driver::send(unsigned port, std::uint64_t bytes, std::uint32_t tag) {
     const std::uint64_t per = ODL_FRAME_MAX_PAYLOAD;
     std::uint64_t off = 0;
@@ -362,8 +368,7 @@ void host_driver::pump_tx(unsigned port) {
         const tx_item it = q.front();
         q.pop_front();
         sc_time cost = m_costs.post_frame + (it.som ? m_costs.post : sc_core::SC_ZERO_TIME);
-        if (m_costs.copy_gbps > 0)
-            cost += sc_time(8000.0 * (it.len - ODL_FRAME_HDR_BYTES) / m_costs.copy_gbps, SC_PS);
+        if (m_costs.copy_gbps > 0) cost += copy_cost(it.len - ODL_FRAME_HDR_BYTES);
         const sc_time t = cpu(cost);
         odl_frame_hdr h{};
         h.type = ODL_FRAME_DATA;
@@ -423,8 +428,7 @@ void host_driver::reap_rx(unsigned h) {
             sc_time cost = m_costs.completion_frame + m_noise.sample(m_costs.noise.copy);
             if (fh.flags & ODL_FRAME_F_EOM)
                 cost += m_costs.completion + m_noise.sample(m_costs.noise.sched);
-            if (m_costs.copy_gbps > 0)
-                cost += sc_time(8000.0 * (len - ODL_FRAME_HDR_BYTES) / m_costs.copy_gbps, SC_PS);
+            if (m_costs.copy_gbps > 0) cost += copy_cost(len - ODL_FRAME_HDR_BYTES);
             const bool bad = (flags & (ODL_NHI_DESC_F_CRC_ERROR | ODL_NHI_DESC_F_BUFFER_OVERRUN)) != 0;
             ++m_stats.frames_received;
             if (bad) ++m_stats.frames_crc_error;

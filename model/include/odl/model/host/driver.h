@@ -133,6 +133,14 @@ private:
     nhi& m_nhi;
     local_memory& m_mem;
     host_costs m_costs;
+    /// The copy cost of the last payload size (frames come in runs of one
+    /// size, and SystemC's sc_time from a double showed in profiles).
+    struct copy_memo {
+        std::uint64_t bytes = ~std::uint64_t{0};
+        double gbps = 0;
+        sc_core::sc_time cost;
+    } m_copy;
+    sc_core::sc_time copy_cost(std::uint64_t bytes);
     noise_source m_noise;
     unsigned m_ports;
     std::vector<sw_ring> m_tx, m_rx;          ///< index = ring
