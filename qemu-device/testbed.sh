@@ -88,6 +88,7 @@ vm_name() {
 # few seconds) has let go of all it held, so it counts as ended.
 running() {
 	local s
+	[[ ${1:-} =~ ^[0-9]+$ ]] || return 1
 	s=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
 	[ -n "$s" ] && [ "${s%% *}" != Z ]
 }

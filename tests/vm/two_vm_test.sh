@@ -192,8 +192,9 @@ done
 # Whether the process in pid file $1 runs: kill -0 also succeeds for one that
 # died and waits to be reaped (QEMU and odl-linkd are init's children).
 runs() {
-	local st
-	st=$(sed 's/.*) //' "/proc/$(cat "$1")/stat" 2>/dev/null) || return 1
+	local pid st
+	pid=$(cat "$1" 2>/dev/null) && [[ $pid =~ ^[0-9]+$ ]] || return 1
+	st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) || return 1
 	[ -n "$st" ] && [ "${st%% *}" != Z ]
 }
 
