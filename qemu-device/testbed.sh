@@ -83,29 +83,22 @@ vm_name() {
 	echo "${vms[$i]}"
 }
 
-# Whether a pid still runs. One that has exited but is not reaped yet (a
-# zombie: QEMU and odl-linkd are init's children, and some inits reap every
-# few seconds) has let go of all it held, so it counts as ended.
-running() {
-	local s
-	[[ ${1:-} =~ ^[0-9]+$ ]] || return 1
-	s=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
-	[ -n "$s" ] && [ "${s%% *}" != Z ]
-}
-alive() { [ -f "$1" ] && running "$(cat "$1")"; }
+# shellcheck source=qemu-device/pid_lib.sh
+. "$here/pid_lib.sh"
+alive() { pidfile_runs "$1"; }
 
 # Stop one process from its pid file: TERM, up to 5 s, then KILL.
 stop_pid() {
 	local f=$1 pid i
 	[ -f "$f" ] || return 0
 	pid=$(cat "$f")
-	if running "$pid"; then
+	if pid_runs "$pid"; then
 		kill -TERM "$pid" 2>/dev/null || true
 		for i in $(seq 100); do
-			running "$pid" || break
+			pid_runs "$pid" || break
 			sleep 0.05
 		done
-		! running "$pid" || kill -KILL "$pid" 2>/dev/null || true
+		! pid_runs "$pid" || kill -KILL "$pid" 2>/dev/null || true
 	fi
 	rm -f "$f"
 }
@@ -557,8 +550,8 @@ cmd_reset() {
 	pid=$(cat "$dir/$v.qemu.pid")
 	kill -KILL "$pid"
 	local i
-	for i in $(seq 200); do running "$pid" || break; sleep 0.05; done
-	! running "$pid" || die "VM $v's QEMU (pid $pid) did not exit on SIGKILL within 10 s"
+	for i in $(seq 200); do pid_runs "$pid" || break; sleep 0.05; done
+	! pid_runs "$pid" || die "VM $v's QEMU (pid $pid) did not exit on SIGKILL within 10 s"
 	if [ "$off" != 0 ]; then
 		say "VM $v off for $off s"
 		sleep "$off"

@@ -54,7 +54,7 @@ for f in kvmvapic.bin linuxboot.bin linuxboot_dma.bin multiboot.bin multiboot_dm
 	[ -f "/usr/share/qemu/$f" ] && cp "/usr/share/qemu/$f" "$out/bios/"
 done
 cp "$image"/vmlinuz "$image"/initrd.gz "$image"/KERNEL_VERSION "$out/guest/"
-cp "$repo/qemu-device/testbed.sh" "$out/repo/qemu-device/"
+cp "$repo/qemu-device/testbed.sh" "$repo/qemu-device/pid_lib.sh" "$out/repo/qemu-device/"
 cp "$repo/tests/vm/vm_lib.sh" "$out/repo/tests/vm/"
 cp "$repo/tests/bench/vm_kmod_vs_tbnet.sh" "$out/repo/tests/bench/"
 cat >"$out/run.sh" <<EOF

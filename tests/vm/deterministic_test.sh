@@ -54,14 +54,10 @@ out=$("$linkd" --socket "$base/x.sock" --deterministic --event 10:explode 2>&1) 
 grep -q "unknown event 'explode'" <<<"$out" || fail "--event: unclear error: $out"
 [ ! -e "$base/x.sock" ] || fail "a refused odl-linkd left its socket"
 
-# alive_vm V: VM V's QEMU runs (an exited one that init has not reaped yet,
-# a zombie, does not: kill -0 would say it does, for about 2 s here).
-alive_vm() {
-	local pid st
-	pid=$(cat "$ODL_VM_DIR/$1.qemu.pid" 2>/dev/null) && [[ $pid =~ ^[0-9]+$ ]] || return 1
-	st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) || return 1
-	[ -n "$st" ] && [ "${st%% *}" != Z ]
-}
+# shellcheck source=qemu-device/pid_lib.sh
+. "$repo/qemu-device/pid_lib.sh"
+# alive_vm V: VM V's QEMU runs (an unreaped zombie does not).
+alive_vm() { pidfile_runs "$ODL_VM_DIR/$1.qemu.pid"; }
 
 # run NAME up|replay [options]: one whole run (`testbed.sh up` with the
 # workload, or `testbed.sh replay DIR`); its record, consoles and replay

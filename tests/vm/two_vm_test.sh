@@ -14,6 +14,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=qemu-device/pid_lib.sh
+. "$here/../../qemu-device/pid_lib.sh"
 tb="$here/../../qemu-device/testbed.sh"
 kernel=6.12 gen=gen3 quick=0 impl=model
 while [ $# -gt 0 ]; do
@@ -189,14 +191,6 @@ for v in A B; do
 	fi
 done
 
-# Whether the process in pid file $1 runs: kill -0 also succeeds for one that
-# died and waits to be reaped (QEMU and odl-linkd are init's children).
-runs() {
-	local pid st
-	pid=$(cat "$1" 2>/dev/null) && [[ $pid =~ ^[0-9]+$ ]] || return 1
-	st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) || return 1
-	[ -n "$st" ] && [ "${st%% *}" != Z ]
-}
 
 step "killed QEMU A: linkd and VM B survive, B sees an unplug"
 "$tb" kill A
@@ -204,7 +198,7 @@ wait_in B 30 '! test -e /sys/bus/thunderbolt/devices/0-1' ||
 	fail "VM B: XDomain still present 30 s after QEMU A died"
 "$tb" status >/dev/null 2>&1 && fail "status reports A running after kill"
 vexec B 'true' || fail "VM B unresponsive after QEMU A died"
-runs "$ODL_VM_DIR/linkd.pid" || fail "odl-linkd died with QEMU A"
+pidfile_runs "$ODL_VM_DIR/linkd.pid" || fail "odl-linkd died with QEMU A"
 if vexec B 'dmesg | grep -E "WARNING:|BUG[: ]|Oops|Call Trace"'; then
 	fail "VM B: kernel warning after the peer died"
 fi
@@ -224,8 +218,8 @@ while [ \$i -lt 300 ]; do x=\$(( (x * 1103515245 + 12345) & 0x7fffffff )); \
 devmem \$(( bar + (x % 65536) * 4 )) 32 \$(( x ^ 0x5a5a5a5a )) 2>/dev/null; \
 devmem \$(( bar + ((x >> 3) % 65536) * 4 )) 32 >/dev/null 2>&1; i=\$((i + 1)); done" || fail "VM B: BAR0 garbage loop failed"
 vexec B 'true' || fail "VM B unresponsive after BAR0 garbage"
-runs "$ODL_VM_DIR/linkd.pid" || fail "odl-linkd died from BAR0 garbage"
-runs "$ODL_VM_DIR/B.qemu.pid" || fail "QEMU B died from BAR0 garbage"
+pidfile_runs "$ODL_VM_DIR/linkd.pid" || fail "odl-linkd died from BAR0 garbage"
+pidfile_runs "$ODL_VM_DIR/B.qemu.pid" || fail "QEMU B died from BAR0 garbage"
 
 cpu=$(awk '{ printf "%.1f", ($14 + $15) / 100 }' "/proc/$(cat "$ODL_VM_DIR/linkd.pid")/stat")
 record "linkd_cpu_s=$cpu test_wall_s=$SECONDS"
@@ -235,7 +229,7 @@ kill -KILL "$(cat "$ODL_VM_DIR/linkd.pid")"
 sleep 2
 vexec B 'cat /proc/uptime' >/dev/null || fail "VM B unresponsive after odl-linkd died"
 vexec B 'cat /sys/bus/pci/devices/*/class' >/dev/null || fail "VM B cannot read PCI sysfs"
-runs "$ODL_VM_DIR/B.qemu.pid" || fail "QEMU B died with odl-linkd"
+pidfile_runs "$ODL_VM_DIR/B.qemu.pid" || fail "QEMU B died with odl-linkd"
 grep -q "link to odl-linkd down" "$ODL_VM_DIR/B.qemu.log" ||
 	fail "QEMU B did not report the link down"
 step "PASS ($kernel, $gen)"
