@@ -46,6 +46,12 @@ expect_fail "no pairing" "no paired peer" "$odl" cp local/x peer:x "${B[@]}"
 expect_fail "bad chunk" "power of two" "$odl" cp local/x peer:x --chunk 3K "${B[@]}"
 expect_fail "serve without keys" "no paired peer" "$odl" files serve share "${A[@]}"
 expect_fail "serve a missing folder" "nope" "$odl" files serve nope "${A[@]}"
+# Timeouts and intervals: finite numbers in range, refused before anything
+# starts (a nan or negative timeout used to wait forever).
+expect_fail "connect timeout nan" "'nan' is not a number from 0.1 to" \
+	"$odl" files ls peer:x "${B[@]}" --connect-timeout nan
+expect_fail "retry-for below 0" "'-1' is not a number from 0 to" "$odl" cp local/x peer:x "${B[@]}" --retry-for=-1
+expect_fail "sync interval 0" "'0' is not a number from 0.1" "$odl" sync local peer:x "${B[@]}" --interval 0
 
 step "pairing"
 "$odl" pair "${A[@]}" --name host-a </dev/null >pair-unconfirmed.log 2>&1 &
@@ -98,6 +104,14 @@ grep -Eq '^0[0-7]{3} +6 [0-9T:Z-]+  a\.txt$' ls.txt || fail "files ls text: $(ca
 grep -Eq ' sub/$' ls.txt || fail "files ls: no folder sub/: $(cat ls.txt)"
 expect_fail "ls of a local path" "want peer:PATH" "$odl" files ls in "${B[@]}"
 expect_fail "ls outside the folder" "'..' in path" "$odl" files ls peer:../etc "${B[@]}"
+# Nobody serves loopback device 4: ls gives up after its connect timeout,
+# once more after --retry-for, not after the default 10 s.
+t0=$(date +%s%N)
+expect_fail "ls with no server" "no peer within 0.5 s" \
+	"$odl" files ls peer: --backend loopback --device 4 --keys "$tmp/kb" --connect-timeout 0.5 --retry-for 0.5
+waited_ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$waited_ms" -lt 5000 ] || fail "ls with no server took $waited_ms ms (connect timeout 0.5 s, retry for 0.5 s)"
+echo "ls with no server: gave up after $waited_ms ms"
 
 step "server killed mid-transfer, restarted: the client resumes"
 head -c $((320 << 20)) /dev/urandom >local/huge.bin

@@ -131,6 +131,20 @@ double now_s() {
     return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
 }
 
+TEST(PerfCli, TimeoutsAndIntervalsAreFiniteNumbersInRange) {
+    // A nan or negative connect timeout used to wait forever for a peer that
+    // never came, 1e30 to give up at once saying "within 0.0 s".
+    for (const char* bad : {"--connect-timeout=nan", "--connect-timeout=-1", "--connect-timeout=1e30",
+                            "--connect-timeout=inf", "--connect-timeout=5s", "--interval-us=nan",
+                            "--interval-us=-5"}) {
+        const double t0 = now_s();
+        const result r = run_odl(std::string("perf jitter --client 0 ") + bad, 20);
+        EXPECT_NE(r.status, 0) << bad;
+        EXPECT_NE(r.err.find("is not a number from 0 to"), std::string::npos) << bad << ": " << r.err;
+        EXPECT_LT(now_s() - t0, 5.0) << bad << " was not refused up front";
+    }
+}
+
 TEST(PerfCli, ClientReportsAKilledServerWithinOneSecond) {
     const std::string ns = "ODL_LOOPBACK_NAMESPACE=clitest-kill-" + std::to_string(getpid());
     const pid_t server = fork();

@@ -71,6 +71,14 @@ void add_link_opts(CLI::App* cmd, link_opts& o) {
                                       "else ~/.config/odl/pairs)");
 }
 
+/// For the commands that wait for the peer's server (not `files serve`).
+void add_connect_timeout(CLI::App* cmd, link_opts& o) {
+    cmd->add_option("--connect-timeout", o.connect_timeout_s,
+                    "Seconds to wait for the peer's server at each (re)connect")
+        ->capture_default_str()
+        ->check(finite_in(0.1, k_max_wait_s));
+}
+
 std::string keys_dir(const link_opts& o) { return o.keys.empty() ? fl::default_keys_dir() : o.keys; }
 
 /// Opens the device; @timeout_ns 0: without waiting for the peer (the
@@ -578,9 +586,11 @@ void add_files_commands(CLI::App& app) {
                                            "recursively");
     ls->add_option("path", lc->path, "peer:PATH");
     add_link_opts(ls, lc->link);
+    add_connect_timeout(ls, lc->link);
     ls->add_option("--peer", lc->peer, "Which pairing to use (its peer name) when there are several");
     ls->add_option("--retry-for", lc->retry_for_s, "Seconds to keep reconnecting after a lost link")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(finite_in(0, k_max_wait_s));
     ls->add_flag("--json", lc->json_out, "The entries as JSON on stdout");
     ls->callback([lc] { run_ls(*lc); });
 
@@ -589,11 +599,13 @@ void add_files_commands(CLI::App& app) {
                                         "odl cp [-r] SRC... peer:DEST | odl cp [-r] peer:SRC... DEST");
     cp->add_option("paths", cc->args, "Sources then destination; 'peer:' marks the peer's side")->required();
     add_link_opts(cp, cc->link);
+    add_connect_timeout(cp, cc->link);
     cp->add_flag("--recursive,-r", cc->recursive, "Copy directory trees");
     cp->add_option("--peer", cc->peer, "Which pairing to use (its peer name) when there are several");
     cp->add_option("--chunk", cc->chunk, "Bytes per DATA message, 4K..4M")->capture_default_str();
     cp->add_option("--retry-for", cc->retry_for_s, "Seconds to keep reconnecting after a lost link (resumes)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(finite_in(0, k_max_wait_s));
     cp->add_flag("--json", cc->json_out, "Report as JSON on stdout");
     cp->add_flag("--quiet,-q", cc->quiet, "No progress or summary");
     cp->callback([cc] { run_cp(*cc); });
@@ -604,11 +616,15 @@ void add_files_commands(CLI::App& app) {
     sync->add_option("local", yc->local, "The local folder")->required();
     sync->add_option("remote", yc->remote, "peer:PATH (default: all the peer serves)");
     add_link_opts(sync, yc->link);
+    add_connect_timeout(sync, yc->link);
     sync->add_option("--peer", yc->peer, "Which pairing to use when there are several");
     sync->add_flag("--once", yc->once, "One pass, then exit");
-    sync->add_option("--interval", yc->interval_s, "Seconds between looks at the peer's side")->capture_default_str();
+    sync->add_option("--interval", yc->interval_s, "Seconds between looks at the peer's side")
+        ->capture_default_str()
+        ->check(finite_in(0.1, k_max_wait_s));
     sync->add_option("--retry-for", yc->retry_for_s, "Seconds to keep reconnecting after a lost link")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(finite_in(0, k_max_wait_s));
     sync->add_flag("--quiet,-q", yc->quiet, "Say nothing of what is copied");
     sync->callback([yc] { run_sync(*yc); });
 }

@@ -241,9 +241,12 @@ void add_mount_command(CLI::App& app) {
     cmd->add_option("--keys", c->keys, "Folder of pair keys (as odl cp)");
     cmd->add_option("--peer", c->peer, "Which pairing to use when there are several");
     cmd->add_option("--cache", c->cache, "Keep fetched files in this folder (default: a private one, removed at the end)");
-    cmd->add_option("--ttl", c->ttl_s, "Seconds a listing is trusted before it is asked for again")->capture_default_str();
+    cmd->add_option("--ttl", c->ttl_s, "Seconds a listing is trusted before it is asked for again")
+        ->capture_default_str()
+        ->check(finite_in(0, k_max_wait_s));
     cmd->add_option("--retry-for", c->retry_for_s, "Seconds to keep reconnecting before an operation fails (EIO)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(finite_in(0, k_max_wait_s));
     cmd->add_flag("--verbose,-v", c->verbose, "Say what is fetched");
     cmd->callback([c] { run_mount(*c); });
 }

@@ -307,11 +307,15 @@ void add_perf_command(CLI::App& app) {
     cmd->add_flag("--bidir", c->opt.bidir, "Bandwidth: both directions at once");
     cmd->add_option("--streams", c->opt.streams, "MIMO: concurrent streams")->capture_default_str();
     cmd->add_option("--depth", c->opt.depth, "Messages in flight per stream")->capture_default_str();
-    cmd->add_option("--interval-us", c->opt.interval_us, "Jitter: gap between pings")->capture_default_str();
+    cmd->add_option("--interval-us", c->opt.interval_us, "Jitter: gap between pings")
+        ->capture_default_str()
+        ->check(finite_in(0, 60e6));
     cmd->add_option("--load-size", c->load_size, "Latency-load: bulk message size (default 1M)");
     cmd->add_option("--stall-timeout-ms", c->opt.stall_timeout_ms, "Fail after this long without progress")
         ->capture_default_str();
-    cmd->add_option("--connect-timeout", c->connect_timeout_s, "Seconds to wait for the peer")->capture_default_str();
+    cmd->add_option("--connect-timeout", c->connect_timeout_s, "Seconds to wait for the peer")
+        ->capture_default_str()
+        ->check(finite_in(0, k_max_wait_s));
     cmd->add_flag("--checksum", c->checksum, "Send CRC32C with every frame");
     cmd->add_flag("--verify,!--no-verify", c->opt.verify,
                   "Check every received bulk payload byte (default); --no-verify checks lengths and order only");

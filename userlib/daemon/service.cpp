@@ -199,8 +199,10 @@ void service::browse(const std::string& device, const std::string& path) {
     refuse_if_served(device);
     if (path.size() > 4096 || path.find('\0') != std::string::npos)
         throw sdbus::Error("org.odinlink.Error.InvalidArgs", "a path of the peer's folder, at most 4096 bytes");
-    // A page waits for it: give up on a peer that does not answer after seconds, not a minute.
-    run_recorded(device, {"files", "ls", "peer:" + path, "--device", std::to_string(index), "--json", "--retry-for", "5"},
+    // A page waits for it: give up on a peer that does not answer after a few seconds (3 s for
+    // its server, again after 3 s), not after odl files ls's 10 s twice.
+    run_recorded(device, {"files", "ls", "peer:" + path, "--device", std::to_string(index), "--json",
+                          "--connect-timeout", "3", "--retry-for", "3"},
                  60, *m_listings, {{"path", path}}, "odl files ls", [](nlohmann::json& out, nlohmann::json& rec) {
                      if (!out.contains("entries")) return false;
                      rec["peer"] = out.value("peer", "");
