@@ -53,6 +53,19 @@ void read_ssh(const std::string& file, const YAML::Node& m, const fs::path& base
             y::fail(file, m["connect_timeout"], fmt::format("expected connect_timeout from 1 to 300 seconds, got {}", s));
         t->connect_timeout_s = static_cast<int>(s);
     }
+    if (m["keepalive_interval"]) {
+        const auto s = y::get_uint(file, m["keepalive_interval"], "keepalive_interval (seconds)");
+        if (s < 1 || s > 300)
+            y::fail(file, m["keepalive_interval"],
+                    fmt::format("expected keepalive_interval from 1 to 300 seconds, got {}", s));
+        t->keepalive_interval_s = static_cast<int>(s);
+    }
+    if (m["keepalive_count"]) {
+        const auto s = y::get_uint(file, m["keepalive_count"], "keepalive_count (unanswered keep-alives)");
+        if (s < 1 || s > 100)
+            y::fail(file, m["keepalive_count"], fmt::format("expected keepalive_count from 1 to 100, got {}", s));
+        t->keepalive_count = static_cast<int>(s);
+    }
 }
 
 // What OpenSSH takes as a destination or user without reading it as an
@@ -65,7 +78,8 @@ bool plain_word(const std::string& s) {
 host read_host(const std::string& file, const YAML::Node& hosts, const char* role, const ssh_target& defaults,
                const fs::path& base) {
     const YAML::Node n = y::require(file, hosts, role, fmt::format("host '{}'", role).c_str());
-    y::check_keys(file, n, {"destination", "user", "port", "key", "known_hosts", "connect_timeout", "device", "address"},
+    y::check_keys(file, n, {"destination", "user", "port", "key", "known_hosts", "connect_timeout", "keepalive_interval",
+                                "keepalive_count", "device", "address"},
                   fmt::format("host '{}'", role).c_str());
     host h;
     h.role = role;
@@ -126,7 +140,8 @@ inventory load_inventory(const std::string& path) {
     const fs::path base = fs::absolute(path).parent_path();
     ssh_target defaults;
     if (root["ssh"]) {
-        y::check_keys(path, root["ssh"], {"user", "port", "key", "known_hosts", "connect_timeout"}, "ssh");
+        y::check_keys(path, root["ssh"], {"user", "port", "key", "known_hosts", "connect_timeout", "keepalive_interval", "keepalive_count"},
+                      "ssh");
         read_ssh(path, root["ssh"], base, &defaults);
     }
     const YAML::Node pairs = root["pairs"];

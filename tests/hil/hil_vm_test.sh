@@ -426,14 +426,19 @@ compare_s=$((SECONDS - t))
 step "a host that stops answering mid-run (QEMU B frozen): the run ends naming b, a is left clean, a rerun works"
 # SIGSTOP freezes B as a hung host or a pulled management cable would: its
 # TCP connections stay open and nothing answers, so only the keep-alives
-# (15 s) and the perf stall timeout can end the run.
+# and the perf stall timeout can end the run.
 # The testbed's inventory waits 60 s for an SSH banner (a loaded TCG guest
-# can be that slow); this run, with nothing else on the guests, waits 20 s:
-# the same path, 40 s sooner.
+# can be that slow) and keeps OpenSSH's keep-alives at 5 s x 3; this run,
+# with nothing else on the guests, waits 20 s and gives a silent host 2 s x 2
+# (the inventory's keepalive_interval and keepalive_count): the same path,
+# about 50 s sooner.
 frozen_timeout=20
+frozen_keepalive=(2 2)
 inv_frozen="$ODL_VM_DIR/hil/inventory-frozen.yaml"
-sed "s/^  connect_timeout: .*/  connect_timeout: $frozen_timeout/" "$inv" >"$inv_frozen"
+sed "s/^  connect_timeout: .*/  connect_timeout: $frozen_timeout\n  keepalive_interval: ${frozen_keepalive[0]}\n  keepalive_count: ${frozen_keepalive[1]}/" \
+	"$inv" >"$inv_frozen"
 grep -qx "  connect_timeout: $frozen_timeout" "$inv_frozen" || fail "no connect_timeout to shorten in $inv"
+grep -qx "  keepalive_count: ${frozen_keepalive[1]}" "$inv_frozen" || fail "no keep-alives set in $inv_frozen"
 set +e
 timeout 300 "$odl" hil run "$repo/scenarios/quickstart.yaml" "$inv_frozen" --out "$tmp/vanish" >"$tmp/vanish.out" 2>"$tmp/vanish.err" &
 run_pid=$!
@@ -458,8 +463,10 @@ err=$(cat "$tmp/vanish.err")
 [ "$rc" = 3 ] || fail "host frozen mid-run: exit $rc, want 3: $err"
 grep -q "b (root@127.0.0.1 port [0-9]*)" <<<"$err" || fail "host frozen mid-run: b not named: $err"
 # Bounded by the inventory's connect_timeout (a new SSH connection to b
-# waits that long for its banner) plus the keep-alives (15 s).
-[ "$vanish_s" -lt $((frozen_timeout + 40)) ] || fail "the run took $vanish_s s to notice b had stopped: $err"
+# waits that long for its banner) plus the keep-alives (4 s), and slack.
+keepalive_s=$((frozen_keepalive[0] * frozen_keepalive[1]))
+[ "$vanish_s" -lt $((frozen_timeout + keepalive_s + 20)) ] ||
+	fail "the run took $vanish_s s to notice b had stopped (connect_timeout $frozen_timeout s, keep-alives ${keepalive_s} s): $err"
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert "error" in r and not r["passed"], r' \
 	"$tmp/vanish/report.json" || fail "no report with the error after the host vanished"
 pgrep -f "ssh .*ControlPath=/tmp/odl-hil-" >/dev/null && fail "an SSH master was left running"

@@ -53,7 +53,7 @@ pairs:
     expect: gen4x2
     hosts:
       a: { destination: 10.0.0.11 }
-      b: { destination: 10.0.0.12, port: 2222, device: 1, user: lab, address: 192.168.7.12 }
+      b: { destination: 10.0.0.12, port: 2222, device: 1, user: lab, address: 192.168.7.12, keepalive_interval: 2, keepalive_count: 4 }
 )";
 
 TEST_F(Inventory, GoodFileLoadsWithDefaultsAndOverrides) {
@@ -69,6 +69,11 @@ TEST_F(Inventory, GoodFileLoadsWithDefaultsAndOverrides) {
     EXPECT_EQ(p.a.ssh.user, "root");
     EXPECT_EQ(p.a.ssh.port, 22);
     EXPECT_EQ(p.a.ssh.connect_timeout_s, 7);
+    // OpenSSH's keep-alives: 5 s x 3 unless the inventory says otherwise.
+    EXPECT_EQ(p.a.ssh.keepalive_interval_s, 5);
+    EXPECT_EQ(p.a.ssh.keepalive_count, 3);
+    EXPECT_EQ(p.b.ssh.keepalive_interval_s, 2);
+    EXPECT_EQ(p.b.ssh.keepalive_count, 4);
     EXPECT_EQ(p.a.device, 0);
     EXPECT_EQ(p.b.ssh.user, "lab");
     EXPECT_EQ(p.b.ssh.port, 2222);
@@ -121,6 +126,9 @@ TEST_F(Inventory, BadInputIsRefusedWithFileLineAndWhat) {
         {"  connect_timeout: 7", "  connect_timout: 7", "hosts.yaml:6", "unknown key 'connect_timout'"},
         {"  connect_timeout: 7", "  connect_timeout: 0", "hosts.yaml:6", "from 1 to 300"},
         {"port: 2222", "port: 70000", "hosts.yaml:13", "from 1 to 65535"},
+        {"keepalive_interval: 2", "keepalive_interval: 0", "hosts.yaml:13", "keepalive_interval from 1 to 300"},
+        {"keepalive_count: 4", "keepalive_count: 1000", "hosts.yaml:13", "keepalive_count from 1 to 100"},
+        {"keepalive_count: 4", "keepalive_count: -1", "hosts.yaml:13", "a whole number"},
         {"port: 2222", "port: many", "hosts.yaml:13", "a whole number"},
         {"key: keys/id", "key: keys/missing", "hosts.yaml:4", "no such file"},
         {"destination: 10.0.0.11", "destination: -oProxyCommand=sh", "hosts.yaml:12", "expected a host name"},
@@ -131,7 +139,7 @@ TEST_F(Inventory, BadInputIsRefusedWithFileLineAndWhat) {
         {"name: ms-s1-pair-1", "name: ../escape", "hosts.yaml:8", "pair name '../escape'"},
         {"device: 1", "device: 300", "hosts.yaml:13", "from 0 to 255"},
         {"address: 192.168.7.12", "address: -oProxyCommand=x", "hosts.yaml:13", "address '-oProxyCommand=x'"},
-        {"      b: { destination: 10.0.0.12, port: 2222, device: 1, user: lab, address: 192.168.7.12 }\n", "", "hosts.yaml:12", "expected host 'b'"},
+        {"      b: { destination: 10.0.0.12, port: 2222, device: 1, user: lab, address: 192.168.7.12, keepalive_interval: 2, keepalive_count: 4 }\n", "", "hosts.yaml:12", "expected host 'b'"},
         {"pairs:", "pairz:", "hosts.yaml:7", "unknown key 'pairz'"},
         {"  user: root\n", "", "hosts.yaml:11", "no ssh user"},
         {"  known_hosts: keys/known_hosts\n", "", "hosts.yaml:11", "no known_hosts file"},

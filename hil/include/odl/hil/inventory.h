@@ -18,6 +18,10 @@ struct ssh_target {
     std::string key;          ///< private key file (absolute path)
     std::string known_hosts;  ///< known-hosts file (absolute path); host keys are checked
     int connect_timeout_s = 10;
+    /// OpenSSH keep-alives: a host that stops answering (hung, its management
+    /// link cut) is given up after interval x count seconds.
+    int keepalive_interval_s = 5;
+    int keepalive_count = 3;
     std::string where;        ///< "file:line" of the host's entry, for messages
 };
 
