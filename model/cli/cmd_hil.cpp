@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "odl_cli_checks.h"
 #include "hil_calibrate.h"
 #include "hil_compare.h"
 #include "hil_predict.h"
@@ -261,7 +262,7 @@ void common(CLI::App* c, hil_model_opts& o) {
     c->add_option("--time-scale", o.time_scale,
                   "measuring: wall seconds per simulated second for workload start times (default 1000, as "
                   "odl hil run; workloads never overlap)")
-        ->check(CLI::Range(0.0, 100000.0));
+        ->check(odl::cli::finite_in(0, 100000));
     c->add_option("--tolerance-latency", o.tol.latency, "percent, p50 one-way latency (default 10)")
         ->check(CLI::Range(0.0, 1000.0));
     c->add_option("--tolerance-tail", o.tol.tail, "percent, p99 one-way latency (default: shown, not judged)")

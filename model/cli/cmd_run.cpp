@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "odl_cli_checks.h"
 #include "model_commands.h"
 #include "run_hosts.h"
 #include "run_vm.h"
@@ -143,7 +144,8 @@ void add_run_command(CLI::App& app) {
         ->check(CLI::IsMember({"odl_tb5", "tbnet"}));
     cmd->add_option("--vm-time-scale", o->vm.time_scale,
                     "--on vm or an inventory: wall seconds per simulated second for event/workload times "
-                    "(default 1000)");
+                    "(default 1000)")
+        ->check(odl::cli::finite_in(0, 100000));
     cmd->add_flag("--deterministic", o->vm.deterministic,
                   "--on vm: the same run every time (instruction-counting QEMUs, odl-linkd granting simulated time; "
                   "--vm-time-scale then counts simulated seconds; --seed seeds the guests and the cable)");

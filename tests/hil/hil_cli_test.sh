@@ -89,5 +89,15 @@ suite = ET.parse(sys.argv[1] + "/junit.xml").getroot().find("testsuite")
 assert int(suite.get("failures")) >= 1, suite.attrib
 PY
 echo "ok: run with the hosts unreachable: exit 3, report and junit.xml say why"
+# Time scales: finite numbers from 0 to 100000, refused before any host is
+# reached (nan started every workload at once, inf waited forever).
+for bad in "hil run $repo/scenarios/quickstart.yaml $tmp/inv.yaml --time-scale nan" \
+	"hil calibrate $repo/scenarios/quickstart.yaml $tmp/inv.yaml --out $tmp/cal --time-scale inf" \
+	"run $repo/scenarios/quickstart.yaml --on $tmp/inv.yaml --vm-time-scale -1"; do
+	# shellcheck disable=SC2086 # words on purpose
+	run $bad
+	[ "$rc" != 0 ] && grep -q "is not a number from 0 to 100000" <<<"$err" || fail "odl $bad: exit $rc: $err"
+done
+echo "ok: time scales that are not finite numbers in range are refused"
 pgrep -f "ControlPath=/tmp/odl-hil-" >/dev/null && fail "an SSH process was left running"
 echo "PASS"

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// Option checks shared by the command-line tools (odl, odl-model): one
+// definition of what a timeout, interval or time scale may be.
+#pragma once
+
+#include <cmath>
+#include <exception>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+namespace odl::cli {
+
+/// The longest wait an option takes, in seconds: about three years ("until
+/// stopped", as odl-daemon asks of its servers), far from overflowing a
+/// 64-bit count of nanoseconds.
+constexpr double k_max_wait_s = 1e8;
+
+/// A number in [@lo, @hi] for an option such as a timeout in seconds. Unlike
+/// CLI::Range it refuses nan and inf (every comparison with nan is false, so
+/// CLI::Range lets it through, and a timeout of nan seconds waited forever).
+inline CLI::Validator finite_in(double lo, double hi) {
+    const std::string range = fmt::format("a number from {} to {}", lo, hi);
+    return CLI::Validator(
+        [lo, hi, range](std::string& in) -> std::string {
+            double v = 0;
+            size_t used = 0;
+            try {
+                v = std::stod(in, &used);
+            } catch (const std::exception&) {
+                used = 0;
+            }
+            if (used == 0 || used != in.size() || !std::isfinite(v) || v < lo || v > hi)
+                return fmt::format("'{}' is not {}", in, range);
+            return {};
+        },
+        fmt::format("[{} - {}]", lo, hi));
+}
+
+}  // namespace odl::cli
