@@ -37,35 +37,30 @@ std::string file_path(const std::string& file, const YAML::Node& n, const char* 
     return p.lexically_normal().string();
 }
 
+/// @m[@key] as a whole number from @lo to @hi (@unit after it in the
+/// message), or a file:line error naming it as @name.
+int bounded(const std::string& file, const YAML::Node& m, const char* key, const std::string& name, const char* what,
+            unsigned lo, unsigned hi, const char* unit = "") {
+    const auto v = y::get_uint(file, m[key], what);
+    if (v < lo || v > hi) y::fail(file, m[key], fmt::format("expected {} from {} to {}{}, got {}", name, lo, hi, unit, v));
+    return static_cast<int>(v);
+}
+
 /// Settings a host may take from the inventory's `ssh:` defaults.
 void read_ssh(const std::string& file, const YAML::Node& m, const fs::path& base, ssh_target* t) {
     if (m["user"]) t->user = y::get_string(file, m["user"], "ssh user");
-    if (m["port"]) {
-        const auto p = y::get_uint(file, m["port"], "ssh port");
-        if (p < 1 || p > 65535) y::fail(file, m["port"], fmt::format("expected ssh port from 1 to 65535, got {}", p));
-        t->port = static_cast<int>(p);
-    }
+    if (m["port"]) t->port = bounded(file, m, "port", "ssh port", "ssh port", 1, 65535);
     if (m["key"]) t->key = file_path(file, m["key"], "ssh key", base);
     if (m["known_hosts"]) t->known_hosts = file_path(file, m["known_hosts"], "known_hosts", base);
-    if (m["connect_timeout"]) {
-        const auto s = y::get_uint(file, m["connect_timeout"], "connect_timeout (seconds)");
-        if (s < 1 || s > 300)
-            y::fail(file, m["connect_timeout"], fmt::format("expected connect_timeout from 1 to 300 seconds, got {}", s));
-        t->connect_timeout_s = static_cast<int>(s);
-    }
-    if (m["keepalive_interval"]) {
-        const auto s = y::get_uint(file, m["keepalive_interval"], "keepalive_interval (seconds)");
-        if (s < 1 || s > 300)
-            y::fail(file, m["keepalive_interval"],
-                    fmt::format("expected keepalive_interval from 1 to 300 seconds, got {}", s));
-        t->keepalive_interval_s = static_cast<int>(s);
-    }
-    if (m["keepalive_count"]) {
-        const auto s = y::get_uint(file, m["keepalive_count"], "keepalive_count (unanswered keep-alives)");
-        if (s < 1 || s > 100)
-            y::fail(file, m["keepalive_count"], fmt::format("expected keepalive_count from 1 to 100, got {}", s));
-        t->keepalive_count = static_cast<int>(s);
-    }
+    if (m["connect_timeout"])
+        t->connect_timeout_s =
+            bounded(file, m, "connect_timeout", "connect_timeout", "connect_timeout (seconds)", 1, 300, " seconds");
+    if (m["keepalive_interval"])
+        t->keepalive_interval_s = bounded(file, m, "keepalive_interval", "keepalive_interval",
+                                          "keepalive_interval (seconds)", 1, 300, " seconds");
+    if (m["keepalive_count"])
+        t->keepalive_count = bounded(file, m, "keepalive_count", "keepalive_count",
+                                     "keepalive_count (unanswered keep-alives)", 1, 100);
 }
 
 // What OpenSSH takes as a destination or user without reading it as an

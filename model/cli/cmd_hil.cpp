@@ -262,7 +262,7 @@ void common(CLI::App* c, hil_model_opts& o) {
     c->add_option("--time-scale", o.time_scale,
                   "measuring: wall seconds per simulated second for workload start times (default 1000, as "
                   "odl hil run; workloads never overlap)")
-        ->check(odl::cli::finite_in(0, 100000));
+        ->check(odl::cli::finite_in(0, odl::cli::k_max_time_scale));
     c->add_option("--tolerance-latency", o.tol.latency, "percent, p50 one-way latency (default 10)")
         ->check(CLI::Range(0.0, 1000.0));
     c->add_option("--tolerance-tail", o.tol.tail, "percent, p99 one-way latency (default: shown, not judged)")

@@ -145,7 +145,7 @@ void add_run_command(CLI::App& app) {
     cmd->add_option("--vm-time-scale", o->vm.time_scale,
                     "--on vm or an inventory: wall seconds per simulated second for event/workload times "
                     "(default 1000)")
-        ->check(odl::cli::finite_in(0, 100000));
+        ->check(odl::cli::finite_in(0, odl::cli::k_max_time_scale));
     cmd->add_flag("--deterministic", o->vm.deterministic,
                   "--on vm: the same run every time (instruction-counting QEMUs, odl-linkd granting simulated time; "
                   "--vm-time-scale then counts simulated seconds; --seed seeds the guests and the cable)");

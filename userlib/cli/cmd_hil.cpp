@@ -91,7 +91,7 @@ void add_hil_command(CLI::App& app) {
         ->check(CLI::IsMember({"nccl", "plugin"}));
     run->add_option("--time-scale", o->run_time_scale,
                     "wall seconds per simulated second for event and workload start times (default 1000)")
-        ->check(finite_in(0, 100000));
+        ->check(finite_in(0, k_max_time_scale));
     run->callback([o] {
         std::vector<std::string> words{"run", o->scenario, "--on", o->inventory};
         if (!o->run_pair.empty()) words.insert(words.end(), {"--pair", o->run_pair});

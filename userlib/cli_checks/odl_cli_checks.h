@@ -16,6 +16,9 @@ namespace odl::cli {
 /// stopped", as odl-daemon asks of its servers), far from overflowing a
 /// 64-bit count of nanoseconds.
 constexpr double k_max_wait_s = 1e8;
+/// The largest time scale (wall seconds per simulated second) of a scenario
+/// replayed on VMs or hosts.
+constexpr double k_max_time_scale = 100000;
 
 /// A number in [@lo, @hi] for an option such as a timeout in seconds. Unlike
 /// CLI::Range it refuses nan and inf (every comparison with nan is false, so
