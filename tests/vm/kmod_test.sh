@@ -138,6 +138,7 @@ else
 	vexec A 'grep -v "^ok " /tmp/unplug.log'
 	vexec A 'grep -q "^rc=0" /tmp/unplug.log' || fail "A: dma-buf unplug check"
 	wait_in B 60 'grep -q "^rc=" /tmp/sink.log' || fail "B: dma-buf sink did not finish"
+	vexec B 'grep -q "^rc=0" /tmp/sink.log' || fail "B: dma-buf sink: $(vexec B 'cat /tmp/sink.log')"
 	"$tb" cable plug || fail "plug"
 	wait_login 90 "after the dma-buf unplug"
 	# split_pair MODE X Y: the checker in MODE on B (as Y) and A (as X) at once.
@@ -410,6 +411,7 @@ for cycle in 1 3 5; do
 				fail "B: sink did not start"
 			vexec A 'odl_tb5_dmabuf /dev/odl_tb5_0 refused' || fail "A: split sends to a peer with split=0"
 			wait_in B 60 'grep -q "^rc=" /tmp/sink.log' || fail "B: sink did not finish"
+			vexec B 'grep -q "^rc=0" /tmp/sink.log' || fail "B: sink: $(vexec B 'cat /tmp/sink.log')"
 		fi
 	elif [ "$cycle" = 3 ]; then
 		# A offers 4, B (default) 1: both use one ring pair.

@@ -1439,7 +1439,22 @@ static int sink(const char *path)
 	double t0;
 	int dev = open(path, O_RDWR | O_NONBLOCK);
 
-	if (dev < 0 || wait_session(dev, &info) || map_all(dev, &m))
+	if (dev < 0)
+		return 1;
+	/*
+	 * A peer that only checks a refusal ("refused") opens, closes and is
+	 * gone within a few ms: this file's session may have come and ended
+	 * (BROKEN) before the first look. That is the end wait_session() would
+	 * otherwise wait 60 s past.
+	 */
+	for (t0 = now_s(); dev_state(dev) == ODL_TB5_STATE_CONNECTED && now_s() - t0 < 60;)
+		usleep(20000);
+	if (dev_state(dev) == ODL_TB5_STATE_BROKEN) {
+		printf("sink: 0 frames (the peer's session ended before the first look)\n");
+		close(dev);
+		return 0;
+	}
+	if (wait_session(dev, &info) || map_all(dev, &m))
 		return 1;
 	cons = ctl(&m)->rx_cq.cons;
 	for (t0 = now_s(); now_s() - t0 < 150 && dev_state(dev) == ODL_TB5_STATE_SESSION;) {
