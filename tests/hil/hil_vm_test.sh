@@ -66,7 +66,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 tmp=$(mktemp -d /tmp/odl-hil-test.XXXXXX)
 tunnel=
-trap '[ -n "$tunnel" ] && kill "$tunnel" 2>/dev/null; "$tb" down quiet >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+trap '[ -n "$tunnel" ] && kill "$tunnel" 2>/dev/null
+	for m in "$tmp"/ssh-?; do [ -S "$m" ] && ssh -o ControlPath="$m" -O exit x >/dev/null 2>&1; done
+	"$tb" down quiet >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 
 # Runs odl hil with a bound; sets rc, out, err.
 hil() {
@@ -101,16 +103,20 @@ grep -q "kernel       $kernel" <<<"$out" || fail "check did not report the kerne
 grep -q "secure boot  off (no EFI" <<<"$out" || fail "check did not report Secure Boot: $out"
 check0_s=$((SECONDS - t))
 
-ssh_b() {
+# One SSH connection per guest, shared by every command (OpenSSH's
+# multiplexing): a new connection costs a TCG guest about 1.2 s of key
+# exchange, a command on a shared one about 0.1 s. The masters end with
+# the test (trap) or 120 s after their last use.
+ssh_vm() { # VM (A|B) COMMAND...
+	local v=$1
+	shift
 	ssh -F /dev/null -o BatchMode=yes -o UserKnownHostsFile="$ODL_VM_DIR/hil/known_hosts" \
 		-o IdentityFile="$ODL_VM_DIR/hil/id_ed25519" -o IdentitiesOnly=yes -o ConnectTimeout=10 \
-		-p "$(cat "$ODL_VM_DIR/B.ssh_port")" root@127.0.0.1 "$@"
+		-o ControlMaster=auto -o ControlPath="$tmp/ssh-$v" -o ControlPersist=120 \
+		-p "$(cat "$ODL_VM_DIR/$v.ssh_port")" root@127.0.0.1 "$@"
 }
-ssh_a() {
-	ssh -F /dev/null -o BatchMode=yes -o UserKnownHostsFile="$ODL_VM_DIR/hil/known_hosts" \
-		-o IdentityFile="$ODL_VM_DIR/hil/id_ed25519" -o IdentitiesOnly=yes -o ConnectTimeout=10 \
-		-p "$(cat "$ODL_VM_DIR/A.ssh_port")" root@127.0.0.1 "$@"
-}
+ssh_a() { ssh_vm A "$@"; }
+ssh_b() { ssh_vm B "$@"; }
 # What the modules and the model say about a login that does not finish
 # (seen once: b stayed in "login" for the 60 s of deploy's settle).
 login_state() {
