@@ -2,6 +2,8 @@
 // Host driver model: Linux-like ring and path programming plus CPU costs.
 #include "odl/model/host/driver.h"
 
+#include "odl/model/core/ring_index.h"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -252,7 +254,7 @@ void host_driver::ctl_send(ctl_req& q) {
     const auto bytes = ctl::encode(q.dw);
     sw_ring& r = m_tx[0];
     reap_tx(0);
-    if ((r.head + 1) % r.size == r.tail) {
+    if (wrap_index(r.head + 1, r.size) == r.tail) {
         m_log.warn(name(), "control TX ring full");
     } else {
         m_mem.cpu_write(r.buf[r.head], bytes.data(), bytes.size());
@@ -262,7 +264,7 @@ void host_driver::ctl_send(ctl_req& q) {
                                    (std::uint32_t{q.pdf} << ODL_NHI_DESC_EOF_SHIFT) |
                                    (std::uint32_t{q.pdf} << ODL_NHI_DESC_SOF_SHIFT) | k_posted);
         m_mem.cpu_write(r.desc + std::uint64_t{r.head} * k_desc, &d, k_desc);
-        r.head = (r.head + 1) % r.size;
+        r.head = wrap_index(r.head + 1, r.size);
         doorbell_at(cpu(m_costs.post) + m_costs.mmio, ODL_NHI_TX_RING_BASE + ODL_NHI_RING_INDEX,
                     r.head << ODL_NHI_RING_PROD_SHIFT);
     }
@@ -297,7 +299,7 @@ void host_driver::ctl_received(std::vector<std::uint8_t> bytes, unsigned pdf) {
         // Ack at once, like tb_handle_event(); no response is expected.
         sw_ring& r = m_tx[0];
         reap_tx(0);
-        if ((r.head + 1) % r.size != r.tail) {
+        if (wrap_index(r.head + 1, r.size) != r.tail) {
             const auto ack = ctl::encode(ctl::plug_ack(ctl::route_of(*dw), port, unplug));
             m_mem.cpu_write(r.buf[r.head], ack.data(), ack.size());
             odl_nhi_ring_desc d{};
@@ -306,7 +308,7 @@ void host_driver::ctl_received(std::vector<std::uint8_t> bytes, unsigned pdf) {
                                        (ODL_USB4_PDF_ERROR << ODL_NHI_DESC_EOF_SHIFT) |
                                        (ODL_USB4_PDF_ERROR << ODL_NHI_DESC_SOF_SHIFT) | k_posted);
             m_mem.cpu_write(r.desc + std::uint64_t{r.head} * k_desc, &d, k_desc);
-            r.head = (r.head + 1) % r.size;
+            r.head = wrap_index(r.head + 1, r.size);
             doorbell_at(cpu(m_costs.post) + m_costs.mmio,
                         ODL_NHI_TX_RING_BASE + ODL_NHI_RING_INDEX,
                         r.head << ODL_NHI_RING_PROD_SHIFT);
@@ -337,7 +339,7 @@ void host_driver::ctl_received(std::vector<std::uint8_t> bytes, unsigned pdf) {
 
 std::uint64_t host_driver::tx_backlog(unsigned port) const {
     const sw_ring& r = m_tx[port];
-    const unsigned in_ring = r.size ? (r.head + r.size - r.tail) % r.size : 0;
+    const unsigned in_ring = r.size ? wrap_index(r.head + r.size - r.tail, r.size) : 0;
     return m_txq[port].size() + in_ring;
 }
 
@@ -364,7 +366,7 @@ void host_driver::pump_tx(unsigned port) {
     sw_ring& r = m_tx[port];
     auto& q = m_txq[port];
     if (r.size == 0) return;
-    while (!q.empty() && (r.head + 1) % r.size != r.tail) {
+    while (!q.empty() && wrap_index(r.head + 1, r.size) != r.tail) {
         const tx_item it = q.front();
         q.pop_front();
         sc_time cost = m_costs.post_frame + (it.som ? m_costs.post : sc_core::SC_ZERO_TIME);
@@ -385,7 +387,7 @@ void host_driver::pump_tx(unsigned port) {
                                    (k_pdf_frame_start << ODL_NHI_DESC_SOF_SHIFT) | k_posted);
         m_mem.cpu_write(r.buf[r.head], &h, sizeof h);
         m_mem.cpu_write(r.desc + std::uint64_t{r.head} * k_desc, &d, k_desc);
-        r.head = (r.head + 1) % r.size;
+        r.head = wrap_index(r.head + 1, r.size);
         ++m_stats.frames_sent;
         doorbell_at(t + m_costs.mmio, ODL_NHI_TX_RING_BASE + port * ODL_NHI_RING_STRIDE +
                                           ODL_NHI_RING_INDEX,
@@ -398,7 +400,7 @@ void host_driver::reap_tx(unsigned h) {
     std::uint32_t w = 0;
     bool any = false;
     while (r.size && r.tail != r.head && completed(r, r.tail, &w)) {
-        r.tail = (r.tail + 1) % r.size;
+        r.tail = wrap_index(r.tail + 1, r.size);
         if (h != 0) cpu(m_costs.completion_frame);
         any = true;
     }
@@ -460,8 +462,8 @@ void host_driver::reap_rx(unsigned h) {
         }
         // Give a buffer back: post into the free slot, the reaped one becomes free.
         post_rx(h, r, r.head);
-        r.head = (r.head + 1) % r.size;
-        r.tail = (r.tail + 1) % r.size;
+        r.head = wrap_index(r.head + 1, r.size);
+        r.tail = wrap_index(r.tail + 1, r.size);
         any = true;
     }
     if (any) {

@@ -3,6 +3,8 @@
 // sections 2-3): register file, rings, DMA, interrupts.
 #include "odl/model/nhi/nhi.h"
 
+#include "odl/model/core/ring_index.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -337,7 +339,7 @@ void nhi::tx_issue(unsigned h) {
                                                               : m_cfg.timing.frame_overhead);
     const sc_time now = scheduler::now();
     m_rd_free = now + occupancy;
-    r.hw = (r.hw + 1) % r.size;
+    r.hw = wrap_index(r.hw + 1, r.size);
     // Descriptor fetch and payload fetch are two read round trips; the
     // engine issues the next descriptor after this one's occupancy.
     const sc_time ready = now + 2 * m_cfg.timing.pcie_rtt + occupancy;
@@ -389,7 +391,7 @@ void nhi::router_credits_returned() {
 bool nhi::router_reserve_rx(unsigned h) {
     if (h >= m_rx.size() || !m_rx[h].enabled()) return true;  // dropped on arrival
     ring& r = m_rx[h];
-    const std::uint32_t free = (r.sw + r.size - r.hw) % r.size;
+    const std::uint32_t free = wrap_index(r.sw + r.size - r.hw, r.size);
     const std::uint64_t used = r.inflight + r.pending.size();
     if (used >= std::uint64_t{free} + m_cfg.rx_hold_frames) return false;
     ++r.inflight;
@@ -434,7 +436,7 @@ void nhi::rx_drain(unsigned h) {
         frame_ptr f = std::move(r.pending.front());
         r.pending.pop_front();
         const std::uint32_t idx = r.hw;
-        r.hw = (r.hw + 1) % r.size;
+        r.hw = wrap_index(r.hw + 1, r.size);
         // RX descriptors are prefetched when posted, so only the payload
         // write and the descriptor write-back are on the path.
         const sc_time start = std::max(scheduler::now(), m_wr_free);

@@ -355,22 +355,22 @@ void router::lane_state(unsigned adapter, bool up) {
     if (m_nhi) m_nhi->router_credits_returned();
 }
 
-std::optional<router::data_route> router::tx_route(unsigned ring) const {
+router::data_route router::tx_route(unsigned ring) const {
     const adapter_state& n = m_adp[nhi_adapter()];
-    if (ring > m_cfg.max_hopid) return std::nullopt;
+    if (ring > m_cfg.max_hopid) return {};
     const std::uint32_t e = n.hops[2 * ring];
-    if (!(e & ODL_HOP0_ENABLE)) return std::nullopt;
+    if (!(e & ODL_HOP0_ENABLE)) return {};
     const unsigned out = (e >> ODL_HOP0_OUT_PORT_SHIFT) & ODL_HOP0_OUT_PORT_MASK;
-    if (!is_lane(out)) return std::nullopt;
+    if (!is_lane(out)) return {};
     return data_route{out, static_cast<std::uint16_t>(e & ODL_HOP0_NEXT_HOP_MASK)};
 }
 
 router::tx_credit router::reserve_tx(unsigned ring) {
     const auto r = tx_route(ring);
     if (!r) return tx_credit::not_needed;
-    adapter_state& s = m_adp[r->adapter];
+    adapter_state& s = m_adp[r.adapter];
     if (!s.link || !s.link->up()) return tx_credit::not_needed;
-    return s.link->reserve(s.end, r->hop) ? tx_credit::reserved : tx_credit::stall;
+    return s.link->reserve(s.end, r.hop) ? tx_credit::reserved : tx_credit::stall;
 }
 
 bool router::from_host_frame(unsigned ring, frame_ptr f) {
@@ -379,13 +379,13 @@ bool router::from_host_frame(unsigned ring, frame_ptr f) {
         ++m_stats.frames_no_path;
         return false;
     }
-    adapter_state& s = m_adp[r->adapter];
+    adapter_state& s = m_adp[r.adapter];
     if (!s.link || s.link->state() == link_state::unplugged) {
         ++m_stats.frames_no_path;
         return false;
     }
     ++m_stats.frames_routed;
-    f->hop = r->hop;
+    f->hop = r.hop;
     f->control = false;
     cable* link = s.link;
     const int end = s.end;

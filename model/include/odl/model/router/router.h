@@ -82,12 +82,16 @@ public:
 
     /// NHI TX ring 0 sent a control packet.
     void from_host_ctl(frame_ptr f);
-    /// Where a frame from NHI TX ring @ring goes (nullopt: path disabled).
+    /// Where a frame from NHI TX ring @ring goes; adapter 0 (the router's
+    /// control adapter, never a lane) when the path is disabled. Not a
+    /// std::optional: its flag byte, stored and read back as part of a word,
+    /// stalled every frame's route (store forwarding).
     struct data_route {
-        unsigned adapter;
-        std::uint16_t hop;
+        unsigned adapter = 0;
+        std::uint16_t hop = 0;
+        explicit operator bool() const { return adapter != 0; }
     };
-    std::optional<data_route> tx_route(unsigned ring) const;
+    data_route tx_route(unsigned ring) const;
     enum class tx_credit { stall, reserved, not_needed };
     /// Reserves a credit at the far end for TX ring @ring.
     tx_credit reserve_tx(unsigned ring);
@@ -109,7 +113,9 @@ public:
     unsigned lane_adapter(unsigned port) const { return 1 + (port - 1) * m_cfg.lane_stride; }
     /// Whether @adapter is one of the lane 0 adapters.
     bool is_lane(unsigned adapter) const {
-        return adapter > 0 && adapter < nhi_adapter() && (adapter - 1) % m_cfg.lane_stride == 0;
+        // lane_stride is 1 or 2 (the constructor says so): a mask, not a
+        // division, on every frame's route.
+        return adapter > 0 && adapter < nhi_adapter() && ((adapter - 1) & (m_cfg.lane_stride - 1)) == 0;
     }
     const router_stats& stats() const { return m_stats; }
     bool lane_up(unsigned adapter) const;
