@@ -56,7 +56,12 @@ step "testbed up"
 ODL_GUEST_EXTRA="$extra" "$tb" up --kernel "$kernel" || fail "testbed up"
 
 # stats VM: the module's INFO state and judging counters, one line.
-stats() { vexec "$1" 'hostile_peer_stats /dev/odl_tb5_0'; }
+stats() { # the counters, or what the guest said instead
+	local out rc=0
+	out=$(vexec "$1" 'hostile_peer_stats /dev/odl_tb5_0' 2>&1) || rc=$?
+	[ "$rc" = 0 ] || { echo "stats $1: exit $rc: $out" >&2; return "$rc"; }
+	echo "$out"
+}
 # field LINE NAME: the number after NAME in a stats line.
 field() { echo " $1" | sed -n "s/.*[ (]$2 \([0-9]*\).*/\1/p"; }
 # injected: faults odl-linkd has injected so far (its status line).
