@@ -138,11 +138,11 @@ echo "ok: calibrate found the hidden profile: $(grep -o 'post and completion x [
 # compare on another scenario: the fitted profile predicts it...
 run hil compare "$tmp/other.yaml" "$tmp/inv.yaml" --results "$tmp/meas-other" --calibration "$tmp/fitted.yaml" --out "$tmp/cmp"
 [ "$rc" = 0 ] || fail "compare with the fitted profile: exit $rc: $out $err"
-echo "$out" | grep -Eq '^  ping +p50_us .* PASS$' || fail "compare: no p50 row: $out"
-echo "$out" | grep -Eq '^  bulk +gbps .* PASS$' || fail "compare: no Gb/s row: $out"
-echo "$out" | grep -Eq '^  ping +p99_us .*\(not judged\)$' || fail "compare: p99 judged without a tolerance: $out"
-echo "$out" | grep -Eq '^  ar +busbw_gbps .* PASS$' || fail "compare: no bus bandwidth row for the all-reduce: $out"
-echo "$out" | grep -Eq '^  ar +time_us .*\(not judged\)$' || fail "compare: all-reduce time judged: $out"
+grep -Eq '^  ping +p50_us .* PASS$' <<<"$out" || fail "compare: no p50 row: $out"
+grep -Eq '^  bulk +gbps .* PASS$' <<<"$out" || fail "compare: no Gb/s row: $out"
+grep -Eq '^  ping +p99_us .*\(not judged\)$' <<<"$out" || fail "compare: p99 judged without a tolerance: $out"
+grep -Eq '^  ar +busbw_gbps .* PASS$' <<<"$out" || fail "compare: no bus bandwidth row for the all-reduce: $out"
+grep -Eq '^  ar +time_us .*\(not judged\)$' <<<"$out" || fail "compare: all-reduce time judged: $out"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["passed"] and len(j["rows"])==5, j' "$tmp/cmp/compare.json" ||
 	fail "compare.json"
 head -c 8 "$tmp/cmp/latency-ping.png" | od -An -tx1 | grep -q '89 50 4e 47 0d 0a 1a 0a' || fail "no PNG plot"
@@ -152,12 +152,12 @@ echo "ok: compare, fitted profile, other scenario: $(tail -n 1 <<<"$out")"
 # ... the unfitted one does not, and says by how much.
 run hil compare "$tmp/other.yaml" "$tmp/inv.yaml" --results "$tmp/meas-other" --profile intel-tb5-discrete --out "$tmp/cmp2"
 [ "$rc" = 1 ] || fail "compare with the unfitted profile: exit $rc, want 1: $out $err"
-echo "$out" | grep -Eq '^  ping +p50_us .* -[0-9.]+% .* FAIL$' || fail "compare, unfitted: p50 not failed: $out"
+grep -Eq '^  ping +p50_us .* -[0-9.]+% .* FAIL$' <<<"$out" || fail "compare, unfitted: p50 not failed: $out"
 echo "ok: compare, unfitted profile: $(tail -n 1 <<<"$out")"
 
 # A tail tolerance makes p99 part of the verdict (the measured tail is 1.5x).
 run hil compare "$tmp/other.yaml" "$tmp/inv.yaml" --results "$tmp/meas-other" --calibration "$tmp/fitted.yaml" --out "$tmp/cmp3" --tolerance-tail 20
-[ "$rc" = 1 ] && echo "$out" | grep -Eq '^  ping +p99_us .* FAIL$' || fail "--tolerance-tail: exit $rc: $out"
+[ "$rc" = 1 ] && grep -Eq '^  ping +p99_us .* FAIL$' <<<"$out" || fail "--tolerance-tail: exit $rc: $out"
 echo "ok: --tolerance-tail judges p99"
 
 # Several results folders: the median per metric. One run at twice the
@@ -187,7 +187,7 @@ run hil compare "$tmp/other.yaml" "$tmp/inv.yaml" --results "$tmp/meas-other-x2"
 [ "$rc" = 0 ] && grep -q "median of 3 runs" <<<"$out" || fail "median of three: exit $rc: $out $err"
 run hil compare "$tmp/other.yaml" "$tmp/inv.yaml" --results "$tmp/meas-other-x2" --results "$tmp/meas-other" \
 	--calibration "$tmp/fitted.yaml" --out "$tmp/cmp5"
-[ "$rc" = 1 ] && echo "$out" | grep -Eq '^  ping +p50_us .* -3[0-9.]+% .* FAIL$' ||
+[ "$rc" = 1 ] && grep -Eq '^  ping +p50_us .* -3[0-9.]+% .* FAIL$' <<<"$out" ||
 	fail "median of two (1.5x the truth): exit $rc: $out $err"
 echo "ok: --results several times: their median"
 

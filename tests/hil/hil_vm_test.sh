@@ -416,7 +416,7 @@ done
 hil compare "$here/scenarios/sizes.yaml" "$inv" "${z[@]}" --profile intel-tb5-discrete \
 	--out "$tmp/compare-unfitted" --tolerance-latency "$vm_tolerance_latency" \
 	--tolerance-bandwidth "$vm_tolerance_bandwidth"
-[ "$rc" = 1 ] && echo "$out" | grep -Eq '^  ping +p50_us .* FAIL$' ||
+[ "$rc" = 1 ] && grep -Eq '^  ping +p50_us .* FAIL$' <<<"$out" ||
 	fail "compare with the unfitted profile: exit $rc, want 1: $out $err"
 # compare measuring by itself (one run): its results and plots; the
 # verdict of a single TCG run is not judged here.
@@ -532,7 +532,7 @@ echo "$sb_out" | tail -n 12
 [ "$rc" = 0 ] || fail "postinst under signature enforcement: exit $rc (want 0: the package is installed, the module waits for the key)"
 grep -q "loads only modules signed by a key it trusts" <<<"$sb_out" || fail "postinst did not explain the refusal: $sb_out"
 grep -q "mokutil --import /var/lib/dkms/mok.pub" <<<"$sb_out" || fail "postinst did not say how to enrol the key: $sb_out"
-echo "$sb_out" | grep -Eq "modprobe: (Key was rejected by service|Required key not available)" ||
+grep -Eq "modprobe: (Key was rejected by service|Required key not available)" <<<"$sb_out" ||
 	fail "postinst did not name the kernel's refusal: $sb_out"
 ssh_a 'grep -qx odl_tb5 <(cut -d" " -f1 /proc/modules)' && fail "odl_tb5 loaded although the kernel enforces signatures"
 set +e

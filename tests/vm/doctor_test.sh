@@ -39,7 +39,7 @@ doctor() {
 	echo "$out" | sed 's/^/    /'
 	rc=$(echo "$out" | sed -n 's/^rc=//p' | tail -n1)
 	[ "$rc" = "$want" ] || fail "doctor on $v ($*): exit $rc, want $want"
-	echo "$out" | grep -Eq "$text" || fail "doctor on $v ($*): no '$text' in its report"
+	grep -Eq "$text" <<<"$out" || fail "doctor on $v ($*): no '$text' in its report"
 }
 
 step "build odl_tb5.ko ($kernel) and guest extras (odl, libodl, the NCCL plugin)"

@@ -62,7 +62,7 @@ for v in A B; do
 		fail "VM $v: cannot read the NHI's IOMMU group"
 	[ -n "$t" ] || fail "VM $v: the NHI has no IOMMU group"
 	echo "VM $v: NHI IOMMU group type $t"
-	echo "$t" | grep -Eq "$want_type" || fail "VM $v: IOMMU group type '$t', want $want_type"
+	grep -Eq "$want_type" <<<"$t" || fail "VM $v: IOMMU group type '$t', want $want_type"
 done
 
 step "load, login through translated DMA"

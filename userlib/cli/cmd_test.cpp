@@ -2,19 +2,13 @@
 // `odl test`: run the suite through ctest, then the unit label again in
 // sanitizer builds: address + undefined (with the fuzz targets), and with
 // --tsan thread.
-#include <fcntl.h>
-#include <sched.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <csignal>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -83,11 +77,11 @@ std::string main_build_unity(const std::string& build) {
     return "OFF";
 }
 
-/// The configure command of a sanitizer build (clang, -O1 -g1, unity as the main build, no
-/// model, no benchmarks) in <build>-<suffix>.
-std::vector<std::string> sanitizer_configure(const std::string& src, const std::string& build,
-                                             const std::string& suffix, const std::string& sanitizers,
-                                             bool fuzz) {
+/// One sanitizer build (clang, -O1 -g1, unity as the main build, no model, no benchmarks) in
+/// <build>-<suffix>, then ctest over @labels there.
+int run_sanitizer_build(const std::string& src, const std::string& build, const std::string& jobs,
+                        const std::string& suffix, const std::string& sanitizers, bool fuzz,
+                        const std::string& labels, phase_clock& clock) {
     const std::string san = build + "-" + suffix;
     // -O1 -g1: what AddressSanitizer recommends and line tables for its
     // reports; full debug info under both sanitizers tripled the compile
@@ -104,121 +98,15 @@ std::vector<std::string> sanitizer_configure(const std::string& src, const std::
         "-DCMAKE_UNITY_BUILD=" + main_build_unity(build),
         // The pass runs the unit and fuzz labels: the model has its own.
         "-DODL_BUILD_MODEL=OFF", std::string("-DODL_FUZZ=") + (fuzz ? "ON" : "OFF")};
-    return configure;
-}
-
-/// Kills a background build's process group when odl is interrupted, then
-/// dies of the same signal.
-pid_t g_background_group = 0;
-void stop_background_and_die(int sig) {
-    if (g_background_group > 0) kill(-g_background_group, SIGTERM);
-    std::signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-/// A build run beside ctest at SCHED_IDLE priority: it only takes a core
-/// that nothing else wants (the two-VM tests leave one idle about half the
-/// time, docs/ci.md), and gives it back the moment a test's thread wakes.
-/// Its output goes to @log; wait() gives its exit status. The build runs in
-/// a process group of its own, stopped if odl is interrupted or the build
-/// is abandoned.
-class background_build {
-public:
-    background_build(std::vector<std::vector<std::string>> steps, std::string log) : log_(std::move(log)) {
-        std::fflush(stderr);
-        pid_ = fork();
-        if (pid_ < 0) return;
-        if (pid_ == 0) {
-            setpgid(0, 0);
-            prctl(PR_SET_PDEATHSIG, SIGTERM);
-            // Dying, take the compilers along (they are this group).
-            std::signal(SIGTERM, [](int) {
-                std::signal(SIGTERM, SIG_IGN);
-                kill(0, SIGTERM);
-                _exit(143);
-            });
-            const sched_param idle{};
-            sched_setscheduler(0, SCHED_IDLE, &idle);  // inherited by every compiler
-            const int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (fd >= 0) {
-                dup2(fd, STDOUT_FILENO);
-                dup2(fd, STDERR_FILENO);
-            }
-            for (const auto& argv : steps)
-                if (const int rc = run_step(argv); rc != 0) _exit(rc);
-            _exit(0);
-        }
-        setpgid(pid_, pid_);  // either side may run first
-        g_background_group = pid_;
-        std::signal(SIGINT, stop_background_and_die);
-        std::signal(SIGTERM, stop_background_and_die);
-        std::signal(SIGHUP, stop_background_and_die);
+    if (run_step(configure) != 0) {
+        fmt::print(stderr, "odl: test: configuring the {} build failed\n", suffix);
+        return 1;
     }
-    background_build(const background_build&) = delete;
-    background_build& operator=(const background_build&) = delete;
-    ~background_build() {
-        if (pid_ > 0) {
-            kill(-pid_, SIGTERM);
-            wait();
-        }
+    if (run_step({"cmake", "--build", san, "-j", jobs}) != 0) {
+        fmt::print(stderr, "odl: test: the {} build failed\n", suffix);
+        return 1;
     }
-    /// The build's exit status (127: it could not start); waits for it.
-    int wait() {
-        if (pid_ < 0) return 127;
-        if (pid_ == 0) return status_;
-        int st = 0;
-        while (waitpid(pid_, &st, 0) < 0) {
-        }
-        pid_ = 0;
-        g_background_group = 0;
-        for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, SIG_DFL);
-        status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        return status_;
-    }
-    const std::string& log() const { return log_; }
-
-private:
-    std::string log_;
-    pid_t pid_ = -1;
-    int status_ = 0;
-};
-
-/// The last @n lines of file @path, indented, on stderr.
-void print_tail(const std::string& path, std::size_t n) {
-    std::ifstream in(path);
-    std::vector<std::string> lines;
-    for (std::string l; std::getline(in, l);) {
-        lines.push_back(l);
-        if (lines.size() > n) lines.erase(lines.begin());
-    }
-    for (const auto& l : lines) fmt::print(stderr, "  | {}\n", l);
-}
-
-/// One sanitizer build in <build>-<suffix> (built here, or by @beside while
-/// ctest ran), then ctest over @labels there.
-int run_sanitizer_build(const std::string& src, const std::string& build, const std::string& jobs,
-                        const std::string& suffix, const std::string& sanitizers, bool fuzz,
-                        const std::string& labels, phase_clock& clock, background_build* beside = nullptr) {
-    const std::string san = build + "-" + suffix;
-    if (beside) {
-        const int rc = beside->wait();
-        clock.lap(suffix + " build (beside ctest, at idle priority; the time after ctest)");
-        if (rc != 0) {
-            fmt::print(stderr, "odl: test: the {} build failed (exit {}); the end of {}:\n", suffix, rc, beside->log());
-            print_tail(beside->log(), 30);
-            return 1;
-        }
-    } else {
-        if (run_step(sanitizer_configure(src, build, suffix, sanitizers, fuzz)) != 0) {
-            fmt::print(stderr, "odl: test: configuring the {} build failed\n", suffix);
-            return 1;
-        }
-        if (run_step({"cmake", "--build", san, "-j", jobs}) != 0) {
-            fmt::print(stderr, "odl: test: the {} build failed\n", suffix);
-            return 1;
-        }
-        clock.lap(suffix + " build");
-    }
+    clock.lap(suffix + " build");
     const int rc = run_step({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", labels});
     clock.lap(suffix + " tests");
     if (rc != 0) fmt::print(stderr, "odl: test: {} ctest failed (exit {})\n", suffix, rc);
@@ -229,10 +117,9 @@ int run_sanitizer_build(const std::string& src, const std::string& build, const 
 /// ThreadSanitizer over the unit tests (libodl, the plugin's threads, hil).
 /// Build trees whose ctest failed go to @failed.
 int run_sanitizer_pass(const std::string& src, const std::string& build, const std::string& jobs, bool fuzz,
-                       bool tsan, phase_clock& clock, std::vector<std::string>* failed,
-                       background_build* asan_build) {
+                       bool tsan, phase_clock& clock, std::vector<std::string>* failed) {
     const int asan = run_sanitizer_build(src, build, jobs, "asan", "address,undefined", fuzz,
-                                         fuzz ? "^(unit|fuzz)$" : "^unit$", clock, asan_build);
+                                         fuzz ? "^(unit|fuzz)$" : "^unit$", clock);
     if (asan != 0) failed->push_back(build + "-asan");
     if (!tsan) return asan;
     // A report fails the test at once, with both stacks of a race.
@@ -265,19 +152,6 @@ int run_tests(const test_options& opt) {
         ctest.push_back(opt.label);
     }
     phase_clock clock;
-    // The whole suite: the address-sanitizer tree builds beside ctest, on
-    // the core the two-VM tests leave idle (docs/ci.md).
-    const bool whole = opt.sanitize && opt.label.empty();
-    std::unique_ptr<background_build> asan_build;
-    if (whole) {
-        const std::string log = build + "-asan.log";
-        fmt::print(stderr, "odl: test: building {}-asan beside ctest at idle priority (log: {})\n", build, log);
-        asan_build = std::make_unique<background_build>(
-            std::vector<std::vector<std::string>>{
-                sanitizer_configure(src, build, "asan", "address,undefined", opt.fuzz),
-                {"cmake", "--build", build + "-asan", "-j", jobs}},
-            log);
-    }
     const int rc = run_step(ctest);
     clock.lap("ctest");
     if (rc != 0) fmt::print(stderr, "odl: test: ctest failed (exit {})\n", rc);
@@ -289,7 +163,7 @@ int run_tests(const test_options& opt) {
     if (rc != 0) failed.push_back(build);
     if (opt.sanitize && (opt.label.empty() || opt.label == "unit" || opt.label == "fuzz"))
         san_rc = run_sanitizer_pass(src, build, jobs, opt.fuzz && opt.label != "unit",
-                                    opt.tsan && opt.label != "fuzz", clock, &failed, asan_build.get());
+                                    opt.tsan && opt.label != "fuzz", clock, &failed);
     // Last in the log, whichever pass failed: a long log is often shown cut.
     for (const auto& dir : failed) print_failure_tails(dir);
     return rc != 0 ? rc : san_rc;
