@@ -143,5 +143,40 @@ TEST(Scheduler, DirectOrderMatchesReference) {
     for (std::uint64_t seed : {1u, 4u}) check(drive::direct, seed);  // seeds whose activity lasts
 }
 
+// odl-linkd --sim running ahead to the next delivery: the run ends after
+// the time step of the action that asks, and now() is that step's time.
+TEST(Scheduler, RunAheadStopsAfterTheAskingTimeStep) {
+    sim_session session;
+    auto s = std::make_unique<scheduler>("sched");
+    ASSERT_TRUE(s->sole_process());
+    const auto at = [](std::uint64_t ns) { return sc_time(double(ns), sc_core::SC_NS); };
+    std::vector<int> ran;
+    s->at(at(10), [&] { ran.push_back(1); });
+    s->at(at(20), [&] {
+        ran.push_back(2);
+        s->stop_after_now();
+    });
+    s->at(at(20), [&] { ran.push_back(3); });  // same time: still runs
+    s->at(at(30), [&] { ran.push_back(4); });
+    s->run_ahead(at(100));
+    EXPECT_EQ(ran, (std::vector<int>{1, 2, 3}));
+    EXPECT_EQ(scheduler::now(), at(20));
+    // Nothing asks: every action up to the limit, and now() is the last
+    // action's time, not the limit.
+    s->run_ahead(at(100));
+    EXPECT_EQ(ran, (std::vector<int>{1, 2, 3, 4}));
+    EXPECT_EQ(scheduler::now(), at(30));
+    // A stop asked in one run does not end the next one early.
+    s->at(at(40), [&] {
+        ran.push_back(5);
+        s->stop_after_now();
+    });
+    s->at(at(50), [&] { ran.push_back(6); });
+    s->run_direct(at(45));
+    s->run_direct(at(60));
+    EXPECT_EQ(ran, (std::vector<int>{1, 2, 3, 4, 5, 6}));
+    EXPECT_EQ(scheduler::now(), at(60));
+}
+
 }  // namespace
 }  // namespace odl::model

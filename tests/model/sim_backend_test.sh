@@ -147,6 +147,32 @@ assert set(r) == {64, 4096} and all(x["samples"] == 200 for x in r.values()), r
 assert all(x["p50_us"] >= 1.0 for x in r.values()), r
 print("spinning: p50 64 B %.1f us, 4 KiB %.1f us" % (r[64]["p50_us"], r[4096]["p50_us"]))
 PY
+step "a message's own host costs are charged once per message, not per frame"
+# A profile whose post costs 2 ms a message: a 64 KiB message (17 frames)
+# pays it once, as in the model's own runs, so it takes little longer than
+# a 64 B one; charged per frame it would take 16 x 2 ms more. (Milliseconds:
+# on two CPUs a program may wait that long for one anyway.)
+stop_server
+python3 - "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/model/calibration/default.yaml" "$tmp/post-cal.yaml" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+at = text.index("\n  intel-tb5-discrete:")
+m = re.compile(r"\n    post: \{value: [^,]+,").search(text, at)
+assert m, "no post cost in the intel-tb5-discrete profile"
+open(sys.argv[2], "w").write(text[:m.start()] + "\n    post: {value: 2ms," + text[m.end():])
+PY
+start_server --calibration "$tmp/post-cal.yaml"
+"$odl" perf latency --backend sim -s 64,64K -n 20 --warmup 2 --json --quiet >"$tmp/post.json" 2>"$tmp/post.log" ||
+	fail "perf latency over sim with a costly post"
+python3 - "$tmp/post.json" <<'PY' || fail "a message's costs per message"
+import json, sys
+r = {x["size"]: x["p50_us"] for x in json.load(open(sys.argv[1]))["results"]}
+assert r[64] >= 2000, r             # the post is paid
+assert r[65536] < r[64] + 10000, r  # once, not once per frame (+32 ms)
+print("a 2 ms post: p50 64 B %.1f us, 64 KiB %.1f us" % (r[64], r[65536]))
+PY
+stop_server
+start_server
 step "a third program is refused while two hold the link"
 "$odl" perf latency --backend sim --server --quiet >"$tmp/srv3.log" 2>&1 &
 holder=$!

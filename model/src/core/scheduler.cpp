@@ -147,7 +147,11 @@ void scheduler::run() {
 
 void scheduler::run_actions(std::uint64_t limit) {
     active_guard g(m_running, s_active);
+    m_stop = false;
     for (;;) {
+        // stop_after_now(): the actions due at the time of the one that
+        // asked still run, none after.
+        if (m_stop) limit = std::min<std::uint64_t>(limit, s_now.value());
         key k;
         if (!m_heap_mode && m_head != m_q.size() && m_q[m_head] < m_far_min) {
             // Common case: the head of the sorted run is the earliest.
@@ -177,6 +181,13 @@ void scheduler::run_direct(const sc_time& t) {
     if (t <= now()) return;
     run_actions(t.value());
     s_direct = t;
+}
+
+void scheduler::run_ahead(const sc_time& t) {
+    if (t <= now()) return;
+    const std::uint64_t before = m_run;
+    run_actions(t.value());
+    if (m_run != before) s_direct = s_now;
 }
 
 namespace {

@@ -362,6 +362,12 @@ void host_driver::send(unsigned port, std::uint64_t bytes, std::uint32_t tag) {
     pump_tx(port);
 }
 
+void host_driver::send_frame(unsigned port, std::uint32_t payload, std::uint32_t tag, bool som, bool eom) {
+    if (som) ++m_stats.messages_sent;
+    m_txq[port].push_back(tx_item{payload + ODL_FRAME_HDR_BYTES, tag, payload, 0, som, eom});
+    pump_tx(port);
+}
+
 void host_driver::pump_tx(unsigned port) {
     sw_ring& r = m_tx[port];
     auto& q = m_txq[port];
@@ -435,28 +441,36 @@ void host_driver::reap_rx(unsigned h) {
             ++m_stats.frames_received;
             if (bad) ++m_stats.frames_crc_error;
             const sc_time t = cpu(cost);
-            rx_msg& m = m_rxmsg[h];
-            const std::uint32_t tag = odl_le32(fh.tag);
-            const std::uint64_t mlen = odl_le32(fh.msg_len);
-            const std::uint64_t off = odl_le32(fh.offset);
-            if ((fh.flags & ODL_FRAME_F_SOM) || !m.active) {
-                if (m.active) ++m_stats.messages_lost;
-                m = rx_msg{true, !(fh.flags & ODL_FRAME_F_SOM), tag, mlen, off};
-            } else if (tag != m.tag || off != m.got) {
-                m.damaged = true;
-            }
-            m.got = off + odl_le16(fh.len);
-            m.damaged = m.damaged || bad;
-            if (fh.flags & ODL_FRAME_F_EOM) {
-                m.active = false;
-                if (!m.damaged && m.got == m.len) {
-                    ++m_stats.messages_received;
-                    const unsigned port = h;
-                    m_sched.at(t, [this, port, tag, mlen] {
-                        if (m_on_msg) m_on_msg(port, tag, mlen);
-                    });
-                } else {
-                    ++m_stats.messages_lost;
+            if (m_on_frame) {
+                // Frame by frame (send_frame()): the caller assembles messages.
+                if (!bad) {
+                    if (fh.flags & ODL_FRAME_F_EOM) ++m_stats.messages_received;
+                    m_on_frame(h, odl_le32(fh.tag), t);
+                }
+            } else {
+                rx_msg& m = m_rxmsg[h];
+                const std::uint32_t tag = odl_le32(fh.tag);
+                const std::uint64_t mlen = odl_le32(fh.msg_len);
+                const std::uint64_t off = odl_le32(fh.offset);
+                if ((fh.flags & ODL_FRAME_F_SOM) || !m.active) {
+                    if (m.active) ++m_stats.messages_lost;
+                    m = rx_msg{true, !(fh.flags & ODL_FRAME_F_SOM), tag, mlen, off};
+                } else if (tag != m.tag || off != m.got) {
+                    m.damaged = true;
+                }
+                m.got = off + odl_le16(fh.len);
+                m.damaged = m.damaged || bad;
+                if (fh.flags & ODL_FRAME_F_EOM) {
+                    m.active = false;
+                    if (!m.damaged && m.got == m.len) {
+                        ++m_stats.messages_received;
+                        const unsigned port = h;
+                        m_sched.at(t, [this, port, tag, mlen] {
+                            if (m_on_msg) m_on_msg(port, tag, mlen);
+                        });
+                    } else {
+                        ++m_stats.messages_lost;
+                    }
                 }
             }
         }

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
 
@@ -163,8 +164,8 @@ sim_server::sim_server(sim_server_config cfg)
     cs.cfg = m_cfg.link;
     m_sys = std::make_unique<system_model>(hosts, std::vector<cable_spec>{cs}, m_cfg.cal.link, m_cfg.seed, false);
     for (int h = 0; h < 2; ++h) {
-        m_sys->hosts[h].drv->on_message(
-            [this, h](unsigned, std::uint32_t tag, std::uint64_t) { delivered(h, tag); });
+        m_sys->hosts[h].drv->on_frame(
+            [this, h](unsigned, std::uint32_t tag, const sc_core::sc_time& due) { delivered(h, tag, due); });
         m_sys->hosts[h].drv->on_link([this, h](unsigned, bool up) { link_changed(h, up); });
     }
 }
@@ -365,29 +366,21 @@ void sim_server::run() {
 // While frames are in the model and the programs are quiet, runs it on to
 // the next delivery, at most lookahead_ns past @now (@wall: the turn's
 // clock), so that the frame is in its receiver's ring before it is due (the
-// program waits for the due time). Action by action: it stops at that
-// delivery, so a program's next frame, sent after it has read this one,
-// finds the model no further on than the frame's stamp.
+// program waits for the due time). It stops after that delivery's time
+// step (delivered() asks it to), so that a program's next frame, sent after
+// it has read this one, finds the model no further on than the frame's
+// stamp.
 void sim_server::run_ahead(std::uint64_t now, std::uint64_t wall) {
     // A program still putting frames in (a message of many frames) would
     // find the model ahead of its next frame's stamp and have it posted
     // late: only once the programs have been quiet for a moment.
     if (!m_cfg.lookahead_ns || !m_direct || wall < m_last_frame_ns + k_quiet_ns) return;
-    const sc_core::sc_time limit = at_ns(now + m_cfg.lookahead_ns);
-    const std::uint64_t out_before = m_stats.frames_out[0] + m_stats.frames_out[1];
+    if (m_pending[0].empty() && m_pending[1].empty()) return;
     const std::uint64_t ev = m_sys->sched.events_run();
-    bool ran = false;
-    sc_core::sc_time next;
-    while ((!m_pending[0].empty() || !m_pending[1].empty()) &&
-           m_stats.frames_out[0] + m_stats.frames_out[1] == out_before && m_sys->sched.next_time(next) &&
-           next <= limit) {
-        // An action at the model's own time yet (a frame posted there):
-        // run_direct() runs up to a later time only.
-        const sc_core::sc_time cur = scheduler::now();
-        m_sys->sched.run_direct(next > cur ? next : cur + sc_core::sc_time::from_value(1));
-        ran = true;
-    }
-    if (!ran) return;
+    m_ahead = true;
+    m_sys->sched.run_ahead(at_ns(now + m_cfg.lookahead_ns));
+    m_ahead = false;
+    if (m_sys->sched.events_run() == ev) return;
     // Frames sent from now on are posted no earlier than where the model is.
     const std::uint64_t u = units_per_ns();
     const std::uint64_t at = u ? (scheduler::now().value() + u - 1) / u : ns_of(scheduler::now()) + 1;
@@ -434,15 +427,16 @@ bool sim_server::about_to_sleep() {
 }
 
 // Frames from a client's ring into the model, each posted at its stamp.
-// Only the slot's length and stamp are read: the bytes stay where they are
-// until the peer has read them. The ring's head is read once a turn and the
-// turn's slot headers fetched together: each is a line the program's core
-// has just written, and one at a time they cost a cross-core miss each.
+// Only the slot's length and stamp and the frame header's type and flags
+// are read: the bytes stay where they are until the peer has read them. The
+// ring's head is read once a turn and the turn's slot headers fetched
+// together: each is a line the program's core has just written, and one at
+// a time they cost a cross-core miss each. Frames posted at one time (all
+// of them when the model is behind) share one action.
 void sim_server::take_frames(client& c) {
     if (!c.shm || c.dead || c.end < 0) return;
     odl_sim_slot* slots = odl_sim_slots(c.shm);
     const int e = c.end;
-    auto& drv = *m_sys->hosts[e].drv;
     // The model has been run up to its last turn; a frame stamped after
     // that is posted at its stamp, so the hop to the server costs no model
     // time.
@@ -450,20 +444,62 @@ void sim_server::take_frames(client& c) {
     const std::int64_t filled = odl_sim_ring_filled(&c.shm->to_server, c.taken);
     if (filled < 0) return drop(c, "corrupted its ring indices");
     const std::uint64_t n = std::min<std::uint64_t>(std::uint64_t(filled), ODL_SIM_WINDOW);
-    for (std::uint64_t i = 0; i < n; ++i) __builtin_prefetch(&slots[(c.taken + i) & (ODL_SIM_SLOTS - 1)]);
+    for (std::uint64_t i = 0; i < n; ++i) {
+        const odl_sim_slot* slot = &slots[(c.taken + i) & (ODL_SIM_SLOTS - 1)];
+        __builtin_prefetch(slot);
+        __builtin_prefetch(slot->data);
+    }
+    const char* why = nullptr;
+    std::uint32_t group = 0;  // frames taken for one posting time, not yet scheduled
+    std::uint64_t group_at = 0;
+    const auto schedule = [&] {
+        if (group) m_sys->sched.at(at_ns(group_at), [this, e, k = group] { post_frames(e, k); });
+        group = 0;
+    };
     for (std::uint64_t i = 0; i < n; ++i) {
         const odl_sim_slot* slot = &slots[c.taken & (ODL_SIM_SLOTS - 1)];
         const std::uint32_t len = odl_sim_slot_len(slot);
-        if (len == 0) return drop(c, "put a frame of an impossible length in its ring");
-        if (c.taken + 1 - c.acked > ODL_SIM_WINDOW) return drop(c, "sent more frames than its window");
+        if (len == 0) {
+            why = "put a frame of an impossible length in its ring";
+            break;
+        }
+        if (c.taken + 1 - c.acked > ODL_SIM_WINDOW) {
+            why = "sent more frames than its window";
+            break;
+        }
         const std::int64_t stamp = std::int64_t(__atomic_load_n(&slot->stamp_ns, __ATOMIC_RELAXED)) - m_t0_ns;
-        const std::uint64_t at = std::max<std::uint64_t>(stamp > 0 ? std::uint64_t(stamp) : 0, model_now);
+        // Never before an earlier frame of this end: the model sends them
+        // in the order they were taken (m_pending's order).
+        const std::uint64_t at =
+            std::max({stamp > 0 ? std::uint64_t(stamp) : 0, model_now, m_post_at[e]});
+        m_post_at[e] = at;
+        // A message's frames carry its first and last mark, so the model
+        // charges the message's costs once (odl_frame_hdr); anything else
+        // is a message of one frame.
+        const std::uint8_t type = __atomic_load_n(&slot->data[offsetof(odl_frame_hdr, type)], __ATOMIC_RELAXED);
+        const std::uint8_t flags = __atomic_load_n(&slot->data[offsetof(odl_frame_hdr, flags)], __ATOMIC_RELAXED);
+        const bool data = type == ODL_FRAME_DATA;
         const std::uint32_t tag = m_next_tag[e]++;
         m_pending[e].push_back({tag, at, c.region, c.taken, len});
+        if (group && at != group_at) schedule();
+        group_at = at;
+        ++group;
+        m_posts[e].push_back({len - ODL_FRAME_HDR_BYTES, tag, !data || (flags & ODL_FRAME_F_SOM) != 0,
+                              !data || (flags & ODL_FRAME_F_EOM) != 0});
         ++c.taken;
         ++m_stats.frames_in[e];
-        m_sys->sched.at(at_ns(at),
-                        [&drv, len, tag] { drv.send(k_port, len - ODL_FRAME_HDR_BYTES, tag); });
+    }
+    schedule();
+    if (why) drop(c, why);
+}
+
+void sim_server::post_frames(int end, std::uint32_t n) {
+    auto& drv = *m_sys->hosts[end].drv;
+    auto& q = m_posts[end];
+    for (; n > 0 && !q.empty(); --n) {
+        const to_post p = q.front();
+        q.pop_front();
+        drv.send_frame(k_port, p.payload, p.tag, p.som, p.eom);
     }
 }
 
@@ -687,7 +723,7 @@ void sim_server::handle(client& c, const unsigned char* buf, std::size_t n, int 
     }
 }
 
-void sim_server::delivered(int to, std::uint32_t tag) {
+void sim_server::delivered(int to, std::uint32_t tag, const sc_core::sc_time& due_at) {
     const int from = 1 - to;
     auto& q = m_pending[from];
     std::uint64_t acked = 0;
@@ -698,13 +734,17 @@ void sim_server::delivered(int to, std::uint32_t tag) {
         left_model(q.front().region, q.front().seq, nullptr);
         q.pop_front();
     }
-    if (q.empty()) return ack(from, acked);  // a frame we no longer hold (swept as lost)
+    if (q.empty()) {  // a frame we no longer hold (swept as lost)
+        ack(from, acked);
+        return end_ahead(false);
+    }
     const pending& p = q.front();
-    const std::uint64_t due = std::uint64_t(m_t0_ns) + ns_of(scheduler::now());
+    const std::uint64_t due = std::uint64_t(m_t0_ns) + ns_of(due_at);
     client* c = m_end[to];
     // The peer reads the bytes from the sender's slot; a sender that left
     // meanwhile is still readable through the peer's own mapping.
-    if (c && c->shm) {
+    const bool out = c && c->shm;
+    if (out) {
         c->rxq.push_back({due, p.region, p.seq, p.len});  // into its ring at the end of the turn
         left_model(p.region, p.seq, c);
         ++m_stats.frames_out[to];
@@ -714,6 +754,13 @@ void sim_server::delivered(int to, std::uint32_t tag) {
     }
     q.pop_front();
     ack(from, acked + 1);
+    end_ahead(out);
+}
+
+// Running ahead (run_ahead()) ends at a delivery, or once no frame is left
+// in flight.
+void sim_server::end_ahead(bool delivery) {
+    if (m_ahead && (delivery || (m_pending[0].empty() && m_pending[1].empty()))) m_sys->sched.stop_after_now();
 }
 
 // Acknowledgements are gathered and sent once per turn of run(): one

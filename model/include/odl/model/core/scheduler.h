@@ -83,6 +83,14 @@ public:
     /// afterwards now() outside actions is @t, and the kernel's own clock
     /// stays where it was.
     void run_direct(const sc_core::sc_time& t);
+    /// run_direct() for a caller running ahead of its inputs: it also ends
+    /// after the actions at the time of one that called stop_after_now(),
+    /// and afterwards now() is the last action's time, not @t (the caller
+    /// claims no more time than the model used).
+    void run_ahead(const sc_core::sc_time& t);
+    /// From inside an action: the run in progress ends once the actions due
+    /// at this same time have run.
+    void stop_after_now() { m_stop = true; }
     /// True when this scheduler's method is the only SystemC process.
     bool sole_process() const;
     /// The time of the earliest pending action; false when there is none.
@@ -217,6 +225,7 @@ private:
     std::uint64_t m_run = 0;
     sc_core::sc_time m_horizon;  ///< run ahead below this (0: never)
     bool m_running = false;
+    bool m_stop = false;  ///< stop_after_now() was called in this run
 
     static inline bool s_active = false;
     static inline sc_core::sc_time s_now;

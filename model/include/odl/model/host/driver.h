@@ -39,6 +39,9 @@ class host_driver : public sc_core::sc_module {
 public:
     /// A whole message arrived on lane port @port.
     using msg_fn = std::function<void(unsigned port, std::uint32_t tag, std::uint64_t bytes)>;
+    /// A data frame was reaped on lane port @port; its completion handling
+    /// ends at @due (see on_frame()).
+    using frame_fn = std::function<void(unsigned port, std::uint32_t tag, sc_core::sc_time due)>;
     /// The CM noticed a hot-plug event for lane port @port.
     using link_fn = std::function<void(unsigned port, bool up)>;
 
@@ -59,6 +62,16 @@ public:
     /// Queues a message of @bytes on lane port @port (ring = port).
     void send(unsigned port, std::uint64_t bytes, std::uint32_t tag);
     void on_message(msg_fn fn) { m_on_msg = std::move(fn); }
+    /// One frame of a message that reaches the driver a frame at a time (the
+    /// sim backend: a program's frames enter the model as it sends them).
+    /// The message's own costs are charged at @som (post) and @eom
+    /// (completion, scheduling noise), once per message as send() does.
+    void send_frame(unsigned port, std::uint32_t payload, std::uint32_t tag, bool som, bool eom);
+    /// Set, every undamaged data frame is reported as it is reaped, with the
+    /// time its completion handling ends, instead of whole messages through
+    /// on_message() (frames of one send_frame() message carry tags of their
+    /// own). No action per frame: the caller holds the frame until @due.
+    void on_frame(frame_fn fn) { m_on_frame = std::move(fn); }
     void on_link(link_fn fn) { m_on_link = std::move(fn); }
     bool link_up(unsigned port) const { return m_link_up.at(port); }
     bool ready() const { return m_ready; }
@@ -174,6 +187,7 @@ private:
     bool m_ready = false;
     std::uint64_t m_generation = 0;  ///< bumped at restart: stale callbacks are ignored
     msg_fn m_on_msg;
+    frame_fn m_on_frame;
     link_fn m_on_link;
     driver_stats m_stats;
 };

@@ -162,7 +162,12 @@ private:
     void send_failed(client& c, int err);  ///< @err: errno of the failed send
     void ack(int end, std::uint64_t frames);
     void flush_acks();
-    void delivered(int to, std::uint32_t tag);
+    /// The model's driver at end @to reaped frame @tag; its completion
+    /// handling ends at @due, when the frame is handed to the program.
+    void delivered(int to, std::uint32_t tag, const sc_core::sc_time& due);
+    void end_ahead(bool delivery);
+    /// Posts the @n frames at the front of m_posts[@end] to the model.
+    void post_frames(int end, std::uint32_t n);
     void sweep_lost(std::uint64_t now);  ///< @now: simulated time of this turn
     void link_changed(int end, bool up);
     /// Sends @end its LINK state if it changed.
@@ -188,7 +193,16 @@ private:
     bool m_link_up[2] = {false, false};
     std::deque<pending> m_pending[2];  ///< per sending end, in posting order
     std::uint32_t m_next_tag[2] = {0, 0};
+    /// Frames taken but not yet posted to the model, per sending end, in
+    /// order; one action posts the frames that share a time.
+    struct to_post {
+        std::uint32_t payload, tag;
+        bool som, eom;
+    };
+    std::deque<to_post> m_posts[2];
+    std::uint64_t m_post_at[2] = {0, 0};  ///< the latest posting time, ns
     std::uint64_t m_ack[2] = {0, 0};  ///< frames to acknowledge this turn
+    bool m_ahead = false;  ///< in run_ahead(): a delivery ends the run
     std::uint64_t m_upto_ns = 0;  ///< simulated time the model has been run up to
     std::uint64_t m_last_frame_ns = 0;  ///< wall time a program last sent a frame
     std::uint64_t m_last_poll_ns = 0;   ///< wall time of the last ppoll()

@@ -118,10 +118,22 @@ private:
                  frame_ptr f);
     void rx_drain(unsigned h);
     void rx_complete(unsigned h, std::uint64_t epoch, std::uint32_t idx, frame_ptr f);
+    /// The PCIe transfer time of @bytes. The last size's is kept: frames
+    /// come in runs of one size, and SystemC's sc_time from a double (twice
+    /// a frame) showed in profiles.
     sc_core::sc_time dma_time(std::uint32_t bytes) const {
-        if (m_cfg.timing.pcie_gbps <= 0.0) return sc_core::SC_ZERO_TIME;
-        return sc_core::sc_time(8000.0 * bytes / m_cfg.timing.pcie_gbps, sc_core::SC_PS);
+        const double gbps = m_cfg.timing.pcie_gbps;
+        if (gbps <= 0.0) return sc_core::SC_ZERO_TIME;
+        if (bytes != m_dma_memo.bytes || gbps != m_dma_memo.gbps)
+            m_dma_memo = {bytes, gbps, sc_core::sc_time(8000.0 * bytes / gbps, sc_core::SC_PS)};
+        return m_dma_memo.time;
     }
+    struct dma_memo {
+        std::uint32_t bytes = 0;
+        double gbps = 0;
+        sc_core::sc_time time;
+    };
+    mutable dma_memo m_dma_memo;
     void raise(unsigned index);
     void evaluate(unsigned index);
     void schedule(const irq_schedule& s);
