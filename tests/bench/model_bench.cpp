@@ -154,6 +154,8 @@ BENCHMARK(BM_SimPacedStream4KiB)
     ->Args({100000, 50, 1})
     ->Args({100000, 64, 1})
     ->Args({100000, 64, 0})
+    ->Args({100000, 256, 0})
+    ->Args({100000, 1024, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_SimProfileStream4KiB)

@@ -79,14 +79,15 @@ void scheduler::push_slow(const sc_time& t, std::uint64_t seq, std::uint32_t slo
     } else if (m_head > 0 && k < m_q[m_head]) {
         m_q[--m_head] = k;
     } else {
-        std::size_t i = m_q.size();
+        const std::size_t end = m_q.size();
+        std::size_t i = end;
         m_q.push_back(k);
         while (i > m_head && m_q[i - 1] > k) {
             m_q[i] = m_q[i - 1];
             --i;
         }
         m_q[i] = k;
-        if (m_q.size() - m_head > k_heap_above) to_heap();
+        note_insert(end - i, m_q.size() - m_head);
     }
     // While run() is active it notifies once when it returns. Otherwise an
     // earlier notification replaces a later pending one (sc_event rules).
@@ -124,6 +125,9 @@ scheduler::key scheduler::pop_min() {
     if (m_q.size() < k_sorted_below) {
         std::sort(m_q.begin(), m_q.end());
         m_heap_mode = false;
+        // Judge the next long run on its own inserts.
+        m_costly = false;
+        m_inserts = m_shifted = 0;
     }
     return k;
 }
@@ -141,17 +145,21 @@ void scheduler::run() {
             other = kernel + sc_core::sc_time_to_pending_activity().value();
         limit = std::min<std::uint64_t>(m_horizon.value(), other) - 1;
     }
-    run_actions(limit);
+    run_actions<false>(limit);
     if (!empty()) m_wake.notify(slot_of(min_key()).when - kernel_t);
 }
 
+template <bool Stoppable>
 void scheduler::run_actions(std::uint64_t limit) {
     active_guard g(m_running, s_active);
     m_stop = false;
     for (;;) {
         // stop_after_now(): the actions due at the time of the one that
-        // asked still run, none after.
-        if (m_stop) limit = std::min<std::uint64_t>(limit, s_now.value());
+        // asked still run, none after (run_ahead() only: the other callers
+        // pay nothing for it).
+        if constexpr (Stoppable) {
+            if (m_stop) limit = std::min<std::uint64_t>(limit, s_now.value());
+        }
         key k;
         if (!m_heap_mode && m_head != m_q.size() && m_q[m_head] < m_far_min) {
             // Common case: the head of the sorted run is the earliest.
@@ -179,14 +187,14 @@ void scheduler::run_actions(std::uint64_t limit) {
 
 void scheduler::run_direct(const sc_time& t) {
     if (t <= now()) return;
-    run_actions(t.value());
+    run_actions<false>(t.value());
     s_direct = t;
 }
 
 void scheduler::run_ahead(const sc_time& t) {
     if (t <= now()) return;
     const std::uint64_t before = m_run;
-    run_actions(t.value());
+    run_actions<true>(t.value());
     if (m_run != before) s_direct = s_now;
 }
 

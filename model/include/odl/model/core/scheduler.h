@@ -181,14 +181,31 @@ private:
             std::size_t i = --m_head;
             for (; i + 1 < size && q[i + 1] < k; ++i) q[i] = q[i + 1];
             q[i] = k;
-            return;
+            return;  // shifted fewer than half the keys: nothing to judge
         }
         m_q.push_back(k);
         key* q = m_q.data();
         std::size_t i = size;
         for (; i > m_head && q[i - 1] > k; --i) q[i] = q[i - 1];
         q[i] = k;
-        if (size + 1 - m_head > k_heap_above) to_heap();  // bounds the cost per action
+        note_insert(size - i, size + 1 - m_head);
+    }
+    /// After an insert into the sorted run that shifted @moved keys, with
+    /// @pending actions: heap mode once there are many and inserts land
+    /// mid-run on average (each then shifts hundreds of keys), or above
+    /// k_heap_cap whatever they cost. Many pending actions whose new ones
+    /// land near the front (a host's doorbells queued for a burst of frames
+    /// posted at once) stay sorted: there a heap cost twice as much per
+    /// frame (model_bench BM_SimPacedStream4KiB/100000/256/0).
+    void note_insert(std::size_t moved, std::size_t pending) {
+        if (pending <= k_heap_above) return;  // the common case: a handful pending
+        m_shifted += moved;
+        if (++m_inserts == k_shift_window) {
+            m_costly = m_shifted > k_shift_window * k_shift_costly;
+            m_inserts = 0;
+            m_shifted = 0;
+        }
+        if (m_costly || pending > k_heap_cap) to_heap();
     }
     void push_slow(const sc_core::sc_time& t, std::uint64_t seq, std::uint32_t slot, task& tk);
     /// Turns the sorted run into a binary heap (many pending actions).
@@ -199,6 +216,7 @@ private:
     }
     void run();
     /// Runs every pending action due at or before @limit (sc_time value).
+    template <bool Stoppable>
     void run_actions(std::uint64_t limit);
 
     bool empty() const { return m_head == m_q.size() && m_far.empty(); }
@@ -206,10 +224,18 @@ private:
 
     /// Pending actions. Usually few (about ten), so they are kept as a
     /// sorted run m_q[m_head..] (pop: O(1), insert: a shift of about two
-    /// keys from the nearer end); above k_heap_above pending actions
-    /// m_q becomes a binary min-heap until it shrinks below k_sorted_below.
+    /// keys from the nearer end); above k_heap_above pending actions whose
+    /// inserts shift more than k_shift_costly keys on average (over the
+    /// last k_shift_window inserts made with that many pending), or above
+    /// k_heap_cap in any case, m_q
+    /// becomes a binary min-heap until it shrinks below k_sorted_below
+    /// (not far below: one kept down to 64 stayed a heap for all of a
+    /// stream that always had a few hundred actions queued).
     static constexpr std::size_t k_heap_above = 512;
-    static constexpr std::size_t k_sorted_below = 64;
+    static constexpr std::size_t k_heap_cap = 16384;
+    static constexpr std::size_t k_shift_window = 256;
+    static constexpr std::size_t k_shift_costly = 32;
+    static constexpr std::size_t k_sorted_below = 384;
     /// Actions more than k_far_ps ahead (timeouts) wait in a separate heap.
     static constexpr std::uint64_t k_far_ps = 1000000000;  // 1 ms
     std::vector<key> m_q;
@@ -226,6 +252,9 @@ private:
     sc_core::sc_time m_horizon;  ///< run ahead below this (0: never)
     bool m_running = false;
     bool m_stop = false;  ///< stop_after_now() was called in this run
+    std::size_t m_inserts = 0;  ///< into a long sorted run, this window
+    std::size_t m_shifted = 0;  ///< keys those inserts moved
+    bool m_costly = false;      ///< the last window's inserts moved many keys
 
     static inline bool s_active = false;
     static inline sc_core::sc_time s_now;

@@ -128,12 +128,6 @@ private:
             m_dma_memo = {bytes, gbps, sc_core::sc_time(8000.0 * bytes / gbps, sc_core::SC_PS)};
         return m_dma_memo.time;
     }
-    struct dma_memo {
-        std::uint32_t bytes = 0;
-        double gbps = 0;
-        sc_core::sc_time time;
-    };
-    mutable dma_memo m_dma_memo;
     void raise(unsigned index);
     void evaluate(unsigned index);
     void schedule(const irq_schedule& s);
@@ -153,6 +147,12 @@ private:
     sc_core::sc_time m_rd_free, m_wr_free;  ///< DMA read / write engines
     std::uint64_t m_frame_ids = 0;
     nhi_stats m_stats;
+    struct dma_memo {
+        std::uint32_t bytes = 0;
+        double gbps = 0;
+        sc_core::sc_time time;
+    };
+    mutable dma_memo m_dma_memo;  ///< dma_time()'s last size
 };
 
 }  // namespace odl::model
