@@ -52,6 +52,17 @@ void scheduler::grow_slots() {
     }
 }
 
+void scheduler::long_run_insert(std::size_t at) {
+    const std::size_t pending = m_q.size() - m_head;
+    m_shifted += m_q.size() - 1 - at;  // the keys after it moved up by one
+    if (++m_inserts == k_shift_window) {
+        m_costly = m_shifted > k_shift_window * k_shift_costly;
+        m_inserts = 0;
+        m_shifted = 0;
+    }
+    if (m_costly || pending > k_heap_cap) to_heap();
+}
+
 void scheduler::to_heap() {
     m_q.erase(m_q.begin(), m_q.begin() + static_cast<std::ptrdiff_t>(m_head));
     m_head = 0;
@@ -79,15 +90,14 @@ void scheduler::push_slow(const sc_time& t, std::uint64_t seq, std::uint32_t slo
     } else if (m_head > 0 && k < m_q[m_head]) {
         m_q[--m_head] = k;
     } else {
-        const std::size_t end = m_q.size();
-        std::size_t i = end;
+        std::size_t i = m_q.size();
         m_q.push_back(k);
         while (i > m_head && m_q[i - 1] > k) {
             m_q[i] = m_q[i - 1];
             --i;
         }
         m_q[i] = k;
-        note_insert(end - i, m_q.size() - m_head);
+        if (m_q.size() - m_head > k_heap_above) long_run_insert(i);
     }
     // While run() is active it notifies once when it returns. Otherwise an
     // earlier notification replaces a later pending one (sc_event rules).

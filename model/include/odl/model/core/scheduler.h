@@ -158,7 +158,11 @@ private:
     /// Queues @slot (holding @tk). The common case, scheduling from inside
     /// run() into the sorted run, is inline; the rest is push_slow(). Both
     /// give the same key, so the order does not depend on the path taken.
-    void push(const sc_core::sc_time& t, std::uint64_t seq, std::uint32_t slot, task& tk) {
+    /// Always inlined: left to itself the compiler stopped inlining it into
+    /// the driver and the router once the scheduler grew elsewhere (a call
+    /// per action, 3 % of BM_Tb5Stream4KiB).
+    __attribute__((always_inline)) void push(const sc_core::sc_time& t, std::uint64_t seq, std::uint32_t slot,
+                                             task& tk) {
         const std::uint64_t cur = s_now.value();
         std::uint64_t w = t.value();
         if (!m_running || m_heap_mode || (seq >> (64 - k_slot_bits)) || w > cur + k_far_ps) {
@@ -188,25 +192,17 @@ private:
         std::size_t i = size;
         for (; i > m_head && q[i - 1] > k; --i) q[i] = q[i - 1];
         q[i] = k;
-        note_insert(size - i, size + 1 - m_head);
+        if (size + 1 - m_head > k_heap_above) long_run_insert(i);
     }
-    /// After an insert into the sorted run that shifted @moved keys, with
-    /// @pending actions: heap mode once there are many and inserts land
+    /// After an insert at @at into a sorted run of more than k_heap_above
+    /// pending actions (the keys after it moved): heap mode once such inserts land
     /// mid-run on average (each then shifts hundreds of keys), or above
     /// k_heap_cap whatever they cost. Many pending actions whose new ones
     /// land near the front (a host's doorbells queued for a burst of frames
     /// posted at once) stay sorted: there a heap cost twice as much per
-    /// frame (model_bench BM_SimPacedStream4KiB/100000/256/0).
-    void note_insert(std::size_t moved, std::size_t pending) {
-        if (pending <= k_heap_above) return;  // the common case: a handful pending
-        m_shifted += moved;
-        if (++m_inserts == k_shift_window) {
-            m_costly = m_shifted > k_shift_window * k_shift_costly;
-            m_inserts = 0;
-            m_shifted = 0;
-        }
-        if (m_costly || pending > k_heap_cap) to_heap();
-    }
+    /// frame (model_bench BM_SimPacedStream4KiB/100000/256/0). Out of line:
+    /// push() stays small enough to be inlined into its callers.
+    void long_run_insert(std::size_t at);
     void push_slow(const sc_core::sc_time& t, std::uint64_t seq, std::uint32_t slot, task& tk);
     /// Turns the sorted run into a binary heap (many pending actions).
     void to_heap();

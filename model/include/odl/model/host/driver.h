@@ -187,9 +187,9 @@ private:
     bool m_ready = false;
     std::uint64_t m_generation = 0;  ///< bumped at restart: stale callbacks are ignored
     msg_fn m_on_msg;
-    frame_fn m_on_frame;
     link_fn m_on_link;
     driver_stats m_stats;
+    frame_fn m_on_frame;
 };
 
 }  // namespace odl::model
