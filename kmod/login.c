@@ -3,6 +3,7 @@
  * odl_tb5: XDomain login/logout handshake, session notices, and enabling
  * and disabling the DMA paths.
  */
+#include <linux/delay.h>
 #include <linux/jiffies.h>
 #include <linux/sizes.h>
 
@@ -411,6 +412,31 @@ void odl_disconnect(struct odl_tb5 *odl)
 	wake_up_all(&odl->wq);
 }
 
+/*
+ * Tests only (module parameter test_unplug_race_ms): stand where a reset is
+ * when the cable goes just after tb_xdomain_disable_paths() found the XDomain
+ * still plugged: waiting for the domain lock that the unplug handler holds
+ * while it removes the service (tests/vm/unload_test.sh).
+ */
+static void odl_test_unplug_race(struct odl_tb5 *odl)
+{
+	unsigned int ms = READ_ONCE(odl_test_unplug_race_ms);
+	struct tb_xdomain *xd = odl->xd;
+	unsigned long end;
+
+	if (!ms || !odl->connected)
+		return;
+	dev_info(&odl->svc->dev, "test: reset waits for the cable to go\n");
+	end = jiffies + msecs_to_jiffies(ms);
+	while (!READ_ONCE(xd->is_unplugged) && time_before(jiffies, end))
+		usleep_range(10000, 20000);
+	if (!READ_ONCE(xd->is_unplugged))
+		return;
+	dev_info(&odl->svc->dev, "test: reset waits for the domain lock\n");
+	mutex_lock(&xd->tb->lock);
+	mutex_unlock(&xd->tb->lock);
+}
+
 void odl_reset_work(struct work_struct *work)
 {
 	struct odl_tb5 *odl = container_of(work, struct odl_tb5, reset_work);
@@ -426,6 +452,7 @@ void odl_reset_work(struct work_struct *work)
 	spin_lock_irqsave(&odl->state_lock, flags);
 	relogin = odl->login_received;
 	spin_unlock_irqrestore(&odl->state_lock, flags);
+	odl_test_unplug_race(odl);
 	odl_disconnect(odl);
 	odl->login_received = relogin;
 	odl->login_retries = ODL_LOGIN_RETRIES;

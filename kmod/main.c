@@ -42,7 +42,14 @@ module_param_named(announce, odl_announce, bool, 0444);
 MODULE_PARM_DESC(announce,
 		 "advertise the service at load (default: 1); 0 leaves it to the first unanswered login, which reproduces a late announcement (tests)");
 
+unsigned int odl_test_unplug_race_ms;
+module_param_named(test_unplug_race_ms, odl_test_unplug_race_ms, uint, 0644);
+MODULE_PARM_DESC(test_unplug_race_ms,
+		 "tests only: a session reset waits up to this long for the cable to go, then for the domain lock, as a reset that just missed the unplug does (default: 0, off)");
+
 static struct tb_property_dir *odl_dir;
+/* Runs the teardowns odl_remove() could not wait for; drained at exit. */
+static struct workqueue_struct *odl_remove_wq;
 static DEFINE_MUTEX(odl_dir_lock);	/* guards the two flags below */
 static bool odl_dir_registered;
 static bool odl_exiting;
@@ -91,6 +98,8 @@ static void odl_announce_stop(void)
 	mutex_unlock(&odl_dir_lock);
 }
 
+static void odl_remove_work(struct work_struct *work);
+
 static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 {
 	struct tb_xdomain *xd = tb_service_parent(svc);
@@ -127,6 +136,7 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	INIT_WORK(&odl->port_work, odl_port_work);
 	INIT_WORK(&odl->state_work, odl_state_work);
 	INIT_WORK(&odl->rx_poll_work, odl_rx_poll_work);
+	INIT_WORK(&odl->remove_work, odl_remove_work);
 	odl->login_retries = ODL_LOGIN_RETRIES;
 	odl->stats.flags = 0;
 
@@ -173,24 +183,13 @@ err_del_chardev:
 	return ret;
 }
 
-static void odl_remove(struct tb_service *svc)
+/*
+ * Everything after the protocol handler is gone but the device node: the
+ * work items, the session, the rings. Waits for the work items, so only
+ * where none of them can wait for the caller.
+ */
+static void odl_teardown(struct odl_tb5 *odl, struct tb_service *svc)
 {
-	struct odl_tb5 *odl = tb_service_get_drvdata(svc);
-	unsigned long flags;
-
-	/* Tell the peer first, while the XDomain still answers. */
-	odl_send_logout(odl);
-
-	spin_lock_irqsave(&odl->state_lock, flags);
-	odl->gone = true;
-	spin_unlock_irqrestore(&odl->state_lock, flags);
-	wake_up_all(&odl->rq);
-	wake_up_all(&odl->wq);
-
-	tb_unregister_protocol_handler(&odl->handler);
-	/* Handlers in flight are done; with gone set nothing queues work. */
-	down_write(&odl->handler_rwsem);
-	up_write(&odl->handler_rwsem);
 	cancel_delayed_work_sync(&odl->login_work);
 	cancel_work_sync(&odl->connect_work);
 	cancel_work_sync(&odl->reset_work);
@@ -210,9 +209,77 @@ static void odl_remove(struct tb_service *svc)
 	odl_rings_free(odl);
 	odl->svc = NULL;
 	up_write(&odl->io_rwsem);
-
 	dev_dbg(&svc->dev, "odl_tb5_%d unbound\n", odl->index);
+}
+
+static void odl_remove_work(struct work_struct *work)
+{
+	struct odl_tb5 *odl = container_of(work, struct odl_tb5, remove_work);
+	struct tb_service *svc = odl->svc;
+	struct tb_xdomain *xd = odl->xd;
+
+	odl_teardown(odl, svc);
+	/* Taken by odl_remove() for the teardown; @odl may be freed now. */
+	put_device(&odl->dev);
+	put_device(&svc->dev);
+	tb_xdomain_put(xd);
+}
+
+/*
+ * May odl_remove() wait for the work items? An unplug (or the domain's
+ * removal) calls it with the domain lock held, and says so by marking the
+ * XDomain unplugged first. A reset or connect holds @odl->lock while it
+ * enables or disables paths, which takes the domain lock unless it saw the
+ * mark: one that looked just before the unplug waits for the lock our caller
+ * holds until we return. If nobody holds @odl->lock, whoever takes it next
+ * sees ->gone (set before) and stays out of the domain.
+ */
+static bool odl_remove_may_wait(struct odl_tb5 *odl)
+{
+	if (!READ_ONCE(odl->xd->is_unplugged))
+		return true;
+	if (!mutex_trylock(&odl->lock))
+		return false;
+	mutex_unlock(&odl->lock);
+	return true;
+}
+
+static void odl_remove(struct tb_service *svc)
+{
+	struct odl_tb5 *odl = tb_service_get_drvdata(svc);
+	unsigned long flags;
+
+	/* Tell the peer first, while the XDomain still answers. */
+	odl_send_logout(odl);
+
+	spin_lock_irqsave(&odl->state_lock, flags);
+	odl->gone = true;
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+	wake_up_all(&odl->rq);
+	wake_up_all(&odl->wq);
+
+	tb_unregister_protocol_handler(&odl->handler);
+	/* Handlers in flight are done; with gone set nothing queues work. */
+	down_write(&odl->handler_rwsem);
+	up_write(&odl->handler_rwsem);
+
+	if (odl_remove_may_wait(odl)) {
+		odl_teardown(odl, svc);
+		odl_chardev_del(odl);
+		return;
+	}
+	/*
+	 * A work item is inside the session, perhaps waiting for the domain
+	 * lock: tear down after it, keeping @odl, the service and the XDomain.
+	 * The device node goes now, before its parent the service does.
+	 */
+	dev_dbg(&svc->dev, "odl_tb5_%d: a session change is running, unbinding after it\n",
+		odl->index);
+	get_device(&odl->dev);
+	get_device(&svc->dev);
+	tb_xdomain_get(odl->xd);
 	odl_chardev_del(odl);
+	queue_work(odl_remove_wq, &odl->remove_work);
 }
 
 static const struct tb_service_id odl_ids[] = {
@@ -259,9 +326,15 @@ static int __init odl_init(void)
 	tb_property_add_immediate(odl_dir, "prtcrevs", ODL_XD_PRTCREVS);
 	tb_property_add_immediate(odl_dir, "prtcstns", 0);
 
+	odl_remove_wq = alloc_workqueue("odl_tb5_remove", 0, 0);
+	if (!odl_remove_wq) {
+		ret = -ENOMEM;
+		goto err_free_dir;
+	}
+
 	ret = odl_chardev_init();
 	if (ret)
-		goto err_free_dir;
+		goto err_destroy_wq;
 
 	ret = tb_register_service_driver(&odl_driver);
 	if (ret)
@@ -280,6 +353,8 @@ err_unregister:
 	tb_unregister_service_driver(&odl_driver);
 err_chardev_exit:
 	odl_chardev_exit();
+err_destroy_wq:
+	destroy_workqueue(odl_remove_wq);
 err_free_dir:
 	tb_property_free_dir(odl_dir);
 	return ret;
@@ -290,6 +365,8 @@ static void __exit odl_exit(void)
 {
 	odl_announce_stop();
 	tb_unregister_service_driver(&odl_driver);
+	/* Teardowns left by unplugs finish before the code goes. */
+	destroy_workqueue(odl_remove_wq);
 	odl_chardev_exit();
 	tb_property_free_dir(odl_dir);
 }

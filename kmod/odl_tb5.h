@@ -45,6 +45,7 @@ extern bool odl_announce;
 extern bool odl_poll_mode;
 extern bool odl_split;
 extern unsigned int odl_irq_throttle_us;
+extern unsigned int odl_test_unplug_race_ms;
 extern const uuid_t odl_svc_uuid;
 
 /**
@@ -315,6 +316,8 @@ struct odl_tb5 {
 	struct work_struct port_work;
 	/* tells udev listeners (odl-daemon) that the state attribute changed */
 	struct work_struct state_work;
+	/* the teardown, when odl_remove() may not wait for the work items */
+	struct work_struct remove_work;
 	const char *state_reported;	/* the state the last uevent named */
 	unsigned int open_reported;	/* and its "open" bits */
 	int login_retries;

@@ -6,6 +6,7 @@
  * The link's speed and lanes are the parent XDomain's own attributes.
  */
 #include <linux/device.h>
+#include <linux/sched/signal.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
 
@@ -202,7 +203,12 @@ static ssize_t irq_throttle_us_store(struct device *dev,
 		return ret;
 	if (us > ODL_TB5_IRQ_THROTTLE_MAX_US)
 		return -EINVAL;
-	mutex_lock(&odl->lock);
+	/*
+	 * Not a sleeping lock: removing the device waits for this store, and
+	 * the lock's holder may be a reset waiting for that removal's caller.
+	 */
+	if (!mutex_trylock(&odl->lock))
+		return restart_syscall();
 	WRITE_ONCE(odl->irq_throttle_us, us);
 	if (READ_ONCE(odl->connected) && !READ_ONCE(odl->gone))
 		odl_irq_throttle_set(odl);

@@ -8,6 +8,12 @@
 # again and flood again. No warning, oops or leak on either side: every
 # cycle reallocates B's rings and HopIDs (a leak would run the NHI out of
 # them), and B's unreclaimable slab may not grow by more than 4 MiB.
+# Then a reset caught by the unplug: B unbinds (its LOGOUT starts a reset on
+# A), A's reset holds the session and, through odl_tb5's test hook
+# (test_unplug_race_ms), waits for the domain lock that A's unplug handler
+# holds while it removes the service: the removal must not wait for the
+# reset (it once did: the Thunderbolt workqueue hung), A's device goes, and
+# both log in again after the replug.
 # Both loops run inside the guests (one exec per host), so a cycle costs
 # seconds, not host round trips. Every wait is bounded; the testbed is
 # always torn down.
@@ -108,6 +114,25 @@ vexec A "grep -h '^flood:' /tmp/a.1 /tmp/a.$cycles"
 for v in A B; do
 	vexec "$v" "grep -qx connected $state" || fail "VM $v: not logged in after the last cycle: $(vexec "$v" "cat $state")"
 done
+
+step "a reset caught by the unplug: A's removal does not wait for it"
+race=/sys/module/odl_tb5/parameters/test_unplug_race_ms
+vexec A "echo 20000 >$race" || fail "A: set $race"
+# B's unbind sends LOGOUT; A's reset then waits in the hook for the cable.
+vexec B 'basename $(readlink -f /sys/class/odl_tb5/odl_tb5_0/device) >/sys/bus/thunderbolt/drivers/odl_tb5/unbind' ||
+	fail "B: unbind the service"
+wait_in A 30 'dmesg | grep -q "test: reset waits for the cable to go"' ||
+	fail "A: B's logout started no reset: $(vexec A 'dmesg | tail -n 5')"
+"$tb" cable unplug || fail "unplug"
+wait_in A 30 '! test -e /sys/class/odl_tb5/odl_tb5_0 && ! test -e /sys/bus/thunderbolt/devices/0-1' ||
+	fail "A: the unplug did not remove the device within 30 s (the removal waits for the reset?): $(vexec A 'ls /sys/class/odl_tb5 /sys/bus/thunderbolt/devices; dmesg | tail -n 8')"
+# The hook reached the race (the reset held the session when the unplug
+# removed the service), else this step proved nothing.
+vexec A 'dmesg | grep -q "test: reset waits for the domain lock"' ||
+	fail "A: the reset never waited for the domain lock: $(vexec A 'dmesg | tail -n 8')"
+vexec A "echo 0 >$race" || fail "A: clear $race"
+"$tb" cable plug || fail "plug"
+wait_login 90 "after the unplug that caught a reset"
 
 step "no leak, kernel logs clean"
 slab1=$(slab)
