@@ -4,6 +4,7 @@
  * XDomain property directory, the service driver and probe/remove.
  */
 #include <linux/module.h>
+#include <linux/pci.h>
 #include <linux/slab.h>
 
 #include "odl_tb5.h"
@@ -48,7 +49,10 @@ MODULE_PARM_DESC(test_unplug_race_ms,
 		 "tests only: a session reset waits up to this long for the cable to go, then for the domain lock, as a reset that just missed the unplug does (default: 0, off)");
 
 static struct tb_property_dir *odl_dir;
-/* Runs the teardowns odl_remove() could not wait for; drained at exit. */
+/*
+ * Runs the teardowns odl_remove() could not wait for; drained when a domain
+ * goes (odl_bus_notify()) and at exit.
+ */
 static struct workqueue_struct *odl_remove_wq;
 static DEFINE_MUTEX(odl_dir_lock);	/* guards the two flags below */
 static bool odl_dir_registered;
@@ -282,6 +286,28 @@ static void odl_remove(struct tb_service *svc)
 	queue_work(odl_remove_wq, &odl->remove_work);
 }
 
+/*
+ * A domain goes (its NHI unbound): the teardowns left to odl_remove_wq stop
+ * and free their rings before thunderbolt.ko shuts the NHI down. The domain
+ * lock is free by then (tb_domain_remove() drops it before the device goes),
+ * so the work items they wait for can finish. The domain is the one device
+ * of the bus whose parent is a PCI device.
+ */
+static int odl_bus_notify(struct notifier_block *nb, unsigned long action,
+			  void *data)
+{
+	struct device *dev = data;
+
+	if (action == BUS_NOTIFY_DEL_DEVICE && dev->parent &&
+	    dev_is_pci(dev->parent))
+		flush_workqueue(odl_remove_wq);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block odl_bus_nb = {
+	.notifier_call = odl_bus_notify,
+};
+
 static const struct tb_service_id odl_ids[] = {
 	{ TB_SERVICE(ODL_XD_SERVICE_KEY, ODL_XD_PRTCID) },
 	{ },
@@ -297,6 +323,9 @@ static struct tb_service_driver odl_driver = {
 	.remove = odl_remove,
 	.id_table = odl_ids,
 };
+
+/* thunderbolt.ko's bus (not exported; const from 6.4 on), once registered */
+static typeof(odl_driver.driver.bus) odl_bus;
 
 static int __init odl_init(void)
 {
@@ -339,6 +368,10 @@ static int __init odl_init(void)
 	ret = tb_register_service_driver(&odl_driver);
 	if (ret)
 		goto err_chardev_exit;
+	odl_bus = odl_driver.driver.bus;
+	ret = bus_register_notifier(odl_bus, &odl_bus_nb);
+	if (ret)
+		goto err_unregister_driver;
 
 	if (odl_announce) {
 		ret = tb_register_property_dir(ODL_XD_SERVICE_KEY, odl_dir);
@@ -350,6 +383,8 @@ static int __init odl_init(void)
 
 err_unregister:
 	odl_announce_stop();
+	bus_unregister_notifier(odl_bus, &odl_bus_nb);
+err_unregister_driver:
 	tb_unregister_service_driver(&odl_driver);
 err_chardev_exit:
 	odl_chardev_exit();
@@ -365,6 +400,7 @@ static void __exit odl_exit(void)
 {
 	odl_announce_stop();
 	tb_unregister_service_driver(&odl_driver);
+	bus_unregister_notifier(odl_bus, &odl_bus_nb);
 	/* Teardowns left by unplugs finish before the code goes. */
 	destroy_workqueue(odl_remove_wq);
 	odl_chardev_exit();

@@ -13,7 +13,9 @@
 # (test_unplug_race_ms), waits for the domain lock that A's unplug handler
 # holds while it removes the service: the removal must not wait for the
 # reset (it once did: the Thunderbolt workqueue hung), A's device goes, and
-# both log in again after the replug.
+# both log in again after the replug. Once more with A's NHI unbound
+# instead of the cable pulled: the rings must be freed before thunderbolt.ko
+# shuts the NHI down, and both log in again after A binds it again.
 # Both loops run inside the guests (one exec per host), so a cycle costs
 # seconds, not host round trips. Every wait is bounded; the testbed is
 # always torn down.
@@ -130,9 +132,31 @@ wait_in A 30 '! test -e /sys/class/odl_tb5/odl_tb5_0 && ! test -e /sys/bus/thund
 # removed the service), else this step proved nothing.
 vexec A 'dmesg | grep -q "test: reset waits for the domain lock"' ||
 	fail "A: the reset never waited for the domain lock: $(vexec A 'dmesg | tail -n 8')"
-vexec A "echo 0 >$race" || fail "A: clear $race"
 "$tb" cable plug || fail "plug"
 wait_login 90 "after the unplug that caught a reset"
+
+step "a reset caught by the NHI's unbind: the rings are freed before the NHI shuts down"
+# The same reset, but the whole domain goes (A's NHI unbound): the removal
+# leaves the teardown to its work item, which must finish before
+# thunderbolt.ko shuts the NHI down (else it warns of rings still active).
+vexec B 'basename $(readlink -f /sys/class/odl_tb5/odl_tb5_0/device) >/sys/bus/thunderbolt/drivers/odl_tb5/unbind' ||
+	fail "B: unbind the service"
+wait_in A 30 '[ $(dmesg | grep -c "test: reset waits for the cable to go") = 2 ]' ||
+	fail "A: B's logout started no reset: $(vexec A 'dmesg | tail -n 5')"
+nhi=$(vexec A 'basename $(readlink -f /sys/bus/thunderbolt/devices/domain0/..)') || fail "A: no domain0"
+vexec A "echo $nhi >/sys/bus/pci/drivers/thunderbolt/unbind" || fail "A: unbind the NHI $nhi"
+wait_in A 30 '! test -e /sys/class/odl_tb5/odl_tb5_0' ||
+	fail "A: odl_tb5_0 still there 30 s after the NHI's unbind: $(vexec A 'dmesg | tail -n 8')"
+[ "$(vexec A 'dmesg | grep -c "test: reset waits for the domain lock"')" = 2 ] ||
+	fail "A: the reset never waited for the domain lock: $(vexec A 'dmesg | tail -n 8')"
+kernel_log_clean A "NHI unbound during a reset"
+vexec A "echo 0 >$race" || fail "A: clear $race"
+vexec A "echo $nhi >/sys/bus/pci/drivers/thunderbolt/bind" || fail "A: bind the NHI $nhi again"
+# A fresh start for both sides: B's service is unbound, A's domain is new.
+"$tb" cable unplug || fail "unplug"
+wait_in A 30 '! test -e /sys/bus/thunderbolt/devices/0-1' || fail "A still sees the peer after unplug"
+"$tb" cable plug || fail "plug"
+wait_login 90 "after the NHI's unbind during a reset"
 
 step "no leak, kernel logs clean"
 slab1=$(slab)
