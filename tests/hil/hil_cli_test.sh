@@ -9,6 +9,7 @@ set -euo pipefail
 odl=${1:?usage: hil_cli_test.sh ODL_BINARY REPO}
 repo=${2:?}
 fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$repo/tests/hil/ssh_left.sh"
 command -v ssh >/dev/null || fail "the OpenSSH client is not installed (./odl installs it)"
 tmp=$(mktemp -d /tmp/odl-hil-cli.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -99,5 +100,6 @@ for bad in "hil run $repo/scenarios/quickstart.yaml $tmp/inv.yaml --time-scale n
 	[ "$rc" != 0 ] && grep -q "is not a number from 0 to 100000" <<<"$err" || fail "odl $bad: exit $rc: $err"
 done
 echo "ok: time scales that are not finite numbers in range are refused"
-pgrep -f "ControlPath=/tmp/odl-hil-" >/dev/null && fail "an SSH process was left running"
+left=$(odl_ssh_left)
+[ -z "$left" ] || fail "SSH processes left running: $(ps -o pid=,args= -p "${left//$'\n'/,}")"
 echo "PASS"

@@ -49,6 +49,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 vm_tolerance_latency=50
 vm_tolerance_bandwidth=75
 repo=$(cd "$here/../.." && pwd)
+. "$here/ssh_left.sh"
 tb="$repo/qemu-device/testbed.sh"
 export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-hil-$kernel}
 step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
@@ -477,7 +478,8 @@ keepalive_s=$((frozen_keepalive[0] * frozen_keepalive[1]))
 	fail "the run took $vanish_s s to notice b had stopped (connect_timeout $frozen_timeout s, keep-alives ${keepalive_s} s): $err"
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert "error" in r and not r["passed"], r' \
 	"$tmp/vanish/report.json" || fail "no report with the error after the host vanished"
-pgrep -f "ssh .*ControlPath=/tmp/odl-hil-" >/dev/null && fail "an SSH master was left running"
+left=$(odl_ssh_left)
+[ -z "$left" ] || fail "SSH masters left running: $(ps -o pid=,args= -p "${left//$'\n'/,}")"
 left=$(ssh_a 'pgrep -a -x odl || true')
 [ -z "$left" ] || fail "odl processes left on a: $left"
 ssh_a 'grep -qx odl_tb5 <(cut -d" " -f1 /proc/modules)' || fail "odl_tb5 no longer loaded on a"
@@ -578,7 +580,8 @@ hil check "$inv"
 grep -q "host b (root@127.0.0.1 port [0-9]*): not reachable" <<<"$err" || fail "vanished host: b not named: $err"
 [ $((SECONDS - t)) -lt 60 ] || fail "check took $((SECONDS - t)) s with a host gone"
 echo "ok ($((SECONDS - t)) s): $err"
-pgrep -f "ssh .*ControlPath=/tmp/odl-hil-" >/dev/null && fail "an SSH master was left running"
+left=$(odl_ssh_left)
+[ -z "$left" ] || fail "SSH masters left running: $(ps -o pid=,args= -p "${left//$'\n'/,}")"
 
 "$tb" down quiet
 echo "phases: boot ${boot_s} s, check ${check0_s} s, deploy ${deploy_s} s, check ${check1_s} s, daemon ${daemon_s} s, run ${run_s} s," \
