@@ -431,11 +431,16 @@ cmd = sys.argv[1]
 if "\n" in cmd:
     sys.exit("odl: vm: exec: the command must be one line")
 deadline = time.monotonic() + float(os.environ["ODL_TIMEOUT"])
+# The guest answers in order; an earlier exec that timed out may still have
+# its command running there: its output and mark come first and are dropped.
+ident = f"{os.getpid()}.{time.monotonic_ns()}".encode()
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect(os.environ["ODL_CTL"])
-s.sendall(cmd.encode() + b"\n")
+s.sendall(ident + b" " + cmd.encode() + b"\n")
 buf = b""
-done = re.compile(rb"@@ODL-DONE (\d+)@@\n?")
+# Whole lines only: a mark split from its newline would leave the newline
+# at the head of the next answer.
+done = re.compile(rb"@@ODL-DONE (\S+) (\d+)@@\n")
 while True:
     left = deadline - time.monotonic()
     if left <= 0:
@@ -450,10 +455,13 @@ while True:
         sys.exit("odl: vm: exec: the VM closed the channel")
     buf += chunk
     m = done.search(buf)
+    while m and m.group(1) != ident:
+        buf = buf[m.end():]  # an earlier command's answer
+        m = done.search(buf)
     if m:
         sys.stdout.buffer.write(buf[:m.start()])
         sys.stdout.flush()
-        sys.exit(int(m.group(1)))
+        sys.exit(int(m.group(2)))
 PY
 }
 

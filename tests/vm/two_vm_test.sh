@@ -3,7 +3,8 @@
 # Two-VM test: the unmodified Linux thunderbolt.ko + thunderbolt_net in two
 # QEMU guests joined by the modelled cable. Boot, NHI probe, XDomain
 # discovery, thunderbolt0, ping both ways, iperf3 both ways, cable unplug and
-# replug, a killed QEMU seen as an unplug by the peer, and clean kernel logs.
+# replug, a killed QEMU seen as an unplug by the peer, the command channel
+# after an exec that timed out, and clean kernel logs.
 # Every check fails the test; nothing is skipped.
 #
 # Usage: two_vm_test.sh [--kernel 6.12|6.1] [--gen gen3|gen4] [--quick] [--nhi-impl model|rtl|lockstep]
@@ -130,6 +131,15 @@ record "ping_a_to_b $(echo "$out" | grep round-trip)"
 out=$(vexec B 'ping -c 5 -W 3 10.99.0.1') || fail "ping B -> A failed: $out"
 grep -q ' 0% packet loss' <<<"$out" || fail "ping B -> A lost packets: $out"
 record "ping_b_to_a $(echo "$out" | grep round-trip)"
+step "command channel: a command that outlives its exec does not answer the next one"
+rc=0
+out=$(ODL_VM_EXEC_TIMEOUT=1 vexec A 'sleep 3; echo stale; exit 7' 2>&1) || rc=$?
+[ "$rc" != 0 ] && grep -q "timed out" <<<"$out" || fail "a 3 s command within a 1 s exec bound: exit $rc: $out"
+rc=0
+out=$(vexec A 'echo fresh; exit 3') || rc=$?
+[ "$rc" = 3 ] && [ "$out" = fresh ] ||
+	fail "the exec after a timed-out one got another answer: exit $rc: $out"
+
 if [ "$quick" = 1 ]; then
 	for v in A B; do
 		if vexec "$v" 'dmesg | grep -E "WARNING:|BUG[: ]|Oops|Call Trace"'; then
