@@ -479,7 +479,7 @@ keepalive_s=$((frozen_keepalive[0] * frozen_keepalive[1]))
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert "error" in r and not r["passed"], r' \
 	"$tmp/vanish/report.json" || fail "no report with the error after the host vanished"
 left=$(odl_ssh_left)
-[ -z "$left" ] || fail "SSH masters left running: $(ps -o pid=,args= -p "${left//$'\n'/,}")"
+[ -z "$left" ] || fail "SSH masters left running: $left"
 left=$(ssh_a 'pgrep -a -x odl || true')
 [ -z "$left" ] || fail "odl processes left on a: $left"
 ssh_a 'grep -qx odl_tb5 <(cut -d" " -f1 /proc/modules)' || fail "odl_tb5 no longer loaded on a"
@@ -581,7 +581,7 @@ grep -q "host b (root@127.0.0.1 port [0-9]*): not reachable" <<<"$err" || fail "
 [ $((SECONDS - t)) -lt 60 ] || fail "check took $((SECONDS - t)) s with a host gone"
 echo "ok ($((SECONDS - t)) s): $err"
 left=$(odl_ssh_left)
-[ -z "$left" ] || fail "SSH masters left running: $(ps -o pid=,args= -p "${left//$'\n'/,}")"
+[ -z "$left" ] || fail "SSH masters left running: $left"
 
 "$tb" down quiet
 echo "phases: boot ${boot_s} s, check ${check0_s} s, deploy ${deploy_s} s, check ${check1_s} s, daemon ${daemon_s} s, run ${run_s} s," \

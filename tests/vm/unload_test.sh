@@ -120,18 +120,25 @@ done
 step "a reset caught by the unplug: A's removal does not wait for it"
 race=/sys/module/odl_tb5/parameters/test_unplug_race_ms
 vexec A "echo 20000 >$race" || fail "A: set $race"
-# B's unbind sends LOGOUT; A's reset then waits in the hook for the cable.
-vexec B 'basename $(readlink -f /sys/class/odl_tb5/odl_tb5_0/device) >/sys/bus/thunderbolt/drivers/odl_tb5/unbind' ||
-	fail "B: unbind the service"
-wait_in A 30 'dmesg | grep -q "test: reset waits for the cable to go"' ||
-	fail "A: B's logout started no reset: $(vexec A 'dmesg | tail -n 5')"
+# reset_waits N: B unbinds its service; its LOGOUT starts a reset on A that
+# waits in the hook for the cable (the hook's Nth such message on A).
+reset_waits() {
+	vexec B 'basename $(readlink -f /sys/class/odl_tb5/odl_tb5_0/device) >/sys/bus/thunderbolt/drivers/odl_tb5/unbind' ||
+		fail "B: unbind the service"
+	wait_in A 30 "[ \$(dmesg | grep -c 'test: reset waits for the cable to go') = $1 ]" ||
+		fail "A: B's logout started no reset: $(vexec A 'dmesg | tail -n 5')"
+}
+# reset_reached N: the hook reached the race N times (the reset held the
+# session when the service was removed), else the step proved nothing.
+reset_reached() {
+	[ "$(vexec A 'dmesg | grep -c "test: reset waits for the domain lock"')" = "$1" ] ||
+		fail "A: the reset never waited for the domain lock: $(vexec A 'dmesg | tail -n 8')"
+}
+reset_waits 1
 "$tb" cable unplug || fail "unplug"
 wait_in A 30 '! test -e /sys/class/odl_tb5/odl_tb5_0 && ! test -e /sys/bus/thunderbolt/devices/0-1' ||
 	fail "A: the unplug did not remove the device within 30 s (the removal waits for the reset?): $(vexec A 'ls /sys/class/odl_tb5 /sys/bus/thunderbolt/devices; dmesg | tail -n 8')"
-# The hook reached the race (the reset held the session when the unplug
-# removed the service), else this step proved nothing.
-vexec A 'dmesg | grep -q "test: reset waits for the domain lock"' ||
-	fail "A: the reset never waited for the domain lock: $(vexec A 'dmesg | tail -n 8')"
+reset_reached 1
 "$tb" cable plug || fail "plug"
 wait_login 90 "after the unplug that caught a reset"
 
@@ -139,16 +146,12 @@ step "a reset caught by the NHI's unbind: the rings are freed before the NHI shu
 # The same reset, but the whole domain goes (A's NHI unbound): the removal
 # leaves the teardown to its work item, which must finish before
 # thunderbolt.ko shuts the NHI down (else it warns of rings still active).
-vexec B 'basename $(readlink -f /sys/class/odl_tb5/odl_tb5_0/device) >/sys/bus/thunderbolt/drivers/odl_tb5/unbind' ||
-	fail "B: unbind the service"
-wait_in A 30 '[ $(dmesg | grep -c "test: reset waits for the cable to go") = 2 ]' ||
-	fail "A: B's logout started no reset: $(vexec A 'dmesg | tail -n 5')"
+reset_waits 2
 nhi=$(vexec A 'basename $(readlink -f /sys/bus/thunderbolt/devices/domain0/..)') || fail "A: no domain0"
 vexec A "echo $nhi >/sys/bus/pci/drivers/thunderbolt/unbind" || fail "A: unbind the NHI $nhi"
 wait_in A 30 '! test -e /sys/class/odl_tb5/odl_tb5_0' ||
 	fail "A: odl_tb5_0 still there 30 s after the NHI's unbind: $(vexec A 'dmesg | tail -n 8')"
-[ "$(vexec A 'dmesg | grep -c "test: reset waits for the domain lock"')" = 2 ] ||
-	fail "A: the reset never waited for the domain lock: $(vexec A 'dmesg | tail -n 8')"
+reset_reached 2
 kernel_log_clean A "NHI unbound during a reset"
 vexec A "echo 0 >$race" || fail "A: clear $race"
 vexec A "echo $nhi >/sys/bus/pci/drivers/thunderbolt/bind" || fail "A: bind the NHI $nhi again"
