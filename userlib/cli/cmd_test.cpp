@@ -2,13 +2,18 @@
 // `odl test`: run the suite through ctest, then the unit label again in
 // sanitizer builds: address + undefined (with the fuzz targets), and with
 // --tsan thread.
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,12 +82,20 @@ std::string main_build_unity(const std::string& build) {
     return "OFF";
 }
 
-/// One sanitizer build (clang, -O1 -g1, unity as the main build, no model, no benchmarks) in
-/// <build>-<suffix>, then ctest over @labels there.
-int run_sanitizer_build(const std::string& src, const std::string& build, const std::string& jobs,
-                        const std::string& suffix, const std::string& sanitizers, bool fuzz,
-                        const std::string& labels, phase_clock& clock) {
-    const std::string san = build + "-" + suffix;
+/// The sanitizer trees of one `odl test`: <build>-asan (address + undefined,
+/// with the fuzz targets) and with --tsan <build>-tsan (thread).
+struct sanitizer_tree {
+    std::string suffix;
+    std::string sanitizers;
+    bool fuzz = false;
+    std::string labels;
+};
+
+/// Configures and builds one sanitizer tree (clang, -O1 -g1, unity as the main
+/// build, no model, no benchmarks) in <build>-<suffix>.
+int build_sanitizer_tree(const std::string& src, const std::string& build, const std::string& jobs,
+                         const sanitizer_tree& t) {
+    const std::string san = build + "-" + t.suffix;
     // -O1 -g1: what AddressSanitizer recommends and line tables for its
     // reports; full debug info under both sanitizers tripled the compile
     // time (docs/ci.md). clang, because libFuzzer comes with it: the fuzz
@@ -94,40 +107,136 @@ int run_sanitizer_build(const std::string& src, const std::string& build, const 
         "cmake", "-S", src, "-B", san, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
         "-DCMAKE_C_COMPILER=clang", "-DCMAKE_CXX_COMPILER=clang++",
         "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG", "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG",
-        "-DODL_SANITIZE=" + sanitizers, "-DODL_BUILD_BENCHMARKS=OFF",
+        "-DODL_SANITIZE=" + t.sanitizers, "-DODL_BUILD_BENCHMARKS=OFF",
         "-DCMAKE_UNITY_BUILD=" + main_build_unity(build),
         // The pass runs the unit and fuzz labels: the model has its own.
-        "-DODL_BUILD_MODEL=OFF", std::string("-DODL_FUZZ=") + (fuzz ? "ON" : "OFF")};
+        "-DODL_BUILD_MODEL=OFF", std::string("-DODL_FUZZ=") + (t.fuzz ? "ON" : "OFF")};
     if (run_step(configure) != 0) {
-        fmt::print(stderr, "odl: test: configuring the {} build failed\n", suffix);
+        fmt::print(stderr, "odl: test: configuring the {} build failed\n", t.suffix);
         return 1;
     }
     if (run_step({"cmake", "--build", san, "-j", jobs}) != 0) {
-        fmt::print(stderr, "odl: test: the {} build failed\n", suffix);
+        fmt::print(stderr, "odl: test: the {} build failed\n", t.suffix);
         return 1;
     }
-    clock.lap(suffix + " build");
-    const int rc = run_step({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", labels});
-    clock.lap(suffix + " tests");
-    if (rc != 0) fmt::print(stderr, "odl: test: {} ctest failed (exit {})\n", suffix, rc);
-    return rc;
+    return 0;
 }
 
-/// AddressSanitizer + UBSan over the unit tests (and the fuzz targets), then
-/// ThreadSanitizer over the unit tests (libodl, the plugin's threads, hil).
-/// Build trees whose ctest failed go to @failed.
-int run_sanitizer_pass(const std::string& src, const std::string& build, const std::string& jobs, bool fuzz,
-                       bool tsan, phase_clock& clock, std::vector<std::string>* failed) {
-    const int asan = run_sanitizer_build(src, build, jobs, "asan", "address,undefined", fuzz,
-                                         fuzz ? "^(unit|fuzz)$" : "^unit$", clock);
-    if (asan != 0) failed->push_back(build + "-asan");
-    if (!tsan) return asan;
-    // A report fails the test at once, with both stacks of a race.
-    setenv("TSAN_OPTIONS", "halt_on_error=1 second_deadlock_stack=1", 1);
-    const int thread = run_sanitizer_build(src, build, jobs, "tsan", "thread", false, "^unit$", clock);
-    unsetenv("TSAN_OPTIONS");
-    if (thread != 0) failed->push_back(build + "-tsan");
-    return asan != 0 ? asan : thread;
+/// The sanitizer trees' builds, started beside ctest in a child process at
+/// SCHED_IDLE: the compilers get only the CPU time ctest's tests leave
+/// idle (a third to a half of it while the testbeds run, docs/ci.md), and
+/// a guest's vCPU thread that wakes takes its core back at once. Measured
+/// here: a compile at SCHED_IDLE on one core does not slow a CPU-bound
+/// benchmark on the other (docs/ci.md); the nice-19 overlap tried in the
+/// first session slowed the testbeds as much as it saved. Its output goes to
+/// a log, so that it does not interleave with ctest's.
+class background_builds {
+public:
+    background_builds(const std::string& src, const std::string& build, const std::string& jobs,
+                      const std::vector<sanitizer_tree>& trees)
+        : m_log(build + "-sanitizers.log") {
+        fmt::print(stderr, "odl: test: building the sanitizer trees beside ctest at idle priority (log: {})\n",
+                   m_log);
+        std::fflush(stderr);
+        m_pid = fork();
+        if (m_pid != 0) return;
+        // The child: lowest priority first, then its output to the log.
+        sched_param none{};
+        if (sched_setscheduler(0, SCHED_IDLE, &none) != 0 && nice(19) == -1)
+            std::perror("odl: test: cannot lower the sanitizer builds' priority");
+        const int fd = open(m_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            std::perror(m_log.c_str());
+            _exit(1);
+        }
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+        for (const auto& t : trees) {
+            const auto t0 = std::chrono::steady_clock::now();
+            if (build_sanitizer_tree(src, build, jobs, t) != 0) {
+                std::fflush(stderr);
+                _exit(10 + static_cast<int>(&t - trees.data()));
+            }
+            fmt::print(stderr, "odl: test: {} build took {} s\n", t.suffix,
+                       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0)
+                           .count());
+            std::fflush(stderr);
+        }
+        _exit(0);
+    }
+    background_builds(const background_builds&) = delete;
+    background_builds& operator=(const background_builds&) = delete;
+    ~background_builds() {
+        if (m_pid > 0) wait_for();
+    }
+
+    /// Waits for the builds; on a failure the end of their log goes to
+    /// stderr. Returns the index of the first tree that failed, or -1.
+    int wait_for() {
+        int status = 0;
+        if (m_pid < 0) {
+            std::perror("odl: test: fork for the sanitizer builds");
+            return 0;
+        }
+        while (waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        m_pid = 0;
+        std::ifstream log(m_log);
+        std::vector<std::string> lines;
+        for (std::string l; std::getline(log, l);) {
+            // Each tree's time, from its start beside ctest to its end.
+            if (l.rfind("odl: test: ", 0) == 0 && l.find(" build took ") != std::string::npos)
+                fmt::print(stderr, "{} (beside ctest at idle priority)\n", l);
+            lines.push_back(l);
+        }
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return -1;
+        fmt::print(stderr, "odl: test: the sanitizer builds failed; the end of {}:\n", m_log);
+        for (std::size_t i = lines.size() > 40 ? lines.size() - 40 : 0; i < lines.size(); ++i)
+            fmt::print(stderr, "  | {}\n", lines[i]);
+        return WIFEXITED(status) && WEXITSTATUS(status) >= 10 ? WEXITSTATUS(status) - 10 : 0;
+    }
+
+private:
+    std::string m_log;
+    pid_t m_pid = -1;
+};
+
+/// The sanitizer trees `odl test` runs: AddressSanitizer + UBSan over the unit
+/// tests (and the fuzz targets), then ThreadSanitizer over the unit tests
+/// (libodl, the plugin's threads, hil).
+std::vector<sanitizer_tree> sanitizer_trees(bool fuzz, bool tsan) {
+    std::vector<sanitizer_tree> trees = {{"asan", "address,undefined", fuzz, fuzz ? "^(unit|fuzz)$" : "^unit$"}};
+    if (tsan) trees.push_back({"tsan", "thread", false, "^unit$"});
+    return trees;
+}
+
+/// Runs ctest in each built sanitizer tree. Trees that failed to build or
+/// whose ctest failed go to @failed (a tree that did not build is not run).
+int run_sanitizer_tests(const std::string& build, const std::string& jobs, const std::vector<sanitizer_tree>& trees,
+                        int failed_build, phase_clock& clock, std::vector<std::string>* failed) {
+    int rc = 0;
+    for (std::size_t i = 0; i < trees.size(); ++i) {
+        const auto& t = trees[i];
+        if (failed_build >= 0 && i >= static_cast<std::size_t>(failed_build)) {
+            fmt::print(stderr, "odl: test: the {} tree {}: its tests are not run\n", t.suffix,
+                       i == static_cast<std::size_t>(failed_build) ? "failed to build" : "was not built");
+            rc = rc != 0 ? rc : 1;
+            continue;
+        }
+        // A ThreadSanitizer report fails the test at once, with both stacks of a race.
+        if (t.sanitizers == "thread") setenv("TSAN_OPTIONS", "halt_on_error=1 second_deadlock_stack=1", 1);
+        const std::string san = build + "-" + t.suffix;
+        const int r = run_step({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", t.labels});
+        if (t.sanitizers == "thread") unsetenv("TSAN_OPTIONS");
+        clock.lap(t.suffix + " tests");
+        if (r != 0) {
+            fmt::print(stderr, "odl: test: {} ctest failed (exit {})\n", t.suffix, r);
+            failed->push_back(san);
+            rc = rc != 0 ? rc : r;
+        }
+    }
+    return rc;
 }
 
 struct test_options {
@@ -151,19 +260,25 @@ int run_tests(const test_options& opt) {
         ctest.push_back("-L");
         ctest.push_back(opt.label);
     }
-    phase_clock clock;
-    const int rc = run_step(ctest);
-    clock.lap("ctest");
-    if (rc != 0) fmt::print(stderr, "odl: test: ctest failed (exit {})\n", rc);
     // The sanitizer pass covers the unit and fuzz labels; it is skipped when
     // a label other than those was asked for. It runs after a failed ctest too: a
     // broken VM stack must not hide what the sanitizers find.
+    const bool sanitize = opt.sanitize && (opt.label.empty() || opt.label == "unit" || opt.label == "fuzz");
+    const auto trees = sanitizer_trees(opt.fuzz && opt.label != "unit", opt.tsan && opt.label != "fuzz");
+    phase_clock clock;
+    std::optional<background_builds> builds;
+    if (sanitize) builds.emplace(src, build, jobs, trees);
+    const int rc = run_step(ctest);
+    clock.lap("ctest");
+    if (rc != 0) fmt::print(stderr, "odl: test: ctest failed (exit {})\n", rc);
     int san_rc = 0;
     std::vector<std::string> failed;
     if (rc != 0) failed.push_back(build);
-    if (opt.sanitize && (opt.label.empty() || opt.label == "unit" || opt.label == "fuzz"))
-        san_rc = run_sanitizer_pass(src, build, jobs, opt.fuzz && opt.label != "unit",
-                                    opt.tsan && opt.label != "fuzz", clock, &failed);
+    if (builds) {
+        const int failed_build = builds->wait_for();
+        clock.lap("rest of the sanitizer builds");
+        san_rc = run_sanitizer_tests(build, jobs, trees, failed_build, clock, &failed);
+    }
     // Last in the log, whichever pass failed: a long log is often shown cut.
     for (const auto& dir : failed) print_failure_tails(dir);
     return rc != 0 ? rc : san_rc;
