@@ -7,8 +7,9 @@
 # the shared libraries the OdinLink packages depend on. Nothing of OdinLink
 # is in it: `odl hil deploy` installs the packages as on a lab host.
 # Output (cached outside the checkout, per kernel and content of this
-# script): root.ext4 (the disk; guests boot it with snapshot=on, so every
-# boot starts from the same image), vmlinuz, initrd.img, KERNEL_VERSION,
+# script and prune-modules.sh, which drops driver trees no guest uses):
+# root.ext4 (the disk; guests boot it with snapshot=on, so every boot
+# starts from the same image), vmlinuz, initrd.img, KERNEL_VERSION,
 # id_ed25519 (+ .pub: the client key root accepts) and known_hosts (the
 # image's host key). These keys are test fixtures of a throw-away image:
 # they never leave the cache and nothing else trusts them.
@@ -42,7 +43,7 @@ packages=(
 	libfmt9 libyaml-cpp0.7 libssl3 libfuse3-3 libsdbus-c++1
 )
 hash=$({
-	cat "$here/build-rootfs.sh"
+	cat "$here/build-rootfs.sh" "$here/prune-modules.sh"
 	printf '%s\n' "${packages[@]}" "$kpkg_ver"
 } | sha256sum | cut -c1-12)
 dest="$cache/rootfs-$kver-$hash"
@@ -104,6 +105,7 @@ customize_hook='set -e; r=$1
 		"[Install]" "WantedBy=multi-user.target" >"$r/etc/systemd/system/odl-testbed-ready.service"
 	chroot "$r" systemctl enable odl-testbed-ready.service >/dev/null 2>&1
 	: >"$r/etc/machine-id"
+	"'"$here"'/prune-modules.sh" "$r" "'"$kver"'"
 	cp "$r/boot/vmlinuz-'"$kver"'" "'"$tmp"'/vmlinuz"
 	cp "$r/boot/initrd.img-'"$kver"'" "'"$tmp"'/initrd.img"
 	cp "$r/etc/ssh/ssh_host_ed25519_key.pub" "'"$tmp"'/host_key.pub"'
@@ -120,6 +122,7 @@ if ! mmdebstrap --variant=minbase --mode=root --format=directory \
 	tail -n 25 "$tmp/mmdebstrap.log" >&2
 	die "mmdebstrap failed (log above)"
 fi
+sed -n 's/^prune-modules: /odl: rootfs: /p' "$tmp/mmdebstrap.log" >&2
 say "root filesystem installed in $((SECONDS - t)) s ($(du -sm --exclude=proc "$tmp/root" | cut -f1) MiB)"
 
 # The disk: the tree plus room for the packages and DKMS builds.
