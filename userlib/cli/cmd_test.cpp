@@ -227,7 +227,12 @@ int run_sanitizer_tests(const std::string& build, const std::string& jobs, const
         // A ThreadSanitizer report fails the test at once, with both stacks of a race.
         if (t.sanitizers == "thread") setenv("TSAN_OPTIONS", "halt_on_error=1 second_deadlock_stack=1", 1);
         const std::string san = build + "-" + t.suffix;
-        const int r = run_step({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", t.labels});
+        // One test more than cores: daemon_bus_test, the longest, mostly
+        // waits, and the fuzz targets (run_fuzz.sh, at nice 10) fill the
+        // CPU time the unit tests leave.
+        const std::string tests_at_once = std::to_string(std::stoi(jobs) + 1);
+        const int r =
+            run_step({"ctest", "--test-dir", san, "--output-on-failure", "-j", tests_at_once, "-L", t.labels});
         if (t.sanitizers == "thread") unsetenv("TSAN_OPTIONS");
         clock.lap(t.suffix + " tests");
         if (r != 0) {
