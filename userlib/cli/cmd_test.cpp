@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: MIT
 // `odl test`: run the suite through ctest, then the unit label again in
-// sanitizer builds: address + undefined (with the fuzz targets), and with
-// --tsan thread.
+// sanitizer builds (built beside ctest at idle priority): address +
+// undefined (with the fuzz targets), and with --tsan thread.
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -227,10 +226,11 @@ int run_sanitizer_tests(const std::string& build, const std::string& jobs, const
         // A ThreadSanitizer report fails the test at once, with both stacks of a race.
         if (t.sanitizers == "thread") setenv("TSAN_OPTIONS", "halt_on_error=1 second_deadlock_stack=1", 1);
         const std::string san = build + "-" + t.suffix;
-        // One test more than cores: daemon_bus_test, the longest, mostly
-        // waits, and the fuzz targets (run_fuzz.sh, at nice 10) fill the
-        // CPU time the unit tests leave.
-        const std::string tests_at_once = std::to_string(std::stoi(jobs) + 1);
+        // With the fuzz targets, one test more than cores: daemon_bus_test,
+        // the longest, mostly waits, and the targets (run_fuzz.sh, at nice
+        // 10) fill the CPU time the unit tests leave. ThreadSanitizer's
+        // unit tests keep one per core.
+        const std::string tests_at_once = t.fuzz ? std::to_string(std::stoi(jobs) + 1) : jobs;
         const int r =
             run_step({"ctest", "--test-dir", san, "--output-on-failure", "-j", tests_at_once, "-L", t.labels});
         if (t.sanitizers == "thread") unsetenv("TSAN_OPTIONS");
