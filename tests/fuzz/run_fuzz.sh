@@ -36,9 +36,8 @@ mapfile -t inputs < <(find "${dirs[@]}" -type f | sort)
 	{ tail -n 40 "$work/replay.log" >&2; report "a seed or regression input fails"; }
 echo "replayed ${#inputs[@]} inputs"
 
-# At nice 10: `odl test` runs the sanitizer pass with one test more than
-# cores, so a fuzz target only fills what the unit tests beside it leave
-# (daemon_bus_test mostly waits); it fuzzes for a wall-clock time either way.
+# At nice 10: a unit test beside a fuzz target in the sanitizer pass gets
+# the CPU first; the target fuzzes for a wall-clock time either way.
 nice -n 10 "$bin" "${opts[@]}" -seed=1 -max_total_time="$seconds" -print_final_stats=1 "$work/corpus" "${dirs[@]}" \
 	>"$work/fuzz.log" 2>&1 || { tail -n 60 "$work/fuzz.log" >&2; report "fuzzing found an input that fails"; }
 grep -E "^stat::number_of_executed_units|^stat::new_units_added" "$work/fuzz.log" || true
