@@ -23,7 +23,7 @@ trees=(
 	drivers/atm drivers/nfc net/bluetooth net/atm net/can net/nfc
 )
 cand=$(cd "$mods" && for t in "${trees[@]}"; do
-	[ -d "kernel/$t" ] && find "kernel/$t" -name '*.ko*'
+	if [ -d "kernel/$t" ]; then find "kernel/$t" -name '*.ko*'; fi
 done | sort -u)
 # modules.dep lists each module's whole dependency closure: the kept
 # modules' dependencies are every module that must stay.
