@@ -25,16 +25,17 @@ cat >"$tmp/bin/cmake" <<'EOF'
 #!/usr/bin/env bash
 start=$(date +%s.%N)
 policy=$(chrt -p $$ | sed -n 's/.*policy: //p')
+rc=0
 if [ "${1:-}" = --build ]; then
 	: >"$FAKE_CALLS.build-started"
 	sleep 1
 	if [ -n "${FAKE_BUILD_FAIL:-}" ]; then
 		echo "fake compile error in $2" >&2
-		echo "$start $(date +%s.%N) $policy cmake $*" >>"$FAKE_CALLS"
-		exit 1
+		rc=1
 	fi
 fi
 echo "$start $(date +%s.%N) $policy cmake $*" >>"$FAKE_CALLS"
+exit "$rc"
 EOF
 cat >"$tmp/bin/ctest" <<'EOF'
 #!/usr/bin/env bash

@@ -151,15 +151,13 @@ public:
         dup2(fd, STDOUT_FILENO);
         dup2(fd, STDERR_FILENO);
         close(fd);
+        phase_clock clock;
         for (const auto& t : trees) {
-            const auto t0 = std::chrono::steady_clock::now();
             if (build_sanitizer_tree(src, build, jobs, t) != 0) {
                 std::fflush(stderr);
                 _exit(10 + static_cast<int>(&t - trees.data()));
             }
-            fmt::print(stderr, "odl: test: {} build took {} s\n", t.suffix,
-                       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0)
-                           .count());
+            clock.lap(t.suffix + " build");
             std::fflush(stderr);
         }
         _exit(0);
