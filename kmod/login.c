@@ -178,19 +178,43 @@ void odl_queue_work(struct odl_tb5 *odl, struct work_struct *work)
 }
 
 /*
- * The login attempt in @delay jiffies, as odl_queue_work(); @rearm moves an
- * attempt already pending, else that one stays.
+ * The login attempt in @delay jiffies (at least test_login_delay_ms), as
+ * odl_queue_work(); @rearm moves an attempt already pending, else that one
+ * stays.
  */
 void odl_queue_login(struct odl_tb5 *odl, unsigned long delay, bool rearm)
 {
 	unsigned long flags;
 
+	delay = max(delay,
+		    msecs_to_jiffies(READ_ONCE(odl_test_login_delay_ms)));
 	spin_lock_irqsave(&odl->state_lock, flags);
 	if (!odl->gone && rearm)
 		mod_delayed_work(system_long_wq, &odl->login_work, delay);
 	else if (!odl->gone)
 		queue_delayed_work(system_long_wq, &odl->login_work, delay);
 	spin_unlock_irqrestore(&odl->state_lock, flags);
+}
+
+/*
+ * Caller holds @odl->lock; our LOGIN was accepted. Is the peer's overdue? A
+ * peer replaced (its module reloaded, its host rebooted) after it accepted
+ * ours never saw it and waits for it, while its own LOGIN found us with ours
+ * accepted: send ours again (a connected peer takes a fresh LOGIN as a
+ * restart). Not due yet: look again when it is.
+ */
+static bool odl_login_back_overdue(struct odl_tb5 *odl)
+{
+	long left;
+
+	if (READ_ONCE(odl->login_received) || odl->login_backs <= 0)
+		return false;
+	left = (long)(odl->login_back_by - jiffies);
+	if (left > 0) {
+		odl_queue_login(odl, left, false);
+		return false;
+	}
+	return true;
 }
 
 void odl_login_work(struct work_struct *work)
@@ -201,9 +225,15 @@ void odl_login_work(struct work_struct *work)
 	int ret;
 
 	mutex_lock(&odl->lock);
-	if (odl->gone || odl->login_sent) {
+	if (odl->gone || (odl->login_sent && !odl_login_back_overdue(odl))) {
 		mutex_unlock(&odl->lock);
 		return;
+	}
+	if (odl->login_sent) {
+		odl->login_sent = false;
+		odl->login_backs--;
+		dev_info(&odl->svc->dev, "the peer accepted our login but sent none in %u ms: logging in again\n",
+			 ODL_LOGIN_BACK_MS);
 	}
 	mutex_unlock(&odl->lock);
 
@@ -219,8 +249,16 @@ void odl_login_work(struct work_struct *work)
 		odl->login_retries = ODL_LOGIN_RETRIES;
 		received = READ_ONCE(odl->login_received);
 		dev_dbg(&odl->svc->dev, "login accepted by peer\n");
-		if (received)
+		if (received) {
 			odl_queue_work(odl, &odl->connect_work);
+		} else if (odl->login_backs > 0) {
+			odl->login_back_by = jiffies +
+					     msecs_to_jiffies(ODL_LOGIN_BACK_MS);
+			odl_queue_login(odl, msecs_to_jiffies(ODL_LOGIN_BACK_MS),
+					false);
+		} else {
+			dev_warn(&odl->svc->dev, "the peer accepts our login but sends none, waiting for its login\n");
+		}
 	} else {
 		odl_stat_inc(odl, login_failures, 1);
 		dev_dbg(&odl->svc->dev, "login attempt failed: %d\n", ret);
@@ -367,6 +405,7 @@ void odl_connect_work(struct work_struct *work)
 	open = odl->local_open;
 	spin_unlock_irqrestore(&odl->state_lock, flags);
 	odl_stat_inc(odl, logins, 1);
+	odl->login_backs = ODL_LOGIN_RETRIES;
 	dev_dbg(&odl->svc->dev, "connected: %u ring pair(s); ring 0: tx HopID %d ring %d, rx HopID %d ring %d\n",
 		n, odl->ring[0].tx_hopid, odl->ring[0].tx->hop,
 		odl->ring[0].rx_hopid, odl->ring[0].rx->hop);
@@ -482,12 +521,18 @@ static int odl_simple_request(struct odl_tb5 *odl, void *req, size_t size)
 	return reply.status == ODL_XD_ST_OK ? 0 : -EPROTO;
 }
 
-/* Best effort: the peer may already be gone. */
+/*
+ * Best effort: the peer may already be gone. Sent whenever a login went
+ * either way, not only when connected: a peer whose LOGIN we accepted, or
+ * that accepted ours, counts on us and would otherwise take our successor's
+ * LOGIN for the answer to its own.
+ */
 void odl_send_logout(struct odl_tb5 *odl)
 {
 	struct odl_xd_hdr req;
 
-	if (!READ_ONCE(odl->connected))
+	if (!READ_ONCE(odl->connected) && !READ_ONCE(odl->login_sent) &&
+	    !READ_ONCE(odl->login_received))
 		return;
 	memset(&req, 0, sizeof(req));
 	odl_fill_header(odl, &req, ODL_XD_LOGOUT, sizeof(req), 0);
@@ -571,6 +616,16 @@ static void odl_respond_status(struct odl_tb5 *odl, u32 command_id, u32 sn,
 	odl_respond(odl, &resp, sizeof(resp), ODL_XD_STATUS, command_id, sn);
 }
 
+/* The LOGIN that answers the peer's; tests see when they delay it. */
+static void odl_login_back(struct odl_tb5 *odl)
+{
+	unsigned int ms = READ_ONCE(odl_test_login_delay_ms);
+
+	if (ms)
+		dev_info(&odl->svc->dev, "test: login back in %u ms\n", ms);
+	odl_queue_login(odl, 0, true);
+}
+
 static void odl_handle_login(struct odl_tb5 *odl, const struct odl_xd_login *req,
 			     u32 sn)
 {
@@ -630,7 +685,21 @@ static void odl_handle_login(struct odl_tb5 *odl, const struct odl_xd_login *req
 	else if (READ_ONCE(odl->login_sent))
 		odl_queue_work(odl, &odl->connect_work);
 	else
-		odl_queue_login(odl, 0, true);
+		odl_login_back(odl);
+}
+
+/*
+ * The peer logged out: its LOGIN is void (the reset keeps only one that comes
+ * after this), so no session forms on it with the peer's successor.
+ */
+static void odl_handle_logout(struct odl_tb5 *odl)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&odl->state_lock, flags);
+	odl->login_received = false;
+	spin_unlock_irqrestore(&odl->state_lock, flags);
+	odl_queue_work(odl, &odl->reset_work);
 }
 
 static void odl_handle_port(struct odl_tb5 *odl, const struct odl_xd_port *req,
@@ -693,7 +762,7 @@ static int odl_handle_request(struct odl_tb5 *odl, const void *buf, size_t size)
 	case ODL_XD_LOGOUT:
 		odl_respond_status(odl, hdr.command_id, sn, ODL_XD_ST_OK);
 		odl_stat_inc(odl, logouts, 1);
-		odl_queue_work(odl, &odl->reset_work);
+		odl_handle_logout(odl);
 		break;
 	case ODL_XD_PORT:
 		odl_handle_port(odl, buf, sn);

@@ -48,6 +48,11 @@ module_param_named(test_unplug_race_ms, odl_test_unplug_race_ms, uint, 0644);
 MODULE_PARM_DESC(test_unplug_race_ms,
 		 "tests only: a session reset waits up to this long for the cable to go, then for the domain lock, as a reset that just missed the unplug does (default: 0, off)");
 
+unsigned int odl_test_login_delay_ms;
+module_param_named(test_login_delay_ms, odl_test_login_delay_ms, uint, 0644);
+MODULE_PARM_DESC(test_login_delay_ms,
+		 "tests only: every login attempt after the first waits at least this long, as on a slow host (default: 0, off)");
+
 static struct tb_property_dir *odl_dir;
 /*
  * Runs the teardowns odl_remove() could not wait for; drained when a domain
@@ -142,6 +147,7 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	INIT_WORK(&odl->rx_poll_work, odl_rx_poll_work);
 	INIT_WORK(&odl->remove_work, odl_remove_work);
 	odl->login_retries = ODL_LOGIN_RETRIES;
+	odl->login_backs = ODL_LOGIN_RETRIES;
 	odl->stats.flags = 0;
 
 	/* From here on the device's release frees @odl. */

@@ -27,6 +27,7 @@
 #define ODL_LOGIN_TIMEOUT_MS 500   /* per XDomain request */
 #define ODL_LOGIN_RETRY_MS 1000    /* between login attempts */
 #define ODL_LOGIN_RETRIES 60       /* then wait for the peer's login */
+#define ODL_LOGIN_BACK_MS 3000     /* our LOGIN accepted, the peer's due */
 #define ODL_PORT_RETRIES 5         /* open/close notice attempts */
 
 #define ODL_MIN_HOPID ODL_XD_MIN_HOPID /* TB_PATH_MIN_HOPID, private to thunderbolt.ko */
@@ -46,6 +47,7 @@ extern bool odl_poll_mode;
 extern bool odl_split;
 extern unsigned int odl_irq_throttle_us;
 extern unsigned int odl_test_unplug_race_ms;
+extern unsigned int odl_test_login_delay_ms;
 extern const uuid_t odl_svc_uuid;
 
 /**
@@ -224,6 +226,10 @@ struct odl_dmabuf_slot {
  * @reset_work: disconnects after LOGOUT or a fresh LOGIN from the peer
  * @port_work: tells the peer that the device was opened or closed
  * @login_retries: attempts left (@lock)
+ * @login_back_by: jiffies by which the peer's LOGIN is due once ours was
+ *	accepted (@lock)
+ * @login_backs: logins left that may repeat ours for a LOGIN that did not
+ *	come back (@lock)
  * @reannounced: the property directory was re-announced for this peer
  *	(@lock; at most once per bound service)
  * @login_compat: the peer refused our rings fields as a 1.0 peer; offer
@@ -321,6 +327,8 @@ struct odl_tb5 {
 	const char *state_reported;	/* the state the last uevent named */
 	unsigned int open_reported;	/* and its "open" bits */
 	int login_retries;
+	unsigned long login_back_by;
+	int login_backs;
 	bool reannounced;
 	bool login_compat;
 	bool login_sent;

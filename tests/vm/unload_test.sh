@@ -8,6 +8,8 @@
 # again and flood again. No warning, oops or leak on either side: every
 # cycle reallocates B's rings and HopIDs (a leak would run the NHI out of
 # them), and B's unreclaimable slab may not grow by more than 4 MiB.
+# Then a peer replaced mid-login (A's test_login_delay_ms; see the step),
+# with its LOGOUT delivered and with it dropped by odl-linkd.
 # Then a reset caught by the unplug: B unbinds (its LOGOUT starts a reset on
 # A), A's reset holds the session and, through odl_tb5's test hook
 # (test_unplug_race_ms), waits for the domain lock that A's unplug handler
@@ -116,6 +118,58 @@ vexec A "grep -h '^flood:' /tmp/a.1 /tmp/a.$cycles"
 for v in A B; do
 	vexec "$v" "grep -qx connected $state" || fail "VM $v: not logged in after the last cycle: $(vexec "$v" "cat $state")"
 done
+
+# A peer replaced mid-login (CI met it once, at a deploy's reloads): B's new
+# module logged in to A's, whose own LOGIN was still to come when A's module
+# went too; A's new module found B with its login accepted (by A's old
+# module) and waited for a LOGIN that never came. A's test_login_delay_ms
+# holds that window open: B's service is rebound, A answers its LOGIN and
+# holds its own, then A's service is rebound. A's old module must log out
+# (B counts the LOGOUT, and B's stale login is void); with that LOGOUT lost
+# on the cable (odl-linkd drops it), A's new module must send its LOGIN
+# again when B's does not come (3 s). Both must be logged in within 30 s.
+delay=/sys/module/odl_tb5/parameters/test_login_delay_ms
+service_of() { vexec "$1" 'basename $(readlink -f /sys/class/odl_tb5/odl_tb5_0/device)'; }
+rebind() {
+	local svc d=/sys/bus/thunderbolt/drivers/odl_tb5
+	svc=$(service_of "$1") || fail "$1: no odl_tb5 service"
+	vexec "$1" "echo $svc >$d/unbind && echo $svc >$d/bind" || fail "$1: rebind $svc"
+}
+count_in_log() { vexec "$1" "dmesg | grep -c '$2' || true"; }
+replaced_mid_login() {
+	local logout=$1 held again logouts0 logouts1 stats=/sys/class/odl_tb5/odl_tb5_0/statistics
+	step "a peer replaced mid-login, its LOGOUT $logout: the new module's login is answered"
+	held=$(count_in_log A 'test: login back in')
+	again=$(count_in_log A 'logging in again')
+	vexec A "echo 10000 >$delay" || fail "A: set $delay"
+	rebind B
+	wait_in A 30 "[ \$(dmesg | grep -c 'test: login back in') -gt $held ]" ||
+		fail "A: B's new module's LOGIN was not answered with A's own held back: $(vexec A 'dmesg | tail -n 6')"
+	logouts0=$(vexec B "cat $stats/logouts") || fail "B: no statistics"
+	if [ "$logout" = lost ]; then
+		linkd_ctl fault add logout:drop,from=A | grep -q '^ok' || fail "arm logout:drop"
+	fi
+	vexec A "echo 0 >$delay" || fail "A: clear $delay"
+	rebind A
+	wait_login 30 "a peer replaced mid-login, its LOGOUT $logout"
+	logouts1=$(vexec B "cat $stats/logouts") || fail "B: no statistics"
+	again=$(($(count_in_log A 'logging in again') - again))
+	echo "B's logouts $logouts0 -> $logouts1; A's new module logged in again $again time(s)"
+	if [ "$logout" = lost ]; then
+		linkd_ctl fault status | grep -q 'done 1/1' ||
+			fail "odl-linkd dropped no LOGOUT: $(linkd_ctl fault status)"
+		linkd_ctl fault clear >/dev/null
+		[ "$logouts1" = "$logouts0" ] || fail "B counted a LOGOUT that odl-linkd dropped"
+		[ "$again" -ge 1 ] || fail "A's new module never sent its LOGIN again: $(vexec A 'dmesg | tail -n 8')"
+	else
+		[ "$logouts1" -gt "$logouts0" ] ||
+			fail "A's old module did not log out of its half-done login (B's logouts: $logouts0 -> $logouts1)"
+	fi
+	kernel_log_clean A "a peer replaced mid-login"
+	kernel_log_clean B "a peer replaced mid-login"
+}
+replaced_mid_login sent
+replaced_mid_login lost
 
 step "a reset caught by the unplug: A's removal does not wait for it"
 race=/sys/module/odl_tb5/parameters/test_unplug_race_ms

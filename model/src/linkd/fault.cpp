@@ -162,7 +162,7 @@ std::optional<fault_spec> parse_fault(const std::string& text, std::string& err)
     };
     const std::size_t colon = text.find(':');
     if (colon == std::string::npos)
-        return bad("want login:..., login_resp:..., data:... or split:... (no ':')");
+        return bad("want login:..., login_resp:..., logout:drop, data:... or split:... (no ':')");
     fault_spec s;
     s.text = text;
     const std::string kind = text.substr(0, colon);
@@ -176,12 +176,14 @@ std::optional<fault_spec> parse_fault(const std::string& text, std::string& err)
         s.target = fault_target::login_resp;
         fields = k_resp_fields;
         nfields = std::size(k_resp_fields);
+    } else if (kind == "logout") {
+        s.target = fault_target::logout;
     } else if (kind == "data") {
         s.target = fault_target::data;
     } else if (kind == "split") {
         s.target = fault_target::split;
     } else {
-        return bad(fmt::format("unknown target '{}' (have: login, login_resp, data, split)", kind));
+        return bad(fmt::format("unknown target '{}' (have: login, login_resp, logout, data, split)", kind));
     }
     auto parts = split(text.substr(colon + 1), ',');
     std::size_t first = 0;
@@ -196,6 +198,9 @@ std::optional<fault_spec> parse_fault(const std::string& text, std::string& err)
                                    "drop, duplicate)",
                                    m));
         s.mode = found->mode;
+        first = 1;
+    } else if (s.target == fault_target::logout) {
+        if (parts[0] != "drop") return bad(fmt::format("unknown logout mode '{}' (have: drop)", parts[0]));
         first = 1;
     } else if (s.target == fault_target::split) {
         const split_mode_def* found = nullptr;
@@ -293,9 +298,9 @@ std::optional<fault_spec> parse_fault(const std::string& text, std::string& err)
             s.assigns.push_back(a);
         } else {
             return bad(fmt::format("unknown key '{}' (have: count, skip, every, {}from)", key,
-                                   s.target == fault_target::split
-                                       ? "value, "
-                                       : "seed, value, bits, frames, "));
+                                   s.target == fault_target::split    ? "value, "
+                                   : s.target == fault_target::logout ? ""
+                                                                      : "seed, value, bits, frames, "));
         }
     }
     if ((s.target == fault_target::login || s.target == fault_target::login_resp) &&
@@ -371,6 +376,9 @@ tap_verdict fault_injector::apply(int from, frame& f) {
                                                                       : apply_split(a, from, f);
             if (d != tap_verdict::pass) v = d;
             if (v == tap_verdict::drop) return v;
+        } else if (a.spec.target == fault_target::logout) {
+            v = apply_logout(a, from, f);
+            if (v == tap_verdict::drop) return v;
         } else {
             apply_login(a, from, f);
         }
@@ -378,24 +386,43 @@ tap_verdict fault_injector::apply(int from, frame& f) {
     return v;
 }
 
-bool fault_injector::apply_login(armed_spec& a, int from, frame& f) {
-    const bool req = a.spec.target == fault_target::login;
-    const std::size_t size = req ? sizeof(odl_xd_login) : sizeof(odl_xd_login_resp);
-    if (!f.control || f.bytes.size() != size + ODL_USB4_CTL_CRC_BYTES) return false;
-    if (f.eof != ODL_USB4_PDF_XDOMAIN_REQ && f.eof != ODL_USB4_PDF_XDOMAIN_RESP) return false;
+namespace {
+
+// The dwords of @f when it is an odl_tb5 XDomain packet (good CRC, the
+// OdinLink UUID) of @type and exactly @size bytes (struct size).
+std::optional<std::vector<std::uint32_t>> odl_xd_packet(const frame& f, std::uint32_t type,
+                                                        std::size_t size) {
+    if (!f.control || f.bytes.size() != size + ODL_USB4_CTL_CRC_BYTES) return std::nullopt;
+    if (f.eof != ODL_USB4_PDF_XDOMAIN_REQ && f.eof != ODL_USB4_PDF_XDOMAIN_RESP)
+        return std::nullopt;
     bool crc_ok = false;
     auto dw = ctl::decode(f.bytes, &crc_ok);
-    if (!dw || !crc_ok) return false;
+    if (!dw || !crc_ok) return std::nullopt;
     // Linux sends each CPU-order (little-endian, x86 guests) dword of the
     // struct big-endian: the decoded dwords are the struct's dwords.
     const std::size_t uuid_dw = offsetof(odl_xd_hdr, uuid) / 4;
     for (std::size_t i = 0; i < 4; ++i)
-        if ((*dw)[uuid_dw + i] != le_load(&odl_service_uuid[4 * i], 4)) return false;
-    const std::uint32_t want = req ? ODL_XD_LOGIN : ODL_XD_LOGIN_RESP;
-    if ((*dw)[offsetof(odl_xd_hdr, type) / 4] != want) return false;
+        if ((*dw)[uuid_dw + i] != le_load(&odl_service_uuid[4 * i], 4)) return std::nullopt;
+    if ((*dw)[offsetof(odl_xd_hdr, type) / 4] != type) return std::nullopt;
     if (((*dw)[offsetof(odl_xd_hdr, length_sn) / 4] & ODL_XD_LENGTH_MASK) != (size - 12) / 4)
-        return false;
-    if (!fire(a)) return false;
+        return std::nullopt;
+    return dw;
+}
+
+}  // namespace
+
+tap_verdict fault_injector::apply_logout(armed_spec& a, int from, frame& f) {
+    if (!odl_xd_packet(f, ODL_XD_LOGOUT, sizeof(odl_xd_hdr)) || !fire(a)) return tap_verdict::pass;
+    ++a.done;
+    note(a, from, "LOGOUT dropped");
+    return tap_verdict::drop;
+}
+
+bool fault_injector::apply_login(armed_spec& a, int from, frame& f) {
+    const bool req = a.spec.target == fault_target::login;
+    const std::size_t size = req ? sizeof(odl_xd_login) : sizeof(odl_xd_login_resp);
+    auto dw = odl_xd_packet(f, req ? ODL_XD_LOGIN : ODL_XD_LOGIN_RESP, size);
+    if (!dw || !fire(a)) return false;
     std::string what = req ? "LOGIN" : "LOGIN_RESP";
     for (const auto& as : a.spec.assigns) {
         std::uint32_t& d = (*dw)[as.dword];

@@ -185,6 +185,12 @@ TEST(FaultSpec, ParsesEveryTargetAndKey) {
     EXPECT_TRUE(d.all_frames);
     EXPECT_EQ(parse_ok("data:len,value=4000").value.value_or(0), 4000u);
     EXPECT_EQ(parse_ok("data:truncate").mode, data_mode::truncate);
+    auto l = parse_ok("logout:drop,skip=1,every=2,count=3,from=B");
+    EXPECT_EQ(l.target, fault_target::logout);
+    EXPECT_EQ(l.skip, 1u);
+    EXPECT_EQ(l.every, 2u);
+    EXPECT_EQ(l.count, 3u);
+    EXPECT_EQ(l.from, 1);
 }
 
 TEST(FaultSpec, RefusesBadSpecsNamingTheProblem) {
@@ -219,6 +225,10 @@ TEST(FaultSpec, RefusesBadSpecsNamingTheProblem) {
         {"data:len,count", "'count' is not KEY=VALUE"},
         {"data:len,,count=1", "empty item"},
         {"data:len,nosuch=1", "unknown key 'nosuch'"},
+        {"logout:", "unknown logout mode ''"},
+        {"logout:rewrite", "unknown logout mode 'rewrite'"},
+        {"logout:drop,seed=2", "unknown key 'seed' (have: count, skip, every, from)"},
+        {"logout:drop,status=1", "unknown key 'status'"},
     };
     for (const auto& [spec, why] : bad) {
         std::string err;
@@ -226,6 +236,40 @@ TEST(FaultSpec, RefusesBadSpecsNamingTheProblem) {
         EXPECT_NE(err.find(why), std::string::npos) << spec << " -> " << err;
         EXPECT_NE(err.find("bad fault"), std::string::npos) << err;
     }
+}
+
+// ------------------------------------------------------------------ logout
+
+TEST(FaultLogout, DropsOnlyTheLogoutsOfTheChosenHost) {
+    injector_with_log t;
+    t.inj.add(parse_ok("logout:drop,from=A,count=2"));
+    odl_xd_hdr logout{};
+    fill_hdr(logout, ODL_XD_LOGOUT, sizeof(logout), odl_service_uuid);
+    odl_xd_hdr ping = logout;
+    ping.type = ODL_XD_PING;
+    odl_xd_hdr foreign = logout;
+    foreign.uuid[0] ^= 1;
+    frame f = ctl_frame(logout, ODL_USB4_PDF_XDOMAIN_REQ);
+    EXPECT_EQ(t.inj.apply(1, f), tap_verdict::pass) << "from=A dropped B's LOGOUT";
+    frame p = ctl_frame(ping, ODL_USB4_PDF_XDOMAIN_REQ);
+    EXPECT_EQ(t.inj.apply(0, p), tap_verdict::pass) << "a PING is not a LOGOUT";
+    frame o = ctl_frame(foreign, ODL_USB4_PDF_XDOMAIN_REQ);
+    EXPECT_EQ(t.inj.apply(0, o), tap_verdict::pass) << "another service's packet";
+    frame l = ctl_frame(login_req(), ODL_USB4_PDF_XDOMAIN_REQ);
+    EXPECT_EQ(t.inj.apply(0, l), tap_verdict::pass) << "a LOGIN is not a LOGOUT";
+    frame bad = ctl_frame(logout, ODL_USB4_PDF_XDOMAIN_REQ);
+    bad.bytes.back() ^= 1;  // CRC no longer matches: not judged
+    EXPECT_EQ(t.inj.apply(0, bad), tap_verdict::pass);
+    EXPECT_EQ(t.inj.injected(), 0u);
+    frame a1 = ctl_frame(logout, ODL_USB4_PDF_XDOMAIN_REQ);
+    EXPECT_EQ(t.inj.apply(0, a1), tap_verdict::drop);
+    frame a2 = ctl_frame(logout, ODL_USB4_PDF_XDOMAIN_REQ);
+    EXPECT_EQ(t.inj.apply(0, a2), tap_verdict::drop);
+    frame a3 = ctl_frame(logout, ODL_USB4_PDF_XDOMAIN_REQ);
+    EXPECT_EQ(t.inj.apply(0, a3), tap_verdict::pass) << "count=2 exceeded";
+    EXPECT_EQ(t.inj.injected(), 2u);
+    ASSERT_EQ(t.lines.size(), 2u);
+    EXPECT_NE(t.lines[0].find("A->B: LOGOUT dropped"), std::string::npos) << t.lines[0];
 }
 
 // ------------------------------------------------------------------ login

@@ -30,7 +30,7 @@
 
 namespace odl::model::linkd {
 
-enum class fault_target { login, login_resp, data, split };
+enum class fault_target { login, login_resp, logout, data, split };
 
 /// What a split fault does to odl_tb5's split pairs: a DATA header frame
 /// with ODL_FRAME_F_SPLIT of exactly ODL_FRAME_HDR_BYTES (PDFs
@@ -128,6 +128,7 @@ public:
 private:
     bool fire(armed_spec& a);
     bool apply_login(armed_spec& a, int from, frame& f);
+    tap_verdict apply_logout(armed_spec& a, int from, frame& f);
     tap_verdict apply_data(armed_spec& a, int from, frame& f);
     tap_verdict apply_split(armed_spec& a, int from, frame& f);
     void note(const armed_spec& a, int from, const std::string& what);
