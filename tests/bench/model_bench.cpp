@@ -5,6 +5,8 @@
 
 #include <chrono>
 
+#include "odl/model/core/scheduler.h"
+#include "odl/model/reduced/pipeline.h"
 #include "odl/model/scenario/system.h"
 #include "odl/wire/frame.h"
 
@@ -141,6 +143,49 @@ void BM_SimPacedStream4KiB(benchmark::State& state) {
     state.counters["events_per_frame"] = static_cast<double>(events) / static_cast<double>(delivered);
 }
 
+/// BM_SimPacedStream4KiB's pattern on the reduced model (odl-linkd
+/// --sim-timing pipeline), fitted once to the same hosts and cable: one
+/// action per frame instead of about a dozen.
+void BM_PipelinePacedStream4KiB(benchmark::State& state) {
+    const unsigned frames = static_cast<unsigned>(state.range(0));
+    const unsigned batch = static_cast<unsigned>(state.range(1));
+    const bool spaced = state.range(2) != 0;
+    static const pipeline_params params = [] {
+        std::vector<host_spec> hs(2);
+        hs[0].name = "a";
+        hs[1].name = "b";
+        hs[0].plat = hs[1].plat = shipped().get("intel-tb5-discrete");
+        return fit_pipeline(hs, cable_spec{}, shipped().link, 1);
+    }();
+    double wall_s = 0;
+    std::uint64_t events = 0, delivered = 0;
+    for (auto _ : state) {
+        sim_session session;
+        scheduler sched("sched");
+        unsigned got = 0;
+        pipeline_link link(sched, params, [&got](int, std::uint32_t, const sc_core::sc_time&) { ++got; });
+        const auto t0 = std::chrono::steady_clock::now();
+        const std::uint64_t ev0 = sched.events_run();
+        const sc_core::sc_time gap(800, sc_core::SC_NS);
+        sc_core::sc_time t = sc_core::SC_ZERO_TIME;
+        for (unsigned i = 0; i < frames;) {
+            const sc_core::sc_time batch_at = t + gap * double(batch);
+            for (unsigned k = 0; k < batch && i < frames; ++k, ++i) {
+                t = spaced ? t + gap : batch_at;
+                sched.at(t, [&link, i] { link.send_frame(0, ODL_FRAME_MAX_PAYLOAD, i, true, true); });
+            }
+            sched.run_direct(t);
+        }
+        sched.run_direct(t + sc_core::sc_time(100, sc_core::SC_MS));
+        wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        events += sched.events_run() - ev0;
+        delivered += got;
+        if (got != frames) state.SkipWithError("frames lost");
+    }
+    state.counters["frames_per_wall_s"] = static_cast<double>(delivered) / wall_s;
+    state.counters["events_per_frame"] = static_cast<double>(events) / static_cast<double>(delivered);
+}
+
 BENCHMARK(BM_Tb5Stream4KiB)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Tb5AsymStream4KiB)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Tb5Stream4KiBIrq)
@@ -156,6 +201,11 @@ BENCHMARK(BM_SimPacedStream4KiB)
     ->Args({100000, 64, 0})
     ->Args({100000, 256, 0})
     ->Args({100000, 1024, 0})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_PipelinePacedStream4KiB)
+    ->Args({100000, 1, 1})
+    ->Args({100000, 64, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_SimProfileStream4KiB)

@@ -6,8 +6,9 @@
 # what the model says, not what the machine could); the cable unplugged
 # mid-stream and the model server killed mid-stream end the run with the
 # cause within a bound; bit errors mid-stream cost resent frames, not the
-# run; a third program is refused. Every process the test
-# starts is stopped by it.
+# run; a third program is refused; pipeline timing (the reduced model)
+# refused where it does not fit, paced and unplugged like the full model.
+# Every process the test starts is stopped by it.
 #
 # Usage: sim_backend_test.sh ODL ODL_LINKD
 set -euo pipefail
@@ -577,6 +578,79 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$rcs" != 0 ] && grep -q "sim link 1: its process was killed by signal 9; stopping the others" "$tmp/linkd.log" ||
 	fail "the server after a link's process died: exit $rcs: $(cat "$tmp/linkd.log")"
 echo "a link process killed: the server stopped (exit $rcs), link 0's program noticed in $ms ms"
+
+step "pipeline timing (--sim-timing pipeline): refused where it does not fit the full model"
+# The reduced model is fitted to the full one at start and checked against
+# it; where a single stage cannot carry the profile's costs (linux-tbnet: a
+# host CPU both directions share) or the scenario has events it does not
+# model (bit errors), the server says so and does not listen.
+for bad in "--profile linux-tbnet:pipeline timing does not fit linux-tbnet" \
+	"--links 2 --profile linux-tbnet:pipeline timing does not fit" \
+	"--scenario $tmp/ber.yaml:pipeline timing has no bit error rate"; do
+	set +e
+	out=$("$linkd" --sim --socket "$tmp/x.sock" --sim-timing pipeline ${bad%%:*} 2>&1)
+	rc=$?
+	set -e
+	[ "$rc" = 1 ] && grep -q "${bad#*:}" <<<"$out" || fail "--sim-timing pipeline ${bad%%:*}: exit $rc: $out"
+	[ ! -e "$tmp/x.sock" ] || fail "--sim-timing pipeline ${bad%%:*} left a socket: it listened before refusing"
+done
+set +e
+out=$("$linkd" --socket "$tmp/x.sock" --sim-timing pipeline 2>&1)
+rc=$?
+set -e
+[ "$rc" = 1 ] && grep -q -- "--sim-timing needs --sim" <<<"$out" || fail "--sim-timing without --sim: exit $rc: $out"
+
+step "pipeline timing: latency with checksums, and Gen2 x1 pacing, as the full model paces it"
+start_server --sim-timing pipeline -v
+grep -q "tb5x2 1 m pipeline" "$tmp/linkd.log" || fail "the banner does not say pipeline: $(cat "$tmp/linkd.log")"
+grep -q "pipeline timing: .*checked on 11 workloads against the full model, worst" "$tmp/linkd.log" ||
+	fail "no account of the fit's check: $(cat "$tmp/linkd.log")"
+"$odl" perf latency --backend sim -s 64,4K -n 300 --warmup 30 --checksum --json --quiet >"$tmp/plat.json" 2>"$tmp/plat.log" ||
+	fail "perf latency over sim, pipeline timing: $(cat "$tmp/plat.log")"
+python3 - "$tmp/plat.json" <<'PY' || fail "pipeline latency results"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = {x["size"]: x for x in d["results"]}
+m = d["model_timing"]
+assert d["checksum"] and set(r) == {64, 4096} and m["frames"] >= 2 * 330, d
+for x in r.values():
+    # The model's one-way time for 64 B is 3.5 us: never faster than that.
+    assert x["samples"] == 300 and x["p50_us"] >= 3.0, x
+    assert x["p50_us"] < 5000 or m["distorted"], x
+print("pipeline: latency p50 64 B %.1f us, 4 KiB %.1f us; model frames %d, late %d"
+      % (r[64]["p50_us"], r[4096]["p50_us"], m["frames"], m["late_frames"]))
+PY
+stop_server
+start_server --sim-timing pipeline --gen gen2 --lanes 1
+rate=$(sed -n 's/.*gen2x1 1 m pipeline, \([0-9]*\) Mb\/s each way.*/\1/p' "$tmp/linkd.log")
+[ -n "$rate" ] || fail "no rate in odl-linkd's banner: $(cat "$tmp/linkd.log")"
+"$odl" perf bandwidth --backend sim -s 4K --bytes 256M --checksum --json --quiet >"$tmp/pbw.json" 2>"$tmp/pbw.log" ||
+	fail "perf bandwidth over sim, pipeline timing"
+python3 - "$tmp/pbw.json" "$rate" <<'PY' || fail "pipeline pacing"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rate = float(sys.argv[2]) / 1000
+g = d["results"][0]["gbps"]
+m = d["model_timing"]
+print("pipeline: measured %.2f Gb/s, the model's 4 KiB plateau %.2f Gb/s (%.1f %%); late %d of %d"
+      % (g, rate, 100 * (g / rate - 1), m["late_frames"], m["frames"]))
+assert d["verified"], d
+assert g <= rate * 1.02, "faster than the modelled cable"
+assert m["distorted"] or g >= rate * 0.45, "far slower than the model without saying so"
+PY
+stop_server
+
+step "pipeline timing: a scenario's unplug still ends the run with the cause"
+start_server --sim-timing pipeline --scenario "$tmp/unplug.yaml"
+grep -q "tb4x2 2 m pipeline" "$tmp/linkd.log" || fail "scenario with pipeline timing: $(cat "$tmp/linkd.log")"
+t=$SECONDS
+set +e
+"$odl" perf bandwidth --backend sim -s 64K --bytes 64G --quiet >"$tmp/punplug.out" 2>"$tmp/punplug.log"
+rc=$?
+set -e
+[ "$rc" != 0 ] && grep -q "cable unplugged" "$tmp/punplug.log" || fail "pipeline unplug: exit $rc: $(cat "$tmp/punplug.log")"
+[ $((SECONDS - t)) -le 10 ] || fail "the scenario's unplug at 1.5 s ended the run only after $((SECONDS - t)) s"
+stop_server
 
 step "model server killed mid-stream: the program says so within a second or two"
 start_server

@@ -26,6 +26,7 @@
 #include "odl/model/linkd/fault.h"
 #include "odl/model/linkd/model_backend_sc.h"
 #include "odl/model/linkd/sim_links.h"
+#include "odl/model/reduced/pipeline.h"
 #include "odl/model/linkd/sim_server.h"
 #include "odl/model/scenario/scenario.h"
 // libsystemc owns main() and calls sc_main() after setting the kernel up.
@@ -65,6 +66,7 @@ struct sim_options {
     std::string spin = "auto";
     unsigned links = 1;
     std::uint64_t lookahead_ns = 20'000;
+    std::string timing = "event";
 };
 
 // --sim: libodl's sim backend instead of QEMU devices (docs/sim.md).
@@ -78,6 +80,8 @@ int run_sim(const odl::model::linkd::server_config& srv, const sim_options& o, c
     cfg.seed = o.seed;
     cfg.spin = o.spin == "on" ? 1 : o.spin == "off" ? 0 : -1;
     cfg.lookahead_ns = o.lookahead_ns;
+    cfg.timing = o.timing == "pipeline" ? odl::model::linkd::sim_server_config::timing::pipeline
+                                        : odl::model::linkd::sim_server_config::timing::event;
     cfg.link.gen = *odl::model::parse_generation(gen);
     cfg.link.lanes = lanes;
     cfg.link.asymmetric = o.asymmetric;
@@ -124,6 +128,10 @@ int run_sim(const odl::model::linkd::server_config& srv, const sim_options& o, c
                     throw std::runtime_error(fmt::format("link {}: {}", c.link_index, e.what()));
                 }
             }
+            // The links differ only in their seeds: one fit says whether
+            // the reduced model holds for all of them.
+            if (cfg.timing == odl::model::linkd::sim_server_config::timing::pipeline)
+                (void)odl::model::linkd::fit_checked_pipeline(links[0]);
             odl::model::linkd::sim_links_config lc;
             lc.socket_path = srv.socket_path;
             lc.control_path = srv.control_path;
@@ -334,6 +342,11 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
                                 "--sim: between busy turns, spin instead of a system call (auto: with 4 or more "
                                 "CPUs, 3 more for each further link; docs/sim.md)")
                      ->check(CLI::IsMember({"auto", "on", "off"}));
+    auto* timing = app.add_option("--sim-timing", sim.timing,
+                                  "--sim: event (the full model, every action; the default) or pipeline (a "
+                                  "reduced model fitted to the full one at start, one action per frame, refused "
+                                  "where it is more than 5 % off; docs/sim.md)")
+                       ->check(CLI::IsMember({"event", "pipeline"}));
     auto* gen_opt = app.get_option("--gen");
 #endif
     CLI11_PARSE(app, argc, argv);
@@ -356,7 +369,7 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
         }
         return run_sim(cfg, sim, gen, lanes);
     }
-    for (auto* o : {prof, calf, len, scen, spin, links_opt, ahead})
+    for (auto* o : {prof, calf, len, scen, spin, links_opt, ahead, timing})
         if (o->count() > 0) {
             fmt::print(stderr, "odl-linkd: {} needs --sim\n", o->get_name());
             return 1;

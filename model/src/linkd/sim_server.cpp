@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <optional>
 #include <cstddef>
 #include <cstring>
 #include <stdexcept>
@@ -22,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "odl/model/core/scheduler.h"
+#include "odl/model/reduced/pipeline.h"
 #include "odl/model/scenario/system.h"
 #include "odl/wire/sim_codec.h"
 #include "odl/model/linkd/unix_listen.h"
@@ -160,9 +163,21 @@ sim_server::sim_server(sim_server_config cfg)
         if (e.kind == event_kind::host_reset || e.cable != 0)
             throw std::runtime_error("the sim backend applies cable events of one cable only (no host-reset: the "
                                      "hosts are the programs)");
+    std::optional<pipeline_params> pipe;
+    if (m_cfg.timing == sim_server_config::timing::pipeline) {
+        std::string report;
+        pipe = fit_checked_pipeline(m_cfg, &report);
+        if (m_cfg.verbose) fmt::print(stderr, "odl-linkd: {}: {}\n", m_tag, report);
+    }
     cable_spec cs;
     cs.cfg = m_cfg.link;
     m_sys = std::make_unique<system_model>(hosts, std::vector<cable_spec>{cs}, m_cfg.cal.link, m_cfg.seed, false);
+    if (pipe)
+        m_pipe = std::make_unique<pipeline_link>(m_sys->sched, *pipe,
+                                                 [this](int to, std::uint32_t tag, const sc_core::sc_time& due) {
+                                                     // A frame in flight when the cable went is lost.
+                                                     if (m_link_up[to]) delivered(to, tag, due);
+                                                 });
     for (int h = 0; h < 2; ++h) {
         m_sys->hosts[h].drv->on_frame(
             [this, h](unsigned, std::uint32_t tag, const sc_core::sc_time& due) { delivered(h, tag, due); });
@@ -177,6 +192,12 @@ sim_server::~sim_server() {
 
 void check(const sim_server_config& cfg) {
     if (auto why = validate(cfg.link)) throw std::runtime_error("bad cable: " + *why);
+    if (cfg.timing == sim_server_config::timing::pipeline)
+        for (const auto& e : cfg.events)
+            if (e.kind != event_kind::plug && e.kind != event_kind::unplug)
+                throw std::runtime_error(fmt::format("pipeline timing has no {} (only plug and unplug): use the "
+                                                     "full model (--sim-timing event) for this scenario",
+                                                     event_name(e)));
     if (cfg.links == 0 || cfg.link_index >= cfg.links || cfg.links > 256)
         throw std::runtime_error(fmt::format("link {} of {}: no such link", cfg.link_index, cfg.links));
     (void)cfg.cal.get(cfg.profile);  // throws naming the profiles there are
@@ -186,8 +207,34 @@ void check(const sim_server_config& cfg) {
 std::string describe(const sim_server_config& cfg) {
     const std::string prof =
         cfg.profile_b.empty() || cfg.profile_b == cfg.profile ? cfg.profile : cfg.profile + "/" + cfg.profile_b;
-    return fmt::format("{} {}x{}{} {:g} m", prof, to_string(cfg.link.gen), cfg.link.lanes,
-                       cfg.link.asymmetric ? " asym" : "", cfg.link.length_m);
+    return fmt::format("{} {}x{}{} {:g} m{}", prof, to_string(cfg.link.gen), cfg.link.lanes,
+                       cfg.link.asymmetric ? " asym" : "", cfg.link.length_m,
+                       cfg.timing == sim_server_config::timing::pipeline ? " pipeline" : "");
+}
+
+pipeline_params fit_checked_pipeline(const sim_server_config& cfg, std::string* report) {
+    check(cfg);
+    std::vector<host_spec> hosts(2);
+    hosts[0].name = "a";
+    hosts[1].name = "b";
+    hosts[0].plat = cfg.cal.get(cfg.profile);
+    hosts[1].plat = cfg.cal.get(cfg.profile_b.empty() ? cfg.profile : cfg.profile_b);
+    cable_spec cs;
+    cs.cfg = cfg.link;
+    const pipeline_params p = fit_pipeline(hosts, cs, cfg.cal.link, cfg.seed);
+    // Another seed for the check: the full model's host noise differs.
+    const pipeline_check c = check_pipeline(hosts, cs, cfg.cal.link, cfg.seed + 1000, p);
+    const pipeline_check_row& w = c.worst();
+    if (std::abs(w.error()) > cfg.pipeline_tolerance)
+        throw std::runtime_error(fmt::format(
+            "pipeline timing does not fit {}: {}: {:.1f} against the full model's {:.1f} ({:+.1f} %, tolerance "
+            "{:.0f} %); use the full model (--sim-timing event)",
+            describe(cfg), w.what, w.reduced, w.full, 100 * w.error(), 100 * cfg.pipeline_tolerance));
+    if (report)
+        *report = fmt::format("pipeline timing: {}; checked on {} workloads against the full model, worst {} "
+                              "({:+.1f} %)",
+                              p.summary(), c.rows.size(), w.what, 100 * w.error());
+    return p;
 }
 
 std::uint32_t rate_mbps(const sim_server_config& cfg, int end) {
@@ -499,7 +546,10 @@ void sim_server::post_frames(int end, std::uint32_t n) {
     for (; n > 0 && !q.empty(); --n) {
         const to_post p = q.front();
         q.pop_front();
-        drv.send_frame(k_port, p.payload, p.tag, p.som, p.eom);
+        if (!m_pipe)
+            drv.send_frame(k_port, p.payload, p.tag, p.som, p.eom);
+        else if (m_link_up[end])  // else lost, as the full model's drivers lose it
+            m_pipe->send_frame(end, p.payload, p.tag, p.som, p.eom);
     }
 }
 

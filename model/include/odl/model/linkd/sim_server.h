@@ -19,6 +19,8 @@
 
 namespace odl::model {
 class system_model;
+class pipeline_link;
+struct pipeline_params;
 }
 
 namespace odl::model::linkd {
@@ -51,6 +53,13 @@ struct sim_server_config {
     /// --links N runs one process per link behind a router: sim_links.h).
     unsigned link_index = 0;
     unsigned links = 1;
+    /// Who decides when a frame arrives: the full model (every action of
+    /// the hosts, NHIs, routers and cable), or the reduced one fitted to it
+    /// at start (odl/model/reduced/pipeline.h: one action per frame), which
+    /// the server refuses when it is further than pipeline_tolerance from
+    /// the full model on its check's workloads.
+    enum class timing { event, pipeline } timing = timing::event;
+    double pipeline_tolerance = 0.05;
     /// From the router: the programs' connections and control commands
     /// (sim_links.h); -1 when this process listens itself.
     int channel_fd = -1;
@@ -59,7 +68,13 @@ struct sim_server_config {
 /// Throws std::runtime_error naming what @cfg gets wrong (cable, link
 /// index, profiles): what the constructor refuses, without building a model.
 void check(const sim_server_config& cfg);
-/// "<profile> <gen>x<lanes>[ asym] <length> m", as HELLO tells clients.
+/// With cfg.timing pipeline: the reduced model fitted to the full model of
+/// @cfg's hosts and cable, checked against it; throws std::runtime_error
+/// naming the workload that is off by more than the tolerance. The cable's
+/// events must be plug and unplug only (the reduced model has no bit errors,
+/// retraining or lanes to lose).
+pipeline_params fit_checked_pipeline(const sim_server_config& cfg, std::string* report = nullptr);
+/// "<profile> <gen>x<lanes>[ asym] <length> m[ pipeline]", as HELLO tells clients.
 std::string describe(const sim_server_config& cfg);
 /// Payload rate of 4 KiB frames sent from @end (0 = A), Mb/s.
 std::uint32_t rate_mbps(const sim_server_config& cfg, int end);
@@ -185,6 +200,7 @@ private:
     sim_server_config m_cfg;
     std::string m_tag;  ///< "sim", or "sim link N" in logs
     std::unique_ptr<system_model> m_sys;
+    std::unique_ptr<pipeline_link> m_pipe;  ///< --sim-timing pipeline
     std::int64_t m_t0_ns = 0;  ///< wall time of model time 0
     unix_listener m_listen, m_ctl;
     std::atomic<bool> m_stop{false};
