@@ -162,6 +162,14 @@ pipeline_params fit_pipeline(const std::vector<host_spec>& hosts, const cable_sp
             ++n_extra;
         }
         o.msg_ns = std::max(0.0, extra / double(n_extra));
+        // The receiving host's wake-up, from its profile: the interrupt
+        // latency and the median of its wake noise.
+        const host_costs& rx = hosts[std::size_t(1 - d)].plat.host;
+        if (rx.interrupts)
+            o.wake_ns = (rx.irq_latency + (rx.noise.wake.probability >= 0.5 ? rx.noise.wake.median
+                                                                               : sc_core::SC_ZERO_TIME))
+                            .to_seconds() *
+                        1e9;
     }
     return out;
 }
@@ -175,7 +183,15 @@ sc_core::sc_time pipeline_state::due(int from, const sc_core::sc_time& now, std:
     const double marks = (som ? 0.5 : 0.0) + (eom ? 0.5 : 0.0);
     const sc_core::sc_time start = std::max(now, m_free[from]);
     m_free[from] = start + ns(d.svc_at(len) + marks * d.msg_ns);
-    const sc_core::sc_time due = std::max(start + ns(d.lat_at(len) - (1.0 - marks) * d.msg_ns), m_last[from]);
+    // Arrived, not yet reaped: the handler of the first frame (this one's
+    // or an earlier one's) that runs after it reaps it.
+    const sc_core::sc_time base =
+        std::max(start + ns(d.lat_at(len) - (1.0 - marks) * d.msg_ns - d.wake_ns), m_base[from]);
+    m_base[from] = base;
+    auto& hs = m_handlers[from];
+    hs.push_back(base + ns(d.wake_ns));
+    while (hs.front() < base) hs.pop_front();
+    const sc_core::sc_time due = std::max(hs.front(), m_last[from]);
     m_last[from] = due;
     m_left[from] = std::max(m_left[from], std::min(m_free[from], due));
     if (left) *left = m_left[from];

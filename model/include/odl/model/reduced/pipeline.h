@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
 #include <vector>
@@ -31,6 +32,11 @@ struct pipeline_direction {
     /// What a message's first and last frame add to the bottleneck (its own
     /// costs), on top of a middle frame's.
     double msg_ns = 0;
+    /// The receiver's wake-up (interrupt completion; 0 when it polls), part
+    /// of lat_ns: every frame raises an interrupt whose handler runs this
+    /// long after it and reaps what has arrived, so only a frame that finds
+    /// no handler on its way waits for it whole.
+    double wake_ns = 0;
     double lat_at(double bytes) const;
     double svc_at(double bytes) const;
 };
@@ -82,6 +88,8 @@ private:
     sc_core::sc_time m_free[2];  ///< the bottleneck is free from then on
     sc_core::sc_time m_last[2];  ///< the last frame's due time (order)
     sc_core::sc_time m_left[2];  ///< the last frame's leaving time (order)
+    sc_core::sc_time m_base[2];  ///< the last frame's arrival before the wake-up
+    std::deque<sc_core::sc_time> m_handlers[2];  ///< handler times still to come
 };
 
 /// The reduced model's due times for @posts (posts in time order; relative,
