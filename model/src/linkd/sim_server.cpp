@@ -144,21 +144,26 @@ struct sim_server::client {
 
 namespace {
 constexpr std::uint64_t k_not_put = ~std::uint64_t{0};
+
+// The two hosts of @cfg, A and B. The programs' bytes never enter the model
+// (the peer reads them from the sender's ring): its NHIs need only each
+// frame's header, which saves two 4 KiB copies per frame and changes no
+// timing (DMA time is by length, bit errors by wire bits).
+std::vector<host_spec> hosts_of(const sim_server_config& cfg) {
+    std::vector<host_spec> hosts(2);
+    hosts[0].name = "a";
+    hosts[1].name = "b";
+    hosts[0].plat = cfg.cal.get(cfg.profile);
+    hosts[1].plat = cfg.cal.get(cfg.profile_b.empty() ? cfg.profile : cfg.profile_b);
+    for (auto& h : hosts) h.copy_limit = ODL_FRAME_HDR_BYTES;
+    return hosts;
+}
 }  // namespace
 
 sim_server::sim_server(sim_server_config cfg)
     : m_cfg(std::move(cfg)), m_tag(m_cfg.links > 1 ? fmt::format("sim link {}", m_cfg.link_index) : "sim") {
     check(m_cfg);
-    std::vector<host_spec> hosts(2);
-    hosts[0].name = "a";
-    hosts[1].name = "b";
-    hosts[0].plat = m_cfg.cal.get(m_cfg.profile);
-    hosts[1].plat = m_cfg.cal.get(m_cfg.profile_b.empty() ? m_cfg.profile : m_cfg.profile_b);
-    // The programs' bytes never enter the model (the peer reads them from
-    // the sender's ring): its NHIs need only each frame's header, which
-    // saves two 4 KiB copies per frame and changes no timing (DMA time is
-    // by length, bit errors by wire bits).
-    for (auto& h : hosts) h.copy_limit = ODL_FRAME_HDR_BYTES;
+    const std::vector<host_spec> hosts = hosts_of(m_cfg);
     for (const auto& e : m_cfg.events)
         if (e.kind == event_kind::host_reset || e.cable != 0)
             throw std::runtime_error("the sim backend applies cable events of one cable only (no host-reset: the "
@@ -214,11 +219,7 @@ std::string describe(const sim_server_config& cfg) {
 
 pipeline_params fit_checked_pipeline(const sim_server_config& cfg, std::string* report) {
     check(cfg);
-    std::vector<host_spec> hosts(2);
-    hosts[0].name = "a";
-    hosts[1].name = "b";
-    hosts[0].plat = cfg.cal.get(cfg.profile);
-    hosts[1].plat = cfg.cal.get(cfg.profile_b.empty() ? cfg.profile : cfg.profile_b);
+    const std::vector<host_spec> hosts = hosts_of(cfg);
     cable_spec cs;
     cs.cfg = cfg.link;
     const pipeline_params p = fit_pipeline(hosts, cs, cfg.cal.link, cfg.seed);

@@ -67,6 +67,7 @@ std::vector<std::uint32_t> pipeline_fit_lengths() {
 std::vector<double> full_model_due_ns(const std::vector<host_spec>& hosts, const cable_spec& cable,
                                       const link_calibration& link, std::uint64_t seed,
                                       const std::vector<pipeline_post>& posts) {
+    if (hosts.size() != 2) throw std::invalid_argument("pipeline fit: two hosts, A and B");
     std::vector<host_spec> hs = hosts;
     for (auto& h : hs) h.copy_limit = ODL_FRAME_HDR_BYTES;  // as odl-linkd --sim's NHIs
     system_model sys(hs, {cable}, link, seed, false);
