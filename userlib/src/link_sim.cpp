@@ -216,6 +216,7 @@ public:
             if (d.stamp_ns - t > kMaxEarlyNs)
                 lose(fmt::format("the model server handed over a frame due {} ms from now",
                                  (d.stamp_ns - t) / 1'000'000));
+            idle();  // waiting for it is polling too: let the server run
             return {};
         }
         const peer_view* peer = view_of(d.region);
