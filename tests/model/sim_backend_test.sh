@@ -76,15 +76,21 @@ rc=$?
 set -e
 [ "$rc" != 0 ] && grep -q "no model server at $ODL_SIM_SOCKET" <<<"$out" ||
 	fail "perf without a server: exit $rc: $out"
-for bad in "--profile nope:unknown platform 'nope'" "--gen gen2 --asymmetric:bad cable" \
-	"--lanes 1 --asymmetric:bad cable" "--links 2 --profile nope:unknown platform 'nope'" \
-	"--links 3 --gen gen2 --asymmetric:link 0: bad cable"; do
+# refused "OPTIONS:REASON": odl-linkd --sim OPTIONS exits 1 saying REASON,
+# before it listens (no socket left).
+refused() {
+	local bad=$1 out rc
 	set +e
 	out=$("$linkd" --sim --socket "$tmp/x.sock" ${bad%%:*} 2>&1)
 	rc=$?
 	set -e
-	[ "$rc" = 1 ] && grep -q "${bad#*:}" <<<"$out" || fail "odl-linkd --sim ${bad%%:*}: exit $rc: $out"
+	[ "$rc" = 1 ] && grep -q -- "${bad#*:}" <<<"$out" || fail "odl-linkd --sim ${bad%%:*}: exit $rc: $out"
 	[ ! -e "$tmp/x.sock" ] || fail "odl-linkd --sim ${bad%%:*} left a socket: it listened before refusing"
+}
+for bad in "--profile nope:unknown platform 'nope'" "--gen gen2 --asymmetric:bad cable" \
+	"--lanes 1 --asymmetric:bad cable" "--links 2 --profile nope:unknown platform 'nope'" \
+	"--links 3 --gen gen2 --asymmetric:link 0: bad cable"; do
+	refused "$bad"
 done
 set +e
 out=$("$linkd" --socket "$tmp/x.sock" --profile apple-tb5 2>&1)
@@ -600,12 +606,7 @@ step "pipeline timing (--sim-timing pipeline): refused where it does not fit the
 for bad in "--profile linux-tbnet:pipeline timing does not fit linux-tbnet" \
 	"--links 2 --profile linux-tbnet:pipeline timing does not fit" \
 	"--scenario $tmp/ber.yaml:pipeline timing has no bit error rate"; do
-	set +e
-	out=$("$linkd" --sim --socket "$tmp/x.sock" --sim-timing pipeline ${bad%%:*} 2>&1)
-	rc=$?
-	set -e
-	[ "$rc" = 1 ] && grep -q "${bad#*:}" <<<"$out" || fail "--sim-timing pipeline ${bad%%:*}: exit $rc: $out"
-	[ ! -e "$tmp/x.sock" ] || fail "--sim-timing pipeline ${bad%%:*} left a socket: it listened before refusing"
+	refused "--sim-timing pipeline $bad"
 done
 set +e
 out=$("$linkd" --socket "$tmp/x.sock" --sim-timing pipeline 2>&1)

@@ -33,7 +33,7 @@ namespace odl::model::linkd {
 
 namespace {
 
-constexpr unsigned k_port = 1;  // the lane adapter the cable is on, both hosts
+constexpr unsigned k_port = pipeline_lane_port;  // the lane adapter the cable is on, both hosts
 static_assert(ODL_SIM_WINDOW <= host_driver::data_ring_size, "a program's window fits the model's data ring");
 /// Waits shorter than this are spun: even with the timer slack at 1 ns
 /// (run()), a wake-up from ppoll() takes some microseconds.

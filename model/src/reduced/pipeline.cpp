@@ -16,8 +16,6 @@ namespace odl::model {
 
 namespace {
 
-constexpr unsigned k_port = 1;  // the lane adapter the cable is on (odl-linkd --sim's)
-
 sc_core::sc_time ns(double v) { return sc_core::sc_time(std::max(v, 0.0), sc_core::SC_NS); }
 
 double median(std::vector<double> v) {
@@ -58,12 +56,6 @@ std::string pipeline_params::summary() const {
     return s;
 }
 
-std::vector<std::uint32_t> pipeline_fit_lengths() {
-    std::vector<std::uint32_t> v;
-    for (std::uint32_t i = 0; i <= 8; ++i) v.push_back(ODL_FRAME_MAX_PAYLOAD * i / 8);
-    return v;
-}
-
 std::vector<double> full_model_due_ns(const std::vector<host_spec>& hosts, const cable_spec& cable,
                                       const link_calibration& link, std::uint64_t seed,
                                       const std::vector<pipeline_post>& posts) {
@@ -89,7 +81,7 @@ std::vector<double> full_model_due_ns(const std::vector<host_spec>& hosts, const
         if (p.from != 0 && p.from != 1) throw std::invalid_argument("pipeline post: from must be 0 or 1");
         auto& drv = *sys.hosts[unsigned(p.from)].drv;
         const auto tag = static_cast<std::uint32_t>(i);
-        sys.sched.at(t0 + p.at, [&drv, p, tag] { drv.send_frame(k_port, p.payload, tag, p.som, p.eom); });
+        sys.sched.at(t0 + p.at, [&drv, p, tag] { drv.send_frame(pipeline_lane_port, p.payload, tag, p.som, p.eom); });
         last = std::max(last, t0 + p.at);
     }
     sys.run_until(last + sc_core::sc_time(100, sc_core::SC_MS));
@@ -102,7 +94,8 @@ pipeline_params fit_pipeline(const std::vector<host_spec>& hosts, const cable_sp
     // stream of one-frame messages and a stream of one long message, all
     // posted at once (the bottleneck's period, from the second half).
     constexpr unsigned k_alone = 16, k_stream = 400;
-    const std::vector<std::uint32_t> lens = pipeline_fit_lengths();
+    std::vector<std::uint32_t> lens;  // 0 .. the largest payload, in 8 steps
+    for (std::uint32_t i = 0; i <= 8; ++i) lens.push_back(ODL_FRAME_MAX_PAYLOAD * i / 8);
     const sc_core::sc_time apart(200, sc_core::SC_US), window(20, sc_core::SC_MS);
     struct probe {
         int dir;

@@ -64,11 +64,13 @@ std::vector<double> full_model_due_ns(const std::vector<host_spec>& hosts, const
                                       const link_calibration& link, std::uint64_t seed,
                                       const std::vector<pipeline_post>& posts);
 
+/// The lane adapter (port) the cable is on, on both hosts of a two-host
+/// system: what full_model_due_ns() and odl-linkd --sim send on.
+inline constexpr unsigned pipeline_lane_port = 1;
+
 /// Fits both directions' stages to the full model (single frames alone for
-/// latency, back-to-back streams for the bottleneck, at each length of
-/// pipeline_fit_lengths()).
-/// The payload lengths fit_pipeline() measures.
-std::vector<std::uint32_t> pipeline_fit_lengths();
+/// latency, back-to-back streams for the bottleneck, at 9 payload lengths
+/// from 0 to the largest).
 
 pipeline_params fit_pipeline(const std::vector<host_spec>& hosts, const cable_spec& cable,
                              const link_calibration& link, std::uint64_t seed);
