@@ -178,5 +178,32 @@ TEST(Scheduler, RunAheadStopsAfterTheAskingTimeStep) {
     EXPECT_EQ(scheduler::now(), at(60));
 }
 
+// run_used() runs what is due up to the limit but claims only the time the
+// model used: an input stamped between its last action and the limit is
+// still scheduled at its own time (the sim server posts a frame at the time
+// the program asked, which may lie before its turn).
+TEST(Scheduler, RunUsedClaimsOnlyTheLastActionsTime) {
+    sim_session session;
+    auto s = std::make_unique<scheduler>("sched");
+    ASSERT_TRUE(s->sole_process());
+    const auto at = [](std::uint64_t ns) { return sc_time(double(ns), sc_core::SC_NS); };
+    std::vector<std::uint64_t> ran;
+    const auto record = [&] { ran.push_back(std::uint64_t(scheduler::now().to_seconds() * 1e9 + 0.5)); };
+    s->at(at(10), record);
+    s->run_used(at(100));
+    EXPECT_EQ(scheduler::now(), at(10)) << "now() is the last action's time, not the limit";
+    s->at(at(40), record);  // between the last action and the limit
+    s->run_used(at(200));
+    EXPECT_EQ(ran, (std::vector<std::uint64_t>{10, 40})) << "the late input ran at its own time";
+    // Nothing ran: now() stays; run_direct() claims the limit.
+    s->run_used(at(300));
+    EXPECT_EQ(scheduler::now(), at(40));
+    s->run_direct(at(300));
+    EXPECT_EQ(scheduler::now(), at(300));
+    s->at(at(250), record);  // before now(): clamped to it
+    s->run_used(at(400));
+    EXPECT_EQ(ran, (std::vector<std::uint64_t>{10, 40, 300}));
+}
+
 }  // namespace
 }  // namespace odl::model

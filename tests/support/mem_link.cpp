@@ -27,7 +27,7 @@ void mem_link::tx_commit(size_t bytes) {
 rx_frame mem_link::rx_peek() {
     auto& frames = m_st->q[1 - m_side].frames;
     if (frames.empty()) return {};
-    return rx_frame{frames.front().data(), frames.front().size()};
+    return rx_frame{frames.front().data(), frames.front().size(), m_st->due_ns ? m_st->due_ns(m_side) : 0};
 }
 
 void mem_link::rx_release() { m_st->q[1 - m_side].frames.pop_front(); }

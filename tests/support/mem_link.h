@@ -31,6 +31,11 @@ struct mem_link_pair_state {
     /// Called for every committed frame; true: the frame vanishes in transit.
     std::function<bool(int from, const std::vector<unsigned char>& frame)> drop;
     uint64_t dropped = 0;
+    /// A timed link (as the sim backend's): when set, side i hands every
+    /// frame over at once but says it is due at due_ns(i) (CLOCK_MONOTONIC),
+    /// and asked[i] records each tx_asked() time side i was told.
+    std::function<uint64_t(int to)> due_ns;
+    std::vector<uint64_t> asked[2];
 };
 
 class mem_link final : public link {
@@ -45,6 +50,8 @@ public:
     std::string failure() const override { return m_st->cut ? "mem link cut" : ""; }
     std::string name() const override { return "mem" + std::to_string(m_side); }
     bool lossy() const override { return m_st->lossy[m_side]; }
+    bool timed() const override { return bool(m_st->due_ns); }
+    void tx_asked(uint64_t ns) override { m_st->asked[m_side].push_back(ns); }
 
     /// Frames waiting for this side to read.
     size_t rx_pending() const { return m_st->q[1 - m_side].frames.size(); }

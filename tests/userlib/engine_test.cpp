@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "clock.h"
 #include "engine.h"
 #include "engine_test_data.h"
 #include "mem_link.h"
@@ -479,3 +480,110 @@ TEST_F(EnginePair, ReportsLocalIdentity) {
 }
 
 }  // namespace
+
+// A timed link (the sim backend's model) hands frames over before they are
+// due: the engine takes them at once, but what they complete is the
+// program's at the due time, not before; and it says when the program asked
+// to send each message.
+class TimedPair : public ::testing::Test {
+protected:
+    void SetUp() override {
+        mem_link_pair links;
+        state = links.state;
+        state->due_ns = [this](int) { return hold_until; };
+        a = std::make_unique<engine>(std::move(links.a), config());
+        b = std::make_unique<engine>(std::move(links.b), config());
+        for (int i = 0; i < 1000 && (a->link_state() != ODL_LINK_UP || b->link_state() != ODL_LINK_UP); ++i) {
+            odl_completion c[4];
+            a->poll(c, 4);
+            b->poll(c, 4);
+        }
+        ASSERT_EQ(b->link_state(), uint32_t(ODL_LINK_UP));
+    }
+    /// Polls both until @e has @want completions or @limit_ns passed.
+    std::vector<odl_completion> wait_for(engine& e, uint64_t limit_ns, size_t want = 1) {
+        std::vector<odl_completion> got;
+        const uint64_t end = odl::now_ns() + limit_ns;
+        while (got.size() < want && odl::now_ns() < end) {
+            odl_completion c[4];
+            engine& other = &e == a.get() ? *b : *a;
+            other.poll(c, 4);
+            const size_t n = e.poll(c, 4);
+            got.insert(got.end(), c, c + n);
+        }
+        return got;
+    }
+    uint64_t hold_until = 0;
+    std::shared_ptr<odl::test::mem_link_pair_state> state;
+    std::unique_ptr<engine> a, b;
+};
+
+TEST_F(TimedPair, HoldsACompletionUntilItsFrameIsDue) {
+    const auto tx = pattern(100, 3);
+    std::vector<unsigned char> rx(100);
+    ASSERT_EQ(b->post_recv(0, 1, rx.data(), rx.size(), 5), ODL_OK);
+    const uint64_t start = odl::now_ns();
+    hold_until = start + 80'000'000;  // due in 80 ms
+    ASSERT_EQ(a->post_send(0, 1, tx.data(), tx.size(), 6), ODL_OK);
+    odl_completion c[4];
+    for (int i = 0; i < 20; ++i) {
+        a->poll(c, 4);
+        ASSERT_EQ(b->poll(c, 4), 0u) << "a completion before its frame was due";
+    }
+    EXPECT_EQ(state->q[0].frames.size(), 0u) << "the frame was not taken at once";
+    EXPECT_EQ(rx, tx) << "the bytes are in place before the completion";
+    const auto got = wait_for(*b, 2'000'000'000);
+    const uint64_t at = odl::now_ns();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].status, ODL_OK);
+    EXPECT_EQ(got[0].ctx, 5u);
+    EXPECT_GE(at, hold_until) << "completed " << (hold_until - at) / 1000 << " us before it was due";
+    EXPECT_LT(at - hold_until, 1'000'000'000u);
+}
+
+TEST_F(TimedPair, AFailedLinkHoldsNothingBack) {
+    const auto tx = pattern(100, 4);
+    std::vector<unsigned char> rx(100), rx2(100);
+    ASSERT_EQ(b->post_recv(0, 1, rx.data(), rx.size(), 5), ODL_OK);
+    ASSERT_EQ(b->post_recv(0, 2, rx2.data(), rx2.size(), 7), ODL_OK);
+    hold_until = odl::now_ns() + 60'000'000'000;  // a minute away
+    ASSERT_EQ(a->post_send(0, 1, tx.data(), tx.size(), 6), ODL_OK);
+    odl_completion c[4];
+    for (int i = 0; i < 20; ++i) {
+        a->poll(c, 4);
+        ASSERT_EQ(b->poll(c, 4), 0u);
+    }
+    state->cut = true;  // the link goes: the message that came first, then the error
+    const auto got = wait_for(*b, 2'000'000'000, 2);
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].ctx, 5u);
+    EXPECT_EQ(got[0].status, ODL_OK);
+    EXPECT_EQ(got[1].ctx, 7u);
+    EXPECT_EQ(got[1].status, ODL_ERR_PEER_LOST);
+}
+
+TEST_F(TimedPair, SaysWhenTheProgramAskedForEachMessage) {
+    const auto big = pattern(3 * ODL_FRAME_MAX_PAYLOAD + 10, 5);  // four frames
+    const auto small = pattern(10, 6);
+    std::vector<unsigned char> rx(big.size()), rx2(10);
+    ASSERT_EQ(b->post_recv(0, 1, rx.data(), rx.size(), 1), ODL_OK);
+    ASSERT_EQ(b->post_recv(0, 2, rx2.data(), rx2.size(), 2), ODL_OK);
+    state->asked[0].clear();
+    const uint64_t before = odl::now_ns();
+    ASSERT_EQ(a->post_send(0, 1, big.data(), big.size(), 3), ODL_OK);
+    ASSERT_EQ(a->post_send(0, 2, small.data(), small.size(), 4), ODL_OK);
+    const uint64_t after = odl::now_ns();
+    usleep(20'000);  // the frames go out later than they were asked for
+    for (int i = 0; i < 100; ++i) {
+        odl_completion c[4];
+        a->poll(c, 4);
+        b->poll(c, 4);
+    }
+    EXPECT_EQ(rx, big);
+    EXPECT_EQ(rx2, small);
+    ASSERT_EQ(state->asked[0].size(), 2u) << "one time per message, on its first frame";
+    for (uint64_t t : state->asked[0]) {
+        EXPECT_GE(t, before);
+        EXPECT_LE(t, after);
+    }
+}

@@ -102,7 +102,8 @@ engine::engine(std::unique_ptr<link> l, open_config cfg)
       m_offer_retx(m_link->lossy() && retx_allowed()),
       m_ack_batch(std::max<uint32_t>(1, m_cfg.window_frames / 4)),
       m_s(m_cfg.num_streams),
-      m_credit_batch(std::max<uint32_t>(1, m_cfg.window_frames / 4)) {
+      m_credit_batch(std::max<uint32_t>(1, m_cfg.window_frames / 4)),
+      m_timed(m_link->timed()) {
     m_stats.struct_size = sizeof(m_stats);
 }
 
@@ -125,7 +126,7 @@ void engine::complete(uint64_t ctx, int status, uint32_t op, uint32_t stream, ui
     c.stream = stream;
     c.tag = tag;
     c.len = len;
-    m_done.push_back(c);
+    m_done.push_back(done_item{c, m_rx_due});
 }
 
 int engine::post_send(uint32_t stream, uint32_t tag, const void* buf, uint64_t len, uint64_t ctx) {
@@ -137,6 +138,7 @@ int engine::post_send(uint32_t stream, uint32_t tag, const void* buf, uint64_t l
     if (s.sends.size() - s.eager_held >= m_cfg.max_posted) return ODL_ERR_AGAIN;
     s.sends.push_back(send_op{static_cast<const unsigned char*>(buf), len, 0, tag, ctx});
     s.sends.back().nframes = uint32_t(odl_msg_frames(len));
+    if (m_timed) s.sends.back().asked_ns = now_ns();
     return ODL_OK;
 }
 
@@ -308,8 +310,16 @@ size_t engine::poll(odl_completion* comps, size_t max) {
     }
     if (!m_orphans.empty()) drain_orphans();
     size_t n = 0;
+    uint64_t now = 0;
     while (n < max && !m_done.empty()) {
-        comps[n++] = m_done.front();
+        const done_item& d = m_done.front();
+        // Held until its frame is due; a failed link holds nothing back (its
+        // error must not overtake what came before it).
+        if (d.ready_ns && m_fail_status == ODL_OK) {
+            if (!now) now = now_ns();
+            if (d.ready_ns > now) break;
+        }
+        comps[n++] = d.c;
         m_done.pop_front();
     }
     return n;
@@ -319,7 +329,9 @@ void engine::process_rx_budget(unsigned budget, unsigned& processed) {
     while (processed < budget && m_state != ODL_LINK_LOST && m_state != ODL_LINK_PEER_CLOSED) {
         rx_frame f = m_link->rx_peek();
         if (!f.data) return;
+        m_rx_due = f.due_ns;
         handle_frame(f.data, f.len);
+        m_rx_due = 0;
         m_link->rx_release();
         ++processed;
     }
@@ -1144,6 +1156,9 @@ bool engine::send_data_frame(uint16_t stream, stream_state& s, send_op& op) {
     fi.offset = uint32_t(op.sent);
     const unsigned char* src = op.detached ? op.owned.data() + (op.sent - op.owned_from) : op.buf + op.sent;
     if (chunk) std::memcpy(slot + ODL_FRAME_HDR_BYTES, src, chunk);
+    // A message's first frame, first time: a timed transport charges the
+    // modelled host's send cost from when the program asked.
+    if (op.asked_ns && op.sent == 0 && s.tx_seq == s.tx_max) m_link->tx_asked(op.asked_ns);
     if (m_cfg.flags & ODL_OPEN_CHECKSUM) {
         fi.flags |= ODL_FRAME_F_CSUM;
         fi.csum = crc32c(slot + ODL_FRAME_HDR_BYTES, chunk);

@@ -116,6 +116,8 @@ private:
         /// Retransmission: a small send completed once sent, from a copy in
         /// @owned (detached); kept until acknowledged, completed no more.
         bool completed = false;
+        /// When the program asked (timed transports only; 0 otherwise).
+        uint64_t asked_ns = 0;
     };
     struct recv_op {
         unsigned char* buf;
@@ -327,7 +329,15 @@ private:
     uint32_t m_credit_batch;
     uint32_t m_tx_rr = 0;  ///< round-robin start for fairness across streams
     std::deque<ctrl_item> m_ctrl;
-    std::deque<odl_completion> m_done;
+    /// A completion and when it is the program's (0: at once): one caused
+    /// by a frame a timed transport handed over early waits for its due time.
+    struct done_item {
+        odl_completion c;
+        uint64_t ready_ns;
+    };
+    std::deque<done_item> m_done;
+    uint64_t m_rx_due = 0;  ///< the due time of the frame being handled (0: none)
+    const bool m_timed;     ///< the transport is timed (link::timed())
     odl_stats m_stats{};
     std::array<uint64_t, ODL_FRAME_ERR_COUNT> m_bad{};
 };

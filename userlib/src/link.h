@@ -19,6 +19,10 @@ enum class link_state {
 struct rx_frame {
     const unsigned char* data = nullptr;
     size_t len = 0;  ///< bytes received; 0 if the transport saw a bad length
+    /// A timed transport (the sim backend's model) may hand a frame over
+    /// before it is due: what the frame completes is the program's at this
+    /// time (CLOCK_MONOTONIC ns), not before. 0: at once.
+    uint64_t due_ns = 0;
 };
 
 class link {
@@ -29,6 +33,13 @@ public:
     virtual unsigned char* tx_reserve() = 0;
     /// Queues @bytes written at the last tx_reserve() pointer.
     virtual void tx_commit(size_t bytes) = 0;
+    /// True when the transport times frames by when the program asked for
+    /// them (the sim backend's model), so the engine says when via tx_asked().
+    virtual bool timed() const { return false; }
+    /// The next tx_commit() carries the first frame of a message the program
+    /// asked to send at @ns (CLOCK_MONOTONIC): the modelled host's cost of a
+    /// send stands for the library's work on it since then.
+    virtual void tx_asked(uint64_t ns) { (void)ns; }
     /// True when enough data frames wait in the transport that queueing
     /// more would only add latency for other streams (a byte queue limit).
     /// Control frames ignore it.

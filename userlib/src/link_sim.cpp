@@ -181,12 +181,23 @@ public:
         return st == ODL_SIM_RING_OK ? m_tx_slot->data : nullptr;
     }
     void tx_commit(size_t bytes) override {
-        m_tx_slot->stamp_ns = now_ns();
+        // The model posts a frame at its stamp: for a message's first frame
+        // when the program asked (the modelled host's send cost stands for
+        // the library's work since then, as in the measurements the
+        // profiles were fitted to), never before a frame this program took
+        // was due (nothing it sends can be the model's earlier than what
+        // caused it).
+        uint64_t stamp = now_ns();
+        if (m_asked_ns && m_asked_ns < stamp) stamp = m_asked_ns;
+        m_asked_ns = 0;
+        m_tx_slot->stamp_ns = std::max(stamp, m_taken_due_ns);
         __atomic_store_n(&m_tx_slot->len, uint32_t(bytes), __ATOMIC_RELAXED);
         odl_sim_store(&m_mem.shm()->to_server.head, ++m_put);
         wake_server();
     }
     bool tx_busy() override { return in_window() >= kBusyFrames; }
+    bool timed() const override { return true; }
+    void tx_asked(uint64_t ns) override { m_asked_ns = ns; }
 
     rx_frame rx_peek() override {
         if (m_state == link_state::lost) return {};
@@ -209,22 +220,22 @@ public:
             lose(fmt::format("the model server sent {}", why));
             return {};
         }
-        // The server may run the model ahead of the wall clock while frames
-        // are in flight (odl-linkd --lookahead): a frame is this program's at
-        // the time it was due, not before.
-        if (const uint64_t t = now_ns(); d.stamp_ns > t) {
-            if (d.stamp_ns - t > kMaxEarlyNs)
-                lose(fmt::format("the model server handed over a frame due {} ms from now",
-                                 (d.stamp_ns - t) / 1'000'000));
-            idle();  // waiting for it is polling too: let the server run
+        // The server may hand a frame over before it is due (odl-linkd
+        // --lookahead, pipeline timing): the engine takes it at once, as the
+        // modelled host's receive cost stands for the library's work, and
+        // what it completes is the program's at the due time, not before.
+        const uint64_t t = now_ns();
+        if (d.stamp_ns > t && d.stamp_ns - t > kMaxEarlyNs) {
+            lose(fmt::format("the model server handed over a frame due {} ms from now", (d.stamp_ns - t) / 1'000'000));
             return {};
         }
         const peer_view* peer = view_of(d.region);
         if (!peer) return {};
         if (m_counted != m_taken) {  // once per frame, however often it is peeked at
             m_counted = m_taken;
-            const uint64_t now = now_ns(), due = d.stamp_ns;
-            const uint64_t late = now > due ? now - due : 0;
+            const uint64_t due = d.stamp_ns;
+            const uint64_t late = t > due ? t - due : 0;
+            m_taken_due_ns = std::max(m_taken_due_ns, due);
             ++m_lag.frames;
             m_lag.max_ns = std::max(m_lag.max_ns, late);
             if (late > m_lag.threshold_ns) ++m_lag.late_frames;
@@ -232,7 +243,7 @@ public:
         // The bytes are the sender's, read in place: a peer that rewrites
         // a slot it sent corrupts only its own frame, which the engine's
         // checks catch like any damaged frame.
-        return {peer->slots()[d.slot].data, d.len};
+        return {peer->slots()[d.slot].data, d.len, d.stamp_ns > t ? d.stamp_ns : 0};
     }
     void rx_release() override { odl_sim_store(&m_mem.shm()->to_client.tail, ++m_taken); }
 
@@ -452,6 +463,8 @@ private:
     unsigned m_window = ODL_SIM_WINDOW;
     uint64_t m_put = 0, m_taken = 0;  ///< our ring counts: frames put, frames taken
     uint64_t m_counted = ~uint64_t{0};  ///< the frame whose lag was counted last
+    uint64_t m_asked_ns = 0;      ///< tx_asked() for the next commit (0: none)
+    uint64_t m_taken_due_ns = 0;  ///< the latest due time of a frame taken
     uint64_t m_tx_seq = 0, m_rx_seq = 0, m_deadline = 0;
     bool m_sock_failed = false;  ///< the server connection itself broke
     unsigned m_empty_polls = 0, m_progress_calls = 0;

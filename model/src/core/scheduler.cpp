@@ -201,6 +201,13 @@ void scheduler::run_direct(const sc_time& t) {
     s_direct = t;
 }
 
+void scheduler::run_used(const sc_time& t) {
+    if (t <= now()) return;
+    const std::uint64_t before = m_run;
+    run_actions<false>(t.value());
+    if (m_run != before) s_direct = s_now;
+}
+
 void scheduler::run_ahead(const sc_time& t) {
     if (t <= now()) return;
     const std::uint64_t before = m_run;

@@ -125,6 +125,9 @@ struct sim_server::client {
         std::uint32_t len;
     };
     std::deque<due_frame> rxq;  ///< delivered frames waiting for room in its ring
+    /// The regions it was given a view of (PEER): the only frames it can read.
+    std::vector<std::uint64_t> views;
+    bool sees(std::uint64_t r) const { return std::find(views.begin(), views.end(), r) != views.end(); }
     struct queued {
         std::vector<unsigned char> bytes;
         int fd = -1;  ///< ours, closed once sent
@@ -333,7 +336,7 @@ void sim_server::run() {
             const std::uint64_t ev = m_sys->sched.events_run();
             const sc_core::sc_time upto = at_ns(now);
             if (m_direct)
-                m_sys->sched.run_direct(upto);
+                m_sys->sched.run_used(upto);  // a frame stamped before @now may still be posted at its stamp
             else
                 m_sys->run_until(upto);
             m_prof.events += m_sys->sched.events_run() - ev;
@@ -430,11 +433,16 @@ void sim_server::run_ahead(std::uint64_t now, std::uint64_t wall) {
     m_ahead = false;
     if (m_sys->sched.events_run() == ev) return;
     // Frames sent from now on are posted no earlier than where the model is.
-    const std::uint64_t u = units_per_ns();
-    const std::uint64_t at = u ? (scheduler::now().value() + u - 1) / u : ns_of(scheduler::now()) + 1;
-    m_upto_ns = std::max(m_upto_ns, at);
+    m_upto_ns = std::max(m_upto_ns, used_ns());
     ++m_prof.ahead_runs;
     m_prof.events += m_sys->sched.events_run() - ev;
+}
+
+// The model's own time (ns, rounded up): where its last action ran, or
+// beyond when a turn through the kernel claimed more.
+std::uint64_t sim_server::used_ns() const {
+    const std::uint64_t u = units_per_ns();
+    return u ? (scheduler::now().value() + u - 1) / u : ns_of(scheduler::now()) + 1;
 }
 
 // The simulated time (ns) of the model's next action, if any.
@@ -485,10 +493,12 @@ void sim_server::take_frames(client& c) {
     if (!c.shm || c.dead || c.end < 0) return;
     odl_sim_slot* slots = odl_sim_slots(c.shm);
     const int e = c.end;
-    // The model has been run up to its last turn; a frame stamped after
-    // that is posted at its stamp, so the hop to the server costs no model
-    // time.
-    const std::uint64_t model_now = m_upto_ns;
+    // A frame is posted at its stamp (the hop to the server costs no model
+    // time) unless the model has already acted after it: run without the
+    // kernel, it claims only the time of its last action (run_used()), so a
+    // program's frame stamped when it asked still goes at that time if
+    // nothing happened since; through the kernel, at its last turn.
+    const std::uint64_t model_now = m_direct ? used_ns() : m_upto_ns;
     const std::int64_t filled = odl_sim_ring_filled(&c.shm->to_server, c.taken);
     if (filled < 0) return drop(c, "corrupted its ring indices");
     const std::uint64_t n = std::min<std::uint64_t>(std::uint64_t(filled), ODL_SIM_WINDOW);
@@ -794,7 +804,9 @@ void sim_server::delivered(int to, std::uint32_t tag, const sc_core::sc_time& du
     client* c = m_end[to];
     // The peer reads the bytes from the sender's slot; a sender that left
     // meanwhile is still readable through the peer's own mapping.
-    const bool out = c && c->shm;
+    // A program that took the end after the sender left never saw its
+    // ring memory: the frame finds no one to read it.
+    const bool out = c && c->shm && c->sees(p.region);
     if (out) {
         c->rxq.push_back({due, p.region, p.seq, p.len});  // into its ring at the end of the turn
         left_model(p.region, p.seq, c);
@@ -886,6 +898,7 @@ void sim_server::send_peer(client& to, const client& of) {
     if (ro < 0) return drop(to, fmt::format("cannot share its peer's ring memory ({}: {})", path, std::strerror(errno)));
     send_msg(to, ODL_SIM_PEER, wall_ns(), of.region, nullptr, 0, ro);
     ::close(ro);
+    to.views.push_back(of.region);
 }
 
 void sim_server::flush(client& c) {

@@ -83,6 +83,11 @@ public:
     /// afterwards now() outside actions is @t, and the kernel's own clock
     /// stays where it was.
     void run_direct(const sc_core::sc_time& t);
+    /// run_direct() that claims no more time than the model used: afterwards
+    /// now() is the last action's time (or where it was), so an input
+    /// stamped between that and @t may still be scheduled at its own time
+    /// (nothing ran in between that it could have changed).
+    void run_used(const sc_core::sc_time& t);
     /// run_direct() for a caller running ahead of its inputs: it also ends
     /// after the actions at the time of one that called stop_after_now(),
     /// and afterwards now() is the last action's time, not @t (the caller

@@ -161,6 +161,7 @@ private:
     bool about_to_sleep();
     void spin_until(std::uint64_t until);
     void run_ahead(std::uint64_t now, std::uint64_t wall);
+    std::uint64_t used_ns() const;
     bool next_due(std::uint64_t& ns) const;
     void drop(client& c, const std::string& why);
     /// @fd, if any, goes along (SCM_RIGHTS); the caller keeps its own.
