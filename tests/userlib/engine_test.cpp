@@ -491,6 +491,7 @@ protected:
         mem_link_pair links;
         state = links.state;
         state->due_ns = [this](int) { return hold_until; };
+        state->lossy[0] = state->lossy[1] = lossy;
         a = std::make_unique<engine>(std::move(links.a), config());
         b = std::make_unique<engine>(std::move(links.b), config());
         for (int i = 0; i < 1000 && (a->link_state() != ODL_LINK_UP || b->link_state() != ODL_LINK_UP); ++i) {
@@ -514,6 +515,7 @@ protected:
         return got;
     }
     uint64_t hold_until = 0;
+    bool lossy = false;  ///< both links may lose frames: retransmission, with ACKs
     std::shared_ptr<odl::test::mem_link_pair_state> state;
     std::unique_ptr<engine> a, b;
 };
@@ -586,4 +588,32 @@ TEST_F(TimedPair, SaysWhenTheProgramAskedForEachMessage) {
         EXPECT_GE(t, before);
         EXPECT_LE(t, after);
     }
+}
+
+// The receiver's acknowledgement waits while what it acknowledges is held:
+// a reply sent once the message is the program's carries it, so ping-pong
+// over a timed link sends no ACK frames (as over the others).
+TEST_F(TimedPair, APingPongNeedsNoAckFrames) {
+    lossy = true;
+    SetUp();
+    ASSERT_TRUE(b->retx().on);
+    std::vector<unsigned char> rx(64), back(64);
+    const auto ping = pattern(64, 7);
+    for (int round = 0; round < 5; ++round) {
+        ASSERT_EQ(b->post_recv(0, 1, rx.data(), rx.size(), 1), ODL_OK);
+        ASSERT_EQ(a->post_recv(0, 2, back.data(), back.size(), 2), ODL_OK);
+        hold_until = odl::now_ns() + 300'000;  // each frame due 0.3 ms after it was sent (probes come after 2 ms)
+        ASSERT_EQ(a->post_send(0, 1, ping.data(), ping.size(), 3), ODL_OK);
+        auto got = wait_for(*b, 2'000'000'000);
+        ASSERT_EQ(got.size(), 1u);
+        ASSERT_EQ(got[0].ctx, 1u);
+        hold_until = odl::now_ns() + 300'000;
+        ASSERT_EQ(b->post_send(0, 2, rx.data(), rx.size(), 4), ODL_OK);
+        bool pong = false;  // (the ping's send may have completed already)
+        for (int i = 0; i < 3 && !pong; ++i)
+            for (const odl_completion& c : wait_for(*a, 2'000'000'000)) pong = pong || c.ctx == 2;
+        ASSERT_TRUE(pong);
+        ASSERT_EQ(back, ping);
+    }
+    EXPECT_EQ(b->retx().acks, 0u) << "the receiver acknowledged before its answer could carry it (" << b->retx().acks << " ACKs in 5 rounds)";
 }

@@ -293,7 +293,9 @@ size_t engine::poll(odl_completion* comps, size_t max) {
             return_link_credit();
             if (m_retx && m_state == ODL_LINK_UP) {
                 // Acknowledge when the transport ran dry (or a batch came).
-                if (m_ack_dirty) queue_acks(processed < kRxBudget);
+                // A completion still held for its due time: the caller has
+                // not had the chance to answer yet.
+                if (m_ack_dirty) queue_acks(processed < kRxBudget && !holding());
                 // The clock only every 64 polls: a probe is due after
                 // milliseconds, and a clock read per poll shows in latency.
                 if (m_next_probe && (++m_probe_polls & 63) == 0) check_probes();
@@ -323,6 +325,10 @@ size_t engine::poll(odl_completion* comps, size_t max) {
         m_done.pop_front();
     }
     return n;
+}
+
+bool engine::holding() const {
+    return !m_done.empty() && m_done.back().ready_ns && m_done.back().ready_ns > now_ns();
 }
 
 void engine::process_rx_budget(unsigned budget, unsigned& processed) {

@@ -262,6 +262,8 @@ private:
     uint32_t rndv_pid();
     void start_message(stream_state& s, const odl_frame_info& fi);
     void complete_recv(const recv_op& op, uint32_t stream, uint32_t tag, uint64_t msg_len, bool corrupt);
+    /// A completion waits for its frame's due time (timed transports).
+    bool holding() const;
     void consume(stream_state& s, uint16_t stream, uint32_t frames);
     void pump_tx(unsigned budget);
     bool send_data_frame(uint16_t stream, stream_state& s, send_op& op);
