@@ -151,15 +151,16 @@ int do_report(const model_opts& o, const std::string& command) {
     const auto cal = load_cal("report", o);
     if (o.modes.size() != 1) die("report", "one --modes value (poll or interrupt): the page compares generations");
     m::report_data d;
+    // Bad input before the sweep runs, not after.
+    d.histogram_size = parse_size("report", o.histogram_size);
+    if (std::none_of(o.sizes.begin(), o.sizes.end(), [&](const std::string& z) { return parse_size("report", z) == d.histogram_size; }))
+        die("report", fmt::format("--histogram-size {} is not one of --sizes", o.histogram_size));
     d.points = sweep("report", o, cal);
     d.platform = o.platform;
     d.mode = o.modes[0];
     d.calibration_path = cal.path;
     d.command = command;
     d.iterations = o.iterations;
-    d.histogram_size = parse_size("report", o.histogram_size);
-    if (std::none_of(d.points.begin(), d.points.end(), [&](const m::sweep_point& p) { return p.size == d.histogram_size; }))
-        die("report", fmt::format("--histogram-size {} is not one of --sizes", o.histogram_size));
     std::vector<std::uint64_t> csizes;
     for (const auto& z : o.collective_sizes) csizes.push_back(parse_size("report", z));
     try {
@@ -184,11 +185,45 @@ int do_report(const model_opts& o, const std::string& command) {
     write("report", dir + "/report.html", m::report_html(d, charts));
     write("report", dir + "/report.json", m::report_json(d).dump(2) + "\n");
     const std::string md =
-        m::compare_report(d.points, fmt::format("TB4 vs TB5 vs TB5 asymmetric on `{}`", o.platform));
+        m::compare_report(d.points, fmt::format("TB4 vs TB5 vs TB5 asymmetric on `{}`", o.platform)) +
+        m::collectives_markdown(d.collectives);
     write("report", dir + "/report.md", md);
     fmt::print(stderr, "odl: model report: wrote {}/report.html (open it in a browser), report.json, report.md and {} "
                "plots (SVG and PNG)\n", dir, charts.size());
     fmt::print("{}", md);
+    return 0;
+}
+
+// `odl model predict`: what a ring of N hosts takes per collective on the
+// model, size by size, without GPUs or NCCL: the figure a NCCL job over the
+// plugin is compared with (plugin/gpu/run_sim_check.sh). No files.
+int do_predict(const model_opts& o) {
+    const auto cal = load_cal("predict", o);
+    if (o.modes.size() != 1) die("predict", "one --modes value (poll or interrupt)");
+    std::vector<std::uint64_t> sizes;
+    for (const auto& z : o.collective_sizes) sizes.push_back(parse_size("predict", z));
+    std::vector<m::collective_row> rows;
+    try {
+        (void)cal.get(o.platform);  // an unknown platform names those that exist
+        rows = m::run_collectives(o.generations, o.platform, o.modes[0] == "interrupt", o.collective_hosts, sizes, cal,
+                                  [](std::size_t done, std::size_t total) {
+                                      fmt::print(stderr, "\rodl: model predict: collective {}/{}", done, total);
+                                      if (done == total) fmt::print(stderr, "\n");
+                                  });
+    } catch (const std::exception& e) {
+        die("predict", e.what());
+    }
+    if (o.json) {
+        nlohmann::json j{{"platform", o.platform}, {"mode", o.modes[0]}, {"calibration", cal.path},
+                         {"collectives", nlohmann::json::array()}};
+        for (const auto& c : rows)
+            j["collectives"].push_back({{"generation", c.generation}, {"kind", c.kind}, {"hosts", c.hosts},
+                                        {"size_bytes", c.size}, {"time_us", c.time_us},
+                                        {"busbw_gbps", c.busbw_gbps}});
+        fmt::print("{}\n", j.dump(2));
+    } else {
+        fmt::print("{}", m::collectives_markdown(rows));
+    }
     return 0;
 }
 
@@ -300,6 +335,20 @@ void add_model_command(CLI::App& app) {
     rp->add_option("--histogram-size", o->histogram_size, "the message size whose latency histograms are drawn");
     rp->add_option("--collective-sizes", o->collective_sizes, "all-reduce / all-gather sizes")->delimiter(',');
     rp->add_option("--collective-hosts", o->collective_hosts, "ring sizes for the collectives (2..8)")->delimiter(',');
+    auto* pr = model->add_subcommand(
+        "predict", "ring all-reduce and all-gather per size on the model, as NCCL counts them (no GPUs)");
+    pr->add_option("--generations", o->generations, "tb3, tb4, tb5, tb5-asym")->delimiter(',');
+    pr->add_option("--platform", o->platform, "platform profile of the calibration file");
+    pr->add_option("--calibration", o->calibration, "calibration YAML (default: the shipped one)");
+    pr->add_option("--modes", o->modes, "poll or interrupt (one)")->delimiter(',');
+    pr->add_option("--sizes", o->collective_sizes, "collective sizes, e.g. 8,1MiB,256MiB")->delimiter(',');
+    pr->add_option("--hosts", o->collective_hosts, "ring sizes (2..8)")->delimiter(',');
+    pr->add_flag("--json", o->json, "print JSON instead of a markdown table");
+    pr->callback([o, pr] {
+        if (pr->get_option("--modes")->count() == 0) o->modes = {"poll"};
+        if (pr->get_option("--hosts")->count() == 0) o->collective_hosts = {2};
+        std::exit(do_predict(*o));
+    });
     auto* ca = model->add_subcommand("calibrate", "model vs published calibration points (markdown)");
     ca->add_option("--calibration", o->calibration, "calibration YAML (default: the shipped one)");
     ca->add_option("--points", o->points, "calibration points YAML (default: the shipped one)");

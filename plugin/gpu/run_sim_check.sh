@@ -6,13 +6,17 @@
 # modelled by odl-linkd --sim. Every result is checked exactly; no size may
 # run faster than the modelled cable carries (the pacing is the model's);
 # the plugin's "model timing" lines say whether the model kept up. The same
-# job over the unpaced loopback backend runs beside it for comparison.
+# job over the unpaced loopback backend runs beside it for comparison, and
+# the model's own prediction for a ring of two on the same hosts and cable
+# (odl model predict, no GPU) beside both.
 #
 # Usage: plugin/gpu/run_sim_check.sh <plugin dir> <odl-linkd> [out dir] [-- odl-linkd options]
 #   default odl-linkd options: --gen gen4 --lanes 2 (TB5); e.g. -- --gen gen3 --lanes 2 (TB4)
 # Environment: MAX_SIZE (default 64 MiB), TRAFFIC (bytes per size, default 256 MiB),
 #   SIM_DEVICES / LO_DEVICES (default sim:0 / loopback:0; with -- --links 2, e.g.
 #   sim:0-1 and loopback:0-1: one NCCL device striped over two modelled links).
+#   ODL_MODEL_BIN: odl-model for the model's own prediction column (default: beside
+#   odl-linkd, the build tree's bin/, or PATH).
 # Two processes on one GPU take turns on it (time slices of milliseconds, so
 # every small collective took 2.25-4.5 ms) unless CUDA MPS runs: the script
 # starts a private MPS daemon when nvidia-cuda-mps-control is there, and says
@@ -92,19 +96,58 @@ wait $server 2>/dev/null || true
 run loopback "${LO_DEVICES:-loopback:0}"
 
 [[ -f $out/sim.json && -f $out/loopback.json ]] || exit 1
-python3 - "$out/sim.json" "$out/loopback.json" "$rate_mbps" <<'PY' | tee "$out/table.md" || status=1
-import json, sys
+
+# The model's own prediction for the same hosts and cable without GPUs or
+# NCCL: a ring of two (`odl model predict`), size by size.
+model_note=
+model_bin=${ODL_MODEL_BIN:-}
+for c in "$(dirname "$linkd")/odl-model" "$(dirname "$linkd")/../../../bin/odl-model" "$(command -v odl-model || true)"; do
+    [[ -z $model_bin && -n $c && -x $c ]] && model_bin=$c
+done
+gen=gen4 lanes=2 asym= profile=intel-tb5-discrete nlinks=1
+for ((i = 0; i < ${#cable[@]}; i++)); do
+    case ${cable[i]} in
+    --gen) gen=${cable[i + 1]} ;;
+    --lanes) lanes=${cable[i + 1]} ;;
+    --asymmetric) asym=1 ;;
+    --profile) profile=${cable[i + 1]} ;;
+    --links) nlinks=${cable[i + 1]} ;;
+    --scenario) model_note="a scenario's link" ;;
+    esac
+done
+case $gen:$lanes:$asym in
+gen3:2:) mgen=tb4 ;; gen4:2:) mgen=tb5 ;; gen4:2:1) mgen=tb5-asym ;;
+*) model_note="odl model predict models TB4, TB5 and TB5-asymmetric (x2) cables, not $gen x$lanes" ;;
+esac
+[[ $nlinks == 1 ]] || model_note="$nlinks links: odl model predict models a ring of two over one cable"
+[[ -n $model_bin || -n $model_note ]] || model_note="no odl-model (ODL_MODEL_BIN)"
+if [[ -z $model_note ]]; then
+    sizes=$(python3 -c 'import json,sys; print(",".join(sorted({str(r["size"]) for r in json.load(open(sys.argv[1]))["rows"]}, key=int)))' "$out/sim.json")
+    "$model_bin" model predict --generations "$mgen" --platform "$profile" --hosts 2 --sizes "$sizes" --json \
+        >"$out/model.json" 2>"$out/model.log" || model_note="odl model predict failed: $(tail -n 1 "$out/model.log")"
+fi
+[[ -z $model_note ]] && echo "model: odl model predict --generations $mgen --platform $profile --hosts 2" ||
+    echo "model: no prediction column: $model_note"
+
+python3 - "$out/sim.json" "$out/loopback.json" "$rate_mbps" "$out/model.json" "$model_note" <<'PY' | tee "$out/table.md" || status=1
+import json, os, sys
 sim, lo = (json.load(open(p)) for p in sys.argv[1:3])
 rate_GBps = int(sys.argv[3]) / 8000.0
+model = {}
+if not sys.argv[5] and os.path.exists(sys.argv[4]):
+    for c in json.load(open(sys.argv[4]))["collectives"]:
+        model[({"allreduce": "all_reduce", "allgather": "all_gather"}[c["kind"]], c["size_bytes"])] = c
 print(f"two ranks on one {sim['gpu']}, torch {sim['torch']}, NCCL {sim['nccl']}; "
       f"modelled link(s) {rate_GBps:.2f} GB/s each way in all\n")
-print("| op | size | sim: time | sim: busbw | loopback: time | loopback: busbw |")
-print("|---|---|---|---|---|---|")
+print("| op | size | sim: time | sim: busbw | model: time | model: busbw | busbw sim/model | loopback: time | loopback: busbw |")
+print("|---|---|---|---|---|---|---|---|---|")
 lo_rows = {(r["op"], r["size"]): r for r in lo["rows"]}
 bad = 0
 for r in sim["rows"]:
     l = lo_rows.get((r["op"], r["size"]))
+    m = model.get((r["op"], r["size"]))
     print(f"| {r['op']} | {r['size']} | {r['time_us']:.1f} us | {r['busbw_GBps']:.3f} GB/s | "
+          + (f"{m['time_us']:.1f} us | {m['busbw_gbps'] / 8:.3f} GB/s | {m['time_us'] / r['time_us']:.2f} | " if m else "- | - | - | ")
           + (f"{l['time_us']:.1f} us | {l['busbw_GBps']:.3f} GB/s |" if l else "- | - |"))
     # The model paces every byte: no size may beat the cable (5 % for timer noise).
     if r["busbw_GBps"] > rate_GBps * 1.05:

@@ -69,6 +69,15 @@ for g in ("tb4", "tb5", "tb5-asym"):
         assert 0.4 < r < 0.6, (g, n, r)
 print("tables match: %d points, %d collectives" % (len(pts), len(col)))
 PY
+# report.md has the collectives too, the same numbers as the JSON.
+python3 - "$tmp/a/report.json" "$tmp/a/report.md" <<'PY' || fail "report.md's collectives"
+import json, sys
+j = json.load(open(sys.argv[1]))
+rows = [l.strip().strip("|").split("|") for l in open(sys.argv[2]) if l.startswith("| tb")]
+rows = [[c.strip() for c in r] for r in rows if len(r) == 7]
+want = [[c["generation"], c["kind"], str(c["hosts"]), str(c["size_bytes"]), "%.1f" % c["time_us"]] for c in j["collectives"]]
+assert [r[:5] for r in rows] == want, (rows, want)
+PY
 
 echo "== the same command again: the same numbers"
 "$bin" "${args[@]}" --out "$tmp/b" >/dev/null 2>&1 || fail "second report"
@@ -88,10 +97,41 @@ bad() {
 	echo "refused: $* -> $(echo "$err" | tail -n 1)"
 }
 bad "is not one of --sizes" --sizes 64,1MiB --histogram-size 3KiB
+grep -q "point 1/" <<<"$err" && fail "--histogram-size was refused only after the sweep ran: $err"
 bad "hosts must be 2..8" --sizes 64 --histogram-size 64 --collective-hosts 9
 bad "one --modes value" --modes poll,interrupt
 bad "bad size" --sizes 64 --histogram-size 64 --collective-sizes 0
 bad "unknown platform" --platform no-such
+
+echo "== odl model predict: the report's collectives, without files"
+"$bin" model predict --generations tb4,tb5 --hosts 2,4 --sizes 1MiB --json >"$tmp/p.json" 2>"$tmp/p.err" ||
+	fail "predict: $(cat "$tmp/p.err")"
+python3 - "$tmp/a/report.json" "$tmp/p.json" <<'PY' || fail "predict differs from the report"
+import json, sys
+r, p = (json.load(open(f)) for f in sys.argv[1:])
+key = lambda c: (c["generation"], c["kind"], c["hosts"], c["size_bytes"])
+want = {key(c): c for c in r["collectives"] if c["generation"] in ("tb4", "tb5")}
+got = {key(c): c for c in p["collectives"]}
+assert set(got) == set(want), (sorted(got), sorted(want))
+for k in want:
+    assert got[k]["time_us"] == want[k]["time_us"] and got[k]["busbw_gbps"] == want[k]["busbw_gbps"], (k, got[k], want[k])
+print("predict: %d collectives, the report's numbers" % len(got))
+PY
+"$bin" model predict --generations tb5 --sizes 1MiB >"$tmp/p.md" 2>/dev/null || fail "predict (markdown)"
+grep -q "^| tb5 | allreduce | 2 | 1048576 |" "$tmp/p.md" || fail "predict's table: $(cat "$tmp/p.md")"
+pbad() {
+	local want=$1 rc=0 err
+	shift
+	err=$("$bin" model predict "$@" 2>&1 >/dev/null) || rc=$?
+	[ "$rc" != 0 ] && grep -q -- "$want" <<<"$err" || fail "predict '$*': exit $rc, expected '$want': $err"
+	grep -q "collective 1/" <<<"$err" && fail "predict '$*' was refused only after running: $err"
+	echo "refused: predict $* -> $(echo "$err" | tail -n 1)"
+}
+pbad "unknown generation 'tb9'" --generations tb5,tb9
+pbad "hosts must be 2..8" --hosts 2,9
+pbad "bad size" --sizes 1MiB,0
+pbad "unknown platform" --platform no-such
+pbad "one --modes value" --modes poll,interrupt
 
 echo "== a sweep writes PNG beside each SVG"
 "$bin" model sweep --generations tb5 --sizes 64,4KiB --modes poll --iterations 50 --out "$tmp/s" \

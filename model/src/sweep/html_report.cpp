@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "odl/model/cable/link_config.h"
 #include "odl/model/scenario/runner.h"
 #include "odl/model/sweep/svg_plot.h"
 
@@ -31,6 +32,14 @@ std::vector<collective_row> run_collectives(const std::vector<std::string>& gene
                                             const std::vector<std::uint64_t>& sizes,
                                             const calibration& cal,
                                             const std::function<void(std::size_t, std::size_t)>& progress) {
+    // Every value checked before the first run: bad input fails at once.
+    for (const auto& g : generations)
+        if (g != "tb5-asym" && !parse_generation(g))
+            throw std::runtime_error(fmt::format("unknown generation '{}' (have: tb3, tb4, tb5, tb5-asym)", g));
+    for (unsigned n : hosts)
+        if (n < 2 || n > 8) throw std::runtime_error(fmt::format("hosts must be 2..8, not {}", n));
+    if (generations.empty() || hosts.empty() || sizes.empty())
+        throw std::runtime_error("no generation, host count or size to run");
     std::vector<collective_row> out;
     const std::size_t total = generations.size() * 2 * hosts.size() * sizes.size();
     const double throttle_us = cal.get(platform).host.throttle * 256.0 / 1000.0;
@@ -38,7 +47,6 @@ std::vector<collective_row> run_collectives(const std::vector<std::string>& gene
         for (const auto kind : {workload_kind::allreduce, workload_kind::allgather})
             for (unsigned n : hosts)
                 for (auto z : sizes) {
-                    if (n < 2 || n > 8) throw std::runtime_error(fmt::format("hosts must be 2..8, not {}", n));
                     const workload_result r =
                         run_collective(g, platform, interrupts, throttle_us, n, kind, z, cal);
                     if (!r.completed)
@@ -55,6 +63,18 @@ std::vector<std::pair<std::string, double>> latency_percentiles(const sweep_poin
             {"p90", percentile(p.samples_us, 90)},
             {"p99", percentile(p.samples_us, 99)},
             {"p99.9", percentile(p.samples_us, 99.9)}};
+}
+
+std::string collectives_markdown(const std::vector<collective_row>& rows) {
+    if (rows.empty()) return {};
+    std::string s =
+        "## Collectives (us per collective; bus bandwidth as nccl-tests counts it)\n\n"
+        "| generation | collective | hosts | size (B) | time (us) | busbw (Gb/s) | busbw (GB/s) |\n"
+        "|---|---|---|---|---|---|---|\n";
+    for (const auto& c : rows)
+        s += fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} | {:.3f} |\n", c.generation, c.kind, c.hosts, c.size,
+                         c.time_us, c.busbw_gbps, c.busbw_gbps / 8);
+    return s + "\n";
 }
 
 nlohmann::json report_json(const report_data& d) {

@@ -46,6 +46,9 @@ struct report_data {
 std::vector<std::pair<std::string, double>> latency_percentiles(const sweep_point& p);
 
 nlohmann::json report_json(const report_data& d);
+/// The collectives as a markdown section (empty when there are none): what a
+/// ring of N hosts takes per collective and its bus bandwidth, size by size.
+std::string collectives_markdown(const std::vector<collective_row>& rows);
 
 /// The charts of the report: (file stem, SVG document) pairs.
 std::vector<std::pair<std::string, std::string>> report_charts(const report_data& d);
