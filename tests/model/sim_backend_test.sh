@@ -400,6 +400,104 @@ for early in 300 5000; do
 	fi
 done
 
+step "a program that has nothing sleeps for the server's WAKE when cores are short (ODL_SIM_SPIN=off), never with ODL_SIM_SPIN=on"
+# Spinning and yielding on fewer cores than busy processes let the scheduler
+# hold the server off for a time slice (64 B round trips of about 1 ms on two
+# cores). This server watches the program's client_waiting flag: with
+# ODL_SIM_SPIN=off it must be set while nothing comes, and set again after
+# the server clears it and sends WAKE (the program woke and took it); with
+# ODL_SIM_SPIN=on never.
+cat >"$tmp/nap.py" <<'PY'
+import mmap, socket, struct, sys, time
+from sim_proto import HELLO, LINK, PEER, SIZE, WAKE, BYE, connect, hello, msg, rings
+path, mode = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind(path); s.listen(1)
+c, _ = s.accept()
+data, fds, _, _ = socket.recv_fds(c, 256, 1)
+assert len(fds) == 1, "HELLO without ring memory"
+theirs = mmap.mmap(fds[0], SIZE)
+ours_fd, ours = rings(name="fake-peer")
+c.send(msg(HELLO, hello(end=0, rate=10000, window=256, profile=b"fake", links=1)))
+socket.send_fds(c, [msg(PEER, seq=1, arg=7)], [ours_fd])
+c.send(msg(LINK, seq=2, arg=3))
+flag = lambda: struct.unpack_from("<I", theirs, 20)[0]         # odl_sim_shm.client_waiting
+def wait_set(limit_s):
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        if flag():
+            return True
+        time.sleep(0.0002)
+    return False
+seq = 3
+if mode == "off":
+    assert wait_set(2), "the program never slept (client_waiting never set)"
+    for _ in range(3):
+        struct.pack_into("<I", theirs, 20, 0)
+        c.send(msg(WAKE, seq=seq)); seq += 1
+        assert wait_set(2), "the program did not sleep again after a WAKE"
+    print("slept, woke and slept again 3 times")
+else:
+    assert not wait_set(0.5), "the program slept with ODL_SIM_SPIN=on"
+    print("never slept in 0.5 s")
+c.send(msg(BYE, seq=seq))
+time.sleep(0.2)
+PY
+for mode in off on; do
+	rm -f "$tmp/nap.sock"
+	python3 "$tmp/nap.py" "$tmp/nap.sock" "$mode" >"$tmp/nap.log" 2>&1 &
+	fake=$!
+	pids+=("$fake")
+	for _ in $(seq 50); do [ -S "$tmp/nap.sock" ] && break; sleep 0.1; done
+	set +e
+	out=$(ODL_SIM_SPIN=$mode ODL_SIM_SOCKET=$tmp/nap.sock timeout 20 "$odl" perf latency --backend sim --client 0 -n 5 --connect-timeout 5 2>&1)
+	rc=$?
+	wait "$fake"
+	frc=$?
+	set -e
+	[ "$frc" = 0 ] || fail "ODL_SIM_SPIN=$mode: $(cat "$tmp/nap.log"); the program: exit $rc: $out"
+	grep -q "bad message\|WAKE" <<<"$out" && fail "ODL_SIM_SPIN=$mode: the program refused the server's WAKE: $out"
+	echo "ODL_SIM_SPIN=$mode: $(cat "$tmp/nap.log")"
+done
+
+step "the server wakes a sleeping program when it hands it a frame (WAKE, client_waiting cleared)"
+start_server
+python3 - "$ODL_SIM_SOCKET" <<'PY' || fail "the server's WAKE"
+import socket, struct, sys, time
+from sim_proto import HELLO, LINK, WAKE, connect, hello, msg, rings
+ends = []
+for name in ("a", "b"):
+    fd, m = rings(name=name)
+    s = connect(sys.argv[1])
+    s.settimeout(5)
+    socket.send_fds(s, [msg(HELLO, hello())], [fd])
+    ends.append((s, m))
+def until_link(s):
+    while True:
+        data, fds, _, _ = socket.recv_fds(s, 256, 1)
+        t, arg = struct.unpack_from("<H", data)[0], struct.unpack_from("<Q", data, 24)[0]
+        if t == LINK and arg == 3:
+            return
+for s, _ in ends:
+    until_link(s)
+(sa, ma), (sb, mb) = ends
+struct.pack_into("<I", mb, 20, 1)                        # b sleeps (client_waiting)
+now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+struct.pack_into("<IIQ", ma, 384, 64, 0, now)           # a's slot 0: a 64-byte frame of zeros
+struct.pack_into("<Q", ma, 128, 1)                      # to_server.head
+if struct.unpack_from("<I", ma, 16)[0]:                 # the server sleeps: wake it
+    struct.pack_into("<I", ma, 16, 0)
+    sa.send(msg(WAKE, seq=1))                             # after its HELLO (0)
+while True:
+    data = sb.recv(256)
+    if struct.unpack_from("<H", data)[0] == WAKE:
+        break
+assert struct.unpack_from("<Q", mb, 256)[0] == 1, "WAKE before the descriptor"
+assert struct.unpack_from("<I", mb, 20)[0] == 0, "the server left client_waiting set"
+print("b woken by the server with the frame in its ring")
+PY
+stop_server
+
 # pacing [ODL-LINKD OPTIONS]: a Gen2 x1 server; 256 MiB of 4 KiB messages must
 # come at the model's rate: never faster than the cable, not far slower
 # unless the run says it was distorted.

@@ -53,6 +53,7 @@ TEST(SimCodec, WellFormedMessagesPass) {
     link3.link = 3;
     EXPECT_EQ(check(msg(ODL_SIM_HELLO, sizeof(link3), 0, &link3), ODL_SIM_SIDE_CLIENT), nullptr);
     EXPECT_EQ(check(msg(ODL_SIM_WAKE, 0), ODL_SIM_SIDE_CLIENT), nullptr);
+    EXPECT_EQ(check(msg(ODL_SIM_WAKE, 0), ODL_SIM_SIDE_SERVER), nullptr);  // a sleeping client is woken
     EXPECT_EQ(check(msg(ODL_SIM_LINK, 0, ODL_SIM_LINK_ALL), ODL_SIM_SIDE_SERVER), nullptr);
     EXPECT_EQ(check(msg(ODL_SIM_BYE, 0), ODL_SIM_SIDE_CLIENT), nullptr);
     EXPECT_EQ(check(msg(ODL_SIM_PEER, 0, 3), ODL_SIM_SIDE_SERVER), nullptr);
@@ -91,7 +92,6 @@ TEST(SimCodec, EveryRefusalHasAReason) {
         {msg(ODL_SIM_HELLO, sizeof(no_links), 0, &no_links), ODL_SIM_SIDE_SERVER, "models no link"},
         {msg(ODL_SIM_HELLO, sizeof(past_links), 0, &past_links), ODL_SIM_SIDE_SERVER, "does not model"},
         {msg(ODL_SIM_HELLO, sizeof(client_links), 0, &client_links), ODL_SIM_SIDE_CLIENT, "link count"},
-        {msg(ODL_SIM_WAKE, 0), ODL_SIM_SIDE_SERVER, "WAKE from the server"},
         {msg(ODL_SIM_WAKE, 4), ODL_SIM_SIDE_CLIENT, "WAKE with a payload"},
         {msg(2, 64), ODL_SIM_SIDE_CLIENT, "unknown message type"},  // version 1's FRAME
         {msg(ODL_SIM_LINK, 0, 1), ODL_SIM_SIDE_CLIENT, "LINK from a client"},

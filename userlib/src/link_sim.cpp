@@ -28,6 +28,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "log.h"
 #include "odl/wire/sim_codec.h"
 
 namespace odl {
@@ -44,6 +45,13 @@ constexpr uint64_t kDrainNs = 500'000'000ull;
 /// Empty receive polls between two looks at the control socket (a system
 /// call; link state changes are rare).
 constexpr unsigned kControlEvery = 64;
+/// Fewer cores than busy processes: a program that has found nothing for
+/// this long sleeps until the server wakes it (or kNapNs pass), so that the
+/// server and the peer get the cores; spinning and yielding here let the
+/// scheduler hold the server off for a whole time slice (about a
+/// millisecond).
+constexpr uint64_t kSpinBeforeNapNs = 20'000;
+constexpr uint64_t kNapNs = 200'000;
 /// A frame handed over this long before it is due is the server's error: the
 /// model runs ahead by microseconds (odl-linkd --lookahead), never this far.
 constexpr uint64_t kMaxEarlyNs = 1'000'000'000ull;
@@ -56,6 +64,18 @@ uint64_t lag_threshold_ns() {
         if (end && *end == '\0') return n;
     }
     return 50'000;
+}
+
+/// Whether this program may spin on its rings without starving the server
+/// and its peer: ODL_SIM_SPIN=on|off, or auto: a core each for the two
+/// programs and the server of every link, and one more.
+bool spare_cores(uint32_t links) {
+    const char* v = std::getenv("ODL_SIM_SPIN");
+    if (v && !std::strcmp(v, "on")) return true;
+    if (v && !std::strcmp(v, "off")) return false;
+    if (v && *v && std::strcmp(v, "auto"))
+        log::write(ODL_LOG_WARN, "ODL_SIM_SPIN='{}' is not on, off or auto; using auto", v);
+    return ::sysconf(_SC_NPROCESSORS_ONLN) >= long(3 * links + 1);
 }
 
 /// A received descriptor, closed unless someone took it.
@@ -191,6 +211,7 @@ public:
         if (m_asked_ns && m_asked_ns < stamp) stamp = m_asked_ns;
         m_asked_ns = 0;
         m_tx_slot->stamp_ns = std::max(stamp, m_taken_due_ns);
+        m_empty_polls = 0;  // busy sending: no nap
         __atomic_store_n(&m_tx_slot->len, uint32_t(bytes), __ATOMIC_RELAXED);
         odl_sim_store(&m_mem.shm()->to_server.head, ++m_put);
         wake_server();
@@ -305,7 +326,39 @@ private:
         // With a core each for both programs and the server, a yield (a
         // system call, about a microsecond in a VM) only delays the next
         // frame.
-        if (!m_spare_cores && m_empty_polls % 16 == 0) sched_yield();
+        if (m_spare_cores) return;
+        if (m_empty_polls == 1) {
+            m_idle_since = now_ns();
+            return;
+        }
+        if (m_empty_polls % 16 != 0) return;
+        const uint64_t now = now_ns();
+        // A frame taken early is due soon: its completion waits for the
+        // clock, not for the server.
+        if (now - m_idle_since < kSpinBeforeNapNs || now < m_taken_due_ns) {
+            sched_yield();
+            return;
+        }
+        nap();
+    }
+
+    /// Sleeps until the server has something for this program (WAKE), at
+    /// most kNapNs. The server clears client_waiting and sends WAKE after it
+    /// puts descriptors, acknowledges frames or frees slots; it or this
+    /// side sees the other's write (both sequentially consistent).
+    void nap() {
+        odl_sim_shm* shm = m_mem.shm();
+        const uint64_t acked = odl_sim_load(&shm->acked);
+        __atomic_store_n(&shm->client_waiting, 1u, __ATOMIC_SEQ_CST);
+        if (odl_sim_ring_can_take(&shm->to_client, m_taken) == ODL_SIM_RING_NONE &&
+            __atomic_load_n(&shm->acked, __ATOMIC_SEQ_CST) == acked) {
+            pollfd p{m_fd, POLLIN, 0};
+            const timespec ts{0, long(kNapNs)};
+            ::ppoll(&p, 1, &ts, nullptr);
+        }
+        __atomic_store_n(&shm->client_waiting, 0u, __ATOMIC_SEQ_CST);
+        m_empty_polls = 0;
+        read_control();  // the WAKE, or whatever else came
     }
 
     void lose(std::string why) {
@@ -416,7 +469,7 @@ private:
                 return lose(fmt::format("the model server at {} gave link {} for sim device {}", m_path, s.link,
                                         m_want_link));
             m_end = s.end;
-            m_spare_cores = ::sysconf(_SC_NPROCESSORS_ONLN) >= long(3 * links + 1);
+            m_spare_cores = spare_cores(links);
             m_rate = odl_le32(s.rate_mbps);
             m_window = std::min<unsigned>(odl_le32(s.window), ODL_SIM_WINDOW);
             const std::string prof(s.profile, strnlen(s.profile, sizeof(s.profile)));
@@ -464,13 +517,14 @@ private:
     uint64_t m_put = 0, m_taken = 0;  ///< our ring counts: frames put, frames taken
     uint64_t m_counted = ~uint64_t{0};  ///< the frame whose lag was counted last
     uint64_t m_asked_ns = 0;      ///< tx_asked() for the next commit (0: none)
+    uint64_t m_idle_since = 0;    ///< the first of the current run of empty polls
     uint64_t m_taken_due_ns = 0;  ///< the latest due time of a frame taken
     uint64_t m_tx_seq = 0, m_rx_seq = 0, m_deadline = 0;
     bool m_sock_failed = false;  ///< the server connection itself broke
     unsigned m_empty_polls = 0, m_progress_calls = 0;
     /// Two polling programs and the server fit the machine (odl-linkd
     /// --sim spins then too).
-    bool m_spare_cores = ::sysconf(_SC_NPROCESSORS_ONLN) >= 4;  ///< per link: set again at HELLO
+    bool m_spare_cores = false;  ///< spin without yielding or napping; set at HELLO
     sim_lag m_lag;
 };
 

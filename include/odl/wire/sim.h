@@ -31,7 +31,7 @@
 #include "odl/wire/wire_common.h"
 
 #define ODL_SIM_MAGIC 0x4d53444fu /* "ODSM" little-endian, in HELLO and the shm */
-#define ODL_SIM_VERSION 4u /* 2: frames in shared rings; 3: read from the sender's; 4: links */
+#define ODL_SIM_VERSION 5u /* 2: frames in shared rings; 3: read from the sender's; 4: links; 5: clients sleep */
 
 #define ODL_SIM_HDR_BYTES 32u
 #define ODL_SIM_MAX_DATAGRAM (ODL_SIM_HDR_BYTES + 64u)
@@ -53,7 +53,9 @@
  * LINK: server -> client: @arg ODL_SIM_LINK_* bits, sent after HELLO and
  *	whenever one changes: the cable's link is up, the other end is held.
  * WAKE: client -> server: frames wait in the ring while the server sleeps
- *	(it set @server_waiting).
+ *	(it set @server_waiting); server -> client: descriptors, acknowledged
+ *	frames or freed slots wait while the client sleeps (it set
+ *	@client_waiting).
  * BYE: either way: orderly close; the sender closes next.
  * PEER: server -> client, with a read-only descriptor of the other end's
  *	ring memory (SCM_RIGHTS); @arg names it (never 0) in the descriptors
@@ -178,6 +180,10 @@ ODL_WIRE_SIZE(struct odl_sim_desc, 32);
  * @reserved: zero
  * @server_waiting: set by the server before it sleeps; a client that puts
  *	a frame in its ring while it is set clears it and sends WAKE
+ * @client_waiting: set by a client before it sleeps (it shares the machine's
+ *	cores with the server and its peer); the server, having put
+ *	descriptors, acknowledged frames or freed slots while it is set, clears
+ *	it and sends WAKE
  * @acked: written by the server: frames of this client that left the model
  *	(delivered or lost); the client's window is its frames put in the
  *	ring minus @acked. Its slots come free later, when the peer has read
@@ -191,7 +197,8 @@ struct odl_sim_shm {
 	__u32 slots;
 	__u32 reserved;
 	__u32 server_waiting;
-	__u8 pad0[44];
+	__u32 client_waiting;
+	__u8 pad0[40];
 	__u64 acked;
 	__u8 pad1[56];
 	struct odl_sim_index to_server;

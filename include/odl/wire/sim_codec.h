@@ -70,9 +70,7 @@ static inline const char *odl_sim_check(const void *buf, size_t n, enum odl_sim_
 		if (len != 0 || (odl_le64(h.arg) & ~(__u64)ODL_SIM_LINK_ALL))
 			return "LINK with a payload or unknown state bits";
 		return NULL;
-	case ODL_SIM_WAKE:
-		if (from != ODL_SIM_SIDE_CLIENT)
-			return "WAKE from the server";
+	case ODL_SIM_WAKE: /* either way (version 5) */
 		return len == 0 ? NULL : "WAKE with a payload";
 	case ODL_SIM_BYE:
 		return len == 0 ? NULL : "BYE with a payload";

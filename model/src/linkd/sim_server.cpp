@@ -601,7 +601,10 @@ void sim_server::put_frames(client& c) {
         }
         c.rxq.pop_front();
     }
-    if (c.put != first) odl_sim_store(&c.shm->to_client.head, c.put);
+    if (c.put != first) {
+        odl_sim_store(&c.shm->to_client.head, c.put);
+        wake_client(c);
+    }
     if (!c.rxq.empty()) {
         // The program has not read its ring: delivered frames wait for it.
         ++m_prof.ring_full;
@@ -638,8 +641,21 @@ void sim_server::release_slots() {
             c->released = e.seq + 1;
             c->exits.pop_front();
         }
-        if (c->released != before) odl_sim_store(&c->shm->to_server.tail, c->released);
+        if (c->released != before) {
+            odl_sim_store(&c->shm->to_server.tail, c->released);
+            wake_client(*c);
+        }
     }
+}
+
+// A program that shares the cores with the server and its peer sleeps
+// instead of spinning once it has waited a while (client_waiting): what the
+// server just gave it (descriptors, acknowledged frames, freed slots) wakes
+// it.
+void sim_server::wake_client(client& c) {
+    if (__atomic_load_n(&c.shm->client_waiting, __ATOMIC_SEQ_CST) &&
+        __atomic_exchange_n(&c.shm->client_waiting, 0u, __ATOMIC_SEQ_CST))
+        send_msg(c, ODL_SIM_WAKE, wall_ns(), 0, nullptr, 0);
 }
 
 std::string sim_turn_profile::summary() const {
@@ -840,6 +856,7 @@ void sim_server::flush_acks() {
         if (frames == 0) continue;
         c->acked += frames;
         odl_sim_store(&c->shm->acked, c->acked);
+        wake_client(*c);
     }
 }
 

@@ -175,6 +175,8 @@ private:
     /// The receivers' read positions; the senders' slots they free.
     void release_slots();
     void flush(client& c);
+    /// Sends WAKE to @c if it sleeps (client_waiting), clearing the flag.
+    void wake_client(client& c);
     void send_failed(client& c, int err);  ///< @err: errno of the failed send
     void ack(int end, std::uint64_t frames);
     void flush_acks();
