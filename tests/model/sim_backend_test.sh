@@ -45,11 +45,14 @@ export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 
 # start_server ARGS...: odl-linkd --sim on $ODL_SIM_SOCKET, waits for it.
 start_server() {
-	"$linkd" --sim --socket "$ODL_SIM_SOCKET" --control "$tmp/ctl.sock" "$@" >"$tmp/linkd.log" 2>&1 &
+	# Emptied here, not by the background redirection: the loop below must
+	# not find the last server's banner before the new one has started.
+	: >"$tmp/linkd.log"
+	"$linkd" --sim --socket "$ODL_SIM_SOCKET" --control "$tmp/ctl.sock" "$@" >>"$tmp/linkd.log" 2>&1 &
 	server=$!
 	pids+=("$server")
 	for _ in $(seq 100); do
-		grep -q 'serving the sim backend' "$tmp/linkd.log" && return 0
+		grep -q 'serving the sim backend' "$tmp/linkd.log" && [ -S "$ODL_SIM_SOCKET" ] && return 0
 		kill -0 "$server" 2>/dev/null || fail "odl-linkd --sim exited: $(cat "$tmp/linkd.log")"
 		sleep 0.1
 	done
@@ -344,19 +347,10 @@ step "a frame handed over before it is due: the program takes it at once (what i
 # to_client.tail). The completion held until the due time is engine_test's
 # TimedPair.
 cat >"$tmp/early.py" <<'PY'
-import mmap, os, socket, struct, sys, time
-from sim_proto import HELLO, LINK, PEER, SIZE, SLOTS, SLOT, HDR, connect, hello, msg, rings
+import struct, sys, time
+from sim_proto import SLOTS, SLOT, HDR, fake_server
 path, early_ms = sys.argv[1], int(sys.argv[2])
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.bind(path); s.listen(1)
-c, _ = s.accept()
-data, fds, _, _ = socket.recv_fds(c, 256, 1)
-assert len(fds) == 1, "HELLO without ring memory"
-theirs = mmap.mmap(fds[0], SIZE)
-ours_fd, ours = rings(name="fake-peer")
-c.send(msg(HELLO, hello(end=0, rate=10000, window=256, profile=b"fake", links=1)))
-socket.send_fds(c, [msg(PEER, seq=1, arg=7)], [ours_fd])
-c.send(msg(LINK, seq=2, arg=3))
+c, theirs, ours = fake_server(path)
 struct.pack_into("<IIQ", ours, HDR, 64, 0, 0)            # our slot 0: a 64-byte frame of junk
 ours[HDR + 64:HDR + 128] = b"\x5a" * 64
 time.sleep(0.5)
@@ -408,19 +402,10 @@ step "a program that has nothing sleeps for the server's WAKE when cores are sho
 # the server clears it and sends WAKE (the program woke and took it); with
 # ODL_SIM_SPIN=on never.
 cat >"$tmp/nap.py" <<'PY'
-import mmap, socket, struct, sys, time
-from sim_proto import HELLO, LINK, PEER, SIZE, WAKE, BYE, connect, hello, msg, rings
+import struct, sys, time
+from sim_proto import WAKE, BYE, fake_server, msg
 path, mode = sys.argv[1], sys.argv[2]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.bind(path); s.listen(1)
-c, _ = s.accept()
-data, fds, _, _ = socket.recv_fds(c, 256, 1)
-assert len(fds) == 1, "HELLO without ring memory"
-theirs = mmap.mmap(fds[0], SIZE)
-ours_fd, ours = rings(name="fake-peer")
-c.send(msg(HELLO, hello(end=0, rate=10000, window=256, profile=b"fake", links=1)))
-socket.send_fds(c, [msg(PEER, seq=1, arg=7)], [ours_fd])
-c.send(msg(LINK, seq=2, arg=3))
+c, theirs, _ = fake_server(path)
 flag = lambda: struct.unpack_from("<I", theirs, 20)[0]         # odl_sim_shm.client_waiting
 def wait_set(limit_s):
     end = time.monotonic() + limit_s

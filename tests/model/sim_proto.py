@@ -36,3 +36,21 @@ def connect(path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.connect(path)
     return s
+
+
+def fake_server(path):
+    """A server that takes one program at @path and gives it end A of a
+    link that is up, with a peer's (our) rings: (connection, the program's
+    ring memory, ours). The next message it sends has seq 3."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.bind(path)
+    s.listen(1)
+    c, _ = s.accept()
+    _, fds, _, _ = socket.recv_fds(c, 256, 1)
+    assert len(fds) == 1, "HELLO without ring memory"
+    theirs = mmap.mmap(fds[0], SIZE)
+    ours_fd, ours = rings(name="fake-peer")
+    c.send(msg(HELLO, hello(end=0, rate=10000, window=256, profile=b"fake", links=1)))
+    socket.send_fds(c, [msg(PEER, seq=1, arg=7)], [ours_fd])
+    c.send(msg(LINK, seq=2, arg=3))
+    return c, theirs, ours
