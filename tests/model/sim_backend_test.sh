@@ -284,15 +284,9 @@ stop_server
 step "each program sees its peer's rings read-only"
 start_server
 python3 - "$ODL_SIM_SOCKET" <<'PY' || fail "the peer's ring memory"
-import mmap, socket, struct, sys
-from sim_proto import HELLO, MAGIC, PEER, SIZE, SLOTS, VERSION, connect, hello, msg, rings
-ends = []
-for name in ("a", "b"):
-    fd, m = rings(name=name)
-    struct.pack_into("<I", m, 12, 0xabc0 + len(ends))   # reserved: tells the two apart
-    s = connect(sys.argv[1])
-    socket.send_fds(s, [msg(HELLO, hello())], [fd])
-    ends.append((s, m))
+import mmap, os, socket, struct, sys
+from sim_proto import MAGIC, PEER, SIZE, SLOTS, VERSION, join
+ends = [join(sys.argv[1], name, reserved=0xabc0 + i) for i, name in enumerate(("a", "b"))]  # reserved: tells the two apart
 s, _ = ends[1]
 s.settimeout(5)
 peer = None
@@ -449,14 +443,10 @@ step "the server wakes a sleeping program when it hands it a frame (WAKE, client
 start_server
 python3 - "$ODL_SIM_SOCKET" <<'PY' || fail "the server's WAKE"
 import socket, struct, sys, time
-from sim_proto import HELLO, LINK, WAKE, connect, hello, msg, rings
-ends = []
-for name in ("a", "b"):
-    fd, m = rings(name=name)
-    s = connect(sys.argv[1])
+from sim_proto import LINK, WAKE, join, msg
+ends = [join(sys.argv[1], name) for name in ("a", "b")]
+for s, _ in ends:
     s.settimeout(5)
-    socket.send_fds(s, [msg(HELLO, hello())], [fd])
-    ends.append((s, m))
 def until_link(s):
     while True:
         data, fds, _, _ = socket.recv_fds(s, 256, 1)

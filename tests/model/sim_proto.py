@@ -38,6 +38,17 @@ def connect(path):
     return s
 
 
+def join(path, name, reserved=0):
+    """A hand-made program: its rings (@reserved in the header's reserved
+    word, to tell programs apart), connected to the server at @path, HELLO
+    sent with them. Returns (socket, its ring memory)."""
+    fd, m = rings(name=name)
+    struct.pack_into("<I", m, 12, reserved)
+    s = connect(path)
+    socket.send_fds(s, [msg(HELLO, hello())], [fd])
+    return s, m
+
+
 def fake_server(path):
     """A server that takes one program at @path and gives it end A of a
     link that is up, with a peer's (our) rings: (connection, the program's
