@@ -139,6 +139,36 @@ rc=0
 out=$(vexec A 'echo fresh; exit 3') || rc=$?
 [ "$rc" = 3 ] && [ "$out" = fresh ] ||
 	fail "the exec after a timed-out one got another answer: exit $rc: $out"
+step "command channel: an orphan that ends while a command line arrives costs the line nothing"
+# busybox timeout leaves one (its watcher) after every command; here a
+# background sleep ends between the two halves of the next line, which the
+# agent reads byte by byte: the whole line must run under its own id.
+vexec A '(sleep 1) </dev/null >/dev/null 2>&1 &'
+out=$(python3 - "$ODL_VM_DIR/A.ctl" <<'PY'
+import re, socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.sendall(b"half.1 echo ")
+time.sleep(3)
+s.sendall(b"whole\n")
+buf, deadline = b"", time.monotonic() + 20
+while not re.search(rb"@@ODL-DONE \S* \d+@@\n", buf):
+    left = deadline - time.monotonic()
+    if left <= 0:
+        break
+    s.settimeout(left)
+    try:
+        chunk = s.recv(4096)
+    except socket.timeout:
+        break
+    if not chunk:
+        break
+    buf += chunk
+sys.stdout.write(buf.decode(errors="replace"))
+PY
+)
+[ "$out" = $'whole\n@@ODL-DONE half.1 0@@' ] ||
+	fail "a line split around an orphan's end was not run whole under its id: $out"
 
 if [ "$quick" = 1 ]; then
 	for v in A B; do
