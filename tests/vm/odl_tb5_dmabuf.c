@@ -18,7 +18,9 @@
  * completion is already in the Tx queue), waits for one Tx completion per
  * frame, and receives the peer's frames, comparing every byte and each
  * stream's order. Then A posts ODL_DB_TAIL more frames from a second import
- * and closes at once (frames in flight on close); B receives those too.
+ * and closes at once (frames in flight on close); B receives those too,
+ * before it sees the session end (as libodl, B stops at the end once the
+ * module holds nothing more: A's close notice must not overtake them).
  * A then checks that both dma-bufs are freed.
  *
  * "unplug" keeps the Tx rings full of dma-buf frames while the test pulls
@@ -658,6 +660,20 @@ static int receive(int dev, struct dev_map *m, unsigned int seq, unsigned int n,
 		struct odl_tb5_cqe e;
 
 		prod = __atomic_load_n(&ctl(m)->rx_cq.prod, __ATOMIC_ACQUIRE);
+		if (prod == cons && dev_state(dev) != ODL_TB5_STATE_SESSION) {
+			/*
+			 * The session ended: as libodl, take what the module
+			 * still holds, then stop. The peer's close notice must
+			 * not overtake the frames it sent before closing.
+			 */
+			poll(&pfd, 1, 0);
+			if (__atomic_load_n(&ctl(m)->rx_cq.prod, __ATOMIC_ACQUIRE) == cons) {
+				printf("FAIL receive: the session ended (state %u) with %u of %u frames of seq %u and %u of %u of seq %u\n",
+				       dev_state(dev), got[0], n, seq, got[1], n2, seq2);
+				return 1;
+			}
+			continue;
+		}
 		if (prod == cons) {
 			poll(&pfd, 1, 100);
 			continue;
