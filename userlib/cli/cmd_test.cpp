@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `odl test`: run the suite through ctest, then the unit label again in
 // sanitizer builds (built beside ctest at idle priority): address +
-// undefined (with the fuzz targets), and with --tsan thread.
+// undefined (its fuzz targets run beside ctest too), and with --tsan thread.
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/wait.h>
@@ -61,8 +61,8 @@ private:
 
 /// The end of each failed test's output again, last in the log: a long
 /// log is often shown cut, and a test prints its reason at its end.
-void print_failure_tails(const std::string& build) {
-    std::ifstream log(build + "/Testing/Temporary/LastTest.log");
+void print_failure_tails(const std::string& build, const std::string& log_name = "LastTest.log") {
+    std::ifstream log(build + "/Testing/Temporary/" + log_name);
     if (!log) return;
     for (const auto& t : failed_tests(log, 12)) {
         fmt::print(stderr, "odl: test: {} ({}) failed; what it said of failures:\n", t.name, build);
@@ -90,6 +90,11 @@ struct sanitizer_tree {
     std::string labels;
 };
 
+/// The fuzz targets' seconds when they run beside ctest: at SCHED_IDLE they
+/// get the third to half of the CPU the testbeds leave (docs/ci.md), so
+/// each fuzzes longer in wall time for about the work of 10 s alone.
+constexpr int kBesideFuzzSeconds = 25;
+
 /// Configures and builds one sanitizer tree (clang, -O1 -g1, unity as the main
 /// build, no model, no benchmarks) in <build>-<suffix>.
 int build_sanitizer_tree(const std::string& src, const std::string& build, const std::string& jobs,
@@ -109,7 +114,8 @@ int build_sanitizer_tree(const std::string& src, const std::string& build, const
         "-DODL_SANITIZE=" + t.sanitizers, "-DODL_BUILD_BENCHMARKS=OFF",
         "-DCMAKE_UNITY_BUILD=" + main_build_unity(build),
         // The pass runs the unit and fuzz labels: the model has its own.
-        "-DODL_BUILD_MODEL=OFF", std::string("-DODL_FUZZ=") + (t.fuzz ? "ON" : "OFF")};
+        "-DODL_BUILD_MODEL=OFF", std::string("-DODL_FUZZ=") + (t.fuzz ? "ON" : "OFF"),
+        "-DODL_FUZZ_SECONDS=" + std::to_string(kBesideFuzzSeconds)};
     if (run_step(configure) != 0) {
         fmt::print(stderr, "odl: test: configuring the {} build failed\n", t.suffix);
         return 1;
@@ -121,6 +127,19 @@ int build_sanitizer_tree(const std::string& src, const std::string& build, const
     return 0;
 }
 
+/// "stat::number_of_executed_units: N" of each fuzz target in a ctest log,
+/// one line per target, so the log says how much fuzzing was done.
+void print_fuzz_units(const std::string& log_path) {
+    std::ifstream log(log_path);
+    std::string test;
+    for (std::string l; std::getline(log, l);) {
+        // "3/11 Test: fuzz_frame" opens each test's part.
+        if (const auto at = l.find(" Test: "); at != std::string::npos && l.find('/') < at) test = l.substr(at + 7);
+        if (l.rfind("stat::number_of_executed_units:", 0) == 0)
+            fmt::print(stderr, "odl: test: {}: {} inputs run\n", test, l.substr(l.rfind(':') + 2));
+    }
+}
+
 /// The sanitizer trees' builds, started beside ctest in a child process at
 /// SCHED_IDLE: the compilers get only the CPU time ctest's tests leave
 /// idle (a third to a half of it while the testbeds run, docs/ci.md), and
@@ -128,7 +147,10 @@ int build_sanitizer_tree(const std::string& src, const std::string& build, const
 /// here: a compile at SCHED_IDLE on one core does not slow a CPU-bound
 /// benchmark on the other (docs/ci.md); the nice-19 overlap tried in the
 /// first session slowed the testbeds as much as it saved. Its output goes to
-/// a log, so that it does not interleave with ctest's.
+/// a log, so that it does not interleave with ctest's. A tree with the fuzz
+/// targets runs them next, still beside ctest (kBesideFuzzSeconds each):
+/// they need no timing of their own, unlike the unit tests, which run after
+/// ctest.
 class background_builds {
 public:
     background_builds(const std::string& src, const std::string& build, const std::string& jobs,
@@ -152,16 +174,31 @@ public:
         dup2(fd, STDERR_FILENO);
         close(fd);
         phase_clock clock;
+        bool fuzz_failed = false;
         for (const auto& t : trees) {
             if (build_sanitizer_tree(src, build, jobs, t) != 0) {
                 std::fflush(stderr);
                 _exit(10 + static_cast<int>(&t - trees.data()));
             }
             clock.lap(t.suffix + " build");
+            if (t.fuzz) {
+                const std::string san = build + "-" + t.suffix;
+                const int r = run_step({"ctest", "--test-dir", san, "--output-on-failure", "-j", jobs, "-L", "^fuzz$"});
+                clock.lap(t.suffix + " fuzz targets");
+                // Kept apart: the unit tests' ctest in this tree writes LastTest.log again.
+                std::rename((san + "/Testing/Temporary/LastTest.log").c_str(), fuzz_log(san).c_str());
+                if (r != 0) {
+                    fmt::print(stderr, "odl: test: {} fuzz targets failed (exit {})\n", t.suffix, r);
+                    fuzz_failed = true;
+                }
+            }
             std::fflush(stderr);
         }
-        _exit(0);
+        _exit(fuzz_failed ? kFuzzFailed : 0);
     }
+
+    /// Where the fuzz targets' ctest log of tree @san is kept.
+    static std::string fuzz_log(const std::string& san) { return san + "/Testing/Temporary/LastTest-fuzz.log"; }
     background_builds(const background_builds&) = delete;
     background_builds& operator=(const background_builds&) = delete;
     ~background_builds() {
@@ -170,6 +207,7 @@ public:
 
     /// Waits for the builds; on a failure the end of their log goes to
     /// stderr. Returns the index of the first tree that failed, or -1.
+    /// fuzz_failed() then says whether a fuzz target failed.
     int wait_for() {
         int status = 0;
         if (m_pid < 0) {
@@ -183,27 +221,33 @@ public:
         std::vector<std::string> lines;
         for (std::string l; std::getline(log, l);) {
             // Each tree's time, from its start beside ctest to its end.
-            if (l.rfind("odl: test: ", 0) == 0 && l.find(" build took ") != std::string::npos)
+            if (l.rfind("odl: test: ", 0) == 0 && l.find(" took ") != std::string::npos)
                 fmt::print(stderr, "{} (beside ctest at idle priority)\n", l);
             lines.push_back(l);
         }
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return -1;
+        m_fuzz_failed = WIFEXITED(status) && WEXITSTATUS(status) == kFuzzFailed;
+        if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || m_fuzz_failed)) return -1;
         fmt::print(stderr, "odl: test: the sanitizer builds failed; the end of {}:\n", m_log);
         for (std::size_t i = lines.size() > 40 ? lines.size() - 40 : 0; i < lines.size(); ++i)
             fmt::print(stderr, "  | {}\n", lines[i]);
         return WIFEXITED(status) && WEXITSTATUS(status) >= 10 ? WEXITSTATUS(status) - 10 : 0;
     }
 
+    bool fuzz_failed() const { return m_fuzz_failed; }
+
 private:
+    static constexpr int kFuzzFailed = 30;
     std::string m_log;
     pid_t m_pid = -1;
+    bool m_fuzz_failed = false;
 };
 
 /// The sanitizer trees `odl test` runs: AddressSanitizer + UBSan over the unit
 /// tests (and the fuzz targets), then ThreadSanitizer over the unit tests
 /// (libodl, the plugin's threads, hil).
 std::vector<sanitizer_tree> sanitizer_trees(bool fuzz, bool tsan) {
-    std::vector<sanitizer_tree> trees = {{"asan", "address,undefined", fuzz, fuzz ? "^(unit|fuzz)$" : "^unit$"}};
+    // The fuzz targets run in the background child (background_builds).
+    std::vector<sanitizer_tree> trees = {{"asan", "address,undefined", fuzz, "^unit$"}};
     if (tsan) trees.push_back({"tsan", "thread", false, "^unit$"});
     return trees;
 }
@@ -275,13 +319,21 @@ int run_tests(const test_options& opt) {
     int san_rc = 0;
     std::vector<std::string> failed;
     if (rc != 0) failed.push_back(build);
+    bool fuzz_failed = false;
     if (builds) {
         const int failed_build = builds->wait_for();
         clock.lap("rest of the sanitizer builds");
+        for (const auto& t : trees)
+            if (t.fuzz && failed_build < 0) print_fuzz_units(background_builds::fuzz_log(build + "-" + t.suffix));
+        fuzz_failed = builds->fuzz_failed();
         san_rc = run_sanitizer_tests(build, jobs, trees, failed_build, clock, &failed);
+        if (fuzz_failed && san_rc == 0) san_rc = 8;
     }
     // Last in the log, whichever pass failed: a long log is often shown cut.
     for (const auto& dir : failed) print_failure_tails(dir);
+    if (fuzz_failed)
+        for (const auto& t : trees)
+            if (t.fuzz) print_failure_tails(build + "-" + t.suffix, "LastTest-fuzz.log");
     return rc != 0 ? rc : san_rc;
 }
 
