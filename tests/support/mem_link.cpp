@@ -7,6 +7,7 @@
 namespace odl::test {
 
 unsigned char* mem_link::tx_reserve() {
+    const std::lock_guard<std::mutex> hold(m_st->lock);
     mem_queue& q = m_st->q[m_side];
     if (m_st->cut || q.frames.size() >= q.capacity) return nullptr;
     m_tx_buf.assign(ODL_FRAME_MAX_BYTES, 0);
@@ -14,6 +15,7 @@ unsigned char* mem_link::tx_reserve() {
 }
 
 void mem_link::tx_commit(size_t bytes) {
+    const std::lock_guard<std::mutex> hold(m_st->lock);
     m_tx_buf.resize(bytes);
     if (m_st->drop && m_st->drop(m_side, m_tx_buf)) {
         ++m_st->dropped;
@@ -25,11 +27,15 @@ void mem_link::tx_commit(size_t bytes) {
 }
 
 rx_frame mem_link::rx_peek() {
+    const std::lock_guard<std::mutex> hold(m_st->lock);
     auto& frames = m_st->q[1 - m_side].frames;
     if (frames.empty()) return {};
     return rx_frame{frames.front().data(), frames.front().size(), m_st->due_ns ? m_st->due_ns(m_side) : 0};
 }
 
-void mem_link::rx_release() { m_st->q[1 - m_side].frames.pop_front(); }
+void mem_link::rx_release() {
+    const std::lock_guard<std::mutex> hold(m_st->lock);
+    m_st->q[1 - m_side].frames.pop_front();
+}
 
 }  // namespace odl::test

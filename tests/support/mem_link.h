@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,9 @@ struct mem_queue {
 };
 
 struct mem_link_pair_state {
+    /// Held by every link call: a test may poll each side on its own
+    /// thread. A peeked frame stays valid (deque push_back keeps references).
+    std::mutex lock;
     mem_queue q[2];  ///< q[i]: frames sent by side i
     bool cut = false;
     /// lossy[i]: side i's link reports lossy() (the engines then negotiate
@@ -46,8 +50,14 @@ public:
     void tx_commit(size_t bytes) override;
     rx_frame rx_peek() override;
     void rx_release() override;
-    link_state progress() override { return m_st->cut ? link_state::lost : link_state::up; }
-    std::string failure() const override { return m_st->cut ? "mem link cut" : ""; }
+    link_state progress() override {
+        const std::lock_guard<std::mutex> hold(m_st->lock);
+        return m_st->cut ? link_state::lost : link_state::up;
+    }
+    std::string failure() const override {
+        const std::lock_guard<std::mutex> hold(m_st->lock);
+        return m_st->cut ? "mem link cut" : "";
+    }
     std::string name() const override { return "mem" + std::to_string(m_side); }
     bool lossy() const override { return m_st->lossy[m_side]; }
     bool timed() const override { return bool(m_st->due_ns); }

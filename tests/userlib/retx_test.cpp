@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "engine.h"
@@ -335,6 +338,50 @@ TEST_F(Retx, ASmallSendCompletesAtOnceAndIsResentFromACopy) {
     EXPECT_EQ(done_b[0].status, ODL_OK);
     EXPECT_EQ(rx, tx);
     EXPECT_EQ(done_a.size(), 1u) << "completed twice";
+}
+
+TEST_F(Retx, CloseWaitsUntilThePeerHasTheSendsThatCompletedAtOnce) {
+    make(true, true);
+    // The only copy of a small send's frame is lost; the send completed at
+    // once. a closes right away while b is polled on its own thread: close
+    // must return only once b has the message (resent after a PROBE), as a
+    // kernel link's close notice may end b's session the moment it does.
+    bool lost = false;
+    state->drop = [&lost](int from, const std::vector<unsigned char>& f) {
+        if (from != 0 || type_of(f) != ODL_FRAME_DATA || lost) return false;
+        return lost = true;
+    };
+    auto tx = pattern(3000, 6);
+    std::vector<unsigned char> rx(tx.size());
+    ASSERT_EQ(b->post_recv(0, 5, rx.data(), rx.size(), 1), ODL_OK);
+    ASSERT_EQ(a->post_send(0, 5, tx.data(), tx.size(), 2), ODL_OK);
+    odl_completion c[4];
+    for (int i = 0; i < 3 && done_a.empty(); ++i) done_a.insert(done_a.end(), c, c + a->poll(c, 4));
+    ASSERT_EQ(done_a.size(), 1u);
+    ASSERT_EQ(done_a[0].status, ODL_OK);
+    {
+        const std::lock_guard<std::mutex> hold(state->lock);
+        ASSERT_TRUE(lost);
+    }
+    std::atomic<int> b_status{-1};
+    std::atomic<bool> stop{false};
+    std::thread tb([&] {
+        odl_completion d[4];
+        while (!stop.load()) {
+            const size_t n = b->poll(d, 4);
+            for (size_t i = 0; i < n; ++i)
+                if (d[i].op == ODL_OP_RECV) b_status.store(d[i].status);
+        }
+    });
+    a->shutdown();
+    const int at_close = b_status.load();
+    // What b does after the GOODBYE (it must not hang either).
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    stop.store(true);
+    tb.join();
+    EXPECT_EQ(at_close, ODL_OK) << "close returned before the peer had the message it completed at once";
+    EXPECT_EQ(rx, tx);
+    EXPECT_EQ(b->link_state(), uint32_t(ODL_LINK_PEER_CLOSED));
 }
 
 TEST_F(Retx, SmallSendsCompletedAtOnceDoNotCountAgainstThePostLimit) {

@@ -37,6 +37,10 @@ constexpr auto kGoodbyeRetry = std::chrono::milliseconds(1);
 /// write run at the same speed, so halves finish together (loopback_bench
 /// BM_CmaSplitBandwidth: 50 % beats 60 %).
 constexpr uint32_t kRndvSplitPct = 50;
+/// close(): how long to wait for the peer to acknowledge the sends that
+/// completed at once (small, copied). Against a link's microseconds and the
+/// PROBE's milliseconds; a peer that does not poll costs this much at most.
+constexpr uint64_t kCloseConfirmNs = 500'000'000;
 /// close(): how long to wait for the peer's RNDV_WROTE of a split receive.
 constexpr int kSplitCloseTries = 2000;
 constexpr auto kSplitCloseRetry = std::chrono::milliseconds(1);
@@ -1434,6 +1438,8 @@ void engine::shutdown() {
     }
     if (m_goodbye_sent || m_state == ODL_LINK_LOST || m_state == ODL_LINK_PEER_CLOSED) return;
     if (!m_hello_sent) return;  // the peer never heard of us
+    confirm_eager_sends();
+    if (m_state == ODL_LINK_LOST || m_state == ODL_LINK_PEER_CLOSED) return;
     m_ctrl.clear();
     if (m_retx && m_state == ODL_LINK_UP) {
         // Acknowledge everything that arrived, even if an ACK went out (it
@@ -1455,6 +1461,44 @@ void engine::shutdown() {
         if (m_link->progress() == link_state::lost) break;
         std::this_thread::sleep_for(kGoodbyeRetry);
     }
+}
+
+void engine::confirm_eager_sends() {
+    // The caller was told these sends are done. Our GOODBYE, or a kernel
+    // link's close notice (which travels apart from the frames), would end
+    // the peer's session with them still on the way or lost for good; so
+    // keep the link going (resends, PROBEs, our own ACKs) until the peer
+    // has acknowledged them, bounded.
+    const auto unconfirmed = [this] {
+        size_t n = 0;
+        for (uint32_t i = 0; i < m_streams; ++i) n += m_s[i].eager_held;
+        return n;
+    };
+    if (!m_retx || m_state != ODL_LINK_UP || unconfirmed() == 0) return;
+    const uint64_t end = now_ns() + kCloseConfirmNs;
+    while (m_state == ODL_LINK_UP && unconfirmed() != 0 && now_ns() < end) {
+        unsigned processed = 0;
+        flush_ctrl();
+        process_rx_budget(kRxBudget, processed);
+        m_link->rx_flush();
+        return_link_credit();
+        if (m_state != ODL_LINK_UP) break;
+        if (m_ack_dirty) queue_acks(true);
+        check_probes();
+        pump_tx(kTxBudget);
+        flush_ctrl();
+        m_link->tx_flush();
+        if (processed == 0) {
+            if (m_link->progress() == link_state::lost) {
+                fail(ODL_ERR_PEER_LOST, ODL_LINK_LOST, m_link->failure());
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+    }
+    if (const size_t n = unconfirmed(); n != 0 && m_state == ODL_LINK_UP)
+        log::write(ODL_LOG_WARN, "{}: close: the peer did not acknowledge {} completed send(s) within {} ms", m_link->name(),
+                   n, kCloseConfirmNs / 1'000'000);
 }
 
 void engine::query(odl_dev_info& info) const {

@@ -257,6 +257,8 @@ private:
     int rndv_read(unsigned char* dst, uint64_t src, uint64_t len);
     int rndv_cookie_check(const rndv_ref& ref);
     void drain_orphans();
+    /// close(): until the peer acknowledged the sends completed at once (bounded).
+    void confirm_eager_sends();
     void rndv_pull(stream_state& s, uint16_t stream, const recv_op& op, uint32_t tag, uint32_t msg_len, const rndv_ref& ref);
     bool send_rndv_frame(uint16_t stream, stream_state& s, send_op& op);
     uint32_t rndv_pid();
