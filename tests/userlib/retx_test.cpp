@@ -34,6 +34,14 @@ open_config config(uint32_t streams = 4, uint32_t window = 64, uint32_t link_win
 
 uint8_t type_of(const std::vector<unsigned char>& f) { return f.empty() ? 0 : f[0]; }
 
+/// A drop hook: the first DATA frame side a (0) sends vanishes; @lost says it did.
+auto lose_first_data_frame_of_a(bool& lost) {
+    return [&lost](int from, const std::vector<unsigned char>& f) {
+        if (from != 0 || type_of(f) != ODL_FRAME_DATA || lost) return false;
+        return lost = true;
+    };
+}
+
 /// A deterministic pseudo-random sequence (xorshift), so a failure repeats.
 struct rng {
     uint64_t x;
@@ -319,10 +327,7 @@ TEST_F(Retx, ASmallSendCompletesAtOnceAndIsResentFromACopy) {
     // (8 KiB or less), the caller overwrites its buffer, and the resend
     // still carries the message as it was.
     bool lost = false;
-    state->drop = [&lost](int from, const std::vector<unsigned char>& f) {
-        if (from != 0 || type_of(f) != ODL_FRAME_DATA || lost) return false;
-        return lost = true;
-    };
+    state->drop = lose_first_data_frame_of_a(lost);
     auto tx = pattern(3000, 4);
     auto buf = tx;
     std::vector<unsigned char> rx(tx.size());
@@ -347,10 +352,7 @@ TEST_F(Retx, CloseWaitsUntilThePeerHasTheSendsThatCompletedAtOnce) {
     // must return only once b has the message (resent after a PROBE), as a
     // kernel link's close notice may end b's session the moment it does.
     bool lost = false;
-    state->drop = [&lost](int from, const std::vector<unsigned char>& f) {
-        if (from != 0 || type_of(f) != ODL_FRAME_DATA || lost) return false;
-        return lost = true;
-    };
+    state->drop = lose_first_data_frame_of_a(lost);
     auto tx = pattern(3000, 6);
     std::vector<unsigned char> rx(tx.size());
     ASSERT_EQ(b->post_recv(0, 5, rx.data(), rx.size(), 1), ODL_OK);

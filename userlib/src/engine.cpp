@@ -1477,24 +1477,8 @@ void engine::confirm_eager_sends() {
     if (!m_retx || m_state != ODL_LINK_UP || unconfirmed() == 0) return;
     const uint64_t end = now_ns() + kCloseConfirmNs;
     while (m_state == ODL_LINK_UP && unconfirmed() != 0 && now_ns() < end) {
-        unsigned processed = 0;
-        flush_ctrl();
-        process_rx_budget(kRxBudget, processed);
-        m_link->rx_flush();
-        return_link_credit();
-        if (m_state != ODL_LINK_UP) break;
-        if (m_ack_dirty) queue_acks(true);
-        check_probes();
-        pump_tx(kTxBudget);
-        flush_ctrl();
-        m_link->tx_flush();
-        if (processed == 0) {
-            if (m_link->progress() == link_state::lost) {
-                fail(ODL_ERR_PEER_LOST, ODL_LINK_LOST, m_link->failure());
-                break;
-            }
-            std::this_thread::sleep_for(std::chrono::microseconds(50));
-        }
+        poll(nullptr, 0);  // the link's work only: the caller takes no completions now
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
     if (const size_t n = unconfirmed(); n != 0 && m_state == ODL_LINK_UP)
         log::write(ODL_LOG_WARN, "{}: close: the peer did not acknowledge {} completed send(s) within {} ms", m_link->name(),
