@@ -429,6 +429,32 @@ TEST_F(Retx, PingPongNeedsNoAckFrames) {
     EXPECT_LE(a->retx().acks + b->retx().acks, 2u) << "a " << a->retx().acks << " b " << b->retx().acks;
 }
 
+TEST_F(Retx, AMessageArrivingAFrameAtATimeIsAcknowledgedOnceWhole) {
+    make(true, true);
+    // A one-frame transport from a to b: b takes each frame of the message
+    // alone and finds the transport dry twice before the next (as on a
+    // paced link, where frames come a wire time apart). Its ACKs would free
+    // nothing before the last frame (the send completes only when all of
+    // it is acknowledged); each would take the way back from the answer.
+    state->q[0].capacity = 1;
+    auto tx = pattern(12 * ODL_FRAME_MAX_PAYLOAD, 7);  // under b's ACK batch (window 64 / 4)
+    std::vector<unsigned char> rx(tx.size());
+    ASSERT_EQ(b->post_recv(0, 1, rx.data(), rx.size(), 1), ODL_OK);
+    ASSERT_EQ(a->post_send(0, 1, tx.data(), tx.size(), 2), ODL_OK);
+    const uint64_t acks_before = b->retx().acks;
+    for (int i = 0; i < 1000 && done_b.empty(); ++i) {
+        odl_completion c[16];
+        done_a.insert(done_a.end(), c, c + a->poll(c, 16));  // puts the next frame in
+        for (int k = 0; k < 3; ++k) done_b.insert(done_b.end(), c, c + b->poll(c, 16));
+    }
+    ASSERT_EQ(done_b.size(), 1u);
+    EXPECT_EQ(rx, tx);
+    // The message's send still completes: b acknowledges it once it is whole.
+    ASSERT_TRUE(run_until([&] { return done_a.size() == 1; }));
+    EXPECT_EQ(done_a[0].status, ODL_OK);
+    EXPECT_LE(b->retx().acks - acks_before, 1u) << "b acknowledged frame by frame within one message";
+}
+
 /// One engine against a hand-driven peer (side 0) that offered RETX.
 class RetxPeer : public ::testing::Test {
 protected:

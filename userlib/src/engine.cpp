@@ -660,6 +660,13 @@ void engine::queue_acks(bool idle) {
         if (!s.ack_queued && (due || s.ack_force)) {
             if (!s.ack_force && due < m_ack_batch) {
                 if (!idle) continue;  // more is coming: ACK later
+                // Within a message: the rest of it is on its way, and its
+                // send completes only once all of it is acknowledged, so an
+                // ACK now frees nothing. On a paced link (frames a wire
+                // time apart) the transport runs dry between every two
+                // frames: an ACK each would take the way back from the
+                // answer (a batch's ACK and PROBEs still come).
+                if (s.cur.active) continue;
                 // Idle: give the caller one poll to answer; a reply's
                 // piggybacked credit then acknowledges, and ping-pong
                 // traffic needs no ACK frames.
