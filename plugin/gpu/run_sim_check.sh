@@ -57,14 +57,16 @@ for _ in $(seq 100); do [[ -S $ODL_SIM_SOCKET ]] && break; sleep 0.1; done
 [[ -S $ODL_SIM_SOCKET ]] || { echo "FAIL: odl-linkd --sim did not start: $(cat "$out/linkd.log")"; exit 1; }
 # One link: "(..., N Mb/s each way, ...)"; several: a "sim device K: ..., N Mb/s A to B"
 # line each. The cap below is what all the links carry together.
-for _ in $(seq 50); do grep -q -e "each way" -e "sim device 0:" "$out/linkd.log" && break; sleep 0.1; done
-banner=$(head -n1 "$out/linkd.log")
+for _ in $(seq 50); do grep -q -e "serving the sim backend" -e "sim device 0:" "$out/linkd.log" && break; sleep 0.1; done
+# The banner, not the pipeline fit's report that -v logs before it.
+banner=$(grep -m1 "serving the sim backend" "$out/linkd.log" || head -n1 "$out/linkd.log")
 links=$(grep -c "sim device [0-9]*:" "$out/linkd.log" || true)
 if [[ $links -gt 0 ]]; then
     rate_mbps=$(sed -n 's/.*sim device 0: .*, \([0-9]*\) Mb\/s A to B.*/\1/p' "$out/linkd.log")
     rate_mbps=$((rate_mbps * links))
 else
-    rate_mbps=$(sed -n 's/.*, \([0-9]*\) Mb\/s each way.*/\1/p' <<<"$banner")
+    # "N Mb/s each way", or an asymmetric cable's "N Mb/s A to B, M Mb/s B to A": the faster.
+    rate_mbps=$(grep -o '[0-9]* Mb/s' <<<"$banner" | sort -n | tail -n 1 | cut -d' ' -f1)
 fi
 [[ -n $rate_mbps && $rate_mbps -gt 0 ]] || { echo "FAIL: no link rate in: $(cat "$out/linkd.log")"; exit 1; }
 echo "link: ${banner#*(}"

@@ -180,12 +180,7 @@ sim_server::sim_server(sim_server_config cfg)
     cable_spec cs;
     cs.cfg = m_cfg.link;
     m_sys = std::make_unique<system_model>(hosts, std::vector<cable_spec>{cs}, m_cfg.cal.link, m_cfg.seed, false);
-    if (pipe)
-        m_pipe = std::make_unique<pipeline_link>(m_sys->sched, *pipe,
-                                                 [this](int to, std::uint32_t tag, const sc_core::sc_time& due) {
-                                                     // A frame in flight when the cable went is lost.
-                                                     if (m_link_up[to]) delivered(to, tag, due);
-                                                 });
+    if (pipe) m_stage = std::make_unique<pipeline_state>(*pipe);
     for (int h = 0; h < 2; ++h) {
         m_sys->hosts[h].drv->on_frame(
             [this, h](unsigned, std::uint32_t tag, const sc_core::sc_time& due) { delivered(h, tag, due); });
@@ -329,18 +324,10 @@ void sim_server::run() {
         // The model runs only when an action is due; either way it has been
         // run up to @now.
         const std::uint64_t out_before = m_stats.frames_out[0] + m_stats.frames_out[1];
-        std::uint64_t due = 0;
-        if (next_due(due) && due <= now) {
-            m_prof.max_behind_ns = std::max(m_prof.max_behind_ns, now - due);
-            ++m_prof.model_runs;
-            const std::uint64_t ev = m_sys->sched.events_run();
-            const sc_core::sc_time upto = at_ns(now);
-            if (m_direct)
-                m_sys->sched.run_used(upto);  // a frame stamped before @now may still be posted at its stamp
-            else
-                m_sys->run_until(upto);
-            m_prof.events += m_sys->sched.events_run() - ev;
-        }
+        if (m_stage)
+            run_stage(now);
+        else
+            run_model(now);
         m_upto_ns = std::max(m_upto_ns, now);
         run_ahead(now, wall);
         const std::uint64_t after_model = wall_ns();
@@ -358,6 +345,7 @@ void sim_server::run() {
 
         std::uint64_t wait_ns = 10'000'000;
         if (std::uint64_t next = 0; next_due(next)) wait_ns = std::min(wait_ns, next > now ? next - now : 0);
+        if (std::uint64_t next = 0; m_stage && stage_next(next)) wait_ns = std::min(wait_ns, next > now ? next - now : 0);
         // Busy, with a core to spare: no system call per turn. Spin on the
         // rings and the clock until a frame comes or the model's next
         // action is due (a turn with a ppoll() took about 1.5 us on the
@@ -414,6 +402,109 @@ void sim_server::run() {
         if (!c->dead) send_msg(*c, ODL_SIM_BYE, wall_ns(), 0, nullptr, 0);
 }
 
+// Runs the model's due actions up to @now (simulated ns), if any is due.
+void sim_server::run_model(std::uint64_t now) {
+    std::uint64_t due = 0;
+    if (!next_due(due) || due > now) return;
+    m_prof.max_behind_ns = std::max(m_prof.max_behind_ns, now - due);
+    ++m_prof.model_runs;
+    const std::uint64_t ev = m_sys->sched.events_run();
+    const sc_core::sc_time upto = at_ns(now);
+    if (m_direct)
+        m_sys->sched.run_used(upto);  // a frame stamped before @now may still be posted at its stamp
+    else
+        m_sys->run_until(upto);
+    m_prof.events += m_sys->sched.events_run() - ev;
+}
+
+// Pipeline timing: the frames that leave their stage by @now, and the
+// model's own actions (the cable's events, the link's state) in time order
+// with them. The model has no action per frame: a frame's times were set
+// when it was taken (stage_frame()).
+void sim_server::run_stage(std::uint64_t now) {
+    const sc_core::sc_time upto = at_ns(now);
+    bool entered = false;
+    // Bounded: every pass runs at least one action or hands over a frame
+    // (the window bounds the frames).
+    for (int i = 0; i < 100'000; ++i) {
+        std::uint64_t leave = 0;
+        const bool frames = stage_next(leave) && leave <= now;
+        sc_core::sc_time act;
+        const bool actions = next_action(act) && act <= upto;
+        if (!frames && !actions) break;
+        if (!entered) {
+            entered = true;
+            ++m_prof.model_runs;
+            m_prof.max_behind_ns = std::max(m_prof.max_behind_ns, now - std::min(frames ? leave : now, actions ? ns_of(act) : now));
+        }
+        if (!actions || (frames && at_ns(leave) < act)) {
+            stage_deliver(leave);
+            continue;
+        }
+        // The actions at @act (SystemC's resolution is finer than a ns).
+        const std::uint64_t ev = m_sys->sched.events_run();
+        if (m_direct)
+            m_sys->sched.run_used(act);
+        else
+            m_sys->run_until(act);
+        const std::uint64_t ran = m_sys->sched.events_run() - ev;
+        m_prof.events += ran;
+        if (!ran) {  // through the kernel, an action at @act may wait for a later run
+            run_model(now);
+            stage_deliver(now);
+            break;
+        }
+    }
+}
+
+void sim_server::stage_frame(int end, pending p, std::uint32_t payload, bool som, bool eom) {
+    m_stage_used = std::max(m_stage_used, p.sent_ns);
+    if (m_link_up[end]) {  // else lost, as the full model's drivers lose it
+        sc_core::sc_time left;
+        p.due_ns = ns_of(m_stage->due(end, at_ns(p.sent_ns), payload, som, eom, &left));
+        p.leave_ns = ns_of(left);
+    } else {
+        p.lost = true;
+        p.leave_ns = p.sent_ns;
+    }
+    // In order per direction, lost frames too (their slots come free in order).
+    p.leave_ns = m_stage_left[end] = std::max(p.leave_ns, m_stage_left[end]);
+    m_pending[end].push_back(p);
+}
+
+bool sim_server::stage_next(std::uint64_t& ns) const {
+    bool any = false;
+    for (const auto& q : m_pending)
+        if (!q.empty() && (!any || q.front().leave_ns < ns)) {
+            ns = q.front().leave_ns;
+            any = true;
+        }
+    return any;
+}
+
+bool sim_server::stage_deliver(std::uint64_t upto) {
+    std::uint64_t n = 0;
+    for (int from = 0; from < 2; ++from) {
+        auto& q = m_pending[from];
+        const int to = 1 - from;
+        for (; !q.empty() && q.front().leave_ns <= upto; ++n) {
+            const pending& p = q.front();
+            m_stage_used = std::max(m_stage_used, p.leave_ns);
+            // A frame in flight when the cable went is lost.
+            if (!p.lost && m_link_up[to]) {
+                deliver_front(to, std::uint64_t(m_t0_ns) + p.due_ns);
+                continue;
+            }
+            ++m_stats.frames_lost[from];
+            left_model(p.region, p.seq, nullptr);
+            q.pop_front();
+            ack(from, 1);
+        }
+    }
+    m_prof.events += n;
+    return n > 0;
+}
+
 // While frames are in the model and the programs are quiet, runs it on to
 // the next delivery, at most lookahead_ns past @now (@wall: the turn's
 // clock), so that the frame is in its receiver's ring before it is due (the
@@ -427,6 +518,15 @@ void sim_server::run_ahead(std::uint64_t now, std::uint64_t wall) {
     // late: only once the programs have been quiet for a moment.
     if (!m_cfg.lookahead_ns || !m_direct || wall < m_last_frame_ns + k_quiet_ns) return;
     if (m_pending[0].empty() && m_pending[1].empty()) return;
+    if (m_stage) {
+        // The next frame's leaving time, unless a model action (a cable
+        // event) comes first: all the frames that leave then.
+        std::uint64_t leave = 0, due = 0;
+        if (!stage_next(leave) || leave > now + m_cfg.lookahead_ns || (next_due(due) && due <= leave)) return;
+        stage_deliver(leave);
+        ++m_prof.ahead_runs;
+        return;
+    }
     const std::uint64_t ev = m_sys->sched.events_run();
     m_ahead = true;
     m_sys->sched.run_ahead(at_ns(now + m_cfg.lookahead_ns));
@@ -445,16 +545,19 @@ std::uint64_t sim_server::used_ns() const {
     return u ? (scheduler::now().value() + u - 1) / u : ns_of(scheduler::now()) + 1;
 }
 
+// The simulated time of the model's next action, if any.
+bool sim_server::next_action(sc_core::sc_time& t) const {
+    if (m_direct) return m_sys->sched.next_time(t);
+    if (!sc_core::sc_pending_activity()) return false;
+    t = sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity();
+    return true;
+}
+
 // The simulated time (ns) of the model's next action, if any.
 bool sim_server::next_due(std::uint64_t& ns) const {
-    if (m_direct) {
-        sc_core::sc_time t;
-        if (!m_sys->sched.next_time(t)) return false;
-        ns = ns_of(t);
-        return true;
-    }
-    if (!sc_core::sc_pending_activity()) return false;
-    ns = ns_of(sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity());
+    sc_core::sc_time t;
+    if (!next_action(t)) return false;
+    ns = ns_of(t);
     return true;
 }
 
@@ -498,7 +601,7 @@ void sim_server::take_frames(client& c) {
     // kernel, it claims only the time of its last action (run_used()), so a
     // program's frame stamped when it asked still goes at that time if
     // nothing happened since; through the kernel, at its last turn.
-    const std::uint64_t model_now = m_direct ? used_ns() : m_upto_ns;
+    const std::uint64_t model_now = m_stage ? m_stage_used : m_direct ? used_ns() : m_upto_ns;
     const std::int64_t filled = odl_sim_ring_filled(&c.shm->to_server, c.taken);
     if (filled < 0) return drop(c, "corrupted its ring indices");
     const std::uint64_t n = std::min<std::uint64_t>(std::uint64_t(filled), ODL_SIM_WINDOW);
@@ -538,12 +641,16 @@ void sim_server::take_frames(client& c) {
         const std::uint8_t flags = __atomic_load_n(&slot->data[offsetof(odl_frame_hdr, flags)], __ATOMIC_RELAXED);
         const bool data = type == ODL_FRAME_DATA;
         const std::uint32_t tag = m_next_tag[e]++;
-        m_pending[e].push_back({tag, at, c.region, c.taken, len});
-        if (group && at != group_at) schedule();
-        group_at = at;
-        ++group;
-        m_posts[e].push_back({len - ODL_FRAME_HDR_BYTES, tag, !data || (flags & ODL_FRAME_F_SOM) != 0,
-                              !data || (flags & ODL_FRAME_F_EOM) != 0});
+        const bool som = !data || (flags & ODL_FRAME_F_SOM) != 0, eom = !data || (flags & ODL_FRAME_F_EOM) != 0;
+        if (m_stage) {
+            stage_frame(e, {tag, at, c.region, c.taken, len}, len - ODL_FRAME_HDR_BYTES, som, eom);
+        } else {
+            m_pending[e].push_back({tag, at, c.region, c.taken, len});
+            if (group && at != group_at) schedule();
+            group_at = at;
+            ++group;
+            m_posts[e].push_back({len - ODL_FRAME_HDR_BYTES, tag, som, eom});
+        }
         ++c.taken;
         ++m_stats.frames_in[e];
     }
@@ -557,10 +664,7 @@ void sim_server::post_frames(int end, std::uint32_t n) {
     for (; n > 0 && !q.empty(); --n) {
         const to_post p = q.front();
         q.pop_front();
-        if (!m_pipe)
-            drv.send_frame(k_port, p.payload, p.tag, p.som, p.eom);
-        else if (m_link_up[end])  // else lost, as the full model's drivers lose it
-            m_pipe->send_frame(end, p.payload, p.tag, p.som, p.eom);
+        drv.send_frame(k_port, p.payload, p.tag, p.som, p.eom);
     }
 }
 
@@ -811,12 +915,14 @@ void sim_server::delivered(int to, std::uint32_t tag, const sc_core::sc_time& du
         left_model(q.front().region, q.front().seq, nullptr);
         q.pop_front();
     }
-    if (q.empty()) {  // a frame we no longer hold (swept as lost)
-        ack(from, acked);
-        return end_ahead(false);
-    }
+    ack(from, acked);
+    if (q.empty()) return end_ahead(false);  // a frame we no longer hold (swept as lost)
+    end_ahead(deliver_front(to, std::uint64_t(m_t0_ns) + ns_of(due_at)));
+}
+
+bool sim_server::deliver_front(int to, std::uint64_t due) {
+    auto& q = m_pending[1 - to];
     const pending& p = q.front();
-    const std::uint64_t due = std::uint64_t(m_t0_ns) + ns_of(due_at);
     client* c = m_end[to];
     // The peer reads the bytes from the sender's slot; a sender that left
     // meanwhile is still readable through the peer's own mapping.
@@ -832,8 +938,8 @@ void sim_server::delivered(int to, std::uint32_t tag, const sc_core::sc_time& du
         ++m_stats.frames_no_peer[to];
     }
     q.pop_front();
-    ack(from, acked + 1);
-    end_ahead(out);
+    ack(1 - to, 1);
+    return out;
 }
 
 // Running ahead (run_ahead()) ends at a delivery, or once no frame is left
@@ -861,6 +967,7 @@ void sim_server::flush_acks() {
 }
 
 void sim_server::sweep_lost(std::uint64_t now) {
+    if (m_stage) return;  // every staged frame leaves at its time
     for (int e = 0; e < 2; ++e) {
         auto& q = m_pending[e];
         std::uint64_t n = 0;

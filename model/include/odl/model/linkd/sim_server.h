@@ -19,7 +19,7 @@
 
 namespace odl::model {
 class system_model;
-class pipeline_link;
+class pipeline_state;
 struct pipeline_params;
 }
 
@@ -147,6 +147,10 @@ private:
         std::uint64_t region;   ///< the sender's ring memory
         std::uint64_t seq;      ///< the sender's frame number (its slot)
         std::uint32_t len;      ///< checked when taken
+        /// Pipeline timing: model times (ns) it leaves the bottleneck and is
+        /// due; lost: posted while the sender's cable was down.
+        std::uint64_t leave_ns = 0, due_ns = 0;
+        bool lost = false;
     };
 
     void start_model();
@@ -163,6 +167,7 @@ private:
     void run_ahead(std::uint64_t now, std::uint64_t wall);
     std::uint64_t used_ns() const;
     bool next_due(std::uint64_t& ns) const;
+    bool next_action(sc_core::sc_time& t) const;
     void drop(client& c, const std::string& why);
     /// @fd, if any, goes along (SCM_RIGHTS); the caller keeps its own.
     void send_msg(client& c, unsigned type, std::uint64_t stamp, std::uint64_t arg,
@@ -186,6 +191,22 @@ private:
     void end_ahead(bool delivery);
     /// Posts the @n frames at the front of m_posts[@end] to the model.
     void post_frames(int end, std::uint32_t n);
+    /// Pipeline timing: the frame @p from @end, posted at p.sent_ns, into
+    /// the reduced model's stage (its leaving and due times), at the back
+    /// of m_pending[@end].
+    void stage_frame(int end, pending p, std::uint32_t payload, bool som, bool eom);
+    /// Pipeline timing: hands over every frame that leaves its stage by
+    /// @upto (model ns); false if none did.
+    bool stage_deliver(std::uint64_t upto);
+    /// Pipeline timing: the model time (ns) the next frame leaves its stage.
+    bool stage_next(std::uint64_t& ns) const;
+    /// The frame at the front of m_pending[1 - @to] reaches end @to, due
+    /// at @due (wall-clock ns).
+    bool deliver_front(int to, std::uint64_t due);  ///< false: nobody to read it
+    /// Runs the model's due actions up to @now (simulated ns).
+    void run_model(std::uint64_t now);
+    /// Pipeline timing: the stage's frames and the model's actions up to @now.
+    void run_stage(std::uint64_t now);
     void sweep_lost(std::uint64_t now);  ///< @now: simulated time of this turn
     void link_changed(int end, bool up);
     /// Sends @end its LINK state if it changed.
@@ -203,7 +224,11 @@ private:
     sim_server_config m_cfg;
     std::string m_tag;  ///< "sim", or "sim link N" in logs
     std::unique_ptr<system_model> m_sys;
-    std::unique_ptr<pipeline_link> m_pipe;  ///< --sim-timing pipeline
+    /// --sim-timing pipeline: the reduced model, run by the server itself
+    /// (no scheduler action per frame); frames wait in m_pending.
+    std::unique_ptr<pipeline_state> m_stage;
+    std::uint64_t m_stage_left[2] = {0, 0};  ///< the latest leaving time staged, per sending end
+    std::uint64_t m_stage_used = 0;  ///< model time of the stage's last post or delivery (ns)
     std::int64_t m_t0_ns = 0;  ///< wall time of model time 0
     unix_listener m_listen, m_ctl;
     std::atomic<bool> m_stop{false};
