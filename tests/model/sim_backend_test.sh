@@ -351,7 +351,7 @@ time.sleep(0.5)
 now = lambda: time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 due = now() + early_ms * 1_000_000
 descs = HDR + SLOTS * SLOT
-struct.pack_into("<IIQQQ", theirs, descs, 64, 0, due, 7, 0)
+struct.pack_into("<IIQQQ", theirs, descs, 64, 0, due, 7, now())  # handed over now
 struct.pack_into("<Q", theirs, 256, 1)                 # to_client.head
 taken = None
 end = now() + (early_ms + 2000) * 1_000_000

@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: MIT
 """The sim protocol as sim_backend_test.sh's hand-made programs speak it:
-include/odl/wire/sim.h, version 5, in one place for every snippet."""
+include/odl/wire/sim.h, version 6, in one place for every snippet."""
 import mmap
 import os
 import socket
 import struct
 
-MAGIC, VERSION, SLOTS, SLOT, DESC, HDR = 0x4d53444F, 5, 512, 64 + 4096, 32, 384
+MAGIC, VERSION, SLOTS, SLOT, DESC, HDR = 0x4d53444F, 6, 512, 64 + 4096, 32, 384
 SIZE = HDR + SLOTS * SLOT + SLOTS * DESC
 HELLO, LINK, BYE, WAKE, PEER = 1, 4, 5, 6, 7
 

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "odl/odl.h"
 #include "pair_harness.h"
 
 namespace odl::plugin::test {
@@ -178,6 +179,66 @@ TEST_F(PluginSim, SaysAtFinalizeThatTheModelFellBehind) { one_exchange_then_fina
 // With a threshold no frame reaches (60 s), the same job ends quietly: one
 // INFO line, no warning.
 TEST_F(PluginSim, QuietAtFinalizeWhenTheModelKeptUp) { one_exchange_then_finalize("60000000000", false); }
+
+// Late is what the server hands over after it is due, not what then waits
+// for its program (an NCCL rank whose progress thread naps between
+// collectives): libodl's C API straight, this process holding both ends. B
+// does not look at its device for 400 ms while A's 64 KiB arrive; with a
+// threshold of 100 ms (far above what the server takes, even on a loaded
+// machine) none of them is late. Counting when the program took them, all
+// 16 were.
+TEST_F(PluginSim, AFrameThatWaitsForItsProgramIsNotLate) {
+    setenv("ODL_SIM_LATE_NS", "100000000", 1);
+    odl_open_params p;
+    odl_open_params_init(&p);
+    p.backend = "sim";
+    p.flags = ODL_OPEN_NONBLOCK;
+    odl_dev *a = nullptr, *b = nullptr;
+    ASSERT_EQ(odl_open(&p, &a), ODL_OK) << odl_last_error();
+    ASSERT_EQ(odl_open(&p, &b), ODL_OK) << odl_last_error();
+    unsetenv("ODL_SIM_LATE_NS");
+    odl_completion c[8];
+    size_t n = 0;
+    const auto up = [](odl_dev* d) {
+        odl_dev_info info{};
+        info.struct_size = sizeof(info);
+        return odl_query(d, &info) == ODL_OK && info.link_state == ODL_LINK_UP;
+    };
+    for (int i = 0; i < 10000 && !(up(a) && up(b)); ++i) {
+        odl_poll(a, c, 8, &n);
+        odl_poll(b, c, 8, &n);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_TRUE(up(a) && up(b)) << "the sim link did not come up";
+    std::vector<unsigned char> tx(64 << 10), rx(tx.size());
+    for (size_t i = 0; i < tx.size(); ++i) tx[i] = static_cast<unsigned char>(i * 7 + 3);
+    ASSERT_EQ(odl_post_recv(b, 0, 1, rx.data(), rx.size(), nullptr, 1), ODL_OK);
+    ASSERT_EQ(odl_post_send(a, 0, 1, tx.data(), tx.size(), nullptr, 2), ODL_OK);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(400);
+    while (std::chrono::steady_clock::now() < until) {  // only A: its frames go out, B's wait
+        ASSERT_EQ(odl_poll(a, c, 8, &n), ODL_OK);
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    bool got = false, sent = false;
+    for (int i = 0; i < 100000 && !(got && sent); ++i) {
+        ASSERT_EQ(odl_poll(b, c, 8, &n), ODL_OK);
+        for (size_t k = 0; k < n; ++k) got = got || (c[k].ctx == 1 && c[k].status == ODL_OK);
+        ASSERT_EQ(odl_poll(a, c, 8, &n), ODL_OK);
+        for (size_t k = 0; k < n; ++k) sent = sent || (c[k].ctx == 2 && c[k].status == ODL_OK);
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    ASSERT_TRUE(got && sent) << "got " << got << " sent " << sent;
+    EXPECT_EQ(rx, tx);
+    odl_stats st{};
+    st.struct_size = sizeof(st);
+    ASSERT_EQ(odl_get_stats(b, &st), ODL_OK);
+    EXPECT_GE(st.model_frames, 16u);
+    EXPECT_EQ(st.model_late_frames, 0u) << "frames that waited for their program counted as late (lag max "
+                                        << st.model_lag_max_ns / 1000 << " us)";
+    EXPECT_LT(st.model_lag_max_ns, 100'000'000u);
+    EXPECT_EQ(odl_close(a), ODL_OK);
+    EXPECT_EQ(odl_close(b), ODL_OK);
+}
 
 }  // namespace
 }  // namespace odl::plugin::test

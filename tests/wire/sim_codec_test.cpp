@@ -170,12 +170,13 @@ TEST(SimRings, DescriptorsAreCheckedBeforeUse) {
     d.slot = ODL_SIM_SLOTS - 1;
     d.stamp_ns = 42;
     d.region = 7;
-    d.reserved = 99;
+    d.handed_ns = 40;
     ASSERT_EQ(odl_sim_desc_take(&d, &out), nullptr);
     EXPECT_EQ(out.len, 100u);
     EXPECT_EQ(out.slot, ODL_SIM_SLOTS - 1);
     EXPECT_EQ(out.stamp_ns, 42u);
     EXPECT_EQ(out.region, 7u);
+    EXPECT_EQ(out.handed_ns, 40u);
     struct bad {
         odl_sim_desc d;
         const char* want;
@@ -190,6 +191,7 @@ TEST(SimRings, DescriptorsAreCheckedBeforeUse) {
         {with([](odl_sim_desc& x) { x.len = ODL_FRAME_MAX_BYTES + 1; }), "impossible frame length"},
         {with([](odl_sim_desc& x) { x.slot = ODL_SIM_SLOTS; }), "outside the sender's ring"},
         {with([](odl_sim_desc& x) { x.region = 0; }), "no ring memory"},
+        {with([](odl_sim_desc& x) { x.handed_ns = 0; }), "without its hand-over time"},
     };
     for (size_t i = 0; i < cases.size(); ++i) {
         const char* why = odl_sim_desc_take(&cases[i].d, &out);

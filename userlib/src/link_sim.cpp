@@ -254,8 +254,13 @@ public:
         if (!peer) return {};
         if (m_counted != m_taken) {  // once per frame, however often it is peeked at
             m_counted = m_taken;
+            // Late is what the server handed over after it was due: the
+            // model or the machine fell behind. A frame that waited in the
+            // ring for this program (not polling, asleep, busy elsewhere)
+            // waited for it, as it would on a real link.
             const uint64_t due = d.stamp_ns;
-            const uint64_t late = t > due ? t - due : 0;
+            const uint64_t handed = std::min<uint64_t>(d.handed_ns, t);
+            const uint64_t late = handed > due ? handed - due : 0;
             m_taken_due_ns = std::max(m_taken_due_ns, due);
             ++m_lag.frames;
             m_lag.max_ns = std::max(m_lag.max_ns, late);

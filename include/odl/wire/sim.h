@@ -31,7 +31,7 @@
 #include "odl/wire/wire_common.h"
 
 #define ODL_SIM_MAGIC 0x4d53444fu /* "ODSM" little-endian, in HELLO and the shm */
-#define ODL_SIM_VERSION 5u /* 2: frames in shared rings; 3: read from the sender's; 4: links; 5: clients sleep */
+#define ODL_SIM_VERSION 6u /* 2: frames in shared rings; 3: read from the sender's; 4: links; 5: clients sleep; 6: hand-over time */
 
 #define ODL_SIM_HDR_BYTES 32u
 #define ODL_SIM_MAX_DATAGRAM (ODL_SIM_HDR_BYTES + 64u)
@@ -159,14 +159,18 @@ ODL_WIRE_SIZE(struct odl_sim_slot, 64 + 4096);
  * @slot: the frame's slot in the sender's to_server ring, < ODL_SIM_SLOTS
  * @stamp_ns: when the model said the frame was due (CLOCK_MONOTONIC)
  * @region: the sender's ring memory, as its PEER message named it
- * @reserved: zero
+ * @handed_ns: when the server put this descriptor in the ring
+ *	(CLOCK_MONOTONIC): the frame was the client's to take from then on, so
+ *	a frame handed over after @stamp_ns was late by the server's doing (the
+ *	model or the machine did not keep up); one taken later still waited
+ *	for its program, as on a real link
  */
 struct odl_sim_desc {
 	__u32 len;
 	__u32 slot;
 	__u64 stamp_ns;
 	__u64 region;
-	__u64 reserved;
+	__u64 handed_ns;
 };
 ODL_WIRE_SIZE(struct odl_sim_desc, 32);
 

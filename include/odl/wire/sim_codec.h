@@ -292,13 +292,15 @@ static inline const char *odl_sim_desc_take(const struct odl_sim_desc *d, struct
 	out->slot = __atomic_load_n(&d->slot, __ATOMIC_RELAXED);
 	out->stamp_ns = __atomic_load_n(&d->stamp_ns, __ATOMIC_RELAXED);
 	out->region = __atomic_load_n(&d->region, __ATOMIC_RELAXED);
-	out->reserved = 0;
+	out->handed_ns = __atomic_load_n(&d->handed_ns, __ATOMIC_RELAXED);
 	if (out->len < ODL_FRAME_HDR_BYTES || out->len > ODL_FRAME_MAX_BYTES)
 		return "a descriptor with an impossible frame length";
 	if (out->slot >= ODL_SIM_SLOTS)
 		return "a descriptor pointing outside the sender's ring";
 	if (out->region == 0)
 		return "a descriptor naming no ring memory";
+	if (out->handed_ns == 0)
+		return "a descriptor without its hand-over time";
 	return NULL;
 }
 

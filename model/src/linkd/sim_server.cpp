@@ -680,6 +680,9 @@ void sim_server::put_frames(client& c) {
     std::uint64_t room = ODL_SIM_SLOTS - (c.put - tail);
     odl_sim_desc* descs = odl_sim_descs(c.shm);
     const std::uint64_t first = c.put;
+    // The frames are the program's from now on: what it takes later waited
+    // for it, not for the model.
+    const std::uint64_t handed = wall_ns();
     for (; room > 0 && !c.rxq.empty(); --room) {
         const auto& f = c.rxq.front();
         odl_sim_desc& d = descs[c.put & (ODL_SIM_SLOTS - 1)];
@@ -687,7 +690,7 @@ void sim_server::put_frames(client& c) {
         d.slot = std::uint32_t(f.seq & (ODL_SIM_SLOTS - 1));
         d.stamp_ns = f.due_ns;
         d.region = f.region;
-        d.reserved = 0;
+        d.handed_ns = handed;
         if (client* from = by_region(f.region)) {
             auto& ex = from->exits;
             // Frames leave the model in order, so @seq's record is at its
@@ -696,9 +699,8 @@ void sim_server::put_frames(client& c) {
                 ex[f.seq - ex.front().seq].pos = c.put;
         }
         ++c.put;
-        if ((c.put & 15) == 0) {  // one clock read per 16 frames: a sample
-            const std::uint64_t w = wall_ns();
-            const std::uint64_t lag = w > f.due_ns ? w - f.due_ns : 0;
+        if ((c.put & 15) == 0) {  // one frame in 16: a sample
+            const std::uint64_t lag = handed > f.due_ns ? handed - f.due_ns : 0;
             ++m_prof.handed;
             m_prof.hand_lag_ns += lag;
             if (lag > 1000) ++m_prof.hand_late;

@@ -329,10 +329,12 @@ ODL_EXPORT int odl_wait(struct odl_dev *dev, struct odl_completion *comps, size_
  * @rx_bad_frames: frames refused by validation (any reason)
  * @rx_csum_errors: frames whose payload checksum did not match
  * @model_frames: sim backend: frames the model delivered here (0 elsewhere)
- * @model_late_frames: of those, frames that arrived later than the model
- *	said they were due by more than ODL_SIM_LATE_NS (default 50000 ns):
- *	the model or the machine could not keep up with the wall clock
- * @model_lag_max_ns: the largest delay past due of any of them
+ * @model_late_frames: of those, frames the model server handed over later
+ *	than the model said they were due by more than ODL_SIM_LATE_NS
+ *	(default 50000 ns): the model or the machine could not keep up with the
+ *	wall clock (a frame that then waited for the program to take it, as it
+ *	would on a real link, is not late for that)
+ * @model_lag_max_ns: the largest delay past due of any of them, as handed over
  * @tx_resent_frames: data frames sent again because the peer missed one
  *	(only on links that may lose frames: kernel, sim)
  * @rx_lost_frames: data frames found missing on arrival of a later one (or
