@@ -487,13 +487,16 @@ TEST_F(EnginePair, ReportsLocalIdentity) {
 // to send each message.
 class TimedPair : public ::testing::Test {
 protected:
-    void SetUp() override {
+    void SetUp() override { make(config(), config()); }
+    void make(const open_config& ca, const open_config& cb) {
+        a.reset();
+        b.reset();
         mem_link_pair links;
         state = links.state;
         state->due_ns = [this](int) { return hold_until; };
         state->lossy[0] = state->lossy[1] = lossy;
-        a = std::make_unique<engine>(std::move(links.a), config());
-        b = std::make_unique<engine>(std::move(links.b), config());
+        a = std::make_unique<engine>(std::move(links.a), ca);
+        b = std::make_unique<engine>(std::move(links.b), cb);
         for (int i = 0; i < 1000 && (a->link_state() != ODL_LINK_UP || b->link_state() != ODL_LINK_UP); ++i) {
             odl_completion c[4];
             a->poll(c, 4);
@@ -541,6 +544,48 @@ TEST_F(TimedPair, HoldsACompletionUntilItsFrameIsDue) {
     EXPECT_EQ(got[0].ctx, 5u);
     EXPECT_GE(at, hold_until) << "completed " << (hold_until - at) / 1000 << " us before it was due";
     EXPECT_LT(at - hold_until, 1'000'000'000u);
+}
+
+TEST_F(TimedPair, ACompletionDueWithinAPollIsWaitedForInThatPoll) {
+    // The modelled completion time already holds the host's own polling: a
+    // completion due within spin_to_due_ns (2 us; here b's is 10 ms, so
+    // that a loaded machine's slow poll cannot decide the test) after a
+    // poll starts is returned by that poll, at its due time, not by the
+    // caller's next one. A trial whose poll started only after the due time
+    // (this thread preempted) proves nothing and is run again.
+    open_config cb = config();
+    cb.spin_to_due_ns = 10'000'000;
+    make(config(), cb);
+    std::vector<unsigned char> rx(100);
+    const auto tx = pattern(100, 9);
+    int judged = 0;
+    for (int trial = 0; trial < 20 && judged < 3; ++trial) {
+        ASSERT_EQ(b->post_recv(0, 1, rx.data(), rx.size(), 10 + trial), ODL_OK);
+        hold_until = odl::now_ns() + 20'000'000;
+        ASSERT_EQ(a->post_send(0, 1, tx.data(), tx.size(), 100 + trial), ODL_OK);
+        odl_completion c[4];
+        for (int i = 0; i < 20; ++i) {
+            a->poll(c, 4);
+            ASSERT_EQ(b->poll(c, 4), 0u) << "a completion 20 ms before its frame was due";
+        }
+        ASSERT_EQ(state->q[0].frames.size(), 0u) << "the frame was not taken";
+        if (hold_until > odl::now_ns() + 4'000'000) usleep(useconds_t((hold_until - odl::now_ns()) / 1000 - 3000));
+        uint64_t start = odl::now_ns();
+        while (start + 2'000'000 < hold_until) start = odl::now_ns();  // 2 ms before it is due
+        const size_t n = b->poll(c, 4);
+        const uint64_t end = odl::now_ns();
+        if (start >= hold_until) {  // preempted: the frame was due before the poll began
+            wait_for(*b, 1'000'000'000);
+            continue;
+        }
+        ++judged;
+        ASSERT_EQ(n, 1u) << "a completion due " << (hold_until - start) / 1000 << " us after the poll began was left to the next";
+        EXPECT_EQ(c[0].ctx, uint64_t(10 + trial));
+        EXPECT_GE(end, hold_until) << "returned before it was due";
+        EXPECT_EQ(rx, tx);
+        for (int i = 0; i < 100; ++i) a->poll(c, 4);  // a's send completes
+    }
+    EXPECT_EQ(judged, 3) << "too few trials began their poll before the due time";
 }
 
 TEST_F(TimedPair, AFailedLinkHoldsNothingBack) {

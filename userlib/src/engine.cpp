@@ -323,7 +323,13 @@ size_t engine::poll(odl_completion* comps, size_t max) {
         // error must not overtake what came before it).
         if (d.ready_ns && m_fail_status == ODL_OK) {
             if (!now) now = now_ns();
-            if (d.ready_ns > now) break;
+            if (d.ready_ns > now) {
+                // Due within a poll or two and nothing else to return: wait
+                // here for it (open_config::spin_to_due_ns says why).
+                if (n != 0 || d.ready_ns - now > m_cfg.spin_to_due_ns) break;
+                do now = now_ns();
+                while (now < d.ready_ns);
+            }
         }
         comps[n++] = d.c;
         m_done.pop_front();
