@@ -300,7 +300,9 @@ struct odl_completion {
 /**
  * odl_poll() - make progress and collect up to @max completions.
  * Does not block on the loopback backend; on the kernel backend an idle
- * poll may wait up to 1 ms for the module to wake it. Return: ODL_OK with *n set (possibly 0); a link failure
+ * poll may wait up to 1 ms for the module to wake it; on the sim backend a
+ * poll with nothing else to return waits up to 2 us for a completion due
+ * that soon (docs/sim.md). Return: ODL_OK with *n set (possibly 0); a link failure
  * shows as completions with an error status, then as the return value of
  * later posts. odl_poll() itself fails only on bad arguments.
  */
