@@ -579,7 +579,8 @@ TEST_F(TimedPair, ACompletionDueWithinAPollIsWaitedForInThatPoll) {
             continue;
         }
         ++judged;
-        ASSERT_EQ(n, 1u) << "a completion due " << (hold_until - start) / 1000 << " us after the poll began was left to the next";
+        ASSERT_EQ(n, 1u) << "a completion due " << (hold_until - start) / 1000
+                         << " us after the poll began was left to the next";
         EXPECT_EQ(c[0].ctx, uint64_t(10 + trial));
         EXPECT_GE(end, hold_until) << "returned before it was due";
         EXPECT_EQ(rx, tx);

@@ -31,7 +31,9 @@
 #include "odl/wire/wire_common.h"
 
 #define ODL_SIM_MAGIC 0x4d53444fu /* "ODSM" little-endian, in HELLO and the shm */
-#define ODL_SIM_VERSION 6u /* 2: frames in shared rings; 3: read from the sender's; 4: links; 5: clients sleep; 6: hand-over time */
+/* 2: frames in shared rings; 3: read from the sender's; 4: links; 5: clients
+ * sleep; 6: descriptors carry their hand-over time */
+#define ODL_SIM_VERSION 6u
 
 #define ODL_SIM_HDR_BYTES 32u
 #define ODL_SIM_MAX_DATAGRAM (ODL_SIM_HDR_BYTES + 64u)

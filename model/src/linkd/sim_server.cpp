@@ -345,7 +345,8 @@ void sim_server::run() {
 
         std::uint64_t wait_ns = 10'000'000;
         if (std::uint64_t next = 0; next_due(next)) wait_ns = std::min(wait_ns, next > now ? next - now : 0);
-        if (std::uint64_t next = 0; m_stage && stage_next(next)) wait_ns = std::min(wait_ns, next > now ? next - now : 0);
+        if (std::uint64_t next = 0; m_stage && stage_next(next))
+            wait_ns = std::min(wait_ns, next > now ? next - now : 0);
         // Busy, with a core to spare: no system call per turn. Spin on the
         // rings and the clock until a frame comes or the model's next
         // action is due (a turn with a ppoll() took about 1.5 us on the
@@ -435,7 +436,8 @@ void sim_server::run_stage(std::uint64_t now) {
         if (!entered) {
             entered = true;
             ++m_prof.model_runs;
-            m_prof.max_behind_ns = std::max(m_prof.max_behind_ns, now - std::min(frames ? leave : now, actions ? ns_of(act) : now));
+            const std::uint64_t first = std::min(frames ? leave : now, actions ? ns_of(act) : now);
+            m_prof.max_behind_ns = std::max(m_prof.max_behind_ns, now - first);
         }
         if (!actions || (frames && at_ns(leave) < act)) {
             stage_deliver(leave);
