@@ -6,9 +6,11 @@
 # modelled by odl-linkd --sim. Every result is checked exactly; no size may
 # run faster than the modelled cable carries (the pacing is the model's);
 # the plugin's "model timing" lines say whether the model kept up. The same
-# job over the unpaced loopback backend runs beside it for comparison, and
+# job over the unpaced loopback backend runs beside it for comparison, then
+# over NCCL's own Socket transport (TCP over this host's loopback interface,
+# no plugin: what NCCL does without OdinLink, with no cable in the way), and
 # the model's own prediction for a ring of two on the same hosts and cable
-# (odl model predict, no GPU) beside both.
+# (odl model predict, no GPU) beside them.
 #
 # Usage: plugin/gpu/run_sim_check.sh <plugin dir> <odl-linkd> [out dir] [-- odl-linkd options]
 #   default odl-linkd options: --gen gen4 --lanes 2 (TB5); e.g. -- --gen gen3 --lanes 2 (TB4)
@@ -16,7 +18,7 @@
 #   SIM_DEVICES / LO_DEVICES (default sim:0 / loopback:0; with -- --links 2, e.g.
 #   sim:0-1 and loopback:0-1: one NCCL device striped over two modelled links).
 #   ODL_MODEL_BIN: odl-model for the model's own prediction column (default: beside
-#   odl-linkd, the build tree's bin/, or PATH).
+#   odl-linkd, the build tree's bin/, or PATH). SOCKET=0 leaves out the Socket run.
 # Two processes on one GPU take turns on it (time slices of milliseconds, so
 # every small collective took 2.25-4.5 ms) unless CUDA MPS runs: the script
 # starts a private MPS daemon when nvidia-cuda-mps-control is there, and says
@@ -72,11 +74,15 @@ fi
 echo "link: ${banner#*(}"
 grep "sim device [0-9]*:" "$out/linkd.log" || true
 
-run() {  # name, devices
-    local name=$1 devices=$2
-    echo "== $name (ODL_NCCL_DEVICES=$devices)"
-    if ! env NCCL_NET_PLUGIN="$plugdir/libnccl-net-odl.so" NCCL_NET=ODL ODL_NCCL_DEVICES="$devices" \
-        LD_LIBRARY_PATH="$plugdir:${LD_LIBRARY_PATH:-}" \
+run() {  # name, devices ("" for NCCL's Socket transport)
+    local name=$1 devices=$2 net=ODL
+    local -a envs=(NCCL_NET_PLUGIN="$plugdir/libnccl-net-odl.so" NCCL_NET=ODL ODL_NCCL_DEVICES="$devices"
+        LD_LIBRARY_PATH="$plugdir:${LD_LIBRARY_PATH:-}")
+    # No plugin at all, and the loopback interface for both the bootstrap and
+    # the data: the two "hosts" share this machine.
+    [[ -n $devices ]] || { net=Socket; envs=(NCCL_NET=Socket NCCL_NET_PLUGIN=none NCCL_SOCKET_IFNAME=lo); }
+    [[ -n $devices ]] && echo "== $name (ODL_NCCL_DEVICES=$devices)" || echo "== $name (NCCL_NET=Socket over lo)"
+    if ! env "${envs[@]}" \
         torchrun --standalone --nproc_per_node=2 "$here/allreduce_check.py" --one-gpu \
         --max-size "${MAX_SIZE:-67108864}" --traffic "${TRAFFIC:-268435456}" \
         --transport "$name" --out "$out/$name.json" >"$out/$name.log" 2>&1; then
@@ -84,7 +90,7 @@ run() {  # name, devices
         tail -30 "$out/$name.log"
         status=1
     fi
-    grep -q "via NET/ODL" "$out/$name.log" || { echo "FAIL: $name: no channel via NET/ODL"; status=1; }
+    grep -q "via NET/$net" "$out/$name.log" || { echo "FAIL: $name: no channel via NET/$net"; status=1; }
 }
 
 run sim "${SIM_DEVICES:-sim:0}"
@@ -96,8 +102,11 @@ echo "$timing"
 kill $server 2>/dev/null
 wait $server 2>/dev/null || true
 run loopback "${LO_DEVICES:-loopback:0}"
+rm -f "$out/socket.json"
+[[ ${SOCKET:-1} == 0 ]] || run socket ""
 
 [[ -f $out/sim.json && -f $out/loopback.json ]] || exit 1
+[[ ${SOCKET:-1} == 0 || -f $out/socket.json ]] || exit 1
 
 # The model's own prediction for the same hosts and cable without GPUs or
 # NCCL: a ring of two (`odl model predict`), size by size.
@@ -131,9 +140,11 @@ fi
 [[ -z $model_note ]] && echo "model: odl model predict --generations $mgen --platform $profile --hosts 2" ||
     echo "model: no prediction column: $model_note"
 
-python3 - "$out/sim.json" "$out/loopback.json" "$rate_mbps" "$out/model.json" "$model_note" <<'PY' | tee "$out/table.md" || status=1
+python3 - "$out/sim.json" "$out/loopback.json" "$rate_mbps" "$out/model.json" "$model_note" "$out/socket.json" \
+    <<'PY' | tee "$out/table.md" || status=1
 import json, os, sys
 sim, lo = (json.load(open(p)) for p in sys.argv[1:3])
+sock = json.load(open(sys.argv[6])) if os.path.exists(sys.argv[6]) else None
 rate_GBps = int(sys.argv[3]) / 8000.0
 model = {}
 if not sys.argv[5] and os.path.exists(sys.argv[4]):
@@ -141,22 +152,27 @@ if not sys.argv[5] and os.path.exists(sys.argv[4]):
         model[({"allreduce": "all_reduce", "allgather": "all_gather"}[c["kind"]], c["size_bytes"])] = c
 print(f"two ranks on one {sim['gpu']}, torch {sim['torch']}, NCCL {sim['nccl']}; "
       f"modelled link(s) {rate_GBps:.2f} GB/s each way in all\n")
-print("| op | size | sim: time | sim: busbw | model: time | model: busbw | busbw sim/model | loopback: time | loopback: busbw |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| op | size | sim: time | sim: busbw | model: time | model: busbw | busbw sim/model "
+      "| loopback: time | loopback: busbw | Socket (lo): time | Socket (lo): busbw |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 lo_rows = {(r["op"], r["size"]): r for r in lo["rows"]}
+sock_rows = {(r["op"], r["size"]): r for r in sock["rows"]} if sock else {}
+def cells(x):
+    return f"{x['time_us']:.1f} us | {x['busbw_GBps']:.3f} GB/s |" if x else "- | - |"
 bad = 0
 for r in sim["rows"]:
-    l = lo_rows.get((r["op"], r["size"]))
-    m = model.get((r["op"], r["size"]))
+    key = (r["op"], r["size"])
+    m = model.get(key)
     print(f"| {r['op']} | {r['size']} | {r['time_us']:.1f} us | {r['busbw_GBps']:.3f} GB/s | "
           + (f"{m['time_us']:.1f} us | {m['busbw_gbps'] / 8:.3f} GB/s | {m['time_us'] / r['time_us']:.2f} | " if m else "- | - | - | ")
-          + (f"{l['time_us']:.1f} us | {l['busbw_GBps']:.3f} GB/s |" if l else "- | - |"))
+          + cells(lo_rows.get(key)) + " " + cells(sock_rows.get(key)))
     # The model paces every byte: no size may beat the cable (5 % for timer noise).
     if r["busbw_GBps"] > rate_GBps * 1.05:
         print(f"FAIL: {r['op']} {r['size']} B at {r['busbw_GBps']:.2f} GB/s beats the modelled link")
         bad += 1
-if sim["failures"] or lo["failures"]:
-    print(f"FAIL: wrong results: sim {sim['failures']}, loopback {lo['failures']}")
+if sim["failures"] or lo["failures"] or (sock and sock["failures"]):
+    print(f"FAIL: wrong results: sim {sim['failures']}, loopback {lo['failures']}"
+          + (f", Socket {sock['failures']}" if sock else ""))
     bad += 1
 sys.exit(1 if bad else 0)
 PY
