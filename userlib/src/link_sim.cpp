@@ -315,8 +315,16 @@ private:
     }
 
     /// The server sleeps only after saying so; it is woken for new frames.
+    /// The fence orders the ring's new head before the look at the flag
+    /// (the server sets the flag, then looks at the head). A look, not an
+    /// exchange, on every frame: the flag shares a line with client_waiting,
+    /// which the server reads every turn, and an exchange would pull that
+    /// line over to this core for each frame.
     void wake_server() {
-        if (__atomic_exchange_n(&m_mem.shm()->server_waiting, 0u, __ATOMIC_SEQ_CST))
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        odl_sim_shm* shm = m_mem.shm();
+        if (__atomic_load_n(&shm->server_waiting, __ATOMIC_RELAXED) &&
+            __atomic_exchange_n(&shm->server_waiting, 0u, __ATOMIC_SEQ_CST))
             send_msg(ODL_SIM_WAKE, now_ns(), 0, nullptr, 0);
     }
 
