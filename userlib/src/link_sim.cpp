@@ -180,7 +180,7 @@ public:
         // Bounded: frames still in the model reach the peer before it
         // learns that this end left.
         const uint64_t until = now_ns() + kDrainNs;
-        while (m_state != link_state::lost && in_window() > 0 && now_ns() < until) {
+        while (m_state != link_state::lost && in_window(1) > 0 && now_ns() < until) {
             wake_server();
             pollfd p{m_fd, POLLIN, 0};
             if (::poll(&p, 1, 1) > 0) read_control();
@@ -195,10 +195,17 @@ public:
     }
 
     unsigned char* tx_reserve() override {
-        if (m_state == link_state::lost || !m_loss.empty() || in_window() >= m_window) return nullptr;
-        const auto st = odl_sim_ring_room(&m_mem.shm()->to_server, m_to_server, m_put, &m_tx_slot);
-        if (st == ODL_SIM_RING_CORRUPT) lose("the model server corrupted the ring indices");
-        return st == ODL_SIM_RING_OK ? m_tx_slot->data : nullptr;
+        if (m_state == link_state::lost || !m_loss.empty() || in_window(m_window) >= m_window) return nullptr;
+        // The server's free position is read again only when the last one
+        // read leaves no room (as acked, in_window()).
+        if (m_put - m_tail_seen >= ODL_SIM_SLOTS) {
+            const uint64_t tail = odl_sim_load(&m_mem.shm()->to_server.tail);
+            if (m_put - tail > ODL_SIM_SLOTS) lose("the model server corrupted the ring indices");
+            if (m_put - tail >= ODL_SIM_SLOTS) return nullptr;
+            m_tail_seen = tail;
+        }
+        m_tx_slot = &m_to_server[m_put & (ODL_SIM_SLOTS - 1)];
+        return m_tx_slot->data;
     }
     void tx_commit(size_t bytes) override {
         // The model posts a frame at its stamp: for a message's first frame
@@ -216,13 +223,15 @@ public:
         odl_sim_store(&m_mem.shm()->to_server.head, ++m_put);
         wake_server();
     }
-    bool tx_busy() override { return in_window() >= kBusyFrames; }
+    bool tx_busy() override { return in_window(kBusyFrames) >= kBusyFrames; }
     bool timed() const override { return true; }
     void tx_asked(uint64_t ns) override { m_asked_ns = ns; }
 
     rx_frame rx_peek() override {
         if (m_state == link_state::lost) return {};
-        const auto st = odl_sim_ring_can_take(&m_mem.shm()->to_client, m_taken);
+        // The server's head is read again only once the frames the last
+        // read showed are taken.
+        const auto st = m_taken < m_head_seen ? ODL_SIM_RING_OK : look_for_frames();
         if (st == ODL_SIM_RING_CORRUPT) {
             lose("the model server corrupted the ring indices");
             return {};
@@ -304,14 +313,27 @@ public:
     }
 
 private:
-    /// Frames put in the ring that the model has not let go of yet.
-    uint64_t in_window() {
+    /// Frames put in the ring that the model has not let go of yet, at
+    /// least @limit of them. acked is a line the server writes every turn:
+    /// read on every frame it would cost a cross-core miss each time, so the
+    /// last value read stands until it says @limit is reached.
+    uint64_t in_window(uint64_t limit) {
+        if (m_put - m_acked_seen < limit) return m_put - m_acked_seen;
         const uint64_t acked = odl_sim_load(&m_mem.shm()->acked);
-        if (acked > m_put) {
+        if (acked > m_put || acked < m_acked_seen) {
             lose("the model server acknowledged frames never sent");
             return m_window;
         }
+        m_acked_seen = acked;
         return m_put - acked;
+    }
+
+    /// The server's head, read: OK if it shows a frame not taken yet.
+    odl_sim_ring_st look_for_frames() {
+        const int64_t n = odl_sim_ring_filled(&m_mem.shm()->to_client, m_taken);
+        if (n < 0) return ODL_SIM_RING_CORRUPT;
+        m_head_seen = m_taken + uint64_t(n);
+        return n ? ODL_SIM_RING_OK : ODL_SIM_RING_NONE;
     }
 
     /// The server sleeps only after saying so; it is woken for new frames.
@@ -528,6 +550,9 @@ private:
     uint32_t m_rate = 0;
     unsigned m_window = ODL_SIM_WINDOW;
     uint64_t m_put = 0, m_taken = 0;  ///< our ring counts: frames put, frames taken
+    /// The server's positions as last read (in_window(), tx_reserve(),
+    /// rx_peek()): each a line it writes, read again only when needed.
+    uint64_t m_acked_seen = 0, m_tail_seen = 0, m_head_seen = 0;
     uint64_t m_counted = ~uint64_t{0};  ///< the frame whose lag was counted last
     uint64_t m_asked_ns = 0;      ///< tx_asked() for the next commit (0: none)
     uint64_t m_idle_since = 0;    ///< the first of the current run of empty polls
