@@ -321,7 +321,8 @@ private:
         if (m_put - m_acked_seen < limit) return m_put - m_acked_seen;
         const uint64_t acked = odl_sim_load(&m_mem.shm()->acked);
         if (acked > m_put || acked < m_acked_seen) {
-            lose("the model server acknowledged frames never sent");
+            lose(acked > m_put ? "the model server acknowledged frames never sent"
+                               : "the model server took back acknowledgements");
             return m_window;
         }
         m_acked_seen = acked;
