@@ -286,14 +286,4 @@ pipeline_check check_pipeline(const std::vector<host_spec>& hosts, const cable_s
     return out;
 }
 
-pipeline_link::pipeline_link(scheduler& sched, const pipeline_params& p, frame_fn fn)
-    : m_sched(sched), m_state(p), m_fn(std::move(fn)) {}
-
-void pipeline_link::send_frame(int from, std::uint32_t payload, std::uint32_t tag, bool som, bool eom) {
-    sc_core::sc_time left;
-    const sc_core::sc_time due = m_state.due(from, scheduler::now(), payload, som, eom, &left);
-    const int to = 1 - from;
-    m_sched.at(left, [this, to, tag, due] { m_fn(to, tag, due); });
-}
-
 }  // namespace odl::model

@@ -2,14 +2,13 @@
 // The reduced model of one link for odl-linkd --sim --sim-timing pipeline:
 // each direction is one FIFO stage (a frame's time at the bottleneck and its
 // latency, both by payload length and message marks) whose parameters are
-// fitted to the full model of the same hosts and cable. One scheduler action
-// per frame instead of about a dozen, at the price of what a single stage
-// cannot show (docs/sim.md, "Pipeline timing").
+// fitted to the full model of the same hosts and cable. The server runs it
+// itself, with no scheduler action per frame instead of about a dozen, at the
+// price of what a single stage cannot show (docs/sim.md, "Pipeline timing").
 #pragma once
 
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,8 +17,6 @@
 #include "odl/model/scenario/system.h"
 
 namespace odl::model {
-
-class scheduler;
 
 /// One direction's stage, measured on the full model at a few payload
 /// lengths and interpolated linearly between them (the bottleneck is the
@@ -117,24 +114,5 @@ struct pipeline_check {
 /// should differ from the fit's, so the full model's host noise does too.
 pipeline_check check_pipeline(const std::vector<host_spec>& hosts, const cable_spec& cable,
                               const link_calibration& link, std::uint64_t seed, const pipeline_params& p);
-
-/// The reduced link: frames go in with send_frame() and come out through
-/// the callback, in order per direction, when they leave the bottleneck,
-/// with their due time (as the full model's drivers report a frame when
-/// they reap it, with the time its completion ends): the server can hand
-/// a frame over before it is due, and its program takes it when it is.
-class pipeline_link {
-public:
-    using frame_fn = std::function<void(int to, std::uint32_t tag, const sc_core::sc_time& due)>;
-    pipeline_link(scheduler& sched, const pipeline_params& p, frame_fn fn);
-
-    /// A frame from end @from, now (the scheduler's time).
-    void send_frame(int from, std::uint32_t payload, std::uint32_t tag, bool som, bool eom);
-
-private:
-    scheduler& m_sched;
-    pipeline_state m_state;
-    frame_fn m_fn;
-};
 
 }  // namespace odl::model
