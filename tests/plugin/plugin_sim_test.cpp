@@ -12,6 +12,7 @@
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -188,6 +189,13 @@ TEST_F(PluginSim, QuietAtFinalizeWhenTheModelKeptUp) { one_exchange_then_finaliz
 // machine) none of them is late. Counting when the program took them, all
 // 16 were.
 TEST_F(PluginSim, AFrameThatWaitsForItsProgramIsNotLate) {
+    // Both devices closed and the variable gone however the test ends.
+    struct closer {
+        void operator()(odl_dev* d) const { odl_close(d); }
+    };
+    struct unset_late {
+        ~unset_late() { unsetenv("ODL_SIM_LATE_NS"); }
+    } late_guard;
     setenv("ODL_SIM_LATE_NS", "100000000", 1);
     odl_open_params p;
     odl_open_params_init(&p);
@@ -195,7 +203,9 @@ TEST_F(PluginSim, AFrameThatWaitsForItsProgramIsNotLate) {
     p.flags = ODL_OPEN_NONBLOCK;
     odl_dev *a = nullptr, *b = nullptr;
     ASSERT_EQ(odl_open(&p, &a), ODL_OK) << odl_last_error();
+    std::unique_ptr<odl_dev, closer> a_guard(a);
     ASSERT_EQ(odl_open(&p, &b), ODL_OK) << odl_last_error();
+    std::unique_ptr<odl_dev, closer> b_guard(b);
     unsetenv("ODL_SIM_LATE_NS");
     odl_completion c[8];
     size_t n = 0;
@@ -236,8 +246,8 @@ TEST_F(PluginSim, AFrameThatWaitsForItsProgramIsNotLate) {
     EXPECT_EQ(st.model_late_frames, 0u) << "frames that waited for their program counted as late (lag max "
                                         << st.model_lag_max_ns / 1000 << " us)";
     EXPECT_LT(st.model_lag_max_ns, 100'000'000u);
-    EXPECT_EQ(odl_close(a), ODL_OK);
-    EXPECT_EQ(odl_close(b), ODL_OK);
+    EXPECT_EQ(odl_close(a_guard.release()), ODL_OK);
+    EXPECT_EQ(odl_close(b_guard.release()), ODL_OK);
 }
 
 }  // namespace
