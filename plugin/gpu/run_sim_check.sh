@@ -6,7 +6,8 @@
 # modelled by odl-linkd --sim. Every result is checked exactly; no size may
 # run faster than the modelled cable carries (the pacing is the model's);
 # the plugin's "model timing" lines say whether the model kept up. The same
-# job over the unpaced loopback backend runs beside it for comparison, then
+# job over the unpaced loopback backend (in frames: no single-copy
+# rendezvous) runs beside it for comparison, then
 # over NCCL's own Socket transport (TCP over this host's loopback interface,
 # no plugin: what NCCL does without OdinLink, with no cable in the way), and
 # the model's own prediction for a ring of two on the same hosts and cable
@@ -101,7 +102,10 @@ timing=$(grep -h "model timing" "$out/sim.log" | sed 's/^.*NET\/ODL : //' || tru
 echo "$timing"
 kill $server 2>/dev/null
 wait $server 2>/dev/null || true
-run loopback "${LO_DEVICES:-loopback:0}"
+# In frames, as over sim: no single-copy rendezvous (a large message read
+# straight from the other rank's memory), so this is the same path without
+# the link model and its server.
+ODL_LOOPBACK_RNDV=0 run loopback "${LO_DEVICES:-loopback:0}"
 rm -f "$out/socket.json"
 [[ ${SOCKET:-1} == 0 ]] || run socket ""
 
