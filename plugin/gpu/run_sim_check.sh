@@ -77,12 +77,16 @@ grep "sim device [0-9]*:" "$out/linkd.log" || true
 
 run() {  # name, devices ("" for NCCL's Socket transport)
     local name=$1 devices=$2 net=ODL
+    local what="ODL_NCCL_DEVICES=$devices"
     local -a envs=(NCCL_NET_PLUGIN="$plugdir/libnccl-net-odl.so" NCCL_NET=ODL ODL_NCCL_DEVICES="$devices"
         LD_LIBRARY_PATH="$plugdir:${LD_LIBRARY_PATH:-}")
     # No plugin at all, and the loopback interface for both the bootstrap and
     # the data: the two "hosts" share this machine.
-    [[ -n $devices ]] || { net=Socket; envs=(NCCL_NET=Socket NCCL_NET_PLUGIN=none NCCL_SOCKET_IFNAME=lo); }
-    [[ -n $devices ]] && echo "== $name (ODL_NCCL_DEVICES=$devices)" || echo "== $name (NCCL_NET=Socket over lo)"
+    if [[ -z $devices ]]; then
+        net=Socket what="NCCL_NET=Socket over lo"
+        envs=(NCCL_NET=Socket NCCL_NET_PLUGIN=none NCCL_SOCKET_IFNAME=lo)
+    fi
+    echo "== $name ($what)"
     if ! env "${envs[@]}" \
         torchrun --standalone --nproc_per_node=2 "$here/allreduce_check.py" --one-gpu \
         --max-size "${MAX_SIZE:-67108864}" --traffic "${TRAFFIC:-268435456}" \

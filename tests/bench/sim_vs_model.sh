@@ -5,17 +5,15 @@
 # `odl run --on model` of a scenario with the same hosts, cable and message
 # sizes. Prints one table; the model-timing columns say how many frames
 # arrived late (the run is then slower than the model, and marked); the
-# loopback column is the same program over the loopback backend (no model,
-# no server: its own cost), and for streams the slower of the model and that
-# ("model+own", the rate a program on the sim backend can reach, and its
+# loopback column is the same program over the loopback backend in frames (no
+# model, no server: its own cost), and for streams the slower of the model and
+# that ("model+own", the rate a program on the sim backend can reach, and its
 # error; a message's latency has none: the modelled host costs stand for the
-# library's work, docs/sim.md); under each cable, where the server's wall
-# time went (odl-linkd -v). The stream the model
-# predicts moves bytes (lengths and order checked, as the model's workload
-# does): `1M Gb/s` runs `--no-verify`; `1M chk Gb/s` is the same stream with
-# every byte checked by the receiver, a cost of the program that the model
-# does not hold (its loopback figure says how much). Not a ctest test
-# (timings); docs/benchmarks.md "The sim backend".
+# library's work, docs/sim.md); under each cable, where the server's wall time
+# went (odl-linkd -v). The stream the model predicts checks no payload:
+# `1M Gb/s` runs `--no-verify`; `1M chk Gb/s` is the same stream with every
+# byte checked by the receiver, a cost of the program that the model does not
+# hold. Not a ctest test (timings); docs/benchmarks.md "The sim backend".
 #
 # Usage: sim_vs_model.sh [PROFILE (intel-tb5-discrete)] [CABLES ("gen3:2 gen4:2 gen4:2:asym")]
 # Environment: ODL_BUILD_DIR (default build/), LINKD_ARGS (more odl-linkd options,
@@ -34,11 +32,10 @@ server=
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 export ODL_SIM_SOCKET=$tmp/sim.sock SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 
-# The same two runs over the loopback backend (no link model, no server):
-# what the program itself costs, which the sim backend adds to the model.
-# Frames, as over sim: the loopback backend's single-copy rendezvous (the
-# receiver reads a large message straight from the sender's memory) would
-# skip the frame path whose cost the sim backend pays (ODL_LOOPBACK_RNDV=0).
+# The same runs over the loopback backend (no link model, no server): what
+# the program itself costs. In frames, as over sim: the loopback backend's
+# single-copy rendezvous (the receiver reads a large message straight from
+# the sender's memory) would skip the frame path (ODL_LOOPBACK_RNDV=0).
 loop_perf() {
 	ODL_LOOPBACK_RNDV=0 "$odl" perf "$1" --backend loopback --server --quiet 2>/dev/null &
 	local srv=$!
@@ -108,13 +105,14 @@ ll = {x["size"]: x for x in llat["results"]}
 # model+own, streams only: the program and the link overlap, so the slower
 # of the two sets the rate. A message's latency gets no such column: the
 # modelled host's costs already stand for the library's work on it.
-rows = [("p50 64B us", l[64]["p50_us"], w["lat64"]["one_way_us"]["p50"], lat, ll[64]["p50_us"], None),
-        ("p50 64K us", l[65536]["p50_us"], w["lat64k"]["one_way_us"]["p50"], lat, ll[65536]["p50_us"], None),
-        ("1M Gb/s", bw["results"][0]["gbps"], w["bulk"]["gbps"], bw, lbw["results"][0]["gbps"], min),
-        ("1M chk Gb/s", bwc["results"][0]["gbps"], w["bulk"]["gbps"], bwc, lbwc["results"][0]["gbps"], min)]
-for name, s, p, run, loop, both in rows:
+rows = [("p50 64B us", l[64]["p50_us"], w["lat64"]["one_way_us"]["p50"], lat, ll[64]["p50_us"], False),
+        ("p50 64K us", l[65536]["p50_us"], w["lat64k"]["one_way_us"]["p50"], lat, ll[65536]["p50_us"], False),
+        ("1M Gb/s", bw["results"][0]["gbps"], w["bulk"]["gbps"], bw, lbw["results"][0]["gbps"], True),
+        ("1M chk Gb/s", bwc["results"][0]["gbps"], w["bulk"]["gbps"], bwc, lbwc["results"][0]["gbps"], True)]
+for name, s, p, run, loop, stream in rows:
     t = run.get("model_timing", {})
-    own = "%11.2f %+7.1f%%" % (both((p, loop)), 100 * (s / both((p, loop)) - 1)) if both else "%11s %8s" % ("-", "-")
+    reach = min(p, loop)
+    own = "%11.2f %+7.1f%%" % (reach, 100 * (s / reach - 1)) if stream else "%11s %8s" % ("-", "-")
     print("%-18s %-11s %12.2f %12.2f %+7.1f%% %14s %10.2f %s" % (cable, name, s, p, 100 * (s / p - 1),
           "%d/%d" % (t.get("late_frames", 0), t.get("frames", 0)), loop, own))
 PY

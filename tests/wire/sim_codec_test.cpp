@@ -210,6 +210,22 @@ TEST(SimRings, DescriptorsAreCheckedBeforeUse) {
     EXPECT_EQ(odl_sim_ring_can_take(&shm->to_client, 0), ODL_SIM_RING_CORRUPT);
     shm->to_client.tail = 5;
     EXPECT_EQ(odl_sim_ring_can_put(&shm->to_client, 4), ODL_SIM_RING_CORRUPT);
+    // What a producer that caches the tail reads: the free entries, or -1.
+    EXPECT_EQ(odl_sim_ring_free(&shm->to_client, 4), -1);
+    EXPECT_EQ(odl_sim_ring_free(&shm->to_client, 5), int64_t(ODL_SIM_SLOTS));
+    EXPECT_EQ(odl_sim_ring_free(&shm->to_client, 5 + ODL_SIM_SLOTS - 3), 3);
+    EXPECT_EQ(odl_sim_ring_free(&shm->to_client, 5 + ODL_SIM_SLOTS), 0);
+    EXPECT_EQ(odl_sim_ring_free(&shm->to_client, 6 + ODL_SIM_SLOTS), -1);
+}
+
+TEST(SimCodec, TakingTheSleepFlagClearsItOnlyWhenSet) {
+    __u32 flag = 0;
+    EXPECT_FALSE(odl_sim_take_flag(&flag));
+    EXPECT_EQ(flag, 0u);
+    flag = 1;
+    EXPECT_TRUE(odl_sim_take_flag(&flag));
+    EXPECT_EQ(flag, 0u);
+    EXPECT_FALSE(odl_sim_take_flag(&flag));
 }
 
 }  // namespace

@@ -199,10 +199,10 @@ public:
         // The server's free position is read again only when the last one
         // read leaves no room (as acked, in_window()).
         if (m_put - m_tail_seen >= ODL_SIM_SLOTS) {
-            const uint64_t tail = odl_sim_load(&m_mem.shm()->to_server.tail);
-            if (m_put - tail > ODL_SIM_SLOTS) lose("the model server corrupted the ring indices");
-            if (m_put - tail >= ODL_SIM_SLOTS) return nullptr;
-            m_tail_seen = tail;
+            const int64_t n = odl_sim_ring_free(&m_mem.shm()->to_server, m_put);
+            if (n < 0) lose("the model server corrupted the ring indices");
+            if (n <= 0) return nullptr;
+            m_tail_seen = m_put + uint64_t(n) - ODL_SIM_SLOTS;
         }
         m_tx_slot = &m_to_server[m_put & (ODL_SIM_SLOTS - 1)];
         return m_tx_slot->data;
@@ -338,17 +338,8 @@ private:
     }
 
     /// The server sleeps only after saying so; it is woken for new frames.
-    /// The fence orders the ring's new head before the look at the flag
-    /// (the server sets the flag, then looks at the head). A look, not an
-    /// exchange, on every frame: the flag shares a line with client_waiting,
-    /// which the server reads every turn, and an exchange would pull that
-    /// line over to this core for each frame.
     void wake_server() {
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        odl_sim_shm* shm = m_mem.shm();
-        if (__atomic_load_n(&shm->server_waiting, __ATOMIC_RELAXED) &&
-            __atomic_exchange_n(&shm->server_waiting, 0u, __ATOMIC_SEQ_CST))
-            send_msg(ODL_SIM_WAKE, now_ns(), 0, nullptr, 0);
+        if (odl_sim_take_flag(&m_mem.shm()->server_waiting)) send_msg(ODL_SIM_WAKE, now_ns(), 0, nullptr, 0);
     }
 
     /// Nothing from the model. A program polls its device in a loop, and
@@ -381,7 +372,7 @@ private:
     /// Sleeps until the server has something for this program (WAKE), at
     /// most kNapNs. The server clears client_waiting and sends WAKE after it
     /// puts descriptors, acknowledges frames or frees slots; it or this
-    /// side sees the other's write (both sequentially consistent).
+    /// side sees the other's write (a fence on each side: odl_sim_take_flag()).
     void nap() {
         odl_sim_shm* shm = m_mem.shm();
         const uint64_t acked = odl_sim_load(&shm->acked);

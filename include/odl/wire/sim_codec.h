@@ -205,6 +205,20 @@ static inline void odl_sim_store(__u64 *p, __u64 v)
 }
 
 /*
+ * odl_sim_take_flag() - after publishing (release stores: a ring's index,
+ * acked), take the other side's "asleep" flag (server_waiting,
+ * client_waiting): true if it was set, and the caller then sends WAKE. The
+ * fence orders what was published before the look, as the sleeper sets its
+ * flag before it looks at that. A look first: an exchange on every frame
+ * would claim the flag's line, which the other side reads, each time.
+ */
+static inline int odl_sim_take_flag(__u32 *flag)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return __atomic_load_n(flag, __ATOMIC_RELAXED) && __atomic_exchange_n(flag, 0u, __ATOMIC_SEQ_CST);
+}
+
+/*
  * Ring results: an entry, or why there is none. CORRUPT: the other side's
  * index is impossible (more than a ring apart from ours).
  */
@@ -214,14 +228,26 @@ enum odl_sim_ring_st {
 	ODL_SIM_RING_CORRUPT = 2,
 };
 
-/* Producer: may entry number @head (our own count) be filled? */
-static inline enum odl_sim_ring_st odl_sim_ring_can_put(struct odl_sim_index *ix, __u64 head)
+/*
+ * Producer: how many entries from number @head (our own count) on the
+ * consumer has left free, its tail read once; -1 if the indices are
+ * impossible.
+ */
+static inline __s64 odl_sim_ring_free(struct odl_sim_index *ix, __u64 head)
 {
 	__u64 tail = odl_sim_load(&ix->tail);
 
-	if (head - tail > ODL_SIM_SLOTS)
+	return head - tail > ODL_SIM_SLOTS ? -1 : (__s64)(ODL_SIM_SLOTS - (head - tail));
+}
+
+/* Producer: may entry number @head (our own count) be filled? */
+static inline enum odl_sim_ring_st odl_sim_ring_can_put(struct odl_sim_index *ix, __u64 head)
+{
+	__s64 n = odl_sim_ring_free(ix, head);
+
+	if (n < 0)
 		return ODL_SIM_RING_CORRUPT;
-	return head - tail == ODL_SIM_SLOTS ? ODL_SIM_RING_NONE : ODL_SIM_RING_OK;
+	return n == 0 ? ODL_SIM_RING_NONE : ODL_SIM_RING_OK;
 }
 
 /*

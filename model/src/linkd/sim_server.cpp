@@ -761,13 +761,7 @@ void sim_server::release_slots() {
 // server just gave it (descriptors, acknowledged frames, freed slots) wakes
 // it.
 void sim_server::wake_client(client& c) {
-    // The fence orders what was just published (a ring's head, acked, a
-    // freed tail: release stores) before the look at the flag; the client
-    // sets the flag, then looks at those.
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&c.shm->client_waiting, __ATOMIC_RELAXED) &&
-        __atomic_exchange_n(&c.shm->client_waiting, 0u, __ATOMIC_SEQ_CST))
-        send_msg(c, ODL_SIM_WAKE, wall_ns(), 0, nullptr, 0);
+    if (odl_sim_take_flag(&c.shm->client_waiting)) send_msg(c, ODL_SIM_WAKE, wall_ns(), 0, nullptr, 0);
 }
 
 std::string sim_turn_profile::summary() const {
