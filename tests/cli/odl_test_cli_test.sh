@@ -117,6 +117,8 @@ grep -q 'ctest --test-dir [^ ]*-asan --output-on-failure -j 2 -L ^fuzz\$' "$FAKE
 	fail "the fuzz targets did not run 2 at once on --jobs 2"
 grep -q 'ODL_FUZZ=ON' "$FAKE_CALLS" || fail "the asan tree was not configured with the fuzz targets"
 grep -q 'ODL_FUZZ_SECONDS=25' "$FAKE_CALLS" || fail "the asan tree's fuzz targets do not run 25 s each"
+grep -q 'ODL_FUZZ_TIMEOUT=1200 ' "$FAKE_CALLS" && grep -q 'ODL_FUZZ_INPUT_TIMEOUT=60\b' "$FAKE_CALLS" ||
+	fail "the fuzz targets beside ctest keep the wall-clock limits of a target run alone"
 grep -q '^odl: test: asan build took [0-9]* s (beside ctest at idle priority)$' "$tmp/err" ||
 	fail "no build time line: $(cat "$tmp/err")"
 grep -q '^odl: test: asan fuzz targets took [0-9]* s (beside ctest at idle priority)$' "$tmp/err" ||

@@ -6,18 +6,19 @@
 # corpus started from them (the tree is never written), with a fixed random
 # seed so that a run can be repeated. A crash, leak, sanitizer report or
 # timeout fails the test; the input is kept in ARTIFACTS and printed in hex
-# so it can join regressions/<target>.
-# Usage: run_fuzz.sh BINARY SECONDS ARTIFACTS DIR...
+# so it can join regressions/<target>. An input that runs longer than
+# INPUT_TIMEOUT seconds (wall clock) is a hang.
+# Usage: run_fuzz.sh BINARY SECONDS INPUT_TIMEOUT ARTIFACTS DIR...
 set -euo pipefail
-bin=$1 seconds=$2 artifacts=$3
-shift 3
+bin=$1 seconds=$2 input_timeout=$3 artifacts=$4
+shift 4
 dirs=()
 for d in "$@"; do [ -d "$d" ] && dirs+=("$d"); done
 work=$(mktemp -d "${TMPDIR:-/tmp}/odl-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/corpus" "$work/tmp" "$artifacts"
 export TMPDIR="$work/tmp"  # the targets' own files go with $work, whatever happens
-opts=(-timeout=10 -rss_limit_mb=2048 -artifact_prefix="$artifacts/")
+opts=(-timeout="$input_timeout" -rss_limit_mb=2048 -artifact_prefix="$artifacts/")
 
 report() {
 	echo "FAIL: $1" >&2

@@ -94,6 +94,12 @@ struct sanitizer_tree {
 /// get the third to half of the CPU the testbeds leave (docs/ci.md), so
 /// each fuzzes longer in wall time for about the work of 10 s alone.
 constexpr int kBesideFuzzSeconds = 25;
+/// Their wall-clock limits beside ctest: at SCHED_IDLE a target may get no
+/// CPU for minutes while two guests fill both cores, and CI once killed two
+/// healthy targets at the 145 s meant for a target run alone. A hang is
+/// still one input running a minute, and a target stuck for 20 minutes.
+constexpr int kBesideFuzzTimeout = 1200;
+constexpr int kBesideFuzzInputTimeout = 60;
 
 /// Configures and builds one sanitizer tree (clang, -O1 -g1, unity as the main
 /// build, no model, no benchmarks) in <build>-<suffix>.
@@ -115,7 +121,9 @@ int build_sanitizer_tree(const std::string& src, const std::string& build, const
         "-DCMAKE_UNITY_BUILD=" + main_build_unity(build),
         // The pass runs the unit and fuzz labels: the model has its own.
         "-DODL_BUILD_MODEL=OFF", std::string("-DODL_FUZZ=") + (t.fuzz ? "ON" : "OFF"),
-        "-DODL_FUZZ_SECONDS=" + std::to_string(kBesideFuzzSeconds)};
+        "-DODL_FUZZ_SECONDS=" + std::to_string(kBesideFuzzSeconds),
+        "-DODL_FUZZ_TIMEOUT=" + std::to_string(kBesideFuzzTimeout),
+        "-DODL_FUZZ_INPUT_TIMEOUT=" + std::to_string(kBesideFuzzInputTimeout)};
     if (run_step(configure) != 0) {
         fmt::print(stderr, "odl: test: configuring the {} build failed\n", t.suffix);
         return 1;
