@@ -27,11 +27,12 @@ odl_sim_hello hello(uint8_t end) {
     return h;
 }
 
-// A server's HELLO: it always says how many links it models.
+// A server's HELLO: it always says how many links it models and gives a window.
 odl_sim_hello server_hello(uint8_t end, uint8_t link, uint32_t links) {
     odl_sim_hello h = hello(end);
     h.link = link;
     h.links = odl_cpu_le32(links);
+    h.window = odl_cpu_le32(ODL_SIM_WINDOW);
     return h;
 }
 
@@ -79,6 +80,8 @@ TEST(SimCodec, EveryRefusalHasAReason) {
     auto no_end = server_hello(2, 0, 1);
     auto no_links = server_hello(0, 0, 0);
     auto past_links = server_hello(1, 2, 2);
+    auto no_window = server_hello(0, 0, 1);
+    no_window.window = 0;
     auto client_links = hello(0);
     client_links.links = odl_cpu_le32(1);
     const std::vector<bad> cases = {
@@ -91,6 +94,7 @@ TEST(SimCodec, EveryRefusalHasAReason) {
         {msg(ODL_SIM_HELLO, sizeof(no_end), 0, &no_end), ODL_SIM_SIDE_SERVER, "names no end"},
         {msg(ODL_SIM_HELLO, sizeof(no_links), 0, &no_links), ODL_SIM_SIDE_SERVER, "models no link"},
         {msg(ODL_SIM_HELLO, sizeof(past_links), 0, &past_links), ODL_SIM_SIDE_SERVER, "does not model"},
+        {msg(ODL_SIM_HELLO, sizeof(no_window), 0, &no_window), ODL_SIM_SIDE_SERVER, "gives no window"},
         {msg(ODL_SIM_HELLO, sizeof(client_links), 0, &client_links), ODL_SIM_SIDE_CLIENT, "link count"},
         {msg(ODL_SIM_WAKE, 4), ODL_SIM_SIDE_CLIENT, "WAKE with a payload"},
         {msg(2, 64), ODL_SIM_SIDE_CLIENT, "unknown message type"},  // version 1's FRAME

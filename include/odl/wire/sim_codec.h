@@ -59,6 +59,8 @@ static inline const char *odl_sim_check(const void *buf, size_t n, enum odl_sim_
 				return "server HELLO models no link";
 			if (hello.end <= 1 && hello.link >= odl_le32(hello.links))
 				return "server HELLO names a link it does not model";
+			if (hello.end <= 1 && odl_le32(hello.window) == 0)
+				return "server HELLO gives no window";
 		} else if (odl_le32(hello.links) != 0) {
 			return "client HELLO with a link count";
 		}
