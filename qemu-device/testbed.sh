@@ -48,6 +48,10 @@
 #   ODL_VM_QEMU_ARGS  extra QEMU options for both VMs (e.g. -trace 'odl_nhi_*')
 #   ODL_VM_ICOUNT_SHIFT  --deterministic: QEMU's -icount shift (default 0: 1 ns per instruction)
 #   ODL_VM_EXEC_TIMEOUT  seconds per exec (default 60)
+#   ODL_TESTBED_OWNER  a process id: up also starts a watchdog that tears the
+#                  testbed down once that process is gone without doing so
+#                  (a test killed at its ctest timeout, `odl run` killed); unset:
+#                  the testbed stays up until down
 #   ODL_QEMU       a QEMU binary with odl-usb4-nhi built before (skips build-qemu.sh)
 #   ODL_GUEST_IMAGE  a guest image directory built before (vmlinuz, initrd.gz,
 #                  KERNEL_VERSION; skips build-guest.sh and ODL_GUEST_EXTRA)
@@ -103,8 +107,34 @@ stop_pid() {
 	rm -f "$f"
 }
 
+# With ODL_TESTBED_OWNER: a process of its own session (it must outlive
+# the owner, whose process group may be killed with it) that runs down once
+# the owner is gone, and ends by itself once the testbed is down (its
+# linkd.pid gone) or after a day. A testbed of an owner that was SIGKILLed
+# (a ctest timeout kills the test's shell alone) would run on forever.
+start_watchdog() {
+	local owner=${ODL_TESTBED_OWNER:-}
+	[ -n "$owner" ] || return 0
+	pid_runs "$owner" || die "ODL_TESTBED_OWNER=$owner: no such process"
+	stop_pid "$dir/watchdog.pid"  # an earlier up's, in this folder
+	ODL_VM_DIR=$dir setsid bash -c '
+		owner=$1 dir=$2 tb=$3
+		. "$(dirname "$tb")/pid_lib.sh"
+		for _ in $(seq 86400); do
+			[ -f "$dir/linkd.pid" ] || exit 0
+			if ! pid_runs "$owner"; then
+				rm -f "$dir/watchdog.pid"
+				echo "odl: vm: owner $owner gone: tearing the testbed down" >>"$dir/watchdog.log"
+				exec "$tb" down quiet
+			fi
+			sleep 1
+		done' watchdog "$owner" "$dir" "$here/testbed.sh" >/dev/null 2>&1 </dev/null &
+	echo $! >"$dir/watchdog.pid"
+}
+
 cmd_down() {
 	local v
+	stop_pid "$dir/watchdog.pid"  # not when it runs this itself: it took its file away
 	for v in "${all_vms[@]}"; do stop_pid "$dir/$v.qemu.pid"; done
 	stop_pid "$dir/linkd.pid"
 	rm -f "$dir"/*.ctl "$dir/linkd.sock" "$dir/linkd.ctl" "$dir/hosts"
@@ -281,6 +311,7 @@ cmd_up() {
 		"${det_linkd[@]}" ${ODL_LINKD_ARGS:-} >"$dir/linkd.log" 2>&1 </dev/null &
 	echo $! >"$dir/linkd.pid"
 	echo "$nhosts" >"$dir/hosts"
+	start_watchdog
 	local i
 	for i in $(seq 50); do
 		[ -S "$dir/linkd.sock" ] && break

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -90,8 +91,11 @@ public:
         const std::string det = deterministic_ ? fmt::format(" --deterministic --seed {}", seed) : "";
         // A deterministic boot runs about four times slower than a free one.
         const unsigned timeout = (hosts_ > 2 ? 360 : 240) * (deterministic_ ? 3 : 1);
-        const auto r = sh(fmt::format("{} up --kernel {} --gen {} --lanes {}{}{}{} --timeout {} >&2", sq(script_),
-                                      kernel, gen, lanes, asymmetric ? " --asymmetric" : "", many, det, timeout),
+        // This process owns the testbed: should it be killed before its
+        // destructor runs, the testbed's watchdog takes the guests down.
+        const auto r = sh(fmt::format("ODL_TESTBED_OWNER={} {} up --kernel {} --gen {} --lanes {}{}{}{} --timeout {} >&2",
+                                      getpid(), sq(script_), kernel, gen, lanes, asymmetric ? " --asymmetric" : "",
+                                      many, det, timeout),
                           false);
         check_interrupt();
         if (r.rc != 0) throw target_error(fmt::format("testbed up failed (status {})", r.rc));

@@ -51,6 +51,7 @@ vm_tolerance_bandwidth=75
 repo=$(cd "$here/../.." && pwd)
 . "$here/ssh_left.sh"
 tb="$repo/qemu-device/testbed.sh"
+export ODL_TESTBED_OWNER=$$  # a ctest timeout kills this shell alone: the testbed goes with it (testbed.sh)
 export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-hil-$kernel}
 step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
 fail() {

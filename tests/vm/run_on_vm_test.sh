@@ -17,6 +17,7 @@ odl=${1:?usage: run_on_vm_test.sh ODL_BINARY}
 export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-run-$$}
 out="$ODL_VM_DIR.run"
 tb="$repo/qemu-device/testbed.sh"
+export ODL_TESTBED_OWNER=$$  # a ctest timeout kills this shell alone: the testbed goes with it (testbed.sh)
 trap '"$tb" down >/dev/null 2>&1 || true' EXIT
 
 step() { printf '== %s\n' "$*"; }

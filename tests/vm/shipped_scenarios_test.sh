@@ -24,6 +24,7 @@ odl=${1:?usage: shipped_scenarios_test.sh ODL_BINARY}
 export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-shipped-$$}
 scale=${ODL_SHIPPED_SCALE:-200}
 tb="$repo/qemu-device/testbed.sh"
+export ODL_TESTBED_OWNER=$$  # a ctest timeout kills this shell alone: the testbed goes with it (testbed.sh)
 trap '"$tb" down >/dev/null 2>&1 || true' EXIT
 
 failed=()

@@ -4,7 +4,8 @@
 # QEMU guests joined by the modelled cable. Boot, NHI probe, XDomain
 # discovery, thunderbolt0, ping both ways, iperf3 both ways, cable unplug and
 # replug, a killed QEMU seen as an unplug by the peer, the command channel
-# after an exec that timed out, and clean kernel logs.
+# after an exec that timed out, a testbed whose owner was killed taken
+# down by its watchdog, and clean kernel logs.
 # Every check fails the test; nothing is skipped.
 #
 # Usage: two_vm_test.sh [--kernel 6.12|6.1] [--gen gen3|gen4] [--quick] [--nhi-impl model|rtl|lockstep]
@@ -18,6 +19,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=qemu-device/pid_lib.sh
 . "$here/../../qemu-device/pid_lib.sh"
 tb="$here/../../qemu-device/testbed.sh"
+export ODL_TESTBED_OWNER=$$  # a ctest timeout kills this shell alone: the testbed goes with it (testbed.sh)
 kernel=6.12 gen=gen3 quick=0 impl=model
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -77,6 +79,33 @@ grep -q "ODL_QEMU=/nonexistent/qemu is not an executable" <<<"$out" || fail "ODL
 out=$(ODL_GUEST_IMAGE="$ODL_VM_DIR/empty-image" "$tb" up --kernel "$kernel" 2>&1) && fail "empty ODL_GUEST_IMAGE accepted"
 grep -q "has no vmlinuz" <<<"$out" || fail "ODL_GUEST_IMAGE: unclear error: $out"
 [ ! -e "$ODL_VM_DIR/linkd.pid" ] || fail "a refused up left odl-linkd behind"
+
+if [ "$quick" = 0 ] && [ "$kernel" = 6.12 ]; then
+	step "a testbed whose owner is killed (as ctest kills a test at its timeout) is taken down by its watchdog"
+	sleep 300 &
+	owner=$!
+	set +e
+	ODL_TESTBED_OWNER=$owner "$tb" up --kernel "$kernel" --gen "$gen" --lanes 2 --timeout 240 >"$ODL_VM_DIR/owned-up.log" 2>&1
+	up_rc=$?
+	set -e
+	pids=$(cat "$ODL_VM_DIR/A.qemu.pid" "$ODL_VM_DIR/B.qemu.pid" "$ODL_VM_DIR/linkd.pid" 2>/dev/null || true)
+	kill -KILL "$owner"
+	wait "$owner" 2>/dev/null || true
+	[ "$up_rc" = 0 ] || fail "testbed with an owner did not come up: $(tail -n 5 "$ODL_VM_DIR/owned-up.log")"
+	[ "$(wc -w <<<"$pids")" = 3 ] || fail "no pids of the owned testbed: $pids"
+	t0=$SECONDS
+	for _ in $(seq 150); do
+		left=
+		for p in $pids; do pid_runs "$p" && left="$left $p"; done
+		[ -z "$left" ] && break
+		sleep 0.1
+	done
+	[ -z "$left" ] || fail "15 s after its owner was killed, the testbed still runs:$left"
+	grep -q "owner $owner gone" "$ODL_VM_DIR/watchdog.log" || fail "the watchdog left no line"
+	[ ! -e "$ODL_VM_DIR/watchdog.pid" ] || fail "watchdog.pid left behind"
+	record "owner_killed_testbed_down_s=$((SECONDS - t0))"
+	rm -f "$ODL_VM_DIR/watchdog.log"
+fi
 
 step "boot two VMs ($kernel)"
 t0=$SECONDS

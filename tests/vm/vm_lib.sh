@@ -49,6 +49,7 @@ wait_in() {
 	return 1
 }
 trap '"$tb" down >/dev/null 2>&1 || true' EXIT
+export ODL_TESTBED_OWNER=$$  # a ctest timeout kills this shell alone: the testbed goes with it (testbed.sh)
 
 # wait_login SECONDS WHEN: both VMs have a logged-in /dev/odl_tb5_0.
 wait_login() {

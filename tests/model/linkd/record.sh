@@ -9,6 +9,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 tb="$here/../../../qemu-device/testbed.sh"
+export ODL_TESTBED_OWNER=$$  # a ctest timeout kills this shell alone: the testbed goes with it (testbed.sh)
 kernel=${1:?usage: record.sh 6.12|6.1}
 out="$here/data/linux-$kernel-gen3x2.trace"
 export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-record-$$}
