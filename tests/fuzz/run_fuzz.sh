@@ -14,7 +14,13 @@ bin=$1 seconds=$2 input_timeout=$3 artifacts=$4
 shift 4
 dirs=()
 for d in "$@"; do [ -d "$d" ] && dirs+=("$d"); done
-work=$(mktemp -d "${TMPDIR:-/tmp}/odl-fuzz.XXXXXX")
+# Scratch beside ARTIFACTS, in the build tree: a run killed at its ctest
+# limit (SIGKILL, no trap) leaves it there, not in /tmp, and the next run
+# of the target clears it.
+scratch="$(dirname "$artifacts")/.scratch-$(basename "$artifacts")"
+mkdir -p "$(dirname "$artifacts")"
+rm -rf "$scratch".*
+work=$(mktemp -d "$scratch.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/corpus" "$work/tmp" "$artifacts"
 export TMPDIR="$work/tmp"  # the targets' own files go with $work, whatever happens
