@@ -148,13 +148,29 @@ bool put_frame(odl::link& l) {
     return true;
 }
 
-TEST(SimLink, AServerThatAcknowledgesTheWindowGetsMoreFrames) {
+/// A link up against a server with a window of one frame (declared first:
+/// the link goes before its server).
+class WindowOfOne : public ::testing::Test {
+protected:
+    void SetUp() override {
+        l = open_up(srv);
+        shm = srv.theirs();
+        ASSERT_NE(shm, nullptr) << srv.error();
+    }
+    /// The next frame is refused and the link lost, saying @why.
+    void expect_lost(const std::string& why) {
+        EXPECT_FALSE(put_frame(*l));
+        EXPECT_EQ(l->progress(), odl::link_state::lost);
+        EXPECT_NE(l->failure().find(why), std::string::npos) << l->failure();
+    }
+    fake_server srv{1};
+    std::unique_ptr<odl::link> l;
+    odl_sim_shm* shm = nullptr;
+};
+
+TEST_F(WindowOfOne, AServerThatAcknowledgesTheWindowGetsMoreFrames) {
     // The harness itself: with honest acknowledgements a window of one
     // frame carries frame after frame.
-    fake_server srv(1);
-    auto l = open_up(srv);
-    odl_sim_shm* shm = srv.theirs();
-    ASSERT_NE(shm, nullptr) << srv.error();
     for (uint64_t i = 1; i <= 3; ++i) {
         ASSERT_TRUE(put_frame(*l)) << "frame " << i << ": " << l->failure();
         EXPECT_EQ(l->tx_reserve(), nullptr) << "a window of one frame held two";
@@ -163,30 +179,18 @@ TEST(SimLink, AServerThatAcknowledgesTheWindowGetsMoreFrames) {
     EXPECT_EQ(l->progress(), odl::link_state::up) << l->failure();
 }
 
-TEST(SimLink, AcknowledgingFramesNeverSentFailsTheLink) {
-    fake_server srv(1);
-    auto l = open_up(srv);
-    odl_sim_shm* shm = srv.theirs();
-    ASSERT_NE(shm, nullptr) << srv.error();
+TEST_F(WindowOfOne, AcknowledgingFramesNeverSentFailsTheLink) {
     ASSERT_TRUE(put_frame(*l)) << l->failure();
     odl_sim_store(&shm->acked, 5);  // one frame sent
-    EXPECT_FALSE(put_frame(*l));
-    EXPECT_EQ(l->progress(), odl::link_state::lost);
-    EXPECT_NE(l->failure().find("acknowledged frames never sent"), std::string::npos) << l->failure();
+    expect_lost("acknowledged frames never sent");
 }
 
-TEST(SimLink, TakingBackAcknowledgementsFailsTheLink) {
-    fake_server srv(1);
-    auto l = open_up(srv);
-    odl_sim_shm* shm = srv.theirs();
-    ASSERT_NE(shm, nullptr) << srv.error();
+TEST_F(WindowOfOne, TakingBackAcknowledgementsFailsTheLink) {
     ASSERT_TRUE(put_frame(*l)) << l->failure();
     odl_sim_store(&shm->acked, 1);
     ASSERT_TRUE(put_frame(*l)) << l->failure();
     odl_sim_store(&shm->acked, 0);  // the first one, taken back
-    EXPECT_FALSE(put_frame(*l));
-    EXPECT_EQ(l->progress(), odl::link_state::lost);
-    EXPECT_NE(l->failure().find("took back acknowledgements"), std::string::npos) << l->failure();
+    expect_lost("took back acknowledgements");
 }
 
 TEST(SimLink, AServerThatGivesNoWindowIsRefusedAtOpen) {
