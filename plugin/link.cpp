@@ -67,7 +67,9 @@ link::link(int dev, const std::string& backend, uint32_t index, const std::strin
     odl_open_params_init(&p);
     p.backend = backend.c_str();
     p.index = index;
-    p.flags = ODL_OPEN_NONBLOCK;  // connect/accept must never block
+    // connect/accept must never block; a collective sends and receives at
+    // once, so its copies out go on a thread of their own where there are cores.
+    p.flags = ODL_OPEN_NONBLOCK | ODL_OPEN_TX_THREAD;
     p.num_streams = kStreams;
     p.max_msg_bytes = 1ull << 30;  // what NCCL assumes for v8 plugins (MAX_NET_SIZE)
     p.node_name = identity.c_str();

@@ -43,6 +43,9 @@ struct open_config {
     /// completion time already holds the host's own polling; seen only at
     /// the caller's next poll it would pay for that twice).
     uint64_t spin_to_due_ns = 2'000;
+    /// A thread of the engine's own copies outgoing payloads into the link
+    /// (ODL_OPEN_TX_THREAD, ODL_TX_THREAD), where the link can reserve ahead.
+    bool tx_thread = false;
 };
 
 class backend {

@@ -20,6 +20,7 @@
 #include "backend.h"
 #include "link.h"
 #include "odl/wire/frame_codec.h"
+#include "tx_copier.h"
 
 namespace odl {
 
@@ -84,6 +85,17 @@ public:
         return r;
     }
 
+    /// The send thread (open_config::tx_thread), for tests.
+    struct tx_thread_info {
+        bool on = false;      ///< this engine has one
+        uint64_t frames = 0;  ///< data frames it filled
+    };
+    tx_thread_info tx_thread() const { return {m_copier != nullptr, m_copier ? m_copier->pushed() : 0}; }
+    /// Tests: slow the send thread down (tx_copier::set_test_delay_us()).
+    void tx_thread_test_delay(uint32_t us) {
+        if (m_copier) m_copier->set_test_delay_us(us);
+    }
+
 private:
     struct send_op {
         const unsigned char* buf;
@@ -118,6 +130,9 @@ private:
         bool completed = false;
         /// When the program asked (timed transports only; 0 otherwise).
         uint64_t asked_ns = 0;
+        /// Send thread: its frames are in the link once the thread's done()
+        /// reaches this (0: none went through the thread).
+        uint64_t last_ticket = 0;
     };
     struct recv_op {
         unsigned char* buf;
@@ -269,6 +284,27 @@ private:
     void consume(stream_state& s, uint16_t stream, uint32_t frames);
     void pump_tx(unsigned budget);
     bool send_data_frame(uint16_t stream, stream_state& s, send_op& op);
+    /// Room for the next frame: the link's, or with the send thread the
+    /// next of the slots it may hold reserved. nullptr when full.
+    unsigned char* tx_room();
+    /// The frame in the last tx_room() is written (or will be, once the send
+    /// thread's done() reaches @ticket; 0: written now): committed at once,
+    /// or with the send thread in order once it and those before are done.
+    void tx_queued(size_t bytes, uint64_t ticket, uint64_t asked_ns);
+    /// Send thread: commits the frames it has filled, completes the sends
+    /// whose frames all are in the link (in order).
+    void tx_commit_done();
+    /// tx_commit_done(), then the link's tx_flush().
+    void tx_flush();
+    /// Waits (briefly) for the send thread to finish everything queued and
+    /// commits it: before a send's buffer goes back to its owner in ways
+    /// the thread cannot see coming (cancel, failure, close).
+    void tx_drain();
+    /// A send is done (@status): it completes now, or with the send thread
+    /// once its frames are in the link, keeping @owned (the op's copy, which
+    /// they may read) till then. @complete false: it completed before (an
+    /// eager send), only the copy is kept.
+    void retire_send(const send_op& op, int status, uint32_t stream, bool complete, std::vector<unsigned char> owned = {});
     void flush_ctrl();
     bool try_send_ctrl(const ctrl_item& item);
     void queue_ctrl(ctrl kind, uint16_t stream);
@@ -341,9 +377,30 @@ private:
     };
     std::deque<done_item> m_done;
     uint64_t m_rx_due = 0;  ///< the due time of the frame being handled (0: none)
+    /// Send thread (open_config::tx_thread on a link that can reserve
+    /// ahead): frames reserved and handed to it, committed in this order.
+    struct tx_pending {
+        uint64_t ticket;  ///< 0: written by this thread
+        size_t bytes;
+        uint64_t asked_ns;
+    };
+    std::deque<tx_pending> m_tx_pending;
+    unsigned m_tx_depth = 1;
+    bool m_tx_offload = false;  ///< this poll's data frames go to the thread
+    /// Sends done whose frames the thread is still copying: their
+    /// completions (none for an eager one) wait, and so does their copy.
+    struct tx_retired {
+        uint64_t ticket;
+        bool has_completion;
+        done_item d;
+        std::vector<unsigned char> owned;
+    };
+    std::deque<tx_retired> m_tx_retired;
     const bool m_timed;     ///< the transport is timed (link::timed())
     odl_stats m_stats{};
     std::array<uint64_t, ODL_FRAME_ERR_COUNT> m_bad{};
+    /// Last: stopped before anything its jobs point into goes.
+    std::unique_ptr<tx_copier> m_copier;
 };
 
 }  // namespace odl

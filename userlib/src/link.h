@@ -31,8 +31,18 @@ public:
 
     /// Room for one frame of up to ODL_FRAME_MAX_BYTES, or nullptr when full.
     virtual unsigned char* tx_reserve() = 0;
-    /// Queues @bytes written at the last tx_reserve() pointer.
+    /// Queues @bytes written at the last tx_reserve() pointer (with several
+    /// reserved, tx_reserve_at(): at the oldest of them).
     virtual void tx_commit(size_t bytes) = 0;
+    /// How many frames the engine may hold reserved at once, to be filled
+    /// by another thread and committed in order (tx_reserve_at()). 1: one at
+    /// a time, as tx_reserve() gives.
+    virtual unsigned tx_depth() const { return 1; }
+    /// Room for the frame @ahead places after the next one tx_commit()
+    /// queues (0: that one, as tx_reserve()), or nullptr when full. The
+    /// engine asks for @ahead = 0, 1, 2, ... in turn, never skipping one;
+    /// asking again for the same place gives the same room.
+    virtual unsigned char* tx_reserve_at(unsigned ahead) { return ahead == 0 ? tx_reserve() : nullptr; }
     /// True when the transport times frames by when the program asked for
     /// them (the sim backend's model), so the engine says when via tx_asked().
     virtual bool timed() const { return false; }

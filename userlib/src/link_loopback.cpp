@@ -29,6 +29,9 @@ namespace {
 
 constexpr uint32_t kShmMagic = 0x534c444fu;  // "ODLS"
 constexpr uint32_t kShmVersion = 1;
+/// Frames the engine may hold reserved for its send thread to fill: as many
+/// as tx_busy() lets wait, so the thread always has the next burst's room.
+constexpr unsigned kLoopbackTxDepth = kLoopbackQueueLimit;
 
 /// Start of the shared region. Ring 0 carries frames from side 0 (the one
 /// that created the region) to side 1; ring 1 the other way.
@@ -118,6 +121,8 @@ public:
     }
 
     unsigned char* tx_reserve() override { return m_region ? m_tx.reserve() : nullptr; }
+    unsigned tx_depth() const override { return kLoopbackTxDepth; }
+    unsigned char* tx_reserve_at(unsigned ahead) override { return m_region ? m_tx.reserve_at(ahead) : nullptr; }
     void tx_commit(size_t bytes) override { m_tx.commit(bytes); }
     void tx_flush() override {
         if (m_region) m_tx.publish();

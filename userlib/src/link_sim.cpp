@@ -39,6 +39,8 @@ constexpr uint64_t kHandshakeNs = 2'000'000'000ull;
 /// bandwidth-delay product, few enough that another stream's frame does not
 /// wait long behind a bulk stream.
 constexpr unsigned kBusyFrames = 128;
+/// Frames the engine may hold reserved for its send thread to fill.
+constexpr unsigned kSimTxDepth = 64;
 /// On close: how long to wait for frames still in the model (a GOODBYE
 /// among them) to leave it, so the peer sees them before our end goes.
 constexpr uint64_t kDrainNs = 500'000'000ull;
@@ -194,18 +196,21 @@ public:
         ::close(m_fd);
     }
 
-    unsigned char* tx_reserve() override {
-        if (m_state == link_state::lost || !m_loss.empty() || in_window(m_window) >= m_window) return nullptr;
+    unsigned char* tx_reserve() override { return tx_reserve_at(0); }
+    unsigned tx_depth() const override { return kSimTxDepth; }
+    unsigned char* tx_reserve_at(unsigned ahead) override {
+        if (m_state == link_state::lost || !m_loss.empty() || ahead >= m_window ||
+            in_window(m_window - ahead) + ahead >= m_window)
+            return nullptr;
         // The server's free position is read again only when the last one
         // read leaves no room (as acked, in_window()).
-        if (m_put - m_tail_seen >= ODL_SIM_SLOTS) {
+        if (m_put + ahead - m_tail_seen >= ODL_SIM_SLOTS) {
             const int64_t n = odl_sim_ring_free(&m_mem.shm()->to_server, m_put);
             if (n < 0) lose("the model server corrupted the ring indices");
-            if (n <= 0) return nullptr;
+            if (n <= int64_t(ahead)) return nullptr;
             m_tail_seen = m_put + uint64_t(n) - ODL_SIM_SLOTS;
         }
-        m_tx_slot = &m_to_server[m_put & (ODL_SIM_SLOTS - 1)];
-        return m_tx_slot->data;
+        return m_to_server[(m_put + ahead) & (ODL_SIM_SLOTS - 1)].data;
     }
     void tx_commit(size_t bytes) override {
         // The model posts a frame at its stamp: for a message's first frame
@@ -217,9 +222,10 @@ public:
         uint64_t stamp = now_ns();
         if (m_asked_ns && m_asked_ns < stamp) stamp = m_asked_ns;
         m_asked_ns = 0;
-        m_tx_slot->stamp_ns = std::max(stamp, m_taken_due_ns);
+        odl_sim_slot& slot = m_to_server[m_put & (ODL_SIM_SLOTS - 1)];
+        slot.stamp_ns = std::max(stamp, m_taken_due_ns);
         m_empty_polls = 0;  // busy sending: no nap
-        __atomic_store_n(&m_tx_slot->len, uint32_t(bytes), __ATOMIC_RELAXED);
+        __atomic_store_n(&slot.len, uint32_t(bytes), __ATOMIC_RELAXED);
         odl_sim_store(&m_mem.shm()->to_server.head, ++m_put);
         wake_server();
     }
@@ -536,7 +542,6 @@ private:
     odl_sim_slot* m_to_server = nullptr;
     odl_sim_desc* m_descs = nullptr;
     std::vector<std::unique_ptr<peer_view>> m_peers;
-    odl_sim_slot* m_tx_slot = nullptr;
     link_state m_state = link_state::connecting;
     int m_end = -1;
     uint32_t m_rate = 0;

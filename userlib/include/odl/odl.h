@@ -99,6 +99,15 @@ ODL_EXPORT int odl_device_count(const char *backend, uint32_t *count);
 /* odl_open_params.flags */
 #define ODL_OPEN_NONBLOCK (1u << 0) /* return before the peer is there */
 #define ODL_OPEN_CHECKSUM (1u << 1) /* send CRC32C with every frame */
+/*
+ * A thread of the library's own copies outgoing payloads into the link, so
+ * that a program sending and receiving at once (a collective) has its two
+ * copies per frame on two cores. Costs a core while sending; taken only on
+ * machines with at least 4 CPUs, and ignored where the backend cannot use
+ * it (kernel). The environment variable ODL_TX_THREAD=on|off|auto
+ * overrides it (auto: as asked).
+ */
+#define ODL_OPEN_TX_THREAD (1u << 2)
 
 /**
  * struct odl_open_params - how to open a device. Always start from
