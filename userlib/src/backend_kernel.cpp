@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -50,6 +51,9 @@ namespace {
 
 /// Frames staged per write() / read per read() (syscall batching).
 constexpr size_t kBatchFrames = 64;
+/// mmap path: Tx buffers the engine may hold reserved for its send thread
+/// (at most a quarter of them, so control frames and the rest still flow).
+constexpr unsigned kMmapTxDepth = 64;
 constexpr size_t kBatchBytes = kBatchFrames * ODL_FRAME_MAX_BYTES;
 /// Receive frames kept free for control frames (HELLO, CREDIT, GOODBYE).
 constexpr uint32_t kCtrlReserve = 16;
@@ -338,26 +342,28 @@ public:
     }
     ~kernel_mmap_link() override = default;  // unmaps before the base closes
 
-    unsigned char* tx_reserve() override {
-        if (m_lost) return nullptr;
-        if (m_res < 0) {
+    unsigned char* tx_reserve() override { return tx_reserve_at(0); }
+    unsigned tx_depth() const override { return std::max<unsigned>(1, std::min<unsigned>(kMmapTxDepth, m_mi.tx_count / 4)); }
+    unsigned char* tx_reserve_at(unsigned ahead) override {
+        if (m_lost || ahead >= tx_depth()) return nullptr;
+        while (m_res.size() <= ahead) {
             if (m_free.empty()) take_tx();
             if (m_free.empty() && !m_send.empty()) {
                 flush_tx();
                 take_tx();
             }
             if (m_free.empty()) return nullptr;
-            m_res = m_free.back();
+            m_res.push_back(m_free.back());
             m_free.pop_back();
         }
-        return m_tx_map.data() + size_t(m_res) * m_mi.buf_size;
+        return m_tx_map.data() + size_t(m_res[ahead]) * m_mi.buf_size;
     }
 
     void tx_commit(size_t bytes) override {
-        if (m_res < 0) return;
+        if (m_res.empty()) return;
         m_idle = 0;
-        m_send.push_back({uint32_t(m_res), uint32_t(bytes)});
-        m_res = -1;
+        m_send.push_back({m_res.front(), uint32_t(bytes)});
+        m_res.pop_front();
         if (m_send.size() >= kBatchFrames) flush_tx();
     }
 
@@ -475,7 +481,7 @@ private:
     uint32_t m_rx_cons = 0;
     uint32_t m_tx_cons = 0;
     std::vector<uint32_t> m_free;       ///< Tx buffers we own, unwritten
-    int64_t m_res = -1;                 ///< Tx buffer handed out by tx_reserve()
+    std::deque<uint32_t> m_res;         ///< Tx buffers handed out by tx_reserve_at(), oldest first
     std::vector<odl_tb5_cqe> m_send;    ///< written frames not yet posted
     std::vector<uint32_t> m_recv;       ///< read Rx buffers not yet posted back
     odl_tb5_cqe m_cur{};                ///< the frame rx_peek() returns

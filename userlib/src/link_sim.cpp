@@ -281,16 +281,6 @@ public:
             m_lag.max_ns = std::max(m_lag.max_ns, late);
             if (late > m_lag.threshold_ns) ++m_lag.late_frames;
         }
-        // The next frames' descriptors and first bytes come from other
-        // cores (the server's, the sender's): ask for them ahead of use. A
-        // hint only: the descriptor is read and checked properly when taken.
-        if (m_taken + 1 < m_head_seen) {
-            const odl_sim_desc& next = m_descs[(m_taken + 1) & (ODL_SIM_SLOTS - 1)];
-            const uint32_t slot = __atomic_load_n(&next.slot, __ATOMIC_RELAXED);
-            if (slot < ODL_SIM_SLOTS && __atomic_load_n(&next.region, __ATOMIC_RELAXED) == d.region)
-                __builtin_prefetch(peer->slots()[slot].data);
-            if (m_taken + 2 < m_head_seen) __builtin_prefetch(&m_descs[(m_taken + 2) & (ODL_SIM_SLOTS - 1)]);
-        }
         // The bytes are the sender's, read in place: a peer that rewrites
         // a slot it sent corrupts only its own frame, which the engine's
         // checks catch like any damaged frame.

@@ -87,14 +87,6 @@ public:
         }
         const spsc_slot& s = m_slots[m_tail & m_mask];
         len = s.len <= ODL_FRAME_MAX_BYTES ? s.len : 0;
-        // The next frames' length and header lines come from the producer's
-        // core, a miss of a few hundred ns each (as long as the 4 KiB copy
-        // on a GPU host): ask for them now, a few frames ahead.
-        for (uint64_t k = 1; k <= kPrefetchAhead && m_tail + k != m_cached_head; ++k) {
-            const spsc_slot& next = m_slots[(m_tail + k) & m_mask];
-            __builtin_prefetch(&next.len);
-            __builtin_prefetch(next.data);
-        }
         return s.data;
     }
 
@@ -117,8 +109,6 @@ private:
     /// close-during-traffic test hung more often with it (the hang also
     /// occurs without it; see docs/plugin.md), so it stays off.
     static constexpr uint64_t kBatch = 1;
-    /// Frames whose first lines peek() asks for ahead of use.
-    static constexpr uint64_t kPrefetchAhead = 4;
 
     spsc_ring_ctrl* m_ctrl = nullptr;
     spsc_slot* m_slots = nullptr;
