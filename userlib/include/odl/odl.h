@@ -103,9 +103,10 @@ ODL_EXPORT int odl_device_count(const char *backend, uint32_t *count);
  * A thread of the library's own copies outgoing payloads into the link, so
  * that a program sending and receiving at once (a collective) has its two
  * copies per frame on two cores. Costs a core while sending; taken only on
- * machines with at least 4 CPUs, and ignored where the backend cannot use
- * it (kernel). The environment variable ODL_TX_THREAD=on|off|auto
- * overrides it (auto: as asked).
+ * machines with at least 4 CPUs, and ignored where the link cannot reserve
+ * frames ahead (the kernel backend's read/write path, ODL_KERNEL_IO=rw). The
+ * environment variable ODL_TX_THREAD=on|off|auto overrides it (auto: as
+ * asked).
  */
 #define ODL_OPEN_TX_THREAD (1u << 2)
 
