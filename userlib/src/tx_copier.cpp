@@ -16,8 +16,10 @@ namespace {
 /// With the queue empty the thread spins this long for the next job (a
 /// message's frames come microseconds apart), then sleeps until woken.
 constexpr uint64_t kCopierSpinNs = 20'000;
-/// A sleeping thread looks again after this long even if never woken.
-constexpr auto kCopierNap = std::chrono::milliseconds(1);
+/// A sleeping thread looks again after this long even if never woken: a
+/// safety net only (publish() wakes it), long enough that an idle device's
+/// thread costs nothing to speak of.
+constexpr auto kCopierNap = std::chrono::milliseconds(20);
 /// Jobs pushed before the thread is shown them even mid-burst, so that it
 /// starts copying while the engine prepares the rest.
 constexpr uint64_t kPublishEvery = 4;
