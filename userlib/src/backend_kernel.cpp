@@ -51,10 +51,10 @@ namespace {
 
 /// Frames staged per write() / read per read() (syscall batching).
 constexpr size_t kBatchFrames = 64;
+constexpr size_t kBatchBytes = kBatchFrames * ODL_FRAME_MAX_BYTES;
 /// mmap path: Tx buffers the engine may hold reserved for its send thread
 /// (at most a quarter of them, so control frames and the rest still flow).
 constexpr unsigned kMmapTxDepth = 64;
-constexpr size_t kBatchBytes = kBatchFrames * ODL_FRAME_MAX_BYTES;
 /// Receive frames kept free for control frames (HELLO, CREDIT, GOODBYE).
 constexpr uint32_t kCtrlReserve = 16;
 /// After this many empty polls in a row, wait in poll(2) for the module to

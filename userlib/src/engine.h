@@ -88,7 +88,7 @@ public:
     /// The send thread (open_config::tx_thread), for tests.
     struct tx_thread_info {
         bool on = false;      ///< this engine has one
-        uint64_t frames = 0;  ///< data frames it filled
+        uint64_t frames = 0;  ///< data frames handed to it
     };
     tx_thread_info tx_thread() const { return {m_copier != nullptr, m_copier ? m_copier->pushed() : 0}; }
     /// Tests: slow the send thread down (tx_copier::set_test_delay_us()).
