@@ -20,6 +20,7 @@
 
 #include "core.h"
 #include "log.h"
+#include "odl/wire/spin.h"
 
 namespace odl::plugin {
 namespace {
@@ -32,14 +33,6 @@ uint64_t mono_ns() {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
 }
 
 uint32_t* futex_word(std::atomic<uint32_t>& a) { return reinterpret_cast<uint32_t*>(&a); }
@@ -128,7 +121,7 @@ void link::call(std::function<void()> fn) {
     push(&c);
     for (uint32_t i = 0; !c.done.load(std::memory_order_acquire); ++i) {
         if (i < 64) {
-            cpu_relax();
+            odl_cpu_relax();
         } else {
             timespec ts{0, 20'000};
             nanosleep(&ts, nullptr);
@@ -323,14 +316,14 @@ void link::run() {
         const uint64_t idle = now - idle_since;
         if (m_outstanding > 0) {
             if (idle < kSpinNs)
-                cpu_relax();
+                odl_cpu_relax();
             else if (idle < kYieldNs)
                 sched_yield();
             else
                 idle_wait(kBusyNapNs);
         } else {
             if (idle < kSpinNs / 4)
-                cpu_relax();
+                odl_cpu_relax();
             else if (idle < kSpinNs)
                 sched_yield();
             else

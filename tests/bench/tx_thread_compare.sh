@@ -27,12 +27,13 @@ echo "$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 
 
 # One result line per run: case mode round value.
 results=$tmp/results
+gbps() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0]["gbps"])' "$1"; }
 loop_bw() {  # mode round oneway|bidir
 	local extra=()
 	[ "$3" = bidir ] && extra=(--bidir)
 	ODL_TX_THREAD=$1 timeout 120 "$odl" perf bandwidth -s 1M --bytes 4G --no-verify "${extra[@]}" --json --quiet \
 		>"$tmp/o.json"
-	echo "loopback-$3-Gb/s $1 $2 $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0]["gbps"])' "$tmp/o.json")" |
+	echo "loopback-$3-Gb/s $1 $2 $(gbps "$tmp/o.json")" |
 		tee -a "$results"
 }
 sim_bw() {
@@ -51,7 +52,7 @@ sim_bw() {
 	kill "$server"
 	wait "$server" 2>/dev/null || true
 	server=
-	echo "sim-tb5-$3-Gb/s $1 $2 $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0]["gbps"])' "$tmp/o.json")" |
+	echo "sim-tb5-$3-Gb/s $1 $2 $(gbps "$tmp/o.json")" |
 		tee -a "$results"
 }
 loop_lat() {

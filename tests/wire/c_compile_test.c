@@ -7,6 +7,7 @@
 #include "odl/wire/files_codec.h"
 #include "odl/wire/frame_codec.h"
 #include "odl/wire/sim_codec.h"
+#include "odl/wire/spin.h"
 #include "odl/wire/tb5_login_codec.h"
 
 int main(void)
@@ -15,6 +16,7 @@ int main(void)
 	struct odl_frame_info in, out;
 	struct odl_open_params p;
 
+	odl_cpu_relax(); /* the spin hint compiles as C too */
 	memset(&in, 0, sizeof(in));
 	in.type = ODL_FRAME_DATA;
 	in.flags = ODL_FRAME_F_SOM | ODL_FRAME_F_EOM;

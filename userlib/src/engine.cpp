@@ -1211,14 +1211,13 @@ bool engine::send_data_frame(uint16_t stream, stream_state& s, send_op& op) {
         s.advertised = s.consumed;
         if (m_retx && !((s.consumed - s.ack_told) & kBehind)) s.ack_told = s.consumed;  // an ACK as far as it goes
     }
+    const tx_job job{slot, src, fi, csum};
     uint64_t ticket = 0;
     if (m_tx_offload && chunk >= kCopierMinPayload) {
         // tx_room() kept the queue within its capacity: push cannot fail.
-        ticket = m_copier->push(tx_job{slot, src, fi, csum});
+        ticket = m_copier->push(job);
     } else {
-        if (chunk) std::memcpy(slot + ODL_FRAME_HDR_BYTES, src, chunk);
-        if (csum) fi.csum = crc32c(slot + ODL_FRAME_HDR_BYTES, chunk);
-        odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(slot), &fi);
+        fill_tx_frame(job);
     }
     // Its buffer is read until every frame queued before and with this one
     // is in the link.
@@ -1296,20 +1295,22 @@ unsigned char* engine::tx_room() {
 
 void engine::tx_queued(size_t bytes, uint64_t ticket, uint64_t asked_ns) {
     if (ticket == 0 && m_tx_pending.empty()) {  // nothing before it: out now
-        if (asked_ns) m_link->tx_asked(asked_ns);
-        m_link->tx_commit(bytes);
+        commit_frame(tx_pending{0, bytes, asked_ns});
         return;
     }
     m_tx_pending.push_back(tx_pending{ticket, bytes, asked_ns});
+}
+
+void engine::commit_frame(const tx_pending& p) {
+    if (p.asked_ns) m_link->tx_asked(p.asked_ns);
+    m_link->tx_commit(p.bytes);
 }
 
 void engine::tx_commit_done() {
     if (m_tx_pending.empty() && m_tx_retired.empty()) return;
     const uint64_t done = m_copier->done();
     while (!m_tx_pending.empty() && m_tx_pending.front().ticket <= done) {
-        const tx_pending& p = m_tx_pending.front();
-        if (p.asked_ns) m_link->tx_asked(p.asked_ns);
-        m_link->tx_commit(p.bytes);
+        commit_frame(m_tx_pending.front());
         m_tx_pending.pop_front();
     }
     while (!m_tx_retired.empty() && m_tx_retired.front().ticket <= done) {

@@ -291,6 +291,9 @@ private:
     /// thread's done() reaches @ticket; 0: written now): committed at once,
     /// or with the send thread in order once it and those before are done.
     void tx_queued(size_t bytes, uint64_t ticket, uint64_t asked_ns);
+    struct tx_pending;
+    /// Commits the oldest reserved frame (@p's bytes; its program's ask time).
+    void commit_frame(const tx_pending& p);
     /// Send thread: commits the frames it has filled, completes the sends
     /// whose frames all are in the link (in order).
     void tx_commit_done();

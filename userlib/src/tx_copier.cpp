@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "crc32c.h"
+#include "odl/wire/spin.h"
 
 namespace odl {
 namespace {
@@ -23,14 +24,6 @@ constexpr auto kCopierNap = std::chrono::milliseconds(20);
 /// Jobs pushed before the thread is shown them even mid-burst, so that it
 /// starts copying while the engine prepares the rest.
 constexpr uint64_t kPublishEvery = 4;
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
-}
 
 }  // namespace
 
@@ -80,12 +73,12 @@ void tx_copier::publish() {
 void tx_copier::wait_done(uint64_t ticket) {
     publish();
     for (unsigned i = 0; done() < ticket; ++i) {
-        if (i < 4096) cpu_relax();
+        if (i < 4096) odl_cpu_relax();
         else std::this_thread::yield();
     }
 }
 
-void tx_copier::fill(const tx_job& j) const {
+void fill_tx_frame(const tx_job& j) {
     odl_frame_info fi = j.fi;
     if (fi.len) std::memcpy(j.slot + ODL_FRAME_HDR_BYTES, j.src, fi.len);
     if (j.csum) fi.csum = crc32c(j.slot + ODL_FRAME_HDR_BYTES, fi.len);
@@ -100,14 +93,14 @@ void tx_copier::run() {
         if (done != m_pushed.load(std::memory_order_acquire)) {
             if (const uint32_t us = m_test_delay_us.load(std::memory_order_relaxed))
                 std::this_thread::sleep_for(std::chrono::microseconds(us));
-            fill(m_jobs[done & (kCapacity - 1)]);
+            fill_tx_frame(m_jobs[done & (kCapacity - 1)]);
             m_done.store(++done, std::memory_order_release);
             idle_since = 0;
             continue;
         }
         // The clock only every 64 turns: a read costs more than a turn.
         if ((++turns & 63) != 0) {
-            cpu_relax();
+            odl_cpu_relax();
             continue;
         }
         const uint64_t now = now_ns();

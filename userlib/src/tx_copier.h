@@ -27,6 +27,11 @@ struct tx_job {
     bool csum = false;
 };
 
+/// Fills @j's slot: the payload copied, its checksum taken if asked, the
+/// header written last. The one way a data frame's slot is filled, on the
+/// engine's thread or the send thread.
+void fill_tx_frame(const tx_job& j);
+
 class tx_copier {
 public:
     /// Jobs queued at most (a power of two); the engine reserves no more.
@@ -59,7 +64,6 @@ public:
 
 private:
     void run();
-    void fill(const tx_job& j) const;
 
     std::vector<tx_job> m_jobs;
     // Engine thread's own view: next ticket, last published, done as last read.

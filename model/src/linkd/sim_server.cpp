@@ -27,6 +27,7 @@
 #include "odl/model/reduced/pipeline.h"
 #include "odl/model/scenario/system.h"
 #include "odl/wire/sim_codec.h"
+#include "odl/wire/spin.h"
 #include "odl/model/linkd/unix_listen.h"
 
 namespace odl::model::linkd {
@@ -47,15 +48,6 @@ constexpr std::uint64_t k_poll_every_ns = 100'000;
 constexpr std::uint64_t k_quiet_ns = 2'000;
 /// Datagrams taken from one client per turn, so one cannot starve the model.
 constexpr int k_batch = 64;
-
-/// A spin-wait hint to the core (and to a hyperthread sibling).
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
-}
 
 /// SystemC time units per ns (1000 with its default 1 ps resolution; 0 if
 /// the resolution is coarser than 1 ns), read once: converting through
@@ -81,7 +73,6 @@ std::uint64_t mono_ns() {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return std::uint64_t(ts.tv_sec) * 1'000'000'000u + std::uint64_t(ts.tv_nsec);
 }
-
 
 std::string event_name(const scenario_event& e) {
     switch (e.kind) {
@@ -569,7 +560,7 @@ void sim_server::spin_until(std::uint64_t until) {
         for (auto& c : m_clients)
             if (c->shm && !c->dead && odl_sim_load(&c->shm->to_server.head) != c->taken) return;
         if (wall_ns() >= until) return;
-        cpu_relax();
+        odl_cpu_relax();
     }
 }
 
