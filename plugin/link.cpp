@@ -62,7 +62,7 @@ link::link(int dev, const std::string& backend, uint32_t index, const std::strin
     p.index = index;
     // connect/accept must never block; a collective sends and receives at
     // once, so its copies out go on a thread of their own where there are cores.
-    p.flags = ODL_OPEN_NONBLOCK | ODL_OPEN_TX_THREAD;
+    p.flags = ODL_OPEN_NONBLOCK | ODL_OPEN_TX_THREAD | ODL_OPEN_RX_THREAD;
     p.num_streams = kStreams;
     p.max_msg_bytes = 1ull << 30;  // what NCCL assumes for v8 plugins (MAX_NET_SIZE)
     p.node_name = identity.c_str();

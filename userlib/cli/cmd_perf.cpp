@@ -76,7 +76,7 @@ odl_dev* open_device(const perf_cli& c, uint32_t index) {
     p.num_streams = perf::kPerfStreams;
     // A send thread where the machine has the cores (bandwidth both ways:
     // docs/benchmarks.md, "The send thread").
-    p.flags = (c.checksum ? ODL_OPEN_CHECKSUM : 0) | ODL_OPEN_TX_THREAD;
+    p.flags = (c.checksum ? ODL_OPEN_CHECKSUM : 0) | ODL_OPEN_TX_THREAD | ODL_OPEN_RX_THREAD;
     p.max_msg_bytes = 1ull << 31;
     p.connect_timeout_ns = uint64_t(c.connect_timeout_s * 1e9);
     odl_dev* dev = nullptr;

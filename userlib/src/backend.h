@@ -46,6 +46,9 @@ struct open_config {
     /// A thread of the engine's own copies outgoing payloads into the link
     /// (ODL_OPEN_TX_THREAD, ODL_TX_THREAD), where the link can reserve ahead.
     bool tx_thread = false;
+    /// One copies received payloads out of the link (ODL_OPEN_RX_THREAD,
+    /// ODL_RX_THREAD), where the link can hold frames.
+    bool rx_thread = false;
 };
 
 class backend {

@@ -38,18 +38,19 @@ void backoff(uint64_t waited_ns) {
     else std::this_thread::sleep_for(kSleep);
 }
 
-/// ODL_OPEN_TX_THREAD is taken on machines with a core to spare for each
-/// end's two threads (below that, the thread slows both ends: measured on 2
-/// cores); ODL_TX_THREAD=on|off overrides either way, to compare.
-constexpr long kTxThreadMinCpus = 4;
+/// ODL_OPEN_TX_THREAD and ODL_OPEN_RX_THREAD are taken on machines with a
+/// core to spare for each end's threads (below that, a copy thread slows
+/// both ends: measured on 2 cores); ODL_TX_THREAD / ODL_RX_THREAD=on|off
+/// override either way, to compare.
+constexpr long kCopyThreadMinCpus = 4;
 
-bool tx_thread_wanted(bool asked) {
-    const char* v = std::getenv("ODL_TX_THREAD");
+bool copy_thread_wanted(const char* env, bool asked) {
+    const char* v = std::getenv(env);
     if (v && (!std::strcmp(v, "on") || !std::strcmp(v, "1"))) return true;
     if (v && (!std::strcmp(v, "off") || !std::strcmp(v, "0"))) return false;
     if (v && *v && std::strcmp(v, "auto"))
-        log::write(ODL_LOG_WARN, "ODL_TX_THREAD='{}' is not on, off or auto; using auto", v);
-    return asked && ::sysconf(_SC_NPROCESSORS_ONLN) >= kTxThreadMinCpus;
+        log::write(ODL_LOG_WARN, "{}='{}' is not on, off or auto; using auto", env, v);
+    return asked && ::sysconf(_SC_NPROCESSORS_ONLN) >= kCopyThreadMinCpus;
 }
 
 }  // namespace
@@ -75,9 +76,10 @@ open_config make_config(const odl_open_params& p) {
         gethostname(host, sizeof(host) - 1);
         c.node_name = host;
     }
-    if (c.flags & ~uint32_t(ODL_OPEN_NONBLOCK | ODL_OPEN_CHECKSUM | ODL_OPEN_TX_THREAD))
+    if (c.flags & ~uint32_t(ODL_OPEN_NONBLOCK | ODL_OPEN_CHECKSUM | ODL_OPEN_TX_THREAD | ODL_OPEN_RX_THREAD))
         throw error(ODL_ERR_INVAL, fmt::format("unknown open flags 0x{:x}", c.flags));
-    c.tx_thread = tx_thread_wanted(c.flags & ODL_OPEN_TX_THREAD);
+    c.tx_thread = copy_thread_wanted("ODL_TX_THREAD", c.flags & ODL_OPEN_TX_THREAD);
+    c.rx_thread = copy_thread_wanted("ODL_RX_THREAD", c.flags & ODL_OPEN_RX_THREAD);
     if (c.num_streams < 1 || c.num_streams > ODL_MAX_STREAMS)
         throw error(ODL_ERR_INVAL, fmt::format("num_streams {} out of range 1-{}", c.num_streams, ODL_MAX_STREAMS));
     if (c.window_frames < 1 || c.window_frames > ODL_MAX_WINDOW_FRAMES)

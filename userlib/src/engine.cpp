@@ -61,13 +61,14 @@ constexpr uint64_t kProbeArmed = 1;
 constexpr uint64_t kEagerCopyMax = 8192;
 /// uint32 sequence arithmetic: a difference with this bit set is "behind".
 constexpr uint32_t kBehind = 0x80000000u;
-/// Send thread: frames with less payload are copied here, at once (the
+/// Copy threads: frames with less payload are copied here, at once (the
 /// hand-over would cost a small frame more than its copy).
 constexpr uint32_t kCopierMinPayload = 1024;
-/// Send thread: used only in a poll that took at least this many frames in,
-/// when this thread has the receive copies to do meanwhile. Otherwise the
-/// copy here is quicker than the hand-over (GPU host, odl perf latency:
-/// 64 KiB 9 us copied here, 22 us through the thread).
+/// Copy threads: used only in a burst, a poll that took at least this many
+/// frames in (the receive thread: this one, the one before, or this many
+/// frames into this one). Otherwise the copy here is quicker than the
+/// hand-over (GPU host, odl perf latency: 64 KiB 9 us copied here, 22 us
+/// through the send thread).
 constexpr unsigned kCopierMinRx = 16;
 
 uint32_t rndv_split_pct() {
@@ -118,8 +119,12 @@ engine::engine(std::unique_ptr<link> l, open_config cfg)
       m_timed(m_link->timed()) {
     m_stats.struct_size = sizeof(m_stats);
     if (m_cfg.tx_thread && m_link->tx_depth() > 1) {
-        m_tx_depth = std::min<unsigned>(m_link->tx_depth(), tx_copier::kCapacity);
-        m_copier = std::make_unique<tx_copier>("odl-tx-" + m_link->name());
+        m_tx_depth = std::min<unsigned>(m_link->tx_depth(), copy_thread::kCapacity);
+        m_copier = std::make_unique<copy_thread>("odl-tx-" + m_link->name());
+    }
+    if (m_cfg.rx_thread && m_link->rx_depth() > 1) {
+        m_rx_depth = std::min<unsigned>(m_link->rx_depth(), copy_thread::kCapacity);
+        m_rx_copier = std::make_unique<copy_thread>("odl-rx-" + m_link->name());
     }
 }
 
@@ -193,7 +198,9 @@ int engine::cancel(uint32_t stream, uint64_t ctx) {
     if (stream >= m_s.size()) return ODL_ERR_INVAL;
     stream_state& s = m_s[stream];
     if (s.cur.active && s.cur.to_user && s.cur.op.ctx == ctx) {
-        // Being received into: drop the rest of this message.
+        // Being received into: drop the rest of this message, once the
+        // receive thread has stopped writing into its buffer.
+        if (s.cur.last_ticket) rx_drain();
         complete(ctx, ODL_ERR_CANCELED, ODL_OP_RECV, stream, s.cur.tag, 0);
         s.cur.to_user = false;
         s.cur.discard = true;
@@ -279,7 +286,17 @@ int engine::discard(uint32_t stream, uint32_t tag, uint32_t mask, uint32_t flags
     return ODL_OK;
 }
 
-void engine::complete_recv(const recv_op& op, uint32_t stream, uint32_t tag, uint64_t msg_len, bool corrupt) {
+void engine::complete_recv(const recv_op& op, uint32_t stream, uint32_t tag, uint64_t msg_len, bool corrupt,
+                           uint64_t serial, uint64_t ticket) {
+    if (m_rx_copier && (ticket > m_rx_copier->done() || !m_rx_retired.empty())) {
+        if (!m_rx_retired.empty()) ticket = std::max(ticket, m_rx_retired.back().ticket);
+        m_rx_retired.push_back(rx_retired{ticket, serial, op, stream, tag, msg_len, corrupt, m_rx_due});
+        return;
+    }
+    emit_recv(op, stream, tag, msg_len, corrupt, m_rx_due);
+}
+
+void engine::emit_recv(const recv_op& op, uint32_t stream, uint32_t tag, uint64_t msg_len, bool corrupt, uint64_t ready_ns) {
     int status = ODL_OK;
     if (corrupt) status = ODL_ERR_PROTO;
     else if (msg_len > op.cap) status = ODL_ERR_TRUNCATED;
@@ -287,7 +304,14 @@ void engine::complete_recv(const recv_op& op, uint32_t stream, uint32_t tag, uin
         ++m_stats.rx_msgs;
         m_stats.rx_bytes += msg_len;
     }
-    complete(op.ctx, status, ODL_OP_RECV, stream, tag, msg_len);
+    odl_completion c{};
+    c.ctx = op.ctx;
+    c.status = status;
+    c.op = ODL_OP_RECV;
+    c.stream = stream;
+    c.tag = tag;
+    c.len = msg_len;
+    m_done.push_back(done_item{c, ready_ns});
 }
 
 void engine::consume(stream_state& s, uint16_t stream, uint32_t frames) {
@@ -306,8 +330,14 @@ size_t engine::poll(odl_completion* comps, size_t max) {
         }
         if (m_hello_sent || !m_ctrl.empty()) {
             if (m_copier) tx_commit_done();
+            if (m_rx_copier) rx_retire();
             flush_ctrl();
             process_rx_budget(kRxBudget, processed);
+            if (m_rx_copier) {
+                m_rx_copier->publish();
+                rx_retire();
+                m_rx_busy = processed >= kCopierMinRx;
+            }
             m_link->rx_flush();
             // Only now are the frames' buffers the transport's again.
             return_link_credit();
@@ -361,13 +391,70 @@ bool engine::holding() const {
 
 void engine::process_rx_budget(unsigned budget, unsigned& processed) {
     while (processed < budget && m_state != ODL_LINK_LOST && m_state != ODL_LINK_PEER_CLOSED) {
-        rx_frame f = m_link->rx_peek();
+        if (m_rx_held.size() >= m_rx_depth) {
+            m_rx_copier->publish();
+            rx_retire();
+            if (m_rx_held.size() >= m_rx_depth) return;  // the thread is behind: the next poll goes on
+        }
+        rx_frame f = m_rx_held.empty() ? m_link->rx_peek() : m_link->rx_peek_at(unsigned(m_rx_held.size()));
         if (!f.data) return;
         m_rx_due = f.due_ns;
+        // In a burst (as the send thread), so a lone message's copy is
+        // not delayed by the hand-over.
+        m_rx_offload = m_rx_copier && (m_rx_busy || processed >= kCopierMinRx);
+        const uint32_t link_rx = m_link_rx;
         handle_frame(f.data, f.len);
         m_rx_due = 0;
-        m_link->rx_release();
+        if (m_rx_cur.ticket || !m_rx_held.empty()) {
+            // Freed once its copy is made and every frame before it freed.
+            m_rx_cur.link_frames = m_link_rx - link_rx;
+            m_rx_held_link += m_rx_cur.link_frames;
+            m_rx_held.push_back(m_rx_cur);
+            m_rx_cur = rx_held{};
+        } else {
+            m_link->rx_release();
+        }
         ++processed;
+    }
+}
+
+void engine::rx_retire() {
+    if (m_rx_held.empty() && m_rx_retired.empty()) return;
+    const uint64_t done = m_rx_copier->done();
+    while (!m_rx_held.empty() && m_rx_held.front().ticket <= done) {
+        const rx_held& h = m_rx_held.front();
+        if (h.ticket && m_rx_copier->failed(h.ticket)) rx_csum_failed(h);
+        m_rx_held_link -= h.link_frames;
+        m_link->rx_release();
+        m_rx_held.pop_front();
+    }
+    while (!m_rx_retired.empty() && m_rx_retired.front().ticket <= done) {
+        const rx_retired& r = m_rx_retired.front();
+        emit_recv(r.op, r.stream, r.tag, r.msg_len, r.corrupt, r.ready_ns);
+        m_rx_retired.pop_front();
+    }
+}
+
+void engine::rx_drain() {
+    if (!m_rx_copier) return;
+    m_rx_copier->wait_done(m_rx_copier->pushed());
+    rx_retire();
+}
+
+void engine::rx_csum_failed(const rx_held& h) {
+    ++m_stats.rx_csum_errors;
+    log::write(ODL_LOG_WARN, "{}: stream {}: payload checksum mismatch at offset {}", m_link->name(), h.stream, h.offset);
+    // Its message is still arriving, or done and waiting for its copies.
+    assembly& a = m_s[h.stream].cur;
+    if (a.active && a.serial == h.serial) {
+        a.corrupt = true;
+        return;
+    }
+    for (rx_retired& r : m_rx_retired) {
+        if (r.serial == h.serial) {
+            r.corrupt = true;
+            return;
+        }
     }
 }
 
@@ -722,7 +809,7 @@ void engine::handle_link_credit(uint32_t credit) {
 
 void engine::return_link_credit() {
     if (!m_link_rx_limit) return;
-    m_link_returned = m_link_rx;
+    m_link_returned = m_link_rx - m_rx_held_link;
     if (!m_link_credit_queued && m_link_returned - m_link_advertised >= m_link_batch) {
         m_link_credit_queued = true;
         queue_ctrl(ctrl::link_credit, 0);
@@ -837,13 +924,17 @@ void engine::handle_data(const odl_frame_info& fi, const unsigned char* payload)
     }
     ++m_stats.rx_frames;
 
+    assembly& a = s.cur;
+    // A burst's payload for the program: the receive thread checks and
+    // copies it, the frame staying in the link till then.
+    const bool offload =
+        m_rx_offload && a.to_user && !a.discard && fi.offset < a.op.cap && fi.len >= kCopierMinPayload;
     bool corrupt = false;
-    if ((fi.flags & ODL_FRAME_F_CSUM) && crc32c(payload, fi.len) != fi.csum) {
+    if (!offload && (fi.flags & ODL_FRAME_F_CSUM) && crc32c(payload, fi.len) != fi.csum) {
         ++m_stats.rx_csum_errors;
         corrupt = true;
         log::write(ODL_LOG_WARN, "{}: stream {}: payload checksum mismatch at offset {}", m_link->name(), fi.stream, fi.offset);
     }
-    assembly& a = s.cur;
     a.next_offset = fi.offset + fi.len;
     a.corrupt = a.corrupt || corrupt;
     if (a.discard) {
@@ -851,7 +942,15 @@ void engine::handle_data(const odl_frame_info& fi, const unsigned char* payload)
     } else if (a.to_user) {
         if (fi.offset < a.op.cap) {
             const size_t n = std::min<uint64_t>(fi.len, a.op.cap - fi.offset);
-            std::memcpy(a.op.buf + fi.offset, payload, n);
+            if (offload) {
+                if (!a.serial) a.serial = ++m_rx_serial;
+                const copy_job job{a.op.buf + fi.offset, payload, fi, uint32_t(n), (fi.flags & ODL_FRAME_F_CSUM) != 0, true};
+                // process_rx_budget() kept the frames held within the queue's capacity: push cannot fail.
+                a.last_ticket = m_rx_copier->push(job);
+                m_rx_cur = rx_held{a.last_ticket, a.serial, fi.offset, 0, uint16_t(fi.stream)};
+            } else {
+                std::memcpy(a.op.buf + fi.offset, payload, n);
+            }
         }
         consume(s, fi.stream, 1);
     } else {
@@ -861,7 +960,7 @@ void engine::handle_data(const odl_frame_info& fi, const unsigned char* payload)
         um.corrupt = um.corrupt || corrupt;
     }
     if (fi.flags & ODL_FRAME_F_EOM) {
-        if (a.to_user) complete_recv(a.op, fi.stream, a.tag, a.msg_len, a.corrupt);
+        if (a.to_user) complete_recv(a.op, fi.stream, a.tag, a.msg_len, a.corrupt, a.serial, a.last_ticket);
         else if (!a.discard) a.um->complete = true;
         a.active = false;
     }
@@ -1211,7 +1310,7 @@ bool engine::send_data_frame(uint16_t stream, stream_state& s, send_op& op) {
         s.advertised = s.consumed;
         if (m_retx && !((s.consumed - s.ack_told) & kBehind)) s.ack_told = s.consumed;  // an ACK as far as it goes
     }
-    const tx_job job{slot, src, fi, csum};
+    const copy_job job{slot, src, fi, 0, csum, false};
     uint64_t ticket = 0;
     if (m_tx_offload && chunk >= kCopierMinPayload) {
         // tx_room() kept the queue within its capacity: push cannot fail.
@@ -1490,8 +1589,10 @@ void engine::protocol_error(enum odl_frame_err err, const std::string& what) {
 
 void engine::fail(int status, uint32_t new_state, std::string why) {
     if (m_fail_status != ODL_OK) return;
-    // Every buffer goes back below: the send thread must be done with them.
+    // Every buffer goes back below: the copy threads must be done with them
+    // (and what the receive thread finished completes before the failure).
     tx_drain();
+    rx_drain();
     m_fail_status = status;
     m_state = new_state;
     m_failure = std::move(why);
@@ -1523,6 +1624,8 @@ void engine::fail(int status, uint32_t new_state, std::string why) {
 }
 
 void engine::shutdown() {
+    // The caller may free receive buffers once close returns.
+    rx_drain();
     // The caller may free receive buffers once close returns: wait (bounded)
     // for the peer's RNDV_WROTE of any split receive first.
     const auto splitting = [this] {

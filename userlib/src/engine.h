@@ -20,7 +20,7 @@
 #include "backend.h"
 #include "link.h"
 #include "odl/wire/frame_codec.h"
-#include "tx_copier.h"
+#include "copy_thread.h"
 
 namespace odl {
 
@@ -91,9 +91,22 @@ public:
         uint64_t frames = 0;  ///< data frames handed to it
     };
     tx_thread_info tx_thread() const { return {m_copier != nullptr, m_copier ? m_copier->pushed() : 0}; }
-    /// Tests: slow the send thread down (tx_copier::set_test_delay_us()).
+    /// Tests: slow the send thread down (copy_thread::set_test_delay_us()).
     void tx_thread_test_delay(uint32_t us) {
         if (m_copier) m_copier->set_test_delay_us(us);
+    }
+    /// The receive thread (open_config::rx_thread), for tests.
+    struct rx_thread_info {
+        bool on = false;      ///< this engine has one
+        uint64_t frames = 0;  ///< payloads handed to it
+        size_t held = 0;      ///< frames held in the link now
+    };
+    rx_thread_info rx_thread() const {
+        return {m_rx_copier != nullptr, m_rx_copier ? m_rx_copier->pushed() : 0, m_rx_held.size()};
+    }
+    /// Tests: slow the receive thread down.
+    void rx_thread_test_delay(uint32_t us) {
+        if (m_rx_copier) m_rx_copier->set_test_delay_us(us);
     }
 
 private:
@@ -167,6 +180,10 @@ private:
         uint32_t msg_len = 0;
         uint32_t next_offset = 0;
         bool corrupt = false;
+        /// Receive thread: the message's number once a frame of it went to
+        /// the thread (0: none did), and the last such frame's ticket.
+        uint64_t serial = 0;
+        uint64_t last_ticket = 0;
     };
     struct stream_state {
         // Transmit side.
@@ -278,7 +295,22 @@ private:
     bool send_rndv_frame(uint16_t stream, stream_state& s, send_op& op);
     uint32_t rndv_pid();
     void start_message(stream_state& s, const odl_frame_info& fi);
-    void complete_recv(const recv_op& op, uint32_t stream, uint32_t tag, uint64_t msg_len, bool corrupt);
+    /// A receive is done: it completes now, or once the receive thread has
+    /// copied the message's frames (@ticket: its last; @serial: its number),
+    /// and never before an earlier receive's completion.
+    void complete_recv(const recv_op& op, uint32_t stream, uint32_t tag, uint64_t msg_len, bool corrupt,
+                       uint64_t serial = 0, uint64_t ticket = 0);
+    void emit_recv(const recv_op& op, uint32_t stream, uint32_t tag, uint64_t msg_len, bool corrupt, uint64_t ready_ns);
+    struct rx_held;
+    /// Receive thread: frees the frames it is done with (in order), then
+    /// completes the receives whose frames all are copied.
+    void rx_retire();
+    /// Waits (briefly) for the receive thread to finish everything queued
+    /// and retires it: before a receive buffer goes back to its owner in
+    /// ways the thread cannot see coming (cancel, failure, close).
+    void rx_drain();
+    /// A frame the receive thread copied failed its checksum.
+    void rx_csum_failed(const rx_held& h);
     /// A completion waits for its frame's due time (timed transports).
     bool holding() const;
     void consume(stream_state& s, uint16_t stream, uint32_t frames);
@@ -399,11 +431,41 @@ private:
         std::vector<unsigned char> owned;
     };
     std::deque<tx_retired> m_tx_retired;
+    /// Receive thread (open_config::rx_thread on a link that can hold
+    /// frames): frames taken but not yet freed, oldest first, each with its
+    /// copy's ticket (0: none, held only behind one that has).
+    struct rx_held {
+        uint64_t ticket = 0;
+        uint64_t serial = 0;      ///< its message (assembly::serial)
+        uint32_t offset = 0;      ///< in the message, for the report
+        uint32_t link_frames = 0;  ///< link credit it holds (of m_link_rx)
+        uint16_t stream = 0;
+    };
+    std::deque<rx_held> m_rx_held;
+    rx_held m_rx_cur;             ///< the frame being handled: its copy, if it went to the thread
+    uint32_t m_rx_held_link = 0;  ///< of m_link_rx, held in m_rx_held
+    unsigned m_rx_depth = 1;
+    bool m_rx_busy = false;     ///< the last poll took a burst in
+    bool m_rx_offload = false;  ///< the frame being handled may go to the thread
+    uint64_t m_rx_serial = 0;
+    /// Receives done whose frames the thread is still copying, in order.
+    struct rx_retired {
+        uint64_t ticket;
+        uint64_t serial;
+        recv_op op;
+        uint32_t stream;
+        uint32_t tag;
+        uint64_t msg_len;
+        bool corrupt;
+        uint64_t ready_ns;
+    };
+    std::deque<rx_retired> m_rx_retired;
     const bool m_timed;     ///< the transport is timed (link::timed())
     odl_stats m_stats{};
     std::array<uint64_t, ODL_FRAME_ERR_COUNT> m_bad{};
-    /// Last: stopped before anything its jobs point into goes.
-    std::unique_ptr<tx_copier> m_copier;
+    /// Last: stopped before anything their jobs point into goes.
+    std::unique_ptr<copy_thread> m_copier;     ///< the send thread
+    std::unique_ptr<copy_thread> m_rx_copier;  ///< the receive thread
 };
 
 }  // namespace odl

@@ -59,8 +59,16 @@ public:
     virtual void tx_flush() {}
     /// The next received frame; data == nullptr when none is waiting.
     virtual rx_frame rx_peek() = 0;
-    /// Frees the frame returned by the last rx_peek().
+    /// Frees the oldest frame peeked at and not yet freed.
     virtual void rx_release() = 0;
+    /// How many received frames the engine may hold unfreed at once, their
+    /// payloads copied out by another thread and freed in order
+    /// (rx_peek_at()). 1: one at a time, as rx_peek() gives.
+    virtual unsigned rx_depth() const { return 1; }
+    /// The frame @ahead places after the next one rx_release() frees (0:
+    /// that one, as rx_peek()); data == nullptr when none is waiting. The
+    /// engine asks for @ahead = 0, 1, 2, ... in turn, never skipping one.
+    virtual rx_frame rx_peek_at(unsigned ahead) { return ahead == 0 ? rx_peek() : rx_frame{}; }
     /// Returns freed frames to the sender (end of a burst).
     virtual void rx_flush() {}
     /// Advances connection setup and checks the peer's liveness. Called when

@@ -32,6 +32,9 @@ constexpr uint32_t kShmVersion = 1;
 /// Frames the engine may hold reserved for its send thread to fill: as many
 /// as tx_busy() lets wait, so the thread always has the next burst's room.
 constexpr unsigned kLoopbackTxDepth = kLoopbackQueueLimit;
+/// Received frames the engine may hold for its receive thread to copy out:
+/// a poll's worth (its receive budget), a small part of the ring.
+constexpr unsigned kLoopbackRxDepth = 64;
 
 /// Start of the shared region. Ring 0 carries frames from side 0 (the one
 /// that created the region) to side 1; ring 1 the other way.
@@ -135,6 +138,12 @@ public:
         return f;
     }
     void rx_release() override { m_rx.release(); }
+    unsigned rx_depth() const override { return kLoopbackRxDepth; }
+    rx_frame rx_peek_at(unsigned ahead) override {
+        rx_frame f;
+        if (m_region) f.data = m_rx.peek_at(ahead, f.len);
+        return f;
+    }
     void rx_flush() override {
         if (m_region) m_rx.free_slots();
     }

@@ -41,6 +41,9 @@ constexpr uint64_t kHandshakeNs = 2'000'000'000ull;
 constexpr unsigned kBusyFrames = 128;
 /// Frames the engine may hold reserved for its send thread to fill.
 constexpr unsigned kSimTxDepth = 64;
+/// Received frames the engine may hold for its receive thread to copy out
+/// (their slots stay the sender's until freed): a poll's worth.
+constexpr unsigned kSimRxDepth = 64;
 /// On close: how long to wait for frames still in the model (a GOODBYE
 /// among them) to leave it, so the peer sees them before our end goes.
 constexpr uint64_t kDrainNs = 500'000'000ull;
@@ -233,26 +236,30 @@ public:
     bool timed() const override { return true; }
     void tx_asked(uint64_t ns) override { m_asked_ns = ns; }
 
-    rx_frame rx_peek() override {
+    rx_frame rx_peek() override { return rx_peek_at(0); }
+    unsigned rx_depth() const override { return kSimRxDepth; }
+    rx_frame rx_peek_at(unsigned ahead) override {
         if (m_state == link_state::lost) return {};
+        const uint64_t at = m_taken + ahead;
         // The server's head is read again only once the frames the last
         // read showed are taken.
-        const auto st = m_taken < m_head_seen ? ODL_SIM_RING_OK : look_for_frames();
+        const auto st = at < m_head_seen ? ODL_SIM_RING_OK : look_for_frames();
         if (st == ODL_SIM_RING_CORRUPT) {
             lose("the model server corrupted the ring indices");
             return {};
         }
-        if (st != ODL_SIM_RING_OK) {
+        if (st != ODL_SIM_RING_OK || at >= m_head_seen) {
             if (!m_loss.empty()) {
                 lose(m_loss);
                 return {};
             }
-            idle();
+            // Frames held (ahead > 0) are being copied out: no nap now.
+            if (ahead == 0) idle();
             return {};
         }
         m_empty_polls = 0;
         odl_sim_desc d;
-        if (const char* why = odl_sim_desc_take(&m_descs[m_taken & (ODL_SIM_SLOTS - 1)], &d)) {
+        if (const char* why = odl_sim_desc_take(&m_descs[at & (ODL_SIM_SLOTS - 1)], &d)) {
             lose(fmt::format("the model server sent {}", why));
             return {};
         }
@@ -267,8 +274,8 @@ public:
         }
         const peer_view* peer = view_of(d.region);
         if (!peer) return {};
-        if (m_counted != m_taken) {  // once per frame, however often it is peeked at
-            m_counted = m_taken;
+        if (at == m_uncounted) {  // once per frame, however often it is peeked at
+            ++m_uncounted;
             // Late is what the server handed over after it was due: the
             // model or the machine fell behind. A frame that waited in the
             // ring for this program (not polling, asleep, busy elsewhere)
@@ -550,7 +557,7 @@ private:
     /// The server's positions as last read (in_window(), tx_reserve(),
     /// rx_peek()): each a line it writes, read again only when needed.
     uint64_t m_acked_seen = 0, m_tail_seen = 0, m_head_seen = 0;
-    uint64_t m_counted = ~uint64_t{0};  ///< the frame whose lag was counted last
+    uint64_t m_uncounted = 0;     ///< the first frame whose lag is not counted yet
     uint64_t m_asked_ns = 0;      ///< tx_asked() for the next commit (0: none)
     uint64_t m_idle_since = 0;    ///< the first of the current run of empty polls
     uint64_t m_taken_due_ns = 0;  ///< the latest due time of a frame taken

@@ -77,20 +77,25 @@ public:
 
     /// Returns the next slot or nullptr; @len is 0 if the stored length is
     /// impossible (the peer wrote garbage), so the decoder refuses the frame.
-    const unsigned char* peek(size_t& len) {
-        if (m_tail == m_cached_head) {
+    const unsigned char* peek(size_t& len) { return peek_at(0, len); }
+
+    /// The slot @ahead places after the next one release() frees (slots
+    /// are freed in order; the caller asks for 0, 1, 2, ... in turn).
+    const unsigned char* peek_at(uint64_t ahead, size_t& len) {
+        const uint64_t at = m_tail + ahead;
+        if (at == m_cached_head) {
             m_cached_head = m_ctrl->head.load(std::memory_order_acquire);
-            if (m_tail == m_cached_head) {
+            if (at == m_cached_head) {
                 free_slots();  // idle: hand every consumed slot back
                 return nullptr;
             }
         }
-        const spsc_slot& s = m_slots[m_tail & m_mask];
+        const spsc_slot& s = m_slots[at & m_mask];
         len = s.len <= ODL_FRAME_MAX_BYTES ? s.len : 0;
         return s.data;
     }
 
-    /// Frees the peeked slot; the producer sees it after free_slots().
+    /// Frees the oldest peeked slot; the producer sees it after free_slots().
     void release() {
         ++m_tail;
         if (m_tail - m_freed >= kBatch) free_slots();

@@ -109,6 +109,14 @@ ODL_EXPORT int odl_device_count(const char *backend, uint32_t *count);
  * asked).
  */
 #define ODL_OPEN_TX_THREAD (1u << 2)
+/*
+ * The same for received payloads: a thread of the library's own copies them
+ * out of the link into the receive buffers, the frames staying in the link
+ * until copied. Taken only on machines with at least 4 CPUs, and ignored
+ * where the link cannot hold frames (the kernel backend). ODL_RX_THREAD=
+ * on|off|auto overrides it.
+ */
+#define ODL_OPEN_RX_THREAD (1u << 3)
 
 /**
  * struct odl_open_params - how to open a device. Always start from

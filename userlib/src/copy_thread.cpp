@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The engine's send thread (tx_copier.h).
-#include "tx_copier.h"
+// The engine's copy threads (copy_thread.h).
+#include "copy_thread.h"
 
 #include <pthread.h>
 
@@ -27,13 +27,13 @@ constexpr uint64_t kPublishEvery = 4;
 
 }  // namespace
 
-tx_copier::tx_copier(const std::string& name) : m_jobs(kCapacity) {
+copy_thread::copy_thread(const std::string& name) : m_jobs(kCapacity), m_failed(kCapacity) {
     m_thread = std::thread([this] { run(); });
     // Best effort: the name only helps whoever reads top or a profile.
     pthread_setname_np(m_thread.native_handle(), name.substr(0, 15).c_str());
 }
 
-tx_copier::~tx_copier() {
+copy_thread::~copy_thread() {
     m_stop.store(true, std::memory_order_seq_cst);
     {
         std::lock_guard<std::mutex> lk(m_mu);
@@ -42,7 +42,7 @@ tx_copier::~tx_copier() {
     m_thread.join();
 }
 
-uint64_t tx_copier::push(const tx_job& j) {
+uint64_t copy_thread::push(const copy_job& j) {
     const uint64_t n = m_next;
     if (n - m_done_seen >= kCapacity) {
         m_done_seen = m_done.load(std::memory_order_acquire);
@@ -57,7 +57,7 @@ uint64_t tx_copier::push(const tx_job& j) {
     return n + 1;
 }
 
-void tx_copier::publish() {
+void copy_thread::publish() {
     if (m_published == m_next) return;
     m_published = m_next;
     m_pushed.store(m_next, std::memory_order_release);
@@ -70,7 +70,7 @@ void tx_copier::publish() {
     }
 }
 
-void tx_copier::wait_done(uint64_t ticket) {
+void copy_thread::wait_done(uint64_t ticket) {
     publish();
     for (unsigned i = 0; done() < ticket; ++i) {
         if (i < 4096) odl_cpu_relax();
@@ -78,14 +78,21 @@ void tx_copier::wait_done(uint64_t ticket) {
     }
 }
 
-void fill_tx_frame(const tx_job& j) {
+void fill_tx_frame(const copy_job& j) {
     odl_frame_info fi = j.fi;
-    if (fi.len) std::memcpy(j.slot + ODL_FRAME_HDR_BYTES, j.src, fi.len);
-    if (j.csum) fi.csum = crc32c(j.slot + ODL_FRAME_HDR_BYTES, fi.len);
-    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(j.slot), &fi);
+    if (fi.len) std::memcpy(j.dst + ODL_FRAME_HDR_BYTES, j.src, fi.len);
+    if (j.csum) fi.csum = crc32c(j.dst + ODL_FRAME_HDR_BYTES, fi.len);
+    odl_frame_encode(reinterpret_cast<odl_frame_hdr*>(j.dst), &fi);
 }
 
-void tx_copier::run() {
+bool copy_rx_payload(const copy_job& j) {
+    // Checked in the frame, then copied: as the engine does it itself.
+    const bool ok = !j.csum || crc32c(j.src, j.fi.len) == j.fi.csum;
+    if (j.n) std::memcpy(j.dst, j.src, j.n);
+    return ok;
+}
+
+void copy_thread::run() {
     uint64_t done = 0;
     uint64_t idle_since = 0;
     unsigned turns = 0;
@@ -93,7 +100,9 @@ void tx_copier::run() {
         if (done != m_pushed.load(std::memory_order_acquire)) {
             if (const uint32_t us = m_test_delay_us.load(std::memory_order_relaxed))
                 std::this_thread::sleep_for(std::chrono::microseconds(us));
-            fill_tx_frame(m_jobs[done & (kCapacity - 1)]);
+            const copy_job& j = m_jobs[done & (kCapacity - 1)];
+            if (j.out) m_failed[done & (kCapacity - 1)] = !copy_rx_payload(j);
+            else fill_tx_frame(j);
             m_done.store(++done, std::memory_order_release);
             idle_since = 0;
             continue;
