@@ -52,10 +52,12 @@ int threads_named(const std::string& prefix) {
 
 /// A link that damages one payload byte of the data frame at @offset of
 /// stream 0, once, as a bad cable would: the header stays intact, so only
-/// the payload checksum can tell.
+/// the payload checksum can tell. With @header, the header's first byte
+/// instead: the engine refuses the frame and ends the link.
 class damaging_link final : public odl::link {
 public:
-    damaging_link(std::unique_ptr<odl::link> inner, uint32_t offset) : m_in(std::move(inner)), m_offset(offset) {}
+    damaging_link(std::unique_ptr<odl::link> inner, uint32_t offset, bool header)
+        : m_in(std::move(inner)), m_offset(offset), m_header(header) {}
     unsigned char* tx_reserve() override { return m_in->tx_reserve(); }
     void tx_commit(size_t bytes) override { m_in->tx_commit(bytes); }
     unsigned tx_depth() const override { return m_in->tx_depth(); }
@@ -78,12 +80,13 @@ private:
         if (m_done || !f.data || odl_frame_decode(f.data, f.len, 1, &fi) != ODL_FRAME_OK) return f;
         if (fi.type != ODL_FRAME_DATA || fi.offset != m_offset || fi.len < 100) return f;
         // The test's own shared memory: the frame is ours to spoil.
-        const_cast<unsigned char*>(f.data)[ODL_FRAME_HDR_BYTES + 99] ^= 0x40;
+        const_cast<unsigned char*>(f.data)[m_header ? 0 : ODL_FRAME_HDR_BYTES + 99] ^= 0x40;
         m_done = true;
         return f;
     }
     std::unique_ptr<odl::link> m_in;
     uint32_t m_offset;
+    bool m_header;
     bool m_done = false;
 };
 
@@ -91,11 +94,12 @@ class CopyThreads : public ::testing::Test {
 protected:
     /// Both ends with the copy threads in @threads (kTx, kRx), a link
     /// window of @link_window frames (0: none); b's link damaged at
-    /// @damage_at if set.
-    void open(unsigned threads, uint32_t flags = 0, uint32_t link_window = 0, int64_t damage_at = -1) {
+    /// @damage_at if set (its header if @header).
+    void open(unsigned threads, uint32_t flags = 0, uint32_t link_window = 0, int64_t damage_at = -1,
+              bool header = false) {
         auto [la, lb] = odl::open_loopback_pair();
         if (damage_at >= 0) {
-            auto d = std::make_unique<damaging_link>(std::move(lb), uint32_t(damage_at));
+            auto d = std::make_unique<damaging_link>(std::move(lb), uint32_t(damage_at), header);
             damage = d.get();
             lb = std::move(d);
         }
@@ -127,9 +131,11 @@ protected:
             }
         }
     }
-    /// Steps until every ctx in @want completed (bounded).
+    /// Steps until every ctx in @want completed (bounded in time: a loaded
+    /// machine may need many steps).
     void run_until(const std::vector<uint64_t>& want, unsigned b_every = 1) {
-        for (int i = 0; i < 2'000'000; ++i) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (std::chrono::steady_clock::now() < until) {
             bool all = true;
             for (uint64_t w : want) all = all && done.count(w);
             if (all) return;
@@ -350,6 +356,32 @@ TEST_F(CopyThreads, CloseWaitsForTheReceiveThread) {
     EXPECT_EQ(std::count(rb.begin(), rb.end(), 0x5a), std::ptrdiff_t(n)) << "written after close returned";
 }
 
+// A frame the engine refuses ends the link in the middle of a burst whose
+// copies still wait for the receive thread: the receive fails, and its
+// buffer is the caller's from that completion on (scribbled over at once,
+// it stays so).
+TEST_F(CopyThreads, ProtocolErrorWaitsForTheReceiveThread) {
+    const uint32_t P = ODL_FRAME_MAX_PAYLOAD;
+    ASSERT_NO_FATAL_FAILURE(open(kRx, 0, 0, int64_t(40) * P, true));  // in the first burst
+    const size_t n = 8 << 20;
+    auto ta = pattern(n, 60);
+    std::vector<unsigned char> rb(n);
+    b->rx_thread_test_delay(200);
+    on_done = [&](const odl_completion& c) {
+        if (c.ctx == 1) std::memset(rb.data(), 0x5a, n);
+    };
+    ASSERT_EQ(b->post_recv(0, 1, rb.data(), n, 1), ODL_OK);
+    ASSERT_EQ(a->post_send(0, 1, ta.data(), n, 2), ODL_OK);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!done.count(1) && std::chrono::steady_clock::now() < until) step(4);
+    ASSERT_TRUE(done.count(1));
+    ASSERT_TRUE(damage->damaged());
+    EXPECT_EQ(done[1].status, ODL_ERR_PROTO);
+    EXPECT_GE(b->rx_thread().frames, 16u) << "no copy was the thread's when the link failed";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // 250 of the thread's 200 us copies
+    EXPECT_EQ(std::count(rb.begin(), rb.end(), 0x5a), std::ptrdiff_t(n)) << "written after the receive failed";
+}
+
 // Frames the receive thread holds are still in the link: their link credit
 // goes back only once they are freed, so the sender never counts more
 // room in the receiver's transport than there is.
@@ -362,7 +394,9 @@ TEST_F(CopyThreads, HeldFramesKeepTheirLinkCredit) {
     ASSERT_EQ(b->post_recv(0, 1, rb.data(), n, 1), ODL_OK);
     ASSERT_EQ(a->post_send(0, 1, ta.data(), n, 2), ODL_OK);
     size_t most_held = 0;
-    for (int i = 0; i < 2'000'000 && !(done.count(1) && done.count(2)); ++i) {
+    // Bounded by time: the slowed thread alone needs about 0.2 s.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!(done.count(1) && done.count(2)) && std::chrono::steady_clock::now() < until) {
         step(4);
         const size_t held = b->rx_thread().held;
         most_held = std::max(most_held, held);

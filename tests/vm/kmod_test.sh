@@ -188,11 +188,16 @@ perf_pair() { # perf_pair SERVER CLIENT TEST ARGS...
 	elif [ "$PERF_IO" = rw ] && [ "${maps:-0}" -ne 0 ]; then
 		fail "server $s: $maps mappings of /dev/odl_tb5_0 with ODL_KERNEL_IO=rw, want 0"
 	fi
-	# The send thread, when asked for, runs in the server (on the mmap path).
+	# The copy threads, when asked for, run in the server (on the mmap path).
 	if [[ $PERF_ENV == *ODL_TX_THREAD=on* && $PERF_IO == mmap ]]; then
 		local txt
 		txt=$(vexec "$s" 'cat /proc/[0-9]*/task/*/comm 2>/dev/null | grep -c "^odl-tx-"' || true)
 		[ "${txt:-0}" -ge 1 ] || fail "server $s: no send thread with $PERF_ENV on the mmap path"
+	fi
+	if [[ $PERF_ENV == *ODL_RX_THREAD=on* && $PERF_IO == mmap ]]; then
+		local rxt
+		rxt=$(vexec "$s" 'cat /proc/[0-9]*/task/*/comm 2>/dev/null | grep -c "^odl-rx-"' || true)
+		[ "${rxt:-0}" -ge 1 ] || fail "server $s: no receive thread with $PERF_ENV on the mmap path"
 	fi
 	out=$(ODL_VM_EXEC_TIMEOUT=300 vexec "$c" "ODL_KERNEL_IO=$PERF_IO $PERF_ENV odl perf $t --backend kernel --client 0 --connect-timeout 60 -q $*") ||
 		fail "odl perf $t $c -> $s ($PERF_IO): $out"
@@ -229,9 +234,10 @@ if [ "$kernel" = 6.12 ]; then
 	# Userspace variants over the same mmap path: once, on the newer kernel.
 	step "odl perf bandwidth both directions at once, jitter, latency under load, mimo"
 	perf_pair B A bandwidth --bidir -s 64K --bytes 4M --checksum
-	# The same with the send thread forced on (the guests have too few CPUs
-	# for it to start by itself): its reservations ahead on the mmap path.
-	PERF_ENV=ODL_TX_THREAD=on perf_pair B A bandwidth --bidir -s 1M --bytes 8M --checksum
+	# The same with the copy threads forced on (the guests have too few CPUs
+	# for them to start by themselves): reservations ahead and frames held on
+	# the mmap path.
+	PERF_ENV="ODL_TX_THREAD=on ODL_RX_THREAD=on" perf_pair B A bandwidth --bidir -s 1M --bytes 8M --checksum
 	perf_pair A B jitter -s 64 -n 50 --warmup 5 --interval-us 2000 --checksum
 	perf_pair B A latency-load -s 64 -n 50 --warmup 5 --load-size 256K --bytes 4M --checksum
 else

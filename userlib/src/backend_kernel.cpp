@@ -55,6 +55,9 @@ constexpr size_t kBatchBytes = kBatchFrames * ODL_FRAME_MAX_BYTES;
 /// mmap path: Tx buffers the engine may hold reserved for its send thread
 /// (at most a quarter of them, so control frames and the rest still flow).
 constexpr unsigned kMmapTxDepth = 64;
+/// mmap path: Rx buffers the engine may hold for its receive thread to
+/// copy out of (at most a quarter of them, as for Tx).
+constexpr unsigned kMmapRxDepth = 64;
 /// Receive frames kept free for control frames (HELLO, CREDIT, GOODBYE).
 constexpr uint32_t kCtrlReserve = 16;
 /// After this many empty polls in a row, wait in poll(2) for the module to
@@ -369,23 +372,28 @@ public:
 
     void tx_flush() override { flush_tx(); }
 
-    rx_frame rx_peek() override {
+    rx_frame rx_peek() override { return rx_peek_at(0); }
+    unsigned rx_depth() const override { return std::max<unsigned>(1, std::min<unsigned>(kMmapRxDepth, m_mi.rx_count / 4)); }
+    rx_frame rx_peek_at(unsigned ahead) override {
         flush_tx();
-        if (!m_have && !next_rx() && idle_due()) {
+        if (ahead > m_held.size()) return {};  // never skips one
+        if (ahead == m_held.size() && !next_rx()) {
+            // Frames held (ahead > 0) are being copied out: no wait now.
+            if (ahead != 0 || !idle_due()) return {};
             flush_rx();
             idle_wait(m_free.empty() || !m_send.empty());
             flush_tx();
-            next_rx();
+            if (!next_rx()) return {};
         }
-        if (!m_have) return {};
         m_idle = 0;
-        return {m_rx_map.data() + size_t(m_cur.index) * m_mi.buf_size, m_cur.len};
+        const odl_tb5_cqe& e = m_held[ahead];
+        return {m_rx_map.data() + size_t(e.index) * m_mi.buf_size, e.len};
     }
 
     void rx_release() override {
-        if (!m_have) return;
-        m_have = false;
-        m_recv.push_back(m_cur.index);
+        if (m_held.empty()) return;
+        m_recv.push_back(m_held.front().index);
+        m_held.pop_front();
         if (m_recv.size() >= kBatchFrames) flush_rx();
     }
 
@@ -400,7 +408,7 @@ private:
     // read() drains the ring before it reports the end; here poll(2) does
     // (polling mode), then the Rx queue tells.
     bool frames_left() override {
-        if (m_have) return true;
+        if (!m_held.empty()) return true;
         pollfd p{m_fd, POLLIN, 0};
         ::poll(&p, 1, 0);
         return load_acquire(&m_ctrl->rx_cq.prod) != m_rx_cons;
@@ -420,7 +428,7 @@ private:
         store_release(&m_ctrl->tx_cq.cons, m_tx_cons);
     }
 
-    /// The next received frame into m_cur; false when none waits.
+    /// The next received frame onto m_held; false when none waits.
     bool next_rx() {
         if (m_lost) return false;
         const uint32_t prod = load_acquire(&m_ctrl->rx_cq.prod);
@@ -435,10 +443,9 @@ private:
             lose(fmt::format("odl_tb5_{}: Rx completion for buffer {} of {}", m_index, e.index, m_mi.rx_count));
             return false;
         }
-        m_cur = e;
+        m_held.push_back(e);
         // A length the buffer cannot hold goes to the engine as 0 (refused).
-        if (m_cur.len > m_mi.buf_size || m_cur.len > ODL_FRAME_MAX_BYTES) m_cur.len = 0;
-        m_have = true;
+        if (e.len > m_mi.buf_size || e.len > ODL_FRAME_MAX_BYTES) m_held.back().len = 0;
         return true;
     }
 
@@ -484,8 +491,7 @@ private:
     std::deque<uint32_t> m_res;         ///< Tx buffers handed out by tx_reserve_at(), oldest first
     std::vector<odl_tb5_cqe> m_send;    ///< written frames not yet posted
     std::vector<uint32_t> m_recv;       ///< read Rx buffers not yet posted back
-    odl_tb5_cqe m_cur{};                ///< the frame rx_peek() returns
-    bool m_have = false;
+    std::deque<odl_tb5_cqe> m_held;     ///< received frames taken off the queue, not yet released, oldest first
 };
 
 }  // namespace

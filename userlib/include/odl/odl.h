@@ -113,8 +113,8 @@ ODL_EXPORT int odl_device_count(const char *backend, uint32_t *count);
  * The same for received payloads: a thread of the library's own copies them
  * out of the link into the receive buffers, the frames staying in the link
  * until copied. Taken only on machines with at least 4 CPUs, and ignored
- * where the link cannot hold frames (the kernel backend). ODL_RX_THREAD=
- * on|off|auto overrides it.
+ * where the link cannot hold frames (the kernel backend's read/write path,
+ * ODL_KERNEL_IO=rw). ODL_RX_THREAD=on|off|auto overrides it.
  */
 #define ODL_OPEN_RX_THREAD (1u << 3)
 
