@@ -1624,10 +1624,10 @@ void engine::fail(int status, uint32_t new_state, std::string why) {
 }
 
 void engine::shutdown() {
-    // The caller may free receive buffers once close returns.
+    // The caller may free receive buffers once close returns: the receive
+    // thread must be done with them, and (bounded) the peer's RNDV_WROTE of
+    // any split receive must have come first.
     rx_drain();
-    // The caller may free receive buffers once close returns: wait (bounded)
-    // for the peer's RNDV_WROTE of any split receive first.
     const auto splitting = [this] {
         if (!m_orphans.empty()) return true;
         for (const stream_state& s : m_s)
