@@ -101,7 +101,7 @@ void copy_thread::run() {
             if (const uint32_t us = m_test_delay_us.load(std::memory_order_relaxed))
                 std::this_thread::sleep_for(std::chrono::microseconds(us));
             const copy_job& j = m_jobs[done & (kCapacity - 1)];
-            if (j.out) m_failed[done & (kCapacity - 1)] = !copy_rx_payload(j);
+            if (j.rx) m_failed[done & (kCapacity - 1)] = !copy_rx_payload(j);
             else fill_tx_frame(j);
             m_done.store(++done, std::memory_order_release);
             idle_since = 0;

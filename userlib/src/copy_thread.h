@@ -18,9 +18,9 @@
 
 namespace odl {
 
-/// One copy. Send side (@out false): a data frame to fill, its payload
+/// One copy. Send side (@rx false): a data frame to fill, its payload
 /// copied from @src into the slot @dst after the header, the checksum taken
-/// if @csum, then the header written. Receive side (@out true): @n bytes of
+/// if @csum, then the header written. Receive side (@rx true): @n bytes of
 /// a frame's payload copied from @src to @dst, after its fi.len bytes were
 /// checked against fi.csum if @csum.
 struct copy_job {
@@ -29,7 +29,7 @@ struct copy_job {
     odl_frame_info fi{};
     uint32_t n = 0;
     bool csum = false;
-    bool out = false;
+    bool rx = false;
 };
 
 /// Fills a send job's slot: the one way a data frame's slot is filled, on

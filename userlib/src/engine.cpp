@@ -139,7 +139,7 @@ uint32_t engine::rndv_pid() {
 
 engine::~engine() = default;
 
-void engine::complete(uint64_t ctx, int status, uint32_t op, uint32_t stream, uint32_t tag, uint64_t len) {
+odl_completion engine::completion(uint64_t ctx, int status, uint32_t op, uint32_t stream, uint32_t tag, uint64_t len) {
     odl_completion c{};
     c.ctx = ctx;
     c.status = status;
@@ -147,7 +147,11 @@ void engine::complete(uint64_t ctx, int status, uint32_t op, uint32_t stream, ui
     c.stream = stream;
     c.tag = tag;
     c.len = len;
-    m_done.push_back(done_item{c, m_rx_due});
+    return c;
+}
+
+void engine::complete(uint64_t ctx, int status, uint32_t op, uint32_t stream, uint32_t tag, uint64_t len) {
+    m_done.push_back(done_item{completion(ctx, status, op, stream, tag, len), m_rx_due});
 }
 
 int engine::post_send(uint32_t stream, uint32_t tag, const void* buf, uint64_t len, uint64_t ctx) {
@@ -304,14 +308,7 @@ void engine::emit_recv(const recv_op& op, uint32_t stream, uint32_t tag, uint64_
         ++m_stats.rx_msgs;
         m_stats.rx_bytes += msg_len;
     }
-    odl_completion c{};
-    c.ctx = op.ctx;
-    c.status = status;
-    c.op = ODL_OP_RECV;
-    c.stream = stream;
-    c.tag = tag;
-    c.len = msg_len;
-    m_done.push_back(done_item{c, ready_ns});
+    m_done.push_back(done_item{completion(op.ctx, status, ODL_OP_RECV, stream, tag, msg_len), ready_ns});
 }
 
 void engine::consume(stream_state& s, uint16_t stream, uint32_t frames) {
@@ -1433,12 +1430,7 @@ void engine::retire_send(const send_op& op, int status, uint32_t stream, bool co
     if (m_copier && (op.last_ticket > m_copier->done() || !m_tx_retired.empty())) {
         tx_retired r{op.last_ticket, complete_it, done_item{}, std::move(owned)};
         if (complete_it) {
-            r.d.c.ctx = op.ctx;
-            r.d.c.status = status;
-            r.d.c.op = ODL_OP_SEND;
-            r.d.c.stream = stream;
-            r.d.c.tag = op.tag;
-            r.d.c.len = op.len;
+            r.d.c = completion(op.ctx, status, ODL_OP_SEND, stream, op.tag, op.len);
             r.d.ready_ns = m_rx_due;
         }
         m_tx_retired.push_back(std::move(r));

@@ -345,6 +345,8 @@ private:
     void queue_ctrl(ctrl kind, uint16_t stream);
     void protocol_error(enum odl_frame_err err, const std::string& what);
     void fail(int status, uint32_t new_state, std::string why);
+    static odl_completion completion(uint64_t ctx, int status, uint32_t op, uint32_t stream, uint32_t tag, uint64_t len);
+    /// Queues a completion, held for the due time of the frame being handled.
     void complete(uint64_t ctx, int status, uint32_t op, uint32_t stream, uint32_t tag, uint64_t len);
 
     std::unique_ptr<link> m_link;
