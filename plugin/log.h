@@ -6,7 +6,8 @@
 
 namespace odl::plugin {
 
-/// Installs NCCL's logger (NULL: stay silent). Safe from any thread.
+/// Installs NCCL's logger (NULL: stay silent) and sends libodl's own
+/// messages through it too. Safe from any thread.
 void set_logger(ncclDebugLogger_t fn);
 ncclDebugLogger_t logger();
 

@@ -30,10 +30,11 @@ std::string slurp(const std::string& path) {
     return s.str();
 }
 
-/// Runs the odl binary with @args under `timeout`, capturing both streams.
-result run_odl(const std::string& args, int timeout_s = 60) {
+/// Runs the odl binary with @args under `timeout`, capturing both streams;
+/// @env: more VAR=value words for its environment.
+result run_odl(const std::string& args, int timeout_s = 60, const std::string& env = "") {
     const std::string base = "/tmp/odl-perf-test-" + std::to_string(getpid());
-    const std::string cmd = "ODL_LOOPBACK_NAMESPACE=clitest-" + std::to_string(getpid()) + " timeout " +
+    const std::string cmd = env + " ODL_LOOPBACK_NAMESPACE=clitest-" + std::to_string(getpid()) + " timeout " +
                             std::to_string(timeout_s) + " " ODL_BIN " " + args + " >" + base + ".out 2>" + base + ".err";
     result r;
     const int st = std::system(cmd.c_str());
@@ -66,6 +67,22 @@ TEST(PerfCli, LatencyTableHasAllPercentileColumns) {
     ASSERT_EQ(r.status, 0) << r.err;
     for (const char* col : {"p50", "p90", "p99", "p99.9", "max"}) EXPECT_NE(r.out.find(col), std::string::npos) << col;
     EXPECT_TRUE(r.err.empty()) << "--quiet still printed: " << r.err;
+}
+
+// libodl prints nothing itself; the CLI shows its warnings on stderr, at the
+// level ODL_LOG_LEVEL names.
+TEST(PerfCli, LibraryWarningsReachStderr) {
+    const std::string warned = "odl: warning: ODL_RX_THREAD='bogus' is not on, off or auto; using auto";
+    const result r = run_odl("perf latency -n 20 --warmup 2 -s 64 -q", 60, "ODL_RX_THREAD=bogus");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find(warned), std::string::npos) << r.err;
+    const result quiet = run_odl("perf latency -n 20 --warmup 2 -s 64 -q", 60, "ODL_RX_THREAD=bogus ODL_LOG_LEVEL=error");
+    ASSERT_EQ(quiet.status, 0) << quiet.err;
+    EXPECT_TRUE(quiet.err.empty()) << quiet.err;
+    const result bad = run_odl("perf latency -n 20 --warmup 2 -s 64 -q", 60, "ODL_LOG_LEVEL=loud");
+    ASSERT_EQ(bad.status, 0) << bad.err;
+    EXPECT_NE(bad.err.find("ODL_LOG_LEVEL='loud' is not error, warn, info or debug; using warn"), std::string::npos)
+        << bad.err;
 }
 
 TEST(PerfCli, EveryTestRunsAndVerifies) {

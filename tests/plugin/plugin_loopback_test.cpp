@@ -389,6 +389,38 @@ TEST(PluginLifecycle, OrderlyCloseLogsNoWarning) {
     });
 }
 
+/// libodl's own warnings (here: a bad ODL_RX_THREAD, read when a device
+/// opens) reach the user through NCCL's logger, at NCCL's WARN level.
+struct libodl_lines {
+    static inline std::mutex mu;
+    static inline std::vector<std::pair<ncclDebugLogLevel, std::string>> got;
+    static void fn(ncclDebugLogLevel lvl, unsigned long, const char*, int, const char* fmt, ...) {
+        char buf[512];
+        va_list ap;
+        va_start(ap, fmt);
+        std::vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        std::lock_guard<std::mutex> lk(mu);
+        got.emplace_back(lvl, buf);
+    }
+};
+
+TEST(PluginConfig, LibraryWarningsGoThroughNcclLogger) {
+    setenv("ODL_RX_THREAD", "bogus", 1);
+    {
+        loaded_plugin lp(plugin_path(), 11);
+        ASSERT_EQ(lp.api().init(&libodl_lines::fn), ncclSuccess);
+        EXPECT_EQ(lp.api().finalize(), ncclSuccess);
+    }
+    unsetenv("ODL_RX_THREAD");
+    std::lock_guard<std::mutex> lk(libodl_lines::mu);
+    bool warned = false;
+    for (const auto& [lvl, line] : libodl_lines::got)
+        warned = warned || (lvl == NCCL_LOG_WARN &&
+                            line.find("NET/ODL : libodl: ODL_RX_THREAD='bogus' is not on, off or auto") == 0);
+    EXPECT_TRUE(warned) << libodl_lines::got.size() << " line(s) logged, none the warning";
+}
+
 TEST(PluginConfig, RejectsBadDeviceList) {
     loaded_plugin lp(plugin_path(), 11);
     setenv("ODL_NCCL_DEVICES", "loopback", 1);

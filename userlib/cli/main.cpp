@@ -11,11 +11,15 @@
 #include "commands.h"
 #include "odl/build_info.h"
 #include "odl/odl.h"
+#include "odl/odl.hpp"
 
 int main(int argc, char** argv) {
     const int forwarded = odl::cli::forward_to_model(argc, argv);
     if (forwarded >= 0) return forwarded;
 
+    // libodl prints nothing itself: its warnings (a bad ODL_* setting, a
+    // damaged payload, a peer that left mid-run) reach the user only so.
+    odl::log_to_stderr("odl", odl::log_level_from_env());
     CLI::App app{"OdinLink: host-to-host interconnect over Thunderbolt 5 / USB4"};
     app.require_subcommand(1);
     // The build (version + source hash) and the libodl actually loaded, so

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -28,6 +31,31 @@ private:
 /// Throws odl::error unless @status is ODL_OK.
 inline void check(int status) {
     if (status != ODL_OK) throw error(status);
+}
+
+/// The level ODL_LOG_LEVEL names (error, warn, info or debug); @fallback when
+/// it is unset, and also, after a warning on stderr, when it names none.
+inline int log_level_from_env(int fallback = ODL_LOG_WARN) {
+    static const char* const names[] = {"error", "warn", "info", "debug"};
+    const char* v = std::getenv("ODL_LOG_LEVEL");
+    if (!v || !*v) return fallback;
+    for (int i = 0; i <= ODL_LOG_DEBUG; ++i)
+        if (std::strcmp(v, names[i]) == 0) return i;
+    std::fprintf(stderr, "libodl: ODL_LOG_LEVEL='%s' is not error, warn, info or debug; using %s\n", v,
+                 names[fallback]);
+    return fallback;
+}
+
+/// Routes libodl's messages up to @max_level to stderr, one line each, as
+/// "PREFIX: warning: ..." (@prefix must outlive the library's use of it).
+inline void log_to_stderr(const char* prefix, int max_level) {
+    odl_set_log_fn(
+        [](void* arg, int level, const char* msg) {
+            static const char* const kinds[] = {"error", "warning", "info", "debug"};
+            const char* kind = level >= 0 && level <= ODL_LOG_DEBUG ? kinds[level] : "message";
+            std::fprintf(stderr, "%s: %s: %s\n", static_cast<const char*>(arg), kind, msg);
+        },
+        const_cast<char*>(prefix), max_level);
 }
 
 /// Open parameters with the library's defaults; set fields, then open.
