@@ -193,6 +193,27 @@ TEST_F(WindowOfOne, TakingBackAcknowledgementsFailsTheLink) {
     expect_lost("took back acknowledgements");
 }
 
+TEST(SimLink, ABurstReachesTheServerByItsFlushAndItsFirstFrameAtOnce) {
+    // Frames are published to the server a few at a time: a burst's first
+    // at once (the model may be idle for this end), every frame by the end
+    // of its burst (tx_flush), whatever the burst's length.
+    fake_server srv(ODL_SIM_WINDOW);
+    auto l = open_up(srv);
+    odl_sim_shm* shm = srv.theirs();
+    ASSERT_NE(shm, nullptr) << srv.error();
+    uint64_t put = 0;
+    for (unsigned n = 1; n <= 20; ++n) {
+        for (unsigned i = 0; i < n; ++i) {
+            ASSERT_TRUE(put_frame(*l)) << "burst " << n << ", frame " << i << ": " << l->failure();
+            ++put;
+            if (i == 0) EXPECT_EQ(odl_sim_load(&shm->to_server.head), put) << "burst " << n << ": first frame held";
+        }
+        l->tx_flush();
+        EXPECT_EQ(odl_sim_load(&shm->to_server.head), put) << "burst " << n << ": frames held after the flush";
+    }
+    EXPECT_EQ(l->progress(), odl::link_state::up) << l->failure();
+}
+
 TEST(SimLink, AServerThatGivesNoWindowIsRefusedAtOpen) {
     // A window of zero frames would let the program send nothing, not even
     // its HELLO: the open fails at once with the reason instead of the
