@@ -281,18 +281,21 @@ noise=$(grep -v 'serving the sim backend' "$tmp/linkd.log" || true)
 [ -z "$noise" ] || fail "a goodbye with unread messages was logged as a failure: $noise"
 stop_server
 
-step "each program sees its peer's rings read-only"
+step "each program sees its peer's rings read-only; HELLO carries its host's completion cost"
 start_server
-python3 - "$ODL_SIM_SOCKET" <<'PY' || fail "the peer's ring memory"
-import mmap, os, socket, struct, sys
-from sim_proto import MAGIC, PEER, SIZE, SLOTS, VERSION, join
+python3 - "$ODL_SIM_SOCKET" "$(dirname "$0")/../../model/calibration/default.yaml" <<'PY' || fail "the peer's ring memory"
+import mmap, os, re, socket, struct, sys
+from sim_proto import HELLO, MAGIC, PEER, SIZE, SLOTS, VERSION, join
 ends = [join(sys.argv[1], name, reserved=0xabc0 + i) for i, name in enumerate(("a", "b"))]  # reserved: tells the two apart
 s, _ = ends[1]
 s.settimeout(5)
 peer = None
+answer = None
 for _ in range(4):
     data, fds, _, _ = socket.recv_fds(s, 256, 1)
     t, arg = struct.unpack_from("<H", data)[0], struct.unpack_from("<Q", data, 24)[0]
+    if t == HELLO:
+        answer = struct.unpack_from("<I", data, 32 + 24)[0]  # odl_sim_hello.answer_ns
     if t == PEER:
         assert len(fds) == 1 and arg != 0, (fds, arg)
         peer = fds[0]
@@ -309,6 +312,12 @@ try:
 except PermissionError:
     pass
 print("PEER: the other program's rings, read-only")
+# The default profile's modelled completion cost, from the shipped calibration.
+cal = open(sys.argv[2]).read()
+block = cal[cal.index("\n  intel-tb5-discrete:"):]
+want = int(re.search(r"\n    completion: \{value: (\d+)ns", block).group(1))
+assert answer == want, "HELLO's answer_ns %r, the profile's completion %d ns" % (answer, want)
+print("HELLO: answer_ns %d (intel-tb5-discrete's completion)" % answer)
 PY
 stop_server
 

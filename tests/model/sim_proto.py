@@ -1,20 +1,20 @@
 # SPDX-License-Identifier: MIT
 """The sim protocol as sim_backend_test.sh's hand-made programs speak it:
-include/odl/wire/sim.h, version 6, in one place for every snippet."""
+include/odl/wire/sim.h, version 7, in one place for every snippet."""
 import mmap
 import os
 import socket
 import struct
 
-MAGIC, VERSION, SLOTS, SLOT, DESC, HDR = 0x4d53444F, 6, 512, 64 + 4096, 32, 384
+MAGIC, VERSION, SLOTS, SLOT, DESC, HDR = 0x4d53444F, 7, 512, 64 + 4096, 32, 384
 SIZE = HDR + SLOTS * SLOT + SLOTS * DESC
 HELLO, LINK, BYE, WAKE, PEER = 1, 4, 5, 6, 7
 
 
-def hello(end=0xFF, pid=None, version=VERSION, rate=0, window=0, profile=b"", link=0, links=0):
+def hello(end=0xFF, pid=None, version=VERSION, rate=0, window=0, profile=b"", link=0, links=0, answer_ns=0):
     """A HELLO payload (struct odl_sim_hello)."""
-    return struct.pack("<IHBBIII I40s", MAGIC, version, end, link, rate, window,
-                       os.getpid() if pid is None else pid, links, profile)
+    return struct.pack("<IHBBIII II36s", MAGIC, version, end, link, rate, window,
+                       os.getpid() if pid is None else pid, links, answer_ns, profile)
 
 
 def msg(kind, payload=b"", seq=0, flags=0, length=None, arg=0):

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "clock.h"
 #include "error.h"
 #include "link_sim.h"
 #include "odl/wire/sim_codec.h"
@@ -44,7 +45,7 @@ struct region {
 /// and a link that is up. The program's ring memory is then @theirs.
 class fake_server {
 public:
-    explicit fake_server(uint32_t window) : m_window(window) {
+    explicit fake_server(uint32_t window, uint32_t answer_ns = 0) : m_window(window), m_answer_ns(answer_ns) {
         char dir[] = "/tmp/odl-link-sim-test.XXXXXX";
         if (!::mkdtemp(dir)) throw std::runtime_error("mkdtemp");
         m_dir = dir;
@@ -115,6 +116,7 @@ private:
         s.window = odl_cpu_le32(m_window);
         s.pid = odl_cpu_le32(uint32_t(getpid()));
         s.links = odl_cpu_le32(1);
+        s.answer_ns = odl_cpu_le32(m_answer_ns);
         std::memcpy(s.profile, "fake", 4);
         send(ODL_SIM_HELLO, &s, sizeof(s), 0, -1);
         send(ODL_SIM_PEER, nullptr, 0, 7, ours.fd);
@@ -122,6 +124,7 @@ private:
     }
 
     uint32_t m_window;
+    uint32_t m_answer_ns;
     std::string m_dir, m_path, m_error;
     fd_guard m_listen;
     fd_guard m_conn;  ///< open until the test ends: the program's link stays
@@ -206,11 +209,59 @@ TEST(SimLink, ABurstReachesTheServerByItsFlushAndItsFirstFrameAtOnce) {
         for (unsigned i = 0; i < n; ++i) {
             ASSERT_TRUE(put_frame(*l)) << "burst " << n << ", frame " << i << ": " << l->failure();
             ++put;
-            if (i == 0) EXPECT_EQ(odl_sim_load(&shm->to_server.head), put) << "burst " << n << ": first frame held";
+            if (i == 0) {
+                EXPECT_EQ(odl_sim_load(&shm->to_server.head), put) << "burst " << n << ": first frame held";
+            }
         }
         l->tx_flush();
         EXPECT_EQ(odl_sim_load(&shm->to_server.head), put) << "burst " << n << ": frames held after the flush";
     }
+    EXPECT_EQ(l->progress(), odl::link_state::up) << l->failure();
+}
+
+TEST(SimLink, AnAnswerIsStampedUpToTheModelledCompletionCostEarlier) {
+    // The server says this host's modelled completion cost is 1 ms (the
+    // most a program takes: large, so that a clock read apart cannot hide a
+    // wrong stamp): a message asked for after a receive completion went to
+    // the program is stamped up to that much earlier, never before the
+    // completion's due time, and only the message that answers it.
+    fake_server srv(ODL_SIM_WINDOW, 1'000'000);
+    auto l = open_up(srv);
+    odl_sim_shm* shm = srv.theirs();
+    ASSERT_NE(shm, nullptr) << srv.error();
+    const odl_sim_slot* slots = odl_sim_slots(shm);
+    uint64_t put = 0;
+    const auto send = [&](uint64_t asked) {
+        l->tx_asked(asked);
+        EXPECT_TRUE(put_frame(*l)) << l->failure();
+        ++put;
+    };
+    const auto stamp = [&](uint64_t k) { return slots[(k - 1) & (ODL_SIM_SLOTS - 1)].stamp_ns; };
+    const uint64_t due = odl::now_ns() - 10'000'000;  // asked times lie in the past: taken as they are
+
+    l->rx_delivered(due);
+    send(due + 100);  // answered within the cost: at the due time
+    EXPECT_EQ(stamp(put), due);
+    const uint64_t t0 = odl::now_ns();
+    ASSERT_TRUE(put_frame(*l));  // the same burst: moves with its first frame
+    ++put;
+    EXPECT_LE(stamp(put), odl::now_ns() - 100);
+    EXPECT_GE(stamp(put), t0 - 100);
+    l->tx_flush();
+
+    send(due + 5000);  // no receive since: as asked
+    EXPECT_EQ(stamp(put), due + 5000);
+    l->tx_flush();
+
+    l->rx_delivered(due + 6000);
+    send(due + 2'006'000);  // answered later than the cost: 1 ms of it taken off
+    EXPECT_EQ(stamp(put), due + 1'006'000);
+    l->tx_flush();
+    const uint64_t t1 = odl::now_ns();
+    ASSERT_TRUE(put_frame(*l));  // a later burst of that message: as it is
+    ++put;
+    EXPECT_GE(stamp(put), t1);
+    l->tx_flush();
     EXPECT_EQ(l->progress(), odl::link_state::up) << l->failure();
 }
 

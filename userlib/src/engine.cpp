@@ -375,6 +375,7 @@ size_t engine::poll(odl_completion* comps, size_t max) {
                 do now = now_ns();
                 while (now < d.ready_ns);
             }
+            if (d.c.op == ODL_OP_RECV) m_link->rx_delivered(d.ready_ns);
         }
         comps[n++] = d.c;
         m_done.pop_front();

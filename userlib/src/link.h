@@ -50,6 +50,9 @@ public:
     /// asked to send at @ns (CLOCK_MONOTONIC): the modelled host's cost of a
     /// send stands for the library's work on it since then.
     virtual void tx_asked(uint64_t ns) { (void)ns; }
+    /// A receive completion held until @due_ns (a timed transport's frame)
+    /// went to the program: the next send it asks for may be its answer.
+    virtual void rx_delivered(uint64_t due_ns) { (void)due_ns; }
     /// True when enough data frames wait in the transport that queueing
     /// more would only add latency for other streams (a byte queue limit).
     /// Control frames ignore it.

@@ -225,12 +225,22 @@ public:
         // the library's work since then, as in the measurements the
         // profiles were fitted to), never before a frame this program took
         // was due (nothing it sends can be the model's earlier than what
-        // caused it).
+        // caused it). A message asked for after a receive completion went
+        // to the program answers it: the receiving host's modelled
+        // completion cost stands for the program's work up to that answer,
+        // which it did for real after the completion was due, so up to that
+        // much of it is not counted twice (the frames of this burst move
+        // with the first).
         uint64_t stamp = now_ns();
-        if (m_asked_ns && m_asked_ns < stamp) stamp = m_asked_ns;
+        if (m_asked_ns) {
+            if (m_asked_ns < stamp) stamp = m_asked_ns;
+            m_answer_shift_ns =
+                m_answer_due_ns && stamp > m_answer_due_ns ? std::min<uint64_t>(stamp - m_answer_due_ns, m_answer_ns) : 0;
+            m_answer_due_ns = 0;
+        }
         m_asked_ns = 0;
         odl_sim_slot& slot = m_to_server[m_put & (ODL_SIM_SLOTS - 1)];
-        slot.stamp_ns = std::max(stamp, m_taken_due_ns);
+        slot.stamp_ns = std::max(stamp - m_answer_shift_ns, m_taken_due_ns);
         m_empty_polls = 0;  // busy sending: no nap
         __atomic_store_n(&slot.len, uint32_t(bytes), __ATOMIC_RELAXED);
         ++m_put;
@@ -242,11 +252,13 @@ public:
     }
     void tx_flush() override {
         m_burst = 0;
+        m_answer_shift_ns = 0;
         if (m_put != m_published) publish();
     }
     bool tx_busy() override { return in_window(kBusyFrames) >= kBusyFrames; }
     bool timed() const override { return true; }
     void tx_asked(uint64_t ns) override { m_asked_ns = ns; }
+    void rx_delivered(uint64_t due_ns) override { m_answer_due_ns = std::max(m_answer_due_ns, due_ns); }
 
     rx_frame rx_peek() override { return rx_peek_at(0); }
     unsigned rx_depth() const override { return kSimRxDepth; }
@@ -532,6 +544,8 @@ private:
             m_spare_cores = spare_cores(links);
             m_rate = odl_le32(s.rate_mbps);
             m_window = std::min<unsigned>(odl_le32(s.window), ODL_SIM_WINDOW);
+            // At most a millisecond: a modelled completion cost, not a pause.
+            m_answer_ns = std::min<uint32_t>(odl_le32(s.answer_ns), 1'000'000u);
             const std::string prof(s.profile, strnlen(s.profile, sizeof(s.profile)));
             m_name = links > 1 ? fmt::format("sim{}{}:{}", m_want_link, m_end ? 'B' : 'A', prof)
                                : fmt::format("sim{}:{}", m_end ? 'B' : 'A', prof);
@@ -583,6 +597,9 @@ private:
     uint64_t m_asked_ns = 0;      ///< tx_asked() for the next commit (0: none)
     uint64_t m_idle_since = 0;    ///< the first of the current run of empty polls
     uint64_t m_taken_due_ns = 0;  ///< the latest due time of a frame taken
+    uint32_t m_answer_ns = 0;         ///< HELLO's answer_ns: this host's modelled completion cost
+    uint64_t m_answer_due_ns = 0;     ///< due time of a receive completion the program got, not yet answered
+    uint64_t m_answer_shift_ns = 0;   ///< how much earlier this burst's frames are stamped (an answer)
     uint64_t m_tx_seq = 0, m_rx_seq = 0, m_deadline = 0;
     bool m_sock_failed = false;  ///< the server connection itself broke
     unsigned m_empty_polls = 0, m_progress_calls = 0;

@@ -32,8 +32,8 @@
 
 #define ODL_SIM_MAGIC 0x4d53444fu /* "ODSM" little-endian, in HELLO and the shm */
 /* 2: frames in shared rings; 3: read from the sender's; 4: links; 5: clients
- * sleep; 6: descriptors carry their hand-over time */
-#define ODL_SIM_VERSION 6u
+ * sleep; 6: descriptors carry their hand-over time; 7: HELLO's answer_ns */
+#define ODL_SIM_VERSION 7u
 
 #define ODL_SIM_HDR_BYTES 32u
 #define ODL_SIM_MAX_DATAGRAM (ODL_SIM_HDR_BYTES + 64u)
@@ -103,6 +103,12 @@ ODL_WIRE_SIZE(struct odl_sim_hdr, 32);
  * @pid: sender's process id
  * @links: server: how many links it models (devices 0 .. links - 1, each
  *	its own cable between its own two hosts); client: 0
+ * @answer_ns: server: the modelled completion cost of this end's host, ns.
+ *	It stands for the program's own work on a received message up to its
+ *	answer, which the program also does for real once the completion is
+ *	due: a send it asks for after a receive completion was handed to it is
+ *	stamped up to that much earlier, never before that completion's due
+ *	time. Client: zero
  * @profile: server: "<platform profile> <cable>", NUL-padded; client: zero
  */
 struct odl_sim_hello {
@@ -114,7 +120,8 @@ struct odl_sim_hello {
 	__le32 window;
 	__le32 pid;
 	__le32 links;
-	char profile[40];
+	__le32 answer_ns;
+	char profile[36];
 };
 ODL_WIRE_SIZE(struct odl_sim_hello, 64);
 

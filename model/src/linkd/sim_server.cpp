@@ -158,6 +158,8 @@ sim_server::sim_server(sim_server_config cfg)
     : m_cfg(std::move(cfg)), m_tag(m_cfg.links > 1 ? fmt::format("sim link {}", m_cfg.link_index) : "sim") {
     check(m_cfg);
     const std::vector<host_spec> hosts = hosts_of(m_cfg);
+    for (int e = 0; e < 2; ++e)
+        m_answer_ns[e] = static_cast<std::uint32_t>(hosts[std::size_t(e)].plat.host.completion.to_seconds() * 1e9 + 0.5);
     for (const auto& e : m_cfg.events)
         if (e.kind == event_kind::host_reset || e.cable != 0)
             throw std::runtime_error("the sim backend applies cable events of one cable only (no host-reset: the "
@@ -875,6 +877,7 @@ void sim_server::handle(client& c, const unsigned char* buf, std::size_t n, int 
         out.end = std::uint8_t(end);
         out.rate_mbps = odl_cpu_le32(rate_mbps(end));
         out.window = odl_cpu_le32(ODL_SIM_WINDOW);
+        out.answer_ns = odl_cpu_le32(m_answer_ns[end]);
         const std::string d = describe();
         std::memcpy(out.profile, d.data(), std::min(d.size(), sizeof(out.profile) - 1));
         send_msg(c, ODL_SIM_HELLO, wall_ns(), 0, &out, sizeof(out));

@@ -234,6 +234,8 @@ private:
     std::atomic<bool> m_stop{false};
     std::vector<std::unique_ptr<client>> m_clients;
     client* m_end[2] = {nullptr, nullptr};
+    /// Each end's host's modelled completion cost, ns (HELLO's answer_ns).
+    std::uint32_t m_answer_ns[2] = {0, 0};
     bool m_link_up[2] = {false, false};
     std::deque<pending> m_pending[2];  ///< per sending end, in posting order
     std::uint32_t m_next_tag[2] = {0, 0};
