@@ -85,16 +85,21 @@ struct log_counter {
     static inline std::atomic<int> warn_lines{0};
     static inline std::mutex mu;
     static inline std::vector<std::string> kept;
+    /// One line of NCCL's printf-style logger as a string.
+    static std::string line(const char* fmt, va_list ap) {
+        char buf[512];
+        std::vsnprintf(buf, sizeof(buf), fmt, ap);
+        return buf;
+    }
     static void fn(ncclDebugLogLevel lvl, unsigned long flags, const char*, int, const char* fmt, ...) {
         const char* v = std::getenv("ODL_TEST_VERBOSE");
         if (v && std::strcmp(v, "buffer") == 0) {
-            char buf[512];
             va_list ap;
             va_start(ap, fmt);
-            std::vsnprintf(buf, sizeof(buf), fmt, ap);
+            const std::string l = line(fmt, ap);
             va_end(ap);
             std::lock_guard<std::mutex> lk(mu);
-            if (kept.size() < 100000) kept.push_back(std::to_string(mono_ns() / 1000) + " " + buf);
+            if (kept.size() < 100000) kept.push_back(std::to_string(mono_ns() / 1000) + " " + l);
         } else if (v && (std::strcmp(v, "warn") != 0 || lvl == NCCL_LOG_WARN)) {
             va_list ap;
             va_start(ap, fmt);

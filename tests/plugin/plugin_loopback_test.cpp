@@ -395,13 +395,12 @@ struct libodl_lines {
     static inline std::mutex mu;
     static inline std::vector<std::pair<ncclDebugLogLevel, std::string>> got;
     static void fn(ncclDebugLogLevel lvl, unsigned long, const char*, int, const char* fmt, ...) {
-        char buf[512];
         va_list ap;
         va_start(ap, fmt);
-        std::vsnprintf(buf, sizeof(buf), fmt, ap);
+        std::string l = log_counter::line(fmt, ap);
         va_end(ap);
         std::lock_guard<std::mutex> lk(mu);
-        got.emplace_back(lvl, buf);
+        got.emplace_back(lvl, std::move(l));
     }
 };
 
