@@ -225,7 +225,7 @@ TEST(SimLink, AnAnswerIsStampedUpToTheModelledCompletionCostEarlier) {
     // wrong stamp): a message asked for after a receive completion went to
     // the program is stamped up to that much earlier, never before the
     // completion's due time, and only the message that answers it.
-    fake_server srv(ODL_SIM_WINDOW, 1'000'000);
+    fake_server srv(ODL_SIM_WINDOW, ODL_SIM_ANSWER_MAX_NS);
     auto l = open_up(srv);
     odl_sim_shm* shm = srv.theirs();
     ASSERT_NE(shm, nullptr) << srv.error();

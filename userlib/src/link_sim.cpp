@@ -376,7 +376,7 @@ private:
 
     /// The ring's head and the look at server_waiting (behind a fence) each
     /// take a line the server reads: a cross-core round trip, so a few
-    /// frames share one (kSimPublishEvery) and a burst's last goes at once.
+    /// frames share one (kSimPublishEvery) and the rest go at tx_flush().
     void publish() {
         odl_sim_store(&m_mem.shm()->to_server.head, m_put);
         m_published = m_put;
@@ -544,8 +544,7 @@ private:
             m_spare_cores = spare_cores(links);
             m_rate = odl_le32(s.rate_mbps);
             m_window = std::min<unsigned>(odl_le32(s.window), ODL_SIM_WINDOW);
-            // At most a millisecond: a modelled completion cost, not a pause.
-            m_answer_ns = std::min<uint32_t>(odl_le32(s.answer_ns), 1'000'000u);
+            m_answer_ns = std::min<uint32_t>(odl_le32(s.answer_ns), ODL_SIM_ANSWER_MAX_NS);
             const std::string prof(s.profile, strnlen(s.profile, sizeof(s.profile)));
             m_name = links > 1 ? fmt::format("sim{}{}:{}", m_want_link, m_end ? 'B' : 'A', prof)
                                : fmt::format("sim{}:{}", m_end ? 'B' : 'A', prof);

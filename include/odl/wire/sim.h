@@ -108,7 +108,7 @@ ODL_WIRE_SIZE(struct odl_sim_hdr, 32);
  *	answer, which the program also does for real once the completion is
  *	due: a send it asks for after a receive completion was handed to it is
  *	stamped up to that much earlier, never before that completion's due
- *	time. Client: zero
+ *	time; a client takes at most ODL_SIM_ANSWER_MAX_NS of it. Client: zero
  * @profile: server: "<platform profile> <cable>", NUL-padded; client: zero
  */
 struct odl_sim_hello {
@@ -126,6 +126,10 @@ struct odl_sim_hello {
 ODL_WIRE_SIZE(struct odl_sim_hello, 64);
 
 #define ODL_SIM_END_ANY 0xffu
+
+/* The most of HELLO's answer_ns a client credits: a modelled completion
+ * cost, not a pause. */
+#define ODL_SIM_ANSWER_MAX_NS 1000000u
 
 /* LINK @arg bits */
 #define ODL_SIM_LINK_UP (1u << 0)   /* the modelled cable's link is trained */

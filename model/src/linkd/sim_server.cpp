@@ -159,7 +159,7 @@ sim_server::sim_server(sim_server_config cfg)
     check(m_cfg);
     const std::vector<host_spec> hosts = hosts_of(m_cfg);
     for (int e = 0; e < 2; ++e)
-        m_answer_ns[e] = static_cast<std::uint32_t>(hosts[std::size_t(e)].plat.host.completion.to_seconds() * 1e9 + 0.5);
+        m_answer_ns[e] = static_cast<std::uint32_t>(ns_of(hosts[std::size_t(e)].plat.host.completion));
     for (const auto& e : m_cfg.events)
         if (e.kind == event_kind::host_reset || e.cable != 0)
             throw std::runtime_error("the sim backend applies cable events of one cable only (no host-reset: the "
