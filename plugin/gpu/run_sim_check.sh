@@ -11,7 +11,8 @@
 # over NCCL's own Socket transport (TCP over this host's loopback interface,
 # no plugin: what NCCL does without OdinLink, with no cable in the way), and
 # the model's own prediction for a ring of two on the same hosts and cable
-# (odl model predict, no GPU) beside them.
+# (odl model predict, no GPU) beside them, alone and bound by this host's own
+# NCCL path (host_bound.py).
 #
 # Usage: plugin/gpu/run_sim_check.sh <plugin dir> <odl-linkd> [out dir] [-- odl-linkd options]
 #   default odl-linkd options: --gen gen4 --lanes 2 (TB5); e.g. -- --gen gen3 --lanes 2 (TB4)
@@ -184,4 +185,10 @@ if sim["failures"] or lo["failures"] or (sock and sock["failures"]):
     bad += 1
 sys.exit(1 if bad else 0)
 PY
+# Beside the link model alone, the host-bound prediction: the slower of the
+# link model and the loopback run above (docs/benchmarks.md, "At 1 MiB and
+# below").
+if [[ -z $model_note && -f $out/model.json ]]; then
+    "$here/host_bound.py" "$out" | tee -a "$out/table.md" || status=1
+fi
 exit $status
