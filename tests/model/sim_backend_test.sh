@@ -44,11 +44,16 @@ export PYTHONPATH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)${PYTHONPATH:+:$P
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 
 # start_server ARGS...: odl-linkd --sim on $ODL_SIM_SOCKET, waits for it.
+# The full model unless ARGS name a timing: the default (auto) has steps of
+# its own, which empty default_timing.
+default_timing=(--sim-timing event)
 start_server() {
+	local timing=("${default_timing[@]}")
+	[[ " $* " == *" --sim-timing "* ]] && timing=()
 	# Emptied here, not by the background redirection: the loop below must
 	# not find the last server's banner before the new one has started.
 	: >"$tmp/linkd.log"
-	"$linkd" --sim --socket "$ODL_SIM_SOCKET" --control "$tmp/ctl.sock" "$@" >>"$tmp/linkd.log" 2>&1 &
+	"$linkd" --sim --socket "$ODL_SIM_SOCKET" --control "$tmp/ctl.sock" "${timing[@]}" "$@" >>"$tmp/linkd.log" 2>&1 &
 	server=$!
 	pids+=("$server")
 	for _ in $(seq 100); do
@@ -725,6 +730,30 @@ step "pipeline timing: a scenario's unplug still ends the run with the cause"
 scenario_unplug --sim-timing pipeline
 grep -q "tb4x2 2 m pipeline" "$tmp/linkd.log" || fail "scenario with pipeline timing: $(cat "$tmp/linkd.log")"
 stop_server
+
+step "--sim-timing auto (the default): pipeline timing where it fits, else the full model, saying why"
+default_timing=()
+start_server
+grep -q "intel-tb5-discrete tb5x2 1 m pipeline" "$tmp/linkd.log" && ! grep -q "the full model" "$tmp/linkd.log" ||
+	fail "the default for the default cable is not pipeline timing: $(cat "$tmp/linkd.log")"
+"$odl" perf latency --backend sim -s 64 -n 50 --warmup 5 --checksum --quiet >/dev/null 2>"$tmp/auto.log" ||
+	fail "perf latency over the default timing: $(cat "$tmp/auto.log")"
+stop_server
+for c in "--profile linux-tbnet:the full model (--sim-timing event): pipeline timing does not fit linux-tbnet" \
+	"--scenario $tmp/ber.yaml:the full model (--sim-timing event): the scenario's bit error rate 1e-05 needs it" \
+	"--links 2 --profile linux-tbnet:sim: the full model (--sim-timing event): pipeline timing does not fit"; do
+	# shellcheck disable=SC2086 # the options are words
+	start_server ${c%%:*}
+	grep -qF "${c#*:}" "$tmp/linkd.log" && ! grep -q " pipeline, " "$tmp/linkd.log" ||
+		fail "auto with ${c%%:*}: $(cat "$tmp/linkd.log")"
+	stop_server
+done
+default_timing=(--sim-timing event)
+start_server --sim-timing event
+grep -q "intel-tb5-discrete tb5x2 1 m, " "$tmp/linkd.log" && ! grep -q "the full model (--sim-timing" "$tmp/linkd.log" ||
+	fail "--sim-timing event: $(cat "$tmp/linkd.log")"
+stop_server
+echo "auto: pipeline timing on the default cable; the full model for linux-tbnet, a bit error rate and two linux-tbnet links"
 
 step "model server killed mid-stream: the program says so within a second or two"
 start_server

@@ -66,7 +66,7 @@ struct sim_options {
     std::string spin = "auto";
     unsigned links = 1;
     std::uint64_t lookahead_ns = 20'000;
-    std::string timing = "event";
+    std::string timing = "auto";
 };
 
 // --sim: libodl's sim backend instead of QEMU devices (docs/sim.md).
@@ -80,8 +80,8 @@ int run_sim(const odl::model::linkd::server_config& srv, const sim_options& o, c
     cfg.seed = o.seed;
     cfg.spin = o.spin == "on" ? 1 : o.spin == "off" ? 0 : -1;
     cfg.lookahead_ns = o.lookahead_ns;
-    cfg.timing = o.timing == "pipeline" ? odl::model::linkd::sim_server_config::timing::pipeline
-                                        : odl::model::linkd::sim_server_config::timing::event;
+    using timing = decltype(odl::model::linkd::sim_server_config::timing);
+    cfg.timing = o.timing == "pipeline" ? timing::pipeline : o.timing == "event" ? timing::event : timing::automatic;
     cfg.link.gen = *odl::model::parse_generation(gen);
     cfg.link.lanes = lanes;
     cfg.link.asymmetric = o.asymmetric;
@@ -129,9 +129,16 @@ int run_sim(const odl::model::linkd::server_config& srv, const sim_options& o, c
                 }
             }
             // The links differ only in their seeds: one fit says whether
-            // the reduced model holds for all of them.
-            if (cfg.timing == odl::model::linkd::sim_server_config::timing::pipeline)
-                (void)odl::model::linkd::fit_checked_pipeline(links[0]);
+            // the reduced model holds for all of them (and auto picks one
+            // timing for all).
+            if (cfg.timing == timing::pipeline) (void)odl::model::linkd::fit_checked_pipeline(links[0]);
+            if (cfg.timing == timing::automatic) {
+                std::string why;
+                const timing t = odl::model::linkd::auto_pipeline(links[0], &why) ? timing::pipeline : timing::event;
+                if (t == timing::event)
+                    fmt::print(stderr, "odl-linkd: sim: the full model (--sim-timing event): {}\n", why);
+                for (auto& c : links) c.timing = t;
+            }
             odl::model::linkd::sim_links_config lc;
             lc.socket_path = srv.socket_path;
             lc.control_path = srv.control_path;
@@ -343,10 +350,11 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
                                 "CPUs, 3 more for each further link; docs/sim.md)")
                      ->check(CLI::IsMember({"auto", "on", "off"}));
     auto* timing = app.add_option("--sim-timing", sim.timing,
-                                  "--sim: event (the full model, every action; the default) or pipeline (a "
-                                  "reduced model fitted to the full one at start, one action per frame, refused "
-                                  "where it is more than 5 % off; docs/sim.md)")
-                       ->check(CLI::IsMember({"event", "pipeline"}));
+                                  "--sim: event (the full model, every action), pipeline (a reduced model fitted "
+                                  "to the full one at start, no action per frame, refused where it is more than 5 % "
+                                  "off) or auto (pipeline where it fits and the scenario has plug and unplug events "
+                                  "only, else event; the default; docs/sim.md)")
+                       ->check(CLI::IsMember({"auto", "event", "pipeline"}));
     auto* gen_opt = app.get_option("--gen");
 #endif
     CLI11_PARSE(app, argc, argv);

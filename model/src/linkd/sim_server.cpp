@@ -165,11 +165,17 @@ sim_server::sim_server(sim_server_config cfg)
             throw std::runtime_error("the sim backend applies cable events of one cable only (no host-reset: the "
                                      "hosts are the programs)");
     std::optional<pipeline_params> pipe;
+    std::string report;
     if (m_cfg.timing == sim_server_config::timing::pipeline) {
-        std::string report;
         pipe = fit_checked_pipeline(m_cfg, &report);
-        if (m_cfg.verbose) fmt::print(stderr, "odl-linkd: {}: {}\n", m_tag, report);
+    } else if (m_cfg.timing == sim_server_config::timing::automatic) {
+        std::string why;
+        pipe = auto_pipeline(m_cfg, &why, &report);
+        m_cfg.timing = pipe ? sim_server_config::timing::pipeline : sim_server_config::timing::event;
+        // Said once at start: what the timing is and why (the banner names it).
+        if (!pipe) fmt::print(stderr, "odl-linkd: {}: the full model (--sim-timing event): {}\n", m_tag, why);
     }
+    if (pipe && m_cfg.verbose) fmt::print(stderr, "odl-linkd: {}: {}\n", m_tag, report);
     cable_spec cs;
     cs.cfg = m_cfg.link;
     m_sys = std::make_unique<system_model>(hosts, std::vector<cable_spec>{cs}, m_cfg.cal.link, m_cfg.seed, false);
@@ -218,15 +224,34 @@ pipeline_params fit_checked_pipeline(const sim_server_config& cfg, std::string* 
     const pipeline_check c = check_pipeline(hosts, cs, cfg.cal.link, cfg.seed + 1000, p);
     const pipeline_check_row& w = c.worst();
     if (std::abs(w.error()) > cfg.pipeline_tolerance)
-        throw std::runtime_error(fmt::format(
+        throw pipeline_misfit(fmt::format(
             "pipeline timing does not fit {}: {}: {:.1f} against the full model's {:.1f} ({:+.1f} %, tolerance "
-            "{:.0f} %); use the full model (--sim-timing event)",
+            "{:.0f} %)",
             describe(cfg), w.what, w.reduced, w.full, 100 * w.error(), 100 * cfg.pipeline_tolerance));
     if (report)
         *report = fmt::format("pipeline timing: {}; checked on {} workloads against the full model, worst {} "
                               "({:+.1f} %)",
                               p.summary(), c.rows.size(), w.what, 100 * w.error());
     return p;
+}
+
+std::optional<pipeline_params> auto_pipeline(const sim_server_config& cfg, std::string* why, std::string* report) {
+    sim_server_config c = cfg;
+    c.timing = sim_server_config::timing::event;
+    check(c);  // bad input is refused, not a reason to pick a timing
+    for (const auto& e : c.events)
+        if (e.kind != event_kind::plug && e.kind != event_kind::unplug) {
+            if (why) *why = fmt::format("the scenario's {} needs it (pipeline timing has plug and unplug only)",
+                                        event_name(e));
+            return std::nullopt;
+        }
+    c.timing = sim_server_config::timing::pipeline;
+    try {
+        return fit_checked_pipeline(c, report);
+    } catch (const pipeline_misfit& e) {
+        if (why) *why = e.reason;
+        return std::nullopt;
+    }
 }
 
 std::uint32_t rate_mbps(const sim_server_config& cfg, int end) {

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -57,8 +59,12 @@ struct sim_server_config {
     /// the hosts, NHIs, routers and cable), or the reduced one fitted to it
     /// at start (odl/model/reduced/pipeline.h: one action per frame), which
     /// the server refuses when it is further than pipeline_tolerance from
-    /// the full model on its check's workloads.
-    enum class timing { event, pipeline } timing = timing::event;
+    /// the full model on its check's workloads; automatic (odl-linkd's
+    /// default): the reduced one where it fits and the events are plug and
+    /// unplug only, else the full model, which costs about a microsecond of
+    /// a core per frame, more than a TB5 link's frame time, so it falls
+    /// behind the wall clock on many machines.
+    enum class timing { event, pipeline, automatic } timing = timing::event;
     double pipeline_tolerance = 0.05;
     /// From the router: the programs' connections and control commands
     /// (sim_links.h); -1 when this process listens itself.
@@ -74,6 +80,19 @@ void check(const sim_server_config& cfg);
 /// events must be plug and unplug only (the reduced model has no bit errors,
 /// retraining or lanes to lose).
 pipeline_params fit_checked_pipeline(const sim_server_config& cfg, std::string* report = nullptr);
+/// fit_checked_pipeline()'s refusal when the reduced model is off by more
+/// than the tolerance (bad input is a plain std::runtime_error).
+struct pipeline_misfit : std::runtime_error {
+    explicit pipeline_misfit(const std::string& why)
+        : std::runtime_error(why + "; use the full model (--sim-timing event)"), reason(why) {}
+    std::string reason;  ///< without the advice
+};
+/// What --sim-timing auto runs for @cfg: the reduced model's fitted stage
+/// where it fits, else nothing, and @why says why the full model runs (the
+/// scenario's events, or the workload the reduced model missed). Bad input
+/// throws as check() does.
+std::optional<pipeline_params> auto_pipeline(const sim_server_config& cfg, std::string* why,
+                                             std::string* report = nullptr);
 /// "<profile> <gen>x<lanes>[ asym] <length> m[ pipeline]", as HELLO tells clients.
 std::string describe(const sim_server_config& cfg);
 /// Payload rate of 4 KiB frames sent from @end (0 = A), Mb/s.
