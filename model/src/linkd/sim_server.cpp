@@ -251,6 +251,11 @@ std::optional<pipeline_params> auto_pipeline(const sim_server_config& cfg, std::
     } catch (const pipeline_misfit& e) {
         if (why) *why = e.reason;
         return std::nullopt;
+    } catch (const std::runtime_error& e) {
+        // check() passed, so this is the fit's own trouble with the full
+        // model (no frame delivered, frames lost): serve with the full model.
+        if (why) *why = fmt::format("pipeline timing could not be fitted: {}", e.what());
+        return std::nullopt;
     }
 }
 
