@@ -33,7 +33,9 @@ def load(folder):
         for r in sim["rows"]:
             k = (r["op"], r["size"])
             if k in link and k in host:
-                rows[k] = (r["time_us"], link[k], host[k])
+                rows[k] = (float(r["time_us"]), float(link[k]), float(host[k]))
+                if min(rows[k]) <= 0:
+                    raise ValueError(f"{k[0]} {k[1]} B: a time that is not positive {rows[k]}")
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"host_bound: {folder}: not a run_sim_check.sh folder: {e!r}", file=sys.stderr)
         sys.exit(2)

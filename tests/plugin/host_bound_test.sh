@@ -55,4 +55,9 @@ python3 -c "import json;json.dump({'collectives':[]},open('$tmp/c/model.json','w
 rc=0
 err=$("$script" "$tmp/c" 2>&1 >/dev/null) || rc=$?
 [ "$rc" = 2 ] && grep -qF "no size is in all of" <<<"$err" || fail "no common size: exit $rc: $err"
+# A time of zero (a broken run) is refused, not divided by.
+mk "$tmp/d" all_reduce,8,0,7,40
+rc=0
+err=$("$script" "$tmp/d" 2>&1 >/dev/null) || rc=$?
+[ "$rc" = 2 ] && grep -qF "a time that is not positive" <<<"$err" || fail "zero time: exit $rc: $err"
 echo "host_bound_test: ok"
