@@ -139,6 +139,14 @@ struct sim_server::client {
 namespace {
 constexpr std::uint64_t k_not_put = ~std::uint64_t{0};
 
+/// The first of @cfg's events the reduced model cannot follow (it has no
+/// bit errors, retraining or lanes to lose), or none.
+const scenario_event* beyond_pipeline(const sim_server_config& cfg) {
+    for (const auto& e : cfg.events)
+        if (e.kind != event_kind::plug && e.kind != event_kind::unplug) return &e;
+    return nullptr;
+}
+
 // The two hosts of @cfg, A and B. The programs' bytes never enter the model
 // (the peer reads them from the sender's ring): its NHIs need only each
 // frame's header, which saves two 4 KiB copies per frame and changes no
@@ -194,12 +202,10 @@ sim_server::~sim_server() {
 
 void check(const sim_server_config& cfg) {
     if (auto why = validate(cfg.link)) throw std::runtime_error("bad cable: " + *why);
-    if (cfg.timing == sim_server_config::timing::pipeline)
-        for (const auto& e : cfg.events)
-            if (e.kind != event_kind::plug && e.kind != event_kind::unplug)
-                throw std::runtime_error(fmt::format("pipeline timing has no {} (only plug and unplug): use the "
-                                                     "full model (--sim-timing event) for this scenario",
-                                                     event_name(e)));
+    if (const scenario_event* e = beyond_pipeline(cfg); e && cfg.timing == sim_server_config::timing::pipeline)
+        throw std::runtime_error(fmt::format("pipeline timing has no {} (only plug and unplug): use the full model "
+                                             "(--sim-timing event) for this scenario",
+                                             event_name(*e)));
     if (cfg.links == 0 || cfg.link_index >= cfg.links || cfg.links > 256)
         throw std::runtime_error(fmt::format("link {} of {}: no such link", cfg.link_index, cfg.links));
     (void)cfg.cal.get(cfg.profile);  // throws naming the profiles there are
@@ -239,12 +245,11 @@ std::optional<pipeline_params> auto_pipeline(const sim_server_config& cfg, std::
     sim_server_config c = cfg;
     c.timing = sim_server_config::timing::event;
     check(c);  // bad input is refused, not a reason to pick a timing
-    for (const auto& e : c.events)
-        if (e.kind != event_kind::plug && e.kind != event_kind::unplug) {
-            if (why) *why = fmt::format("the scenario's {} needs it (pipeline timing has plug and unplug only)",
-                                        event_name(e));
-            return std::nullopt;
-        }
+    if (const scenario_event* e = beyond_pipeline(c)) {
+        if (why) *why = fmt::format("the scenario's {} needs it (pipeline timing has plug and unplug only)",
+                                    event_name(*e));
+        return std::nullopt;
+    }
     c.timing = sim_server_config::timing::pipeline;
     try {
         return fit_checked_pipeline(c, report);
