@@ -109,7 +109,7 @@ protected:
         c.flags = flags;
         a = std::make_unique<engine>(std::move(la), c);
         b = std::make_unique<engine>(std::move(lb), c);
-        for (int i = 0; i < 10000 && (a->link_state() != ODL_LINK_UP || b->link_state() != ODL_LINK_UP); ++i) step();
+        step_while([&] { return a->link_state() != ODL_LINK_UP || b->link_state() != ODL_LINK_UP; });
         ASSERT_EQ(a->link_state(), uint32_t(ODL_LINK_UP));
         ASSERT_EQ(b->link_state(), uint32_t(ODL_LINK_UP));
     }
@@ -131,6 +131,27 @@ protected:
             }
         }
     }
+    /// Steps while @more() holds, for at most 30 s: bounded in time, not in
+    /// steps (a slowed copy thread sleeps per frame, and a sleep of a few
+    /// microseconds takes far longer on a loaded machine than a step).
+    template <class More>
+    void step_while(More more, unsigned b_every = 1) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (more() && std::chrono::steady_clock::now() < until) step(b_every);
+    }
+    /// Ends both engines, their copy threads with them, when it goes.
+    /// Declared after the buffers a test lends them: an assertion that ends
+    /// the test early then cannot leave a thread copying into freed memory
+    /// (TearDown() runs only after the test's own variables are gone).
+    struct ends_first {
+        CopyThreads& t;
+        ~ends_first() {
+            if (t.a) t.a->shutdown();
+            if (t.b) t.b->shutdown();
+            t.a.reset();
+            t.b.reset();
+        }
+    };
     /// Steps until every ctx in @want completed (bounded in time: a loaded
     /// machine may need many steps).
     void run_until(const std::vector<uint64_t>& want, unsigned b_every = 1) {
@@ -177,6 +198,7 @@ TEST_P(CopyThreadsBothWays, ArriveWholeAndInOrder) {
     }
     const auto sent_a = tx_a, sent_b = tx_b;
     std::map<uint64_t, std::vector<unsigned char>> seen;  // each receive's buffer as it completed
+    const ends_first ends{*this};
     on_done = [&](const odl_completion& c) {
         if (c.op == ODL_OP_RECV) {
             seen[c.ctx] = c.ctx >= 2000 ? rx_a[c.ctx - 2000] : rx_b[c.ctx - 1000];
@@ -226,6 +248,7 @@ TEST_F(CopyThreads, ChecksumsCoverWhatTheThreadsCopied) {
     const size_t n = 4 << 20;
     auto ta = pattern(n, 3), tb = pattern(n, 4);
     std::vector<unsigned char> ra(n), rb(n);
+    const ends_first ends{*this};
     ASSERT_EQ(b->post_recv(0, 1, rb.data(), n, 1), ODL_OK);
     ASSERT_EQ(a->post_recv(0, 1, ra.data(), n, 2), ODL_OK);
     ASSERT_EQ(a->post_send(0, 1, ta.data(), n, 3), ODL_OK);
@@ -253,6 +276,7 @@ TEST_F(CopyThreads, ReceiveThreadCatchesADamagedPayload) {
     const size_t n = 4 << 20;
     auto t1 = pattern(n, 7), t2 = pattern(n, 8);
     std::vector<unsigned char> r1(n), r2(n);
+    const ends_first ends{*this};
     ASSERT_EQ(b->post_recv(0, 1, r1.data(), n, 1), ODL_OK);
     ASSERT_EQ(b->post_recv(0, 1, r2.data(), n, 2), ODL_OK);
     ASSERT_EQ(a->post_send(0, 1, t1.data(), n, 3), ODL_OK);
@@ -297,7 +321,7 @@ TEST_F(CopyThreads, CanceledSendsBufferIsTheCallersAtOnce) {
         if (slow) a->tx_thread_test_delay(200);
         const uint64_t before = a->tx_thread().frames;
         const uint64_t want = before + (slow ? 16 : 64);
-        for (int i = 0; i < 100000 && a->tx_thread().frames < want; ++i) step();
+        step_while([&] { return a->tx_thread().frames < want; });
         ASSERT_GE(a->tx_thread().frames, want) << "the send never went through the thread";
         ASSERT_FALSE(done.count(3)) << "sent whole before it could be canceled";
         ASSERT_EQ(a->cancel(1, 3), ODL_OK);
@@ -319,10 +343,11 @@ TEST_F(CopyThreads, CanceledReceivesBufferIsTheCallersAtOnce) {
     const size_t n = 8 << 20;
     auto ta = pattern(n, 30), next = pattern(4096, 31);
     std::vector<unsigned char> rb(n), rnext(4096);
+    const ends_first ends{*this};
     b->rx_thread_test_delay(200);  // copies surely wait for the thread when cancel comes
     ASSERT_EQ(b->post_recv(0, 1, rb.data(), n, 1), ODL_OK);
     ASSERT_EQ(a->post_send(0, 1, ta.data(), n, 2), ODL_OK);
-    for (int i = 0; i < 100000 && b->rx_thread().frames < 32; ++i) step(8);
+    step_while([&] { return b->rx_thread().frames < 32; }, 8);
     ASSERT_GE(b->rx_thread().frames, 32u) << "the receive never went through the thread";
     ASSERT_FALSE(done.count(1)) << "received whole before it could be canceled";
     ASSERT_EQ(b->cancel(0, 1), ODL_OK);
@@ -344,10 +369,11 @@ TEST_F(CopyThreads, CloseWaitsForTheReceiveThread) {
     const size_t n = 8 << 20;
     auto ta = pattern(n, 40);
     std::vector<unsigned char> rb(n);
+    const ends_first ends{*this};
     b->rx_thread_test_delay(300);
     ASSERT_EQ(b->post_recv(0, 1, rb.data(), n, 1), ODL_OK);
     ASSERT_EQ(a->post_send(0, 1, ta.data(), n, 2), ODL_OK);
-    for (int i = 0; i < 100000 && b->rx_thread().frames < 48; ++i) step(8);
+    step_while([&] { return b->rx_thread().frames < 48; }, 8);
     ASSERT_GE(b->rx_thread().frames, 48u);
     ASSERT_GT(b->rx_thread().held, 0u) << "no copy was waiting for the thread";
     b->shutdown();
@@ -366,6 +392,7 @@ TEST_F(CopyThreads, ProtocolErrorWaitsForTheReceiveThread) {
     const size_t n = 8 << 20;
     auto ta = pattern(n, 60);
     std::vector<unsigned char> rb(n);
+    const ends_first ends{*this};
     b->rx_thread_test_delay(200);
     on_done = [&](const odl_completion& c) {
         if (c.ctx == 1) std::memset(rb.data(), 0x5a, n);
@@ -390,6 +417,7 @@ TEST_F(CopyThreads, HeldFramesKeepTheirLinkCredit) {
     const size_t n = 8 << 20;
     auto ta = pattern(n, 50);
     std::vector<unsigned char> rb(n);
+    const ends_first ends{*this};
     b->rx_thread_test_delay(100);
     ASSERT_EQ(b->post_recv(0, 1, rb.data(), n, 1), ODL_OK);
     ASSERT_EQ(a->post_send(0, 1, ta.data(), n, 2), ODL_OK);
@@ -422,6 +450,7 @@ TEST_F(CopyThreads, PeerGoneMidStreamEndsEverything) {
     auto ra = std::make_unique<std::vector<unsigned char>>(n);
     auto tb = pattern(n, 6);
     std::vector<unsigned char> rb(n);
+    const ends_first ends{*this};
     on_done = [&](const odl_completion& c) {
         if (c.ctx == 3) ta.reset();
         if (c.ctx == 2) ra.reset();
@@ -430,7 +459,7 @@ TEST_F(CopyThreads, PeerGoneMidStreamEndsEverything) {
     ASSERT_EQ(a->post_recv(0, 3, ra->data(), n, 2), ODL_OK);
     ASSERT_EQ(a->post_send(0, 3, ta->data(), n, 3), ODL_OK);
     ASSERT_EQ(b->post_send(0, 3, tb.data(), n, 4), ODL_OK);
-    for (int i = 0; i < 100000 && (a->tx_thread().frames < 128 || a->rx_thread().frames < 64); ++i) step();
+    step_while([&] { return a->tx_thread().frames < 128 || a->rx_thread().frames < 64; });
     ASSERT_GE(a->tx_thread().frames, 128u);
     ASSERT_GE(a->rx_thread().frames, 64u);
     b.reset();  // no goodbye: gone
