@@ -162,6 +162,25 @@ TEST(PipelineState, AWakeUpIsWaitedForOnlyByFramesThatFindNoHandlerComing) {
     EXPECT_EQ(st.due(1, at_ns(0), 0, false, false), at_ns(3000));
 }
 
+TEST(PipelineState, NewParametersTakeFramesPutInAfterThemInOrder) {
+    // A slow cable's stage, then (a degrade the other way round, or any
+    // change) a faster one while frames are queued.
+    pipeline_state st(flat(3000, 1000, 0));
+    const auto first = st.due(0, at_ns(0), 0, false, false);
+    const auto second = st.due(0, at_ns(0), 0, false, false);
+    EXPECT_EQ(first, at_ns(3000));
+    EXPECT_EQ(second, at_ns(4000));
+    st.set_params(flat(500, 100, 0));
+    // Queued behind the slow frames: starts when they have left (2000),
+    // then takes the new times, and is never due before them.
+    sc_core::sc_time left;
+    const auto third = st.due(0, at_ns(0), 0, false, false, &left);
+    EXPECT_EQ(third, at_ns(4000));
+    EXPECT_EQ(left, at_ns(2100));
+    // Alone, later: the new stage whole.
+    EXPECT_EQ(st.due(0, at_ns(100000), 0, false, false), at_ns(100500));
+}
+
 TEST(PipelineState, PostsOutOfOrderAreRefused) {
     std::vector<pipeline_post> posts(2);
     posts[0].at = at_ns(10);

@@ -2,8 +2,9 @@
 // Cable model: frame-level serialisation, propagation, errors, link states.
 #include "odl/model/cable/cable.h"
 
+#include "odl/model/cable/bit_errors.h"
+
 #include <algorithm>
-#include <cmath>
 
 #include <fmt/format.h>
 
@@ -17,10 +18,6 @@ cable::cable(sc_core::sc_module_name name, scheduler& sched, trace_log& log,
              std::uint64_t seed)
     : sc_module(name), m_sched(sched), m_log(log), m_cfg(cfg), m_phys(phys),
       m_retrain(retrain_time), m_rng(seed) {}
-
-double cable::uniform() {
-    return static_cast<double>(m_rng() >> 11) * (1.0 / 9007199254740992.0);
-}
 
 bool cable::send(int from, frame_ptr f) {
     if (m_state == link_state::unplugged) {
@@ -119,41 +116,11 @@ void cable::flush_flight() {
 }
 
 bool cable::damage(int from, const frame_ptr& f) {
-    // Poisson number of raw bit errors over the frame's wire bits.
-    const double bits = 8.0 * static_cast<double>(wire_bytes(f->len));
-    const double lambda = m_ber * bits;
     (void)from;
-    double u = uniform();
-    double p = std::exp(-lambda);
-    double cdf = p;
-    unsigned k = 0;
-    while (u > cdf && k < 64) {
-        ++k;
-        p *= lambda / k;
-        cdf += p;
-    }
-    if (k == 0) return false;
-    // Errors land in transport packets. Gen4 RS-FEC corrects a packet with a
-    // single error; older generations (no FEC modelled) lose any hit packet.
-    const std::uint64_t packets =
-        (f->len + transport_payload_bytes - 1) / transport_payload_bytes;
-    std::uint64_t hit[64];
-    for (unsigned i = 0; i < k; ++i)
-        hit[i] = static_cast<std::uint64_t>(uniform() * static_cast<double>(packets));
-    std::sort(hit, hit + k);
-    bool damaged = false;
-    for (unsigned i = 0; i < k;) {
-        unsigned j = i;
-        while (j < k && hit[j] == hit[i]) ++j;
-        if (m_cfg.gen == generation::gen4 && j - i == 1) {
-            ++m_stats.errors_corrected;
-        } else {
-            ++m_stats.packets_damaged;
-            damaged = true;
-        }
-        i = j;
-    }
-    return damaged;
+    const frame_errors e = draw_frame_errors(m_cfg.gen, m_ber, f->len, m_rng);
+    m_stats.errors_corrected += e.corrected;
+    m_stats.packets_damaged += e.packets_damaged;
+    return e.damaged();
 }
 
 void cable::return_credits(int from) {
@@ -216,11 +183,9 @@ void cable::retrain() {
 }
 
 void cable::degrade(generation gen, unsigned lanes) {
-    m_cfg.gen = gen;
-    m_cfg.lanes = lanes;
+    m_cfg = degraded(m_cfg, gen, lanes);
     m_ser_len[0] = m_ser_len[1] = 0;  // rates changed
     m_prop_valid = false;
-    if (gen != generation::gen4) m_cfg.asymmetric = false;
     m_log.event(name(), fmt::format("degrade {} lanes={}", to_string(gen), lanes));
     retrain();
 }

@@ -28,6 +28,13 @@ std::string_view to_string(generation g) {
     return "?";
 }
 
+link_config degraded(link_config c, generation gen, unsigned lanes) {
+    c.gen = gen;
+    c.lanes = lanes;
+    if (gen != generation::gen4) c.asymmetric = false;
+    return c;
+}
+
 std::optional<std::string> validate(const link_config& c) {
     if (c.asymmetric) {
         if (c.gen != generation::gen4)

@@ -352,8 +352,7 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     auto* timing = app.add_option("--sim-timing", sim.timing,
                                   "--sim: event (the full model, every action), pipeline (a reduced model fitted "
                                   "to the full one at start, no action per frame, refused where it is more than 5 % "
-                                  "off) or auto (pipeline where it fits and the scenario has plug and unplug events "
-                                  "only, else event; the default; docs/sim.md)")
+                                  "off) or auto (pipeline where it fits, else event; the default; docs/sim.md)")
                        ->check(CLI::IsMember({"auto", "event", "pipeline"}));
     auto* gen_opt = app.get_option("--gen");
 #endif

@@ -23,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "odl/model/cable/bit_errors.h"
 #include "odl/model/core/scheduler.h"
 #include "odl/model/reduced/pipeline.h"
 #include "odl/model/scenario/system.h"
@@ -139,14 +140,6 @@ struct sim_server::client {
 namespace {
 constexpr std::uint64_t k_not_put = ~std::uint64_t{0};
 
-/// The first of @cfg's events the reduced model cannot follow (it has no
-/// bit errors, retraining or lanes to lose), or none.
-const scenario_event* beyond_pipeline(const sim_server_config& cfg) {
-    for (const auto& e : cfg.events)
-        if (e.kind != event_kind::plug && e.kind != event_kind::unplug) return &e;
-    return nullptr;
-}
-
 // The two hosts of @cfg, A and B. The programs' bytes never enter the model
 // (the peer reads them from the sender's ring): its NHIs need only each
 // frame's header, which saves two 4 KiB copies per frame and changes no
@@ -172,7 +165,7 @@ sim_server::sim_server(sim_server_config cfg)
         if (e.kind == event_kind::host_reset || e.cable != 0)
             throw std::runtime_error("the sim backend applies cable events of one cable only (no host-reset: the "
                                      "hosts are the programs)");
-    std::optional<pipeline_params> pipe;
+    std::optional<pipeline_plan> pipe;
     std::string report;
     if (m_cfg.timing == sim_server_config::timing::pipeline) {
         pipe = fit_checked_pipeline(m_cfg, &report);
@@ -183,11 +176,20 @@ sim_server::sim_server(sim_server_config cfg)
         // Said once at start: what the timing is and why (the banner names it).
         if (!pipe) fmt::print(stderr, "odl-linkd: {}: the full model (--sim-timing event): {}\n", m_tag, why);
     }
-    if (pipe && m_cfg.verbose) fmt::print(stderr, "odl-linkd: {}: {}\n", m_tag, report);
+    if (pipe && m_cfg.verbose) {
+        std::size_t at = 0;  // a line per stage
+        for (std::size_t nl; (nl = report.find('\n', at)) != std::string::npos; at = nl + 1)
+            fmt::print(stderr, "odl-linkd: {}: {}\n", m_tag, report.substr(at, nl - at));
+        fmt::print(stderr, "odl-linkd: {}: {}\n", m_tag, report.substr(at));
+    }
     cable_spec cs;
     cs.cfg = m_cfg.link;
     m_sys = std::make_unique<system_model>(hosts, std::vector<cable_spec>{cs}, m_cfg.cal.link, m_cfg.seed, false);
-    if (pipe) m_stage = std::make_unique<pipeline_state>(*pipe);
+    if (pipe) {
+        m_stage = std::make_unique<pipeline_state>(pipe->start);
+        m_stage_after = std::move(pipe->after);
+        m_ber_rng.seed(m_cfg.seed ^ 0x6265725f70697065ull);  // its own stream: the full model's cable has one
+    }
     for (int h = 0; h < 2; ++h) {
         m_sys->hosts[h].drv->on_frame(
             [this, h](unsigned, std::uint32_t tag, const sc_core::sc_time& due) { delivered(h, tag, due); });
@@ -202,10 +204,6 @@ sim_server::~sim_server() {
 
 void check(const sim_server_config& cfg) {
     if (auto why = validate(cfg.link)) throw std::runtime_error("bad cable: " + *why);
-    if (const scenario_event* e = beyond_pipeline(cfg); e && cfg.timing == sim_server_config::timing::pipeline)
-        throw std::runtime_error(fmt::format("pipeline timing has no {} (only plug and unplug): use the full model "
-                                             "(--sim-timing event) for this scenario",
-                                             event_name(*e)));
     if (cfg.links == 0 || cfg.link_index >= cfg.links || cfg.links > 256)
         throw std::runtime_error(fmt::format("link {} of {}: no such link", cfg.link_index, cfg.links));
     (void)cfg.cal.get(cfg.profile);  // throws naming the profiles there are
@@ -220,36 +218,66 @@ std::string describe(const sim_server_config& cfg) {
                        cfg.timing == sim_server_config::timing::pipeline ? " pipeline" : "");
 }
 
-pipeline_params fit_checked_pipeline(const sim_server_config& cfg, std::string* report) {
-    check(cfg);
-    const std::vector<host_spec> hosts = hosts_of(cfg);
+namespace {
+/// The reduced model fitted to @cfg's hosts on @link and checked against
+/// the full model; throws pipeline_misfit naming the worst workload.
+pipeline_params fit_checked_stage(const sim_server_config& cfg, const link_config& link, std::string* report) {
+    sim_server_config c = cfg;
+    c.link = link;
+    const std::vector<host_spec> hosts = hosts_of(c);
     cable_spec cs;
-    cs.cfg = cfg.link;
-    const pipeline_params p = fit_pipeline(hosts, cs, cfg.cal.link, cfg.seed);
+    cs.cfg = link;
+    const pipeline_params p = fit_pipeline(hosts, cs, c.cal.link, c.seed);
     // Another seed for the check: the full model's host noise differs.
-    const pipeline_check c = check_pipeline(hosts, cs, cfg.cal.link, cfg.seed + 1000, p);
-    const pipeline_check_row& w = c.worst();
-    if (std::abs(w.error()) > cfg.pipeline_tolerance)
+    const pipeline_check chk = check_pipeline(hosts, cs, c.cal.link, c.seed + 1000, p);
+    const pipeline_check_row& w = chk.worst();
+    if (std::abs(w.error()) > c.pipeline_tolerance)
         throw pipeline_misfit(fmt::format(
             "pipeline timing does not fit {}: {}: {:.1f} against the full model's {:.1f} ({:+.1f} %, tolerance "
             "{:.0f} %)",
-            describe(cfg), w.what, w.reduced, w.full, 100 * w.error(), 100 * cfg.pipeline_tolerance));
+            describe(c), w.what, w.reduced, w.full, 100 * w.error(), 100 * c.pipeline_tolerance));
     if (report)
-        *report = fmt::format("pipeline timing: {}; checked on {} workloads against the full model, worst {} "
-                              "({:+.1f} %)",
-                              p.summary(), c.rows.size(), w.what, 100 * w.error());
+        *report = fmt::format("{}; checked on {} workloads against the full model, worst {} ({:+.1f} %)", p.summary(),
+                              chk.rows.size(), w.what, 100 * w.error());
     return p;
 }
+}  // namespace
 
-std::optional<pipeline_params> auto_pipeline(const sim_server_config& cfg, std::string* why, std::string* report) {
+pipeline_plan fit_checked_pipeline(const sim_server_config& cfg, std::string* report) {
+    check(cfg);
+    pipeline_plan plan;
+    std::string line;
+    plan.start = fit_checked_stage(cfg, cfg.link, report ? &line : nullptr);
+    if (report) *report = "pipeline timing: " + line;
+    // The cable each degrade retrains into (events are in time order), one
+    // fit per distinct cable.
+    plan.after.resize(cfg.events.size());
+    link_config link = cfg.link;
+    std::vector<std::pair<link_config, std::size_t>> fitted;
+    for (std::size_t i = 0; i < cfg.events.size(); ++i) {
+        const scenario_event& e = cfg.events[i];
+        if (e.kind != event_kind::degrade) continue;
+        link = degraded(link, e.gen, e.lanes);
+        if (auto why = validate(link))
+            throw std::runtime_error(fmt::format("the scenario's {} leaves an impossible cable: {}", event_name(e), *why));
+        const auto same = std::find_if(fitted.begin(), fitted.end(), [&](const auto& f) {
+            return f.first.gen == link.gen && f.first.lanes == link.lanes && f.first.asymmetric == link.asymmetric;
+        });
+        if (same != fitted.end()) {
+            plan.after[i] = plan.after[same->second];
+            continue;
+        }
+        plan.after[i] = fit_checked_stage(cfg, link, report ? &line : nullptr);
+        fitted.emplace_back(link, i);
+        if (report) *report += fmt::format("\npipeline timing after the {}: {}", event_name(e), line);
+    }
+    return plan;
+}
+
+std::optional<pipeline_plan> auto_pipeline(const sim_server_config& cfg, std::string* why, std::string* report) {
     sim_server_config c = cfg;
     c.timing = sim_server_config::timing::event;
     check(c);  // bad input is refused, not a reason to pick a timing
-    if (const scenario_event* e = beyond_pipeline(c)) {
-        if (why) *why = fmt::format("the scenario's {} needs it (pipeline timing has plug and unplug only)",
-                                    event_name(*e));
-        return std::nullopt;
-    }
     c.timing = sim_server_config::timing::pipeline;
     try {
         return fit_checked_pipeline(c, report);
@@ -302,13 +330,18 @@ void sim_server::start_model() {
     m_t0_ns = std::int64_t(mono_ns()) - std::int64_t(ns_of(t));
     // The scenario's timeline starts now, as the programs can start.
     cable& cab = *m_sys->cables[0];
-    for (const auto& e : m_cfg.events) {
-        m_sys->sched.at(t + e.at, [this, &cab, e] {
+    for (std::size_t i = 0; i < m_cfg.events.size(); ++i) {
+        const scenario_event& e = m_cfg.events[i];
+        m_sys->sched.at(t + e.at, [this, &cab, e, i] {
             switch (e.kind) {
             case event_kind::plug: cab.plug(); break;
             case event_kind::unplug: cab.unplug(); break;
             case event_kind::retrain: cab.retrain(); break;
-            case event_kind::degrade: cab.degrade(e.gen, e.lanes); break;
+            case event_kind::degrade:
+                cab.degrade(e.gen, e.lanes);
+                // Frames taken from now on cross the cable it retrains into.
+                if (m_stage && i < m_stage_after.size() && m_stage_after[i]) m_stage->set_params(*m_stage_after[i]);
+                break;
             case event_kind::ber: cab.set_ber(e.ber); break;
             case event_kind::host_reset: break;  // refused in the constructor
             }
@@ -502,6 +535,12 @@ void sim_server::stage_frame(int end, pending p, std::uint32_t payload, bool som
     m_pending[end].push_back(p);
 }
 
+bool sim_server::stage_damaged(const pending& p) {
+    const cable& cab = *m_sys->cables[0];
+    if (cab.ber() <= 0) return false;
+    return draw_frame_errors(cab.config().gen, cab.ber(), p.len, m_ber_rng).damaged();
+}
+
 bool sim_server::stage_next(std::uint64_t& ns) const {
     bool any = false;
     for (const auto& q : m_pending)
@@ -520,8 +559,9 @@ bool sim_server::stage_deliver(std::uint64_t upto) {
         for (; !q.empty() && q.front().leave_ns <= upto; ++n) {
             const pending& p = q.front();
             m_stage_used = std::max(m_stage_used, p.leave_ns);
-            // A frame in flight when the cable went is lost.
-            if (!p.lost && m_link_up[to]) {
+            // A frame in flight when the cable went is lost, and one a bit
+            // error damaged (its receiver drops it, as the full model's does).
+            if (!p.lost && m_link_up[to] && !stage_damaged(p)) {
                 deliver_front(to, std::uint64_t(m_t0_ns) + p.due_ns);
                 continue;
             }

@@ -120,7 +120,6 @@ private:
     void schedule_up();
     /// Applies bit errors to @f; returns true when it arrives damaged.
     bool damage(int from, const frame_ptr& f);
-    double uniform();
 
     scheduler& m_sched;
     trace_log& m_log;

@@ -36,6 +36,10 @@ struct link_physics {
     double cable_ns_per_m = 5.0;           ///< propagation
 };
 
+/// @c after a degrade to @gen x @lanes (the cable retrains into it):
+/// asymmetry is Gen4's only.
+link_config degraded(link_config c, generation gen, unsigned lanes);
+
 /// Returns why @c is impossible, or nullopt when it is valid.
 std::optional<std::string> validate(const link_config& c);
 

@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,12 +18,11 @@
 #include "odl/model/cable/link_config.h"
 #include "odl/model/host/platform.h"
 #include "odl/model/linkd/unix_listen.h"
+#include "odl/model/reduced/pipeline.h"
 #include "odl/model/scenario/scenario.h"
 
 namespace odl::model {
 class system_model;
-class pipeline_state;
-struct pipeline_params;
 }
 
 namespace odl::model::linkd {
@@ -57,13 +57,12 @@ struct sim_server_config {
     unsigned links = 1;
     /// Who decides when a frame arrives: the full model (every action of
     /// the hosts, NHIs, routers and cable), or the reduced one fitted to it
-    /// at start (odl/model/reduced/pipeline.h: one action per frame), which
+    /// at start (odl/model/reduced/pipeline.h: no action per frame), which
     /// the server refuses when it is further than pipeline_tolerance from
     /// the full model on its check's workloads; automatic (odl-linkd's
-    /// default): the reduced one where it fits and the events are plug and
-    /// unplug only, else the full model, which costs about a microsecond of
-    /// a core per frame, more than a TB5 link's frame time, so it falls
-    /// behind the wall clock on many machines.
+    /// default): the reduced one where it fits, else the full model, which
+    /// costs about a microsecond of a core per frame, more than a TB5
+    /// link's frame time, so it falls behind the wall clock on many machines.
     enum class timing { event, pipeline, automatic } timing = timing::event;
     double pipeline_tolerance = 0.05;
     /// From the router: the programs' connections and control commands
@@ -74,12 +73,20 @@ struct sim_server_config {
 /// Throws std::runtime_error naming what @cfg gets wrong (cable, link
 /// index, profiles): what the constructor refuses, without building a model.
 void check(const sim_server_config& cfg);
+/// The reduced model of a run: the stage fitted to the cable as it starts,
+/// and for each of the scenario's degrades the stage of the cable it
+/// retrains into (bit errors, retraining and unplugs need no stage of their
+/// own: the server draws the errors per frame, and the full model, which
+/// still runs, keeps the link's state).
+struct pipeline_plan {
+    pipeline_params start;
+    std::vector<std::optional<pipeline_params>> after;  ///< index: cfg.events; set for degrades
+};
 /// With cfg.timing pipeline: the reduced model fitted to the full model of
-/// @cfg's hosts and cable, checked against it; throws std::runtime_error
-/// naming the workload that is off by more than the tolerance. The cable's
-/// events must be plug and unplug only (the reduced model has no bit errors,
-/// retraining or lanes to lose).
-pipeline_params fit_checked_pipeline(const sim_server_config& cfg, std::string* report = nullptr);
+/// @cfg's hosts and cable (and each cable a degrade leaves), checked against
+/// it; throws pipeline_misfit naming the workload that is off by more than
+/// the tolerance. @report, if given, gets a line per stage (for -v).
+pipeline_plan fit_checked_pipeline(const sim_server_config& cfg, std::string* report = nullptr);
 /// fit_checked_pipeline()'s refusal when the reduced model is off by more
 /// than the tolerance (bad input is a plain std::runtime_error).
 struct pipeline_misfit : std::runtime_error {
@@ -87,11 +94,10 @@ struct pipeline_misfit : std::runtime_error {
         : std::runtime_error(why + "; use the full model (--sim-timing event)"), reason(why) {}
     std::string reason;  ///< without the advice
 };
-/// What --sim-timing auto runs for @cfg: the reduced model's fitted stage
-/// where it fits, else nothing, and @why says why the full model runs (the
-/// scenario's events, or the workload the reduced model missed). Bad input
-/// throws as check() does.
-std::optional<pipeline_params> auto_pipeline(const sim_server_config& cfg, std::string* why,
+/// What --sim-timing auto runs for @cfg: the reduced model's fitted stages
+/// where they fit, else nothing, and @why says why the full model runs (the
+/// workload the reduced model missed). Bad input throws as check() does.
+std::optional<pipeline_plan> auto_pipeline(const sim_server_config& cfg, std::string* why,
                                              std::string* report = nullptr);
 /// "<profile> <gen>x<lanes>[ asym] <length> m[ pipeline]", as HELLO tells clients.
 std::string describe(const sim_server_config& cfg);
@@ -219,6 +225,9 @@ private:
     bool stage_deliver(std::uint64_t upto);
     /// Pipeline timing: the model time (ns) the next frame leaves its stage.
     bool stage_next(std::uint64_t& ns) const;
+    /// Pipeline timing: whether bit errors damage @p as it leaves (the
+    /// cable's rate and generation now, cable/bit_errors.h).
+    bool stage_damaged(const pending& p);
     /// The frame at the front of m_pending[1 - @to] reaches end @to, due
     /// at @due (wall-clock ns).
     bool deliver_front(int to, std::uint64_t due);  ///< false: nobody to read it
@@ -246,6 +255,10 @@ private:
     /// --sim-timing pipeline: the reduced model, run by the server itself
     /// (no scheduler action per frame); frames wait in m_pending.
     std::unique_ptr<pipeline_state> m_stage;
+    std::vector<std::optional<pipeline_params>> m_stage_after;  ///< pipeline_plan::after
+    /// Pipeline timing's bit errors: drawn per frame as it leaves, at the
+    /// cable's rate then (the full model's cable keeps the scenario's rate).
+    std::mt19937_64 m_ber_rng;
     std::uint64_t m_stage_left[2] = {0, 0};  ///< the latest leaving time staged, per sending end
     std::uint64_t m_stage_used = 0;  ///< model time of the stage's last post or delivery (ns)
     std::int64_t m_t0_ns = 0;  ///< wall time of model time 0

@@ -81,6 +81,10 @@ public:
     /// leaves the bottleneck (never after the due time; in order too).
     sc_core::sc_time due(int from, const sc_core::sc_time& now, std::uint32_t payload, bool som, bool eom,
                          sc_core::sc_time* left = nullptr);
+    /// Frames put in from now on take @p's times (the cable retrained into
+    /// another generation or width); those already in keep theirs, and the
+    /// order holds across the change.
+    void set_params(const pipeline_params& p) { m_p = p; }
 
 private:
     pipeline_params m_p;
