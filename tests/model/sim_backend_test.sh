@@ -738,7 +738,7 @@ step "pipeline timing: bit errors (the ber scenario): frames lost, resent, every
 ber_stream --sim-timing pipeline
 grep -q "tb5x2 1 m pipeline" "$tmp/linkd.log" || fail "the ber scenario did not get pipeline timing: $(cat "$tmp/linkd.log")"
 
-step "pipeline timing: a degrade (TB5 x2 to Gen2 x1 at 200 ms) retrains the link into the slower cable's stage"
+step "pipeline timing: a degrade (TB5 x2 to Gen2 x1 at 200 ms) retrains the link into the slower cable's stage; a retrain"
 # Fitted at start for both cables; at the degrade the stage takes the
 # slower cable's times. Programs started after the retrain see the slower
 # cable: a 64 KiB message never arrives sooner than its bytes take on it
@@ -753,6 +753,7 @@ cables:
   - {between: [a, b], generation: tb5, lanes: 2, length: 1m}
 events:
   - {at: 200ms, event: degrade, cable: 0, generation: usb4-gen2, lanes: 1}
+  - {at: 300ms, event: retrain, cable: 0}
 workloads:
   - {name: bulk, type: stream, from: a, to: b, size: 1MiB, count: 4}
 YAML
@@ -763,8 +764,9 @@ stop_server
 start_server --scenario "$tmp/degrade.yaml" --sim-timing pipeline -v
 grep -q "sim: pipeline timing after the degrade to usb4-gen2 x1: A->B" "$tmp/linkd.log" ||
 	fail "no stage fitted for the degraded cable: $(cat "$tmp/linkd.log")"
-for _ in $(seq 50); do grep -q "degrade to usb4-gen2 x1 at 200 ms" "$tmp/linkd.log" && break; sleep 0.1; done
-sleep 0.5  # the retrain: 100 us of link training, then the programs may come
+for _ in $(seq 50); do grep -q "retrain at 300 ms" "$tmp/linkd.log" && break; sleep 0.1; done
+grep -q "degrade to usb4-gen2 x1 at 200 ms" "$tmp/linkd.log" || fail "no degrade in the log: $(cat "$tmp/linkd.log")"
+sleep 0.2  # the retrain: 100 us of link training, then the programs may come
 "$odl" perf latency --backend sim -s 64K -n 100 --warmup 10 --checksum --json --quiet >"$tmp/deglat.json" \
 	2>"$tmp/deglat.log" || fail "perf latency after the degrade: $(cat "$tmp/deglat.log")"
 "$odl" perf bandwidth --backend sim -s 64K --bytes 128M --checksum --json --quiet >"$tmp/deg.json" 2>"$tmp/deg.log" ||
