@@ -771,6 +771,19 @@ sleep 0.2  # the retrain: 100 us of link training, then the programs may come
 	2>"$tmp/deglat.log" || fail "perf latency after the degrade: $(cat "$tmp/deglat.log")"
 "$odl" perf bandwidth --backend sim -s 64K --bytes 128M --checksum --json --quiet >"$tmp/deg.json" 2>"$tmp/deg.log" ||
 	fail "perf bandwidth after the degrade: $(cat "$tmp/deg.log")"
+# A program that comes now is told the cable it finds.
+python3 - "$ODL_SIM_SOCKET" "$slow" <<'PY' || fail "HELLO after the degrade"
+import socket, struct, sys
+from sim_proto import HELLO, join
+s, _ = join(sys.argv[1], "late")
+s.settimeout(5)
+data, fds, _, _ = socket.recv_fds(s, 256, 4)
+assert struct.unpack_from("<H", data)[0] == HELLO, data
+rate = struct.unpack_from("<I", data, 32 + 8)[0]
+name = struct.unpack_from("36s", data, 32 + 28)[0].rstrip(b"\0").decode()
+assert rate == int(sys.argv[2]) and " usb4-gen2x1 " in name, (rate, name)
+print("HELLO after the degrade: %s, %d Mb/s" % (name, rate))
+PY
 stop_server
 python3 - "$tmp/deglat.json" "$tmp/deg.json" "$slow" <<'PY' || fail "the runs after the degrade"
 import json, sys

@@ -210,13 +210,14 @@ void check(const sim_server_config& cfg) {
     if (!cfg.profile_b.empty()) (void)cfg.cal.get(cfg.profile_b);
 }
 
-std::string describe(const sim_server_config& cfg) {
+std::string describe(const sim_server_config& cfg, const link_config& link) {
     const std::string prof =
         cfg.profile_b.empty() || cfg.profile_b == cfg.profile ? cfg.profile : cfg.profile + "/" + cfg.profile_b;
-    return fmt::format("{} {}x{}{} {:g} m{}", prof, to_string(cfg.link.gen), cfg.link.lanes,
-                       cfg.link.asymmetric ? " asym" : "", cfg.link.length_m,
-                       cfg.timing == sim_server_config::timing::pipeline ? " pipeline" : "");
+    return fmt::format("{} {}x{}{} {:g} m{}", prof, to_string(link.gen), link.lanes, link.asymmetric ? " asym" : "",
+                       link.length_m, cfg.timing == sim_server_config::timing::pipeline ? " pipeline" : "");
 }
+
+std::string describe(const sim_server_config& cfg) { return describe(cfg, cfg.link); }
 
 namespace {
 /// The reduced model fitted to @cfg's hosts on @link and checked against
@@ -292,14 +293,17 @@ std::optional<pipeline_plan> auto_pipeline(const sim_server_config& cfg, std::st
     }
 }
 
-std::uint32_t rate_mbps(const sim_server_config& cfg, int end) {
-    return static_cast<std::uint32_t>(payload_gbps(cfg.link, cfg.cal.link.physics, end, ODL_FRAME_MAX_BYTES) *
-                                      1000.0);
+std::uint32_t rate_mbps(const sim_server_config& cfg, const link_config& link, int end) {
+    return static_cast<std::uint32_t>(payload_gbps(link, cfg.cal.link.physics, end, ODL_FRAME_MAX_BYTES) * 1000.0);
 }
 
-std::string sim_server::describe() const { return linkd::describe(m_cfg); }
+std::uint32_t rate_mbps(const sim_server_config& cfg, int end) { return rate_mbps(cfg, cfg.link, end); }
 
-std::uint32_t sim_server::rate_mbps(int end) const { return linkd::rate_mbps(m_cfg, end); }
+// The cable as it is now: a scenario's degrade changes it, and a program
+// that comes after it is told the cable it finds.
+std::string sim_server::describe() const { return linkd::describe(m_cfg, m_sys->cables[0]->config()); }
+
+std::uint32_t sim_server::rate_mbps(int end) const { return linkd::rate_mbps(m_cfg, m_sys->cables[0]->config(), end); }
 
 bool sim_server::listen(std::string& err) {
     if (!m_listen.open(m_cfg.socket_path, err)) return false;

@@ -99,9 +99,13 @@ struct pipeline_misfit : std::runtime_error {
 /// workload the reduced model missed). Bad input throws as check() does.
 std::optional<pipeline_plan> auto_pipeline(const sim_server_config& cfg, std::string* why,
                                              std::string* report = nullptr);
-/// "<profile> <gen>x<lanes>[ asym] <length> m[ pipeline]", as HELLO tells clients.
+/// "<profile> <gen>x<lanes>[ asym] <length> m[ pipeline]", as HELLO tells
+/// clients: @cfg's hosts and timing on @link (default: cfg.link).
+std::string describe(const sim_server_config& cfg, const link_config& link);
 std::string describe(const sim_server_config& cfg);
-/// Payload rate of 4 KiB frames sent from @end (0 = A), Mb/s.
+/// Payload rate of 4 KiB frames sent from @end (0 = A) on @link (default:
+/// cfg.link), Mb/s.
+std::uint32_t rate_mbps(const sim_server_config& cfg, const link_config& link, int end);
 std::uint32_t rate_mbps(const sim_server_config& cfg, int end);
 
 /// The router <-> link process channel (SOCK_SEQPACKET): the first byte
@@ -158,9 +162,11 @@ public:
     void stop() { m_stop.store(true); }
     const sim_server_stats& stats() const { return m_stats; }
     const sim_turn_profile& profile() const { return m_prof; }
-    /// "<profile> <gen>x<lanes>[ asym] <length> m", as HELLO tells clients.
+    /// "<profile> <gen>x<lanes>[ asym] <length> m", as HELLO tells clients:
+    /// the cable as it is now (after a scenario's degrade, the new one).
     std::string describe() const;
-    /// Payload rate of 4 KiB frames sent from @end (0 = A), Mb/s.
+    /// Payload rate of 4 KiB frames sent from @end (0 = A) on the cable as
+    /// it is now, Mb/s.
     std::uint32_t rate_mbps(int end) const;
 
 private:
