@@ -1,19 +1,32 @@
 # SPDX-License-Identifier: MIT
-"""The sim protocol as sim_backend_test.sh's hand-made programs speak it:
-include/odl/wire/sim.h, version 7, in one place for every snippet."""
+"""The sim protocol as sim_backend_test.sh's hand-made programs speak it,
+in one place for every snippet. The constants come from the one definition,
+include/odl/wire/sim.h; HELLO's layout is checked against its size there."""
 import mmap
 import os
+import re
 import socket
 import struct
 
-MAGIC, VERSION, SLOTS, SLOT, DESC, HDR = 0x4d53444F, 7, 512, 64 + 4096, 32, 384
+_SIM_H = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../include/odl/wire/sim.h")).read()
+
+
+def _define(name):
+    return int(re.search(r"#define %s (0x[0-9a-fA-F]+|\d+)u" % name, _SIM_H).group(1), 0)
+
+
+MAGIC, VERSION, SLOTS = _define("ODL_SIM_MAGIC"), _define("ODL_SIM_VERSION"), _define("ODL_SIM_SLOTS")
+SLOT, DESC, HDR = 64 + 4096, 32, 384
+_HELLO_FMT = "<IHBBIII II68s"
+assert struct.calcsize(_HELLO_FMT) == int(re.search(r"ODL_WIRE_SIZE\(struct odl_sim_hello, (\d+)\)", _SIM_H).group(1)), \
+    "sim_proto.py's HELLO layout is not sim.h's"
 SIZE = HDR + SLOTS * SLOT + SLOTS * DESC
 HELLO, LINK, BYE, WAKE, PEER = 1, 4, 5, 6, 7
 
 
 def hello(end=0xFF, pid=None, version=VERSION, rate=0, window=0, profile=b"", link=0, links=0, answer_ns=0):
     """A HELLO payload (struct odl_sim_hello)."""
-    return struct.pack("<IHBBIII II36s", MAGIC, version, end, link, rate, window,
+    return struct.pack(_HELLO_FMT, MAGIC, version, end, link, rate, window,
                        os.getpid() if pid is None else pid, links, answer_ns, profile)
 
 

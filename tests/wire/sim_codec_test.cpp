@@ -77,6 +77,8 @@ TEST(SimCodec, EveryRefusalHasAReason) {
     magic.magic = 0;
     auto version = hello(0);
     version.version = odl_cpu_le16(ODL_SIM_VERSION + 1);
+    auto old = hello(0);
+    old.version = odl_cpu_le16(7);
     auto no_end = server_hello(2, 0, 1);
     auto no_links = server_hello(0, 0, 0);
     auto past_links = server_hello(1, 2, 2);
@@ -91,6 +93,9 @@ TEST(SimCodec, EveryRefusalHasAReason) {
         {msg(ODL_SIM_HELLO, sizeof(h) - 4, 0, &h), ODL_SIM_SIDE_CLIENT, "wrong length"},
         {msg(ODL_SIM_HELLO, sizeof(magic), 0, &magic), ODL_SIM_SIDE_CLIENT, "magic"},
         {msg(ODL_SIM_HELLO, sizeof(version), 0, &version), ODL_SIM_SIDE_CLIENT, "version"},
+        // Version 7's shorter HELLO: named for its version, not its length.
+        {msg(ODL_SIM_HELLO, 64, 0, &old), ODL_SIM_SIDE_CLIENT, "another protocol version"},
+        {msg(ODL_SIM_HELLO, 5, 0, &h), ODL_SIM_SIDE_CLIENT, "wrong length"},
         {msg(ODL_SIM_HELLO, sizeof(no_end), 0, &no_end), ODL_SIM_SIDE_SERVER, "names no end"},
         {msg(ODL_SIM_HELLO, sizeof(no_links), 0, &no_links), ODL_SIM_SIDE_SERVER, "models no link"},
         {msg(ODL_SIM_HELLO, sizeof(past_links), 0, &past_links), ODL_SIM_SIDE_SERVER, "does not model"},

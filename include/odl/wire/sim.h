@@ -32,11 +32,12 @@
 
 #define ODL_SIM_MAGIC 0x4d53444fu /* "ODSM" little-endian, in HELLO and the shm */
 /* 2: frames in shared rings; 3: read from the sender's; 4: links; 5: clients
- * sleep; 6: descriptors carry their hand-over time; 7: HELLO's answer_ns */
-#define ODL_SIM_VERSION 7u
+ * sleep; 6: descriptors carry their hand-over time; 7: HELLO's answer_ns;
+ * 8: HELLO's profile holds two profiles and a degraded cable's name */
+#define ODL_SIM_VERSION 8u
 
 #define ODL_SIM_HDR_BYTES 32u
-#define ODL_SIM_MAX_DATAGRAM (ODL_SIM_HDR_BYTES + 64u)
+#define ODL_SIM_MAX_DATAGRAM (ODL_SIM_HDR_BYTES + 96u)
 
 /* Slots per ring (a power of two). */
 #define ODL_SIM_SLOTS 512u
@@ -109,7 +110,10 @@ ODL_WIRE_SIZE(struct odl_sim_hdr, 32);
  *	due: a send it asks for after a receive completion was handed to it is
  *	stamped up to that much earlier, never before that completion's due
  *	time; a client takes at most ODL_SIM_ANSWER_MAX_NS of it. Client: zero
- * @profile: server: "<platform profile> <cable>", NUL-padded; client: zero
+ * @profile: server: "<platform profile(s)> <cable>[ pipeline]", the cable as
+ *	it is when the client comes, NUL-padded (at most 67 characters: up to
+ *	version 7 it had 35, and "apple-tb5/intel-tb5-discrete tb4x2 2 m
+ *	pipeline" lost its end); client: zero
  */
 struct odl_sim_hello {
 	__le32 magic;
@@ -121,9 +125,9 @@ struct odl_sim_hello {
 	__le32 pid;
 	__le32 links;
 	__le32 answer_ns;
-	char profile[36];
+	char profile[68];
 };
-ODL_WIRE_SIZE(struct odl_sim_hello, 64);
+ODL_WIRE_SIZE(struct odl_sim_hello, 96);
 
 #define ODL_SIM_END_ANY 0xffu
 

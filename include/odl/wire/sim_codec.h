@@ -44,14 +44,22 @@ static inline const char *odl_sim_check(const void *buf, size_t n, enum odl_sim_
 	switch (odl_le16(h.type)) {
 	case ODL_SIM_HELLO: {
 		struct odl_sim_hello hello;
+		__le32 magic;
+		__le16 version;
 
+		/* Magic and version first: the HELLO of another version, of
+		 * another length too, is named for what it is. */
+		if (len < sizeof(magic) + sizeof(version))
+			return "HELLO of the wrong length";
+		memcpy(&magic, (const char *)buf + sizeof(h), sizeof(magic));
+		memcpy(&version, (const char *)buf + sizeof(h) + sizeof(magic), sizeof(version));
+		if (odl_le32(magic) != ODL_SIM_MAGIC)
+			return "HELLO with a bad magic number";
+		if (odl_le16(version) != ODL_SIM_VERSION)
+			return "HELLO of another protocol version";
 		if (len != sizeof(hello))
 			return "HELLO of the wrong length";
 		memcpy(&hello, (const char *)buf + sizeof(h), sizeof(hello));
-		if (odl_le32(hello.magic) != ODL_SIM_MAGIC)
-			return "HELLO with a bad magic number";
-		if (odl_le16(hello.version) != ODL_SIM_VERSION)
-			return "HELLO of another protocol version";
 		if (from == ODL_SIM_SIDE_SERVER) {
 			if (hello.end > 1 && hello.end != ODL_SIM_END_ANY)
 				return "server HELLO names no end";
