@@ -14,6 +14,7 @@
 #include "odl_cli_checks.h"
 #include "hil_calibrate.h"
 #include "hil_compare.h"
+#include "results_dir.h"
 #include "hil_predict.h"
 #include "hil_results.h"
 #include "model_commands.h"
@@ -87,8 +88,7 @@ loaded load(const char* what, const hil_model_opts& o) {
 }
 
 std::string default_run_dir(const odl::hil::pair& p, const std::string& scenario, const char* what) {
-    const char* b = std::getenv("ODL_BUILD_DIR");
-    const std::string base = b && *b ? b : ODL_BINARY_DIR_DEFAULT;
+    const std::string base = results_base();
     const std::time_t t = std::time(nullptr);
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::gmtime(&t));

@@ -16,6 +16,7 @@
 #include "model_commands.h"
 #include "odl/model/sweep/html_report.h"
 #include "png.h"
+#include "results_dir.h"
 #include "odl/model/sweep/fit.h"
 #include "odl/model/sweep/sweep.h"
 
@@ -63,8 +64,7 @@ std::uint64_t parse_size(const std::string& sub, const std::string& s) {
 
 std::string out_dir(const model_opts& o, const char* what) {
     if (!o.out.empty()) return o.out;
-    const char* b = std::getenv("ODL_BUILD_DIR");
-    return std::string(b && *b ? b : ODL_BINARY_DIR_DEFAULT) + "/model/" + what;
+    return results_base() + "/model/" + what;
 }
 
 namespace m = odl::model;

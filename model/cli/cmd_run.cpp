@@ -11,6 +11,7 @@
 
 #include "odl_cli_checks.h"
 #include "model_commands.h"
+#include "results_dir.h"
 #include "run_hosts.h"
 #include "run_vm.h"
 #include "odl/model/scenario/runner.h"
@@ -35,11 +36,7 @@ struct run_opts {
     std::exit(rc);
 }
 
-std::string default_out(const std::string& name) {
-    const char* b = std::getenv("ODL_BUILD_DIR");
-    const std::string base = b && *b ? b : ODL_BINARY_DIR_DEFAULT;
-    return base + "/runs/" + name;
-}
+std::string default_out(const std::string& name) { return results_base() + "/runs/" + name; }
 
 int run(const run_opts& o) {
     if (o.on == "vm") {

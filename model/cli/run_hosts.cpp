@@ -10,6 +10,8 @@
 // log written during the run.
 #include "run_hosts.h"
 
+#include "results_dir.h"
+
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -169,7 +171,7 @@ int run_on_hosts(const hosts_run_opts& o) {
     }
     if (const std::string why = pair::pair_shape_error(s, "a HIL pair has two"); !why.empty()) refuse("hosts", why);
 
-    const std::string build = pair::env_or("ODL_BUILD_DIR", ODL_BINARY_DIR_DEFAULT);
+    const std::string build = results_base();
     // Named after the hardware: profile, then pair, then scenario and time.
     const std::string out = o.out.empty()
                                 ? fmt::format("{}/runs/hil/{}/{}/{}-{}", build, p->profile, p->name, s.name, timestamp())

@@ -52,6 +52,29 @@ grep -qx "PACKAGE_VERSION=\"$version\"" "$stage/src/odl_tb5-$version/dkms.conf" 
 	fail "dkms.conf: PACKAGE_VERSION is not $version"
 ok "staged install ($(find "$stage" -type f | wc -l) files)"
 
+if [ "$model" = 1 ]; then
+	# The installed odl-model reads its packaged calibration and writes its
+	# results under the current folder: the build machine's source and
+	# build trees are not a user's.
+	cal=$stage/share/odl/model/default.yaml
+	[ -f "$cal" ] && [ -f "$stage/share/odl/model/points.yaml" ] || fail "staged install lacks the calibration files"
+	mkdir -p "$tmp/wd"
+	out=$(cd "$tmp/wd" && env -u ODL_BUILD_DIR "$stage/bin/odl-model" model predict --generations tb5 --sizes 1MiB \
+		--hosts 2 2>&1) || fail "installed odl-model model predict: $out"
+	grep -q "^| tb5 | allreduce | 2 | 1048576 |" <<<"$out" || fail "installed odl-model model predict printed: $out"
+	cp "$cal" "$tmp/cal.yaml"
+	echo "link: [" >"$cal"
+	out=$(cd "$tmp/wd" && env -u ODL_BUILD_DIR "$stage/bin/odl-model" model predict --sizes 1MiB 2>&1) &&
+		fail "installed odl-model read no calibration of its own: $out"
+	grep -qF "$cal:" <<<"$out" || fail "installed odl-model did not read $cal: $out"
+	cp "$tmp/cal.yaml" "$cal"
+	(cd "$tmp/wd" && env -u ODL_BUILD_DIR "$stage/bin/odl-model" run "$here/../../scenarios/quickstart.yaml" \
+		>"$tmp/run.log" 2>&1) || fail "installed odl-model run: $(cat "$tmp/run.log")"
+	[ -f "$tmp/wd/odl-results/runs/quickstart/report.json" ] ||
+		fail "installed odl-model run wrote no ./odl-results/runs/quickstart/report.json: $(find "$tmp/wd")"
+	ok "installed odl-model: its own calibration ($cal), results under the current folder"
+fi
+
 # The installed odl names the build; run with the staged libodl.
 export LD_LIBRARY_PATH=$stage/$libdir
 v=$("$stage/bin/odl" --version)
@@ -150,6 +173,8 @@ if [ "$model" = 1 ]; then
 	has odl-model usr/bin/odl-linkd
 	has odl-model usr/share/man/man1/odl-model.1.gz
 	has odl-model usr/share/man/man1/odl-linkd.1.gz
+	has odl-model usr/share/odl/model/default.yaml
+	has odl-model usr/share/odl/model/points.yaml
 	dpkg-deb -f "$(deb odl-model)" Depends | grep -q systemc ||
 		fail "odl-model does not depend on SystemC: $(dpkg-deb -f "$(deb odl-model)" Depends)"
 fi

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Loads the calibration file: every timing parameter with its provenance.
 #include <cstdint>
+#include <filesystem>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -83,9 +84,19 @@ const platform& calibration::get(const std::string& name) const {
     throw std::runtime_error(fmt::format("unknown platform '{}' (have: {})", name, have));
 }
 
-std::string default_calibration_path() {
-    return std::string(ODL_MODEL_SOURCE_DIR) + "/model/calibration/default.yaml";
+std::string model_data_path(const std::string& name) {
+    // An installed program must not read the build machine's source tree:
+    // it is gone, or another version.
+    std::error_code ec;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+        const std::filesystem::path installed = self.parent_path().parent_path() / "share/odl/model" / name;
+        if (std::filesystem::is_regular_file(installed, ec)) return installed.string();
+    }
+    return std::string(ODL_MODEL_SOURCE_DIR) + "/model/calibration/" + name;
 }
+
+std::string default_calibration_path() { return model_data_path("default.yaml"); }
 
 calibration load_calibration(const std::string& path) {
     calibration c;

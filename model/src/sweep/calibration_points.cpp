@@ -33,9 +33,7 @@ bool tail_metric(const std::string& m) { return m == "one_way_p90" || m == "one_
 
 }  // namespace
 
-std::string default_points_path() {
-    return std::string(ODL_MODEL_SOURCE_DIR) + "/model/calibration/points.yaml";
-}
+std::string default_points_path() { return model_data_path("points.yaml"); }
 
 sc_core::sc_time& time_param(platform& p, const std::string& name) {
     struct entry {

@@ -60,7 +60,13 @@ struct calibration {
 /// Loads a calibration YAML file. Throws std::runtime_error with
 /// "file:line: expected ..." on malformed input.
 calibration load_calibration(const std::string& path);
-/// The calibration file shipped in the source tree.
+/// The model's own data file @name (default.yaml, points.yaml): the copy
+/// the odl-model package installs beside the running program
+/// (<prefix>/share/odl/model/, for <prefix>/bin/<program>) when there is
+/// one, else the source tree's (model/calibration/), for programs run from
+/// their build tree.
+std::string model_data_path(const std::string& name);
+/// The shipped calibration file (model_data_path("default.yaml")).
 std::string default_calibration_path();
 
 }  // namespace odl::model

@@ -31,7 +31,7 @@ struct calibration_points {
 /// Loads and checks a points file against @cal (platforms and parameters
 /// must exist). Throws std::runtime_error "file:line: expected ...".
 calibration_points load_points(const std::string& path, const calibration& cal);
-/// model/calibration/points.yaml of the source tree.
+/// The shipped calibration points (model_data_path("points.yaml")).
 std::string default_points_path();
 
 /// Runs the model for one point: the value comparable with `published`.
