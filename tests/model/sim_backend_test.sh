@@ -577,20 +577,21 @@ stop_server
 step "bit errors mid-stream (a scenario's ber 1e-5 for 0.5 s): the stream completes, every byte verified"
 # The model drops each frame a bit error damaged; the programs' libodl
 # finds the gap, asks again, and the sender resends (protocol 1.2).
-cat >"$tmp/ber.yaml" <<'YAML'
-name: sim-ber
-duration: 3s
-hosts:
-  - {name: a, platform: intel-tb5-discrete}
-  - {name: b, platform: intel-tb5-discrete}
-cables:
-  - {between: [a, b], generation: tb5, lanes: 2, length: 1m}
-events:
-  - {at: 300ms, event: ber, cable: 0, ber: 1e-5}
-  - {at: 800ms, event: ber, cable: 0, ber: 0}
-workloads:
-  - {name: bulk, type: stream, from: a, to: b, size: 1MiB, count: 4}
-YAML
+# tb5_scenario FILE NAME EVENT...: two intel-tb5-discrete hosts on a 1 m
+# TB5 x2 cable with these events (and a workload, which the server leaves
+# to the programs).
+tb5_scenario() {
+	local file=$1 name=$2 e
+	shift 2
+	{
+		printf 'name: %s\nduration: 10s\nhosts:\n' "$name"
+		printf '  - {name: %s, platform: intel-tb5-discrete}\n' a b
+		printf 'cables:\n  - {between: [a, b], generation: tb5, lanes: 2, length: 1m}\nevents:\n'
+		for e in "$@"; do printf '  - {%s}\n' "$e"; done
+		printf 'workloads:\n  - {name: bulk, type: stream, from: a, to: b, size: 1MiB, count: 4}\n'
+	} >"$file"
+}
+tb5_scenario "$tmp/ber.yaml" sim-ber "at: 300ms, event: ber, cable: 0, ber: 1e-5" "at: 800ms, event: ber, cable: 0, ber: 0"
 # ber_stream [OPTION...]: a server with the bit errors (and the options),
 # 1 GiB through them with every byte checked.
 ber_stream() {
@@ -743,20 +744,8 @@ step "pipeline timing: a degrade (TB5 x2 to Gen2 x1 at 200 ms) retrains the link
 # slower cable's times. Programs started after the retrain see the slower
 # cable: a 64 KiB message never arrives sooner than its bytes take on it
 # (TB5 x2 carries them 8x faster), and a stream is never faster than it.
-cat >"$tmp/degrade.yaml" <<'YAML'
-name: sim-degrade
-duration: 10s
-hosts:
-  - {name: a, platform: intel-tb5-discrete}
-  - {name: b, platform: intel-tb5-discrete}
-cables:
-  - {between: [a, b], generation: tb5, lanes: 2, length: 1m}
-events:
-  - {at: 200ms, event: degrade, cable: 0, generation: usb4-gen2, lanes: 1}
-  - {at: 300ms, event: retrain, cable: 0}
-workloads:
-  - {name: bulk, type: stream, from: a, to: b, size: 1MiB, count: 4}
-YAML
+tb5_scenario "$tmp/degrade.yaml" sim-degrade "at: 200ms, event: degrade, cable: 0, generation: usb4-gen2, lanes: 1" \
+	"at: 300ms, event: retrain, cable: 0"
 start_server --gen gen2 --lanes 1 --sim-timing pipeline
 slow=$(sed -n 's/.*usb4-gen2x1 1 m pipeline, \([0-9]*\) Mb\/s each way.*/\1/p' "$tmp/linkd.log")
 stop_server
