@@ -126,8 +126,11 @@ done
 # holds that window open: B's service is rebound, A answers its LOGIN and
 # holds its own, then A's service is rebound. A's old module must log out
 # (B counts the LOGOUT, and B's stale login is void); with that LOGOUT lost
-# on the cable (odl-linkd drops it), A's new module must send its LOGIN
-# again when B's does not come (3 s). Both must be logged in within 30 s.
+# on the cable (odl-linkd drops it), a module whose LOGIN was accepted must
+# send it again when the peer's does not come (3 s): A's new module, or B's
+# when A's rebind came more than 3 s after B's LOGIN (CI on a loaded 2-core
+# machine: B's steps to it took that long on both kernels). Both must be
+# logged in within 30 s.
 delay=/sys/module/odl_tb5/parameters/test_login_delay_ms
 service_of() { vexec "$1" 'basename $(readlink -f /sys/class/odl_tb5/odl_tb5_0/device)'; }
 rebind() {
@@ -137,10 +140,11 @@ rebind() {
 }
 count_in_log() { vexec "$1" "dmesg | grep -c '$2' || true"; }
 replaced_mid_login() {
-	local logout=$1 held again logouts0 logouts1 stats=/sys/class/odl_tb5/odl_tb5_0/statistics
+	local logout=$1 held again again_b logouts0 logouts1 stats=/sys/class/odl_tb5/odl_tb5_0/statistics
 	step "a peer replaced mid-login, its LOGOUT $logout: the new module's login is answered"
 	held=$(count_in_log A 'test: login back in')
 	again=$(count_in_log A 'logging in again')
+	again_b=$(count_in_log B 'logging in again')
 	vexec A "echo 10000 >$delay" || fail "A: set $delay"
 	rebind B
 	wait_in A 30 "[ \$(dmesg | grep -c 'test: login back in') -gt $held ]" ||
@@ -154,13 +158,15 @@ replaced_mid_login() {
 	wait_login 30 "a peer replaced mid-login, its LOGOUT $logout"
 	logouts1=$(vexec B "cat $stats/logouts") || fail "B: no statistics"
 	again=$(($(count_in_log A 'logging in again') - again))
-	echo "B's logouts $logouts0 -> $logouts1; A's new module logged in again $again time(s)"
+	again_b=$(($(count_in_log B 'logging in again') - again_b))
+	echo "B's logouts $logouts0 -> $logouts1; logged in again: A's new module $again time(s), B $again_b"
 	if [ "$logout" = lost ]; then
 		linkd_ctl fault status | grep -q 'done 1/1' ||
 			fail "odl-linkd dropped no LOGOUT: $(linkd_ctl fault status)"
 		linkd_ctl fault clear >/dev/null
 		[ "$logouts1" = "$logouts0" ] || fail "B counted a LOGOUT that odl-linkd dropped"
-		[ "$again" -ge 1 ] || fail "A's new module never sent its LOGIN again: $(vexec A 'dmesg | tail -n 8')"
+		[ $((again + again_b)) -ge 1 ] || fail "neither side sent its LOGIN again: A: $(vexec A 'dmesg | tail -n 8')
+B: $(vexec B 'dmesg | tail -n 8')"
 	else
 		[ "$logouts1" -gt "$logouts0" ] ||
 			fail "A's old module did not log out of its half-done login (B's logouts: $logouts0 -> $logouts1)"
