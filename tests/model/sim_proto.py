@@ -15,11 +15,15 @@ def _define(name):
     return int(re.search(r"#define %s (0x[0-9a-fA-F]+|\d+)u" % name, _SIM_H).group(1), 0)
 
 
+def _size(struct_name):
+    expr = re.search(r"ODL_WIRE_SIZE\(struct %s, ([0-9 +]+)\)" % struct_name, _SIM_H).group(1)
+    return sum(int(t) for t in expr.split("+"))
+
+
 MAGIC, VERSION, SLOTS = _define("ODL_SIM_MAGIC"), _define("ODL_SIM_VERSION"), _define("ODL_SIM_SLOTS")
-SLOT, DESC, HDR = 64 + 4096, 32, 384
+SLOT, DESC, HDR = _size("odl_sim_slot"), _size("odl_sim_desc"), _size("odl_sim_shm")
 _HELLO_FMT = "<IHBBIII II68s"
-assert struct.calcsize(_HELLO_FMT) == int(re.search(r"ODL_WIRE_SIZE\(struct odl_sim_hello, (\d+)\)", _SIM_H).group(1)), \
-    "sim_proto.py's HELLO layout is not sim.h's"
+assert struct.calcsize(_HELLO_FMT) == _size("odl_sim_hello"), "sim_proto.py's HELLO layout is not sim.h's"
 SIZE = HDR + SLOTS * SLOT + SLOTS * DESC
 HELLO, LINK, BYE, WAKE, PEER = 1, 4, 5, 6, 7
 

@@ -37,7 +37,7 @@
 #define ODL_SIM_VERSION 8u
 
 #define ODL_SIM_HDR_BYTES 32u
-#define ODL_SIM_MAX_DATAGRAM (ODL_SIM_HDR_BYTES + 96u)
+#define ODL_SIM_MAX_DATAGRAM (ODL_SIM_HDR_BYTES + sizeof(struct odl_sim_hello)) /* HELLO, the largest */
 
 /* Slots per ring (a power of two). */
 #define ODL_SIM_SLOTS 512u

@@ -223,20 +223,18 @@ namespace {
 /// The reduced model fitted to @cfg's hosts on @link and checked against
 /// the full model; throws pipeline_misfit naming the worst workload.
 pipeline_params fit_checked_stage(const sim_server_config& cfg, const link_config& link, std::string* report) {
-    sim_server_config c = cfg;
-    c.link = link;
-    const std::vector<host_spec> hosts = hosts_of(c);
+    const std::vector<host_spec> hosts = hosts_of(cfg);
     cable_spec cs;
     cs.cfg = link;
-    const pipeline_params p = fit_pipeline(hosts, cs, c.cal.link, c.seed);
+    const pipeline_params p = fit_pipeline(hosts, cs, cfg.cal.link, cfg.seed);
     // Another seed for the check: the full model's host noise differs.
-    const pipeline_check chk = check_pipeline(hosts, cs, c.cal.link, c.seed + 1000, p);
+    const pipeline_check chk = check_pipeline(hosts, cs, cfg.cal.link, cfg.seed + 1000, p);
     const pipeline_check_row& w = chk.worst();
-    if (std::abs(w.error()) > c.pipeline_tolerance)
+    if (std::abs(w.error()) > cfg.pipeline_tolerance)
         throw pipeline_misfit(fmt::format(
             "pipeline timing does not fit {}: {}: {:.1f} against the full model's {:.1f} ({:+.1f} %, tolerance "
             "{:.0f} %)",
-            describe(c), w.what, w.reduced, w.full, 100 * w.error(), 100 * c.pipeline_tolerance));
+            describe(cfg, link), w.what, w.reduced, w.full, 100 * w.error(), 100 * cfg.pipeline_tolerance));
     if (report)
         *report = fmt::format("{}; checked on {} workloads against the full model, worst {} ({:+.1f} %)", p.summary(),
                               chk.rows.size(), w.what, 100 * w.error());
