@@ -96,10 +96,11 @@ set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
   "OdinLink host-to-host link over Thunderbolt 5 / USB4: odl tool and libodl
 OdinLink turns a Thunderbolt 5 / USB4 cable between two hosts into a fast
 interconnect (DMA over the USB4 host interface rings). This package holds the
-odl command-line tool (perf suite, plugin statistics), the shared library
-libodl.so.0, odl-daemon (devices and peers on D-Bus, a systemd service), the
-udev rule for /dev/odl_tb5_N (group odl) and the boot-time load of the
-odl_tb5 kernel module, which odl-tb5-dkms provides.")
+odl command-line tool (doctor, link, perf suite, plugin statistics, files
+between the hosts, hardware-in-the-loop runs), the shared library libodl.so.0,
+odl-daemon (devices and peers on D-Bus, a systemd service), the udev rule
+for /dev/odl_tb5_N (group odl) and the boot-time load of the odl_tb5 kernel
+module, which odl-tb5-dkms provides.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libodl-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)

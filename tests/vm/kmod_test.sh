@@ -478,9 +478,11 @@ for v in A B; do
 done
 
 step "cable unplug mid-transfer (polling mode, rings=4, mmap path)"
-vexec B "(odl perf bandwidth --backend kernel --server -d 0 --connect-timeout 60 -s 1M --bytes 1G >/tmp/perf-srv.log 2>&1; echo rc=\$? >>/tmp/perf-srv.log) &"
+# 64 GiB: far more than any guest moves before the unplug 5 s in (1 GiB
+# could be through by then on a fast machine, as odl cp's 48 MiB above was).
+vexec B "(odl perf bandwidth --backend kernel --server -d 0 --connect-timeout 60 -s 1M --bytes 64G >/tmp/perf-srv.log 2>&1; echo rc=\$? >>/tmp/perf-srv.log) &"
 sleep 1
-vexec A "(odl perf bandwidth --backend kernel --client 0 --connect-timeout 60 -q -s 1M --bytes 1G --stall-timeout-ms 5000 >/tmp/perf-cli.log 2>&1; echo rc=\$? >>/tmp/perf-cli.log) &"
+vexec A "(odl perf bandwidth --backend kernel --client 0 --connect-timeout 60 -q -s 1M --bytes 64G --stall-timeout-ms 5000 >/tmp/perf-cli.log 2>&1; echo rc=\$? >>/tmp/perf-cli.log) &"
 sleep 5
 "$tb" cable unplug || fail "unplug"
 wait_in A 60 'grep -q "^rc=[1-9]" /tmp/perf-cli.log' || fail "client A did not fail after unplug: $(vexec A 'cat /tmp/perf-cli.log')"

@@ -302,7 +302,7 @@ void add_perf_command(CLI::App& app) {
                     "Device index for --server, or for both ends when it starts its own server (sim: the link)")
         ->capture_default_str();
     cmd->add_option("--sizes,-s", c->sizes, "Message sizes, comma-separated (64,4K,1M)");
-    cmd->add_option("--bytes", c->bytes, "Bandwidth: bytes per size (default 256M)");
+    cmd->add_option("--bytes", c->bytes, "Bytes per size of a bulk transfer: bandwidth, mimo, and latency-load's load (default 256M)");
     cmd->add_option("--max-msgs", c->opt.max_msgs, "Bandwidth: cap on messages per size")->capture_default_str();
     cmd->add_option("--iterations,-n", c->opt.iterations, "Latency/jitter: measured round trips")->capture_default_str();
     cmd->add_option("--warmup", c->opt.warmup, "Latency/jitter: unmeasured round trips")->capture_default_str();
