@@ -6,9 +6,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -22,6 +25,25 @@
 
 namespace odl::cli {
 namespace {
+
+/// "odl: model WHAT: NOUN done/total" on stderr after each step. On a
+/// terminal one line is rewritten in place; in a log (a pipe or a file) a
+/// line per tenth of the work and the last, so the log neither fills with
+/// hundreds of lines nor holds them all on one line joined by carriage
+/// returns.
+std::function<void(std::size_t, std::size_t)> step_progress(std::string what, std::string noun) {
+    const bool tty = ::isatty(STDERR_FILENO) != 0;
+    return [what = std::move(what), noun = std::move(noun), tty](std::size_t done, std::size_t total) {
+        if (tty) {
+            fmt::print(stderr, "\rodl: model {}: {} {}/{}\033[K", what, noun, done, total);
+            if (done == total) fmt::print(stderr, "\n");
+            return;
+        }
+        const std::size_t tenth = std::max<std::size_t>(total / 10, 1);
+        if (done == total || done % tenth == 0)
+            fmt::print(stderr, "odl: model {}: {} {}/{}\n", what, noun, done, total);
+    };
+}
 
 struct model_opts {
     std::vector<std::string> generations = {"tb4", "tb5", "tb5-asym"};
@@ -96,10 +118,7 @@ std::vector<m::sweep_point> sweep(const std::string& sub, const model_opts& o,
     const m::sweep_spec s = spec_of(sub, o);
     try {
         m::check_sweep(s, cal);
-        return m::run_sweep(s, cal, [&](std::size_t done, std::size_t total) {
-            fmt::print(stderr, "\rodl: model {}: point {}/{}", sub, done, total);
-            if (done == total) fmt::print(stderr, "\n");
-        });
+        return m::run_sweep(s, cal, step_progress(sub, "point"));
     } catch (const std::exception& e) {
         die(sub, e.what());
     }
@@ -165,10 +184,7 @@ int do_report(const model_opts& o, const std::string& command) {
     for (const auto& z : o.collective_sizes) csizes.push_back(parse_size("report", z));
     try {
         d.collectives = m::run_collectives(o.generations, o.platform, d.mode == "interrupt", o.collective_hosts,
-                                           csizes, cal, [](std::size_t done, std::size_t total) {
-                                               fmt::print(stderr, "\rodl: model report: collective {}/{}", done, total);
-                                               if (done == total) fmt::print(stderr, "\n");
-                                           });
+                                           csizes, cal, step_progress("report", "collective"));
     } catch (const std::exception& e) {
         die("report", e.what());
     }
@@ -206,10 +222,7 @@ int do_predict(const model_opts& o) {
     try {
         (void)cal.get(o.platform);  // an unknown platform names those that exist
         rows = m::run_collectives(o.generations, o.platform, o.modes[0] == "interrupt", o.collective_hosts, sizes, cal,
-                                  [](std::size_t done, std::size_t total) {
-                                      fmt::print(stderr, "\rodl: model predict: collective {}/{}", done, total);
-                                      if (done == total) fmt::print(stderr, "\n");
-                                  });
+                                  step_progress("predict", "collective"));
     } catch (const std::exception& e) {
         die("predict", e.what());
     }

@@ -21,6 +21,11 @@ for f in report.html report.json report.md latency_vs_size.svg latency_vs_size.p
 done
 cmp -s "$tmp/a.md" "$tmp/a/report.md" || fail "stdout is not report.md"
 grep -q 'collective 12/12' "$tmp/a.err" || fail "no progress for the collectives: $(cat "$tmp/a.err")"
+# Into a file (not a terminal) progress comes a line at a time, not carriage
+# returns on one line.
+! grep -q $'\r' "$tmp/a.err" || fail "progress in a log rewrites one line: $(od -c "$tmp/a.err" | head -5)"
+[ "$(grep -c '^odl: model report: collective [0-9]*/12$' "$tmp/a.err")" -ge 2 ] ||
+	fail "progress in a log is not a line per step: $(cat "$tmp/a.err")"
 
 echo "== the page's tables against report.json"
 python3 - "$tmp/a/report.html" "$tmp/a/report.json" <<'PY'
