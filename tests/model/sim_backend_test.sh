@@ -41,7 +41,9 @@ wait_gone() {
 export ODL_SIM_SOCKET=$tmp/sim.sock
 # The hand-made programs below speak the protocol through sim_proto.py.
 export PYTHONPATH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)${PYTHONPATH:+:$PYTHONPATH}
-export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
+# No SYSTEMC_DISABLE_COPYRIGHT_MESSAGE here: the server keeps SystemC's banner
+# off its log by itself (the quiet checks below see it if not).
+unset SYSTEMC_DISABLE_COPYRIGHT_MESSAGE
 
 # start_server ARGS...: odl-linkd --sim on $ODL_SIM_SOCKET, waits for it.
 # The full model unless ARGS name a timing: the default (auto) has steps of

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -29,8 +30,14 @@
 #include "odl/model/reduced/pipeline.h"
 #include "odl/model/linkd/sim_server.h"
 #include "odl/model/scenario/scenario.h"
-// libsystemc owns main() and calls sc_main() after setting the kernel up.
+// sc_elab_and_sim() sets the kernel up and calls sc_main(); our own main()
+// runs first so SystemC's banner stays off stderr (quiet when healthy), as
+// sim_session does for the other model programs.
 #define ODL_LINKD_MAIN sc_main
+int main(int argc, char** argv) {
+    setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+    return sc_core::sc_elab_and_sim(argc, argv);
+}
 #else
 #define ODL_LINKD_MAIN main
 #endif
