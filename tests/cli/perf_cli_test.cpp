@@ -134,12 +134,36 @@ TEST(PerfCli, BadInputGivesOneLineAndNonZeroExit) {
                                         {"perf nosuchtest", "have: bandwidth, latency, jitter, latency-load, mimo"},
                                         {"perf latency -s 12Q", "bad size unit"},
                                         {"perf latency --client 99", "no loopback device 99 (have: 0-63)"},
-                                        {"perf latency --backend kernel", "needs --server"}}) {
+                                        {"perf latency --backend kernel", "needs --server"},
+                                        // Counts that measure nothing: refused, not an empty table.
+                                        {"perf latency -n 0", "--iterations must be 1-"},
+                                        {"perf latency -n -5", "--iterations must be 1-"},
+                                        {"perf latency --warmup -1", "--warmup must be 0-"},
+                                        {"perf bandwidth --depth 0", "--depth must be 1-4096"},
+                                        {"perf bandwidth --depth 4097", "--depth must be 1-4096"},
+                                        {"perf bandwidth --max-msgs 0", "--max-msgs must be at least 1"},
+                                        {"perf bandwidth --bytes 0", "--bytes must be at least 1"},
+                                        {"perf latency --stall-timeout-ms 0", "--stall-timeout-ms must be at least 1"}}) {
         const result r = run_odl(t.args, 20);
         EXPECT_NE(r.status, 0) << t.args;
         EXPECT_NE(r.err.find(t.expect), std::string::npos) << t.args << ": " << r.err;
         EXPECT_NE(r.err.find("odl: perf: "), std::string::npos) << t.args << ": " << r.err;
     }
+}
+
+TEST(PerfCli, AServerItStartedDoesNotOutliveAFailedClient) {
+    // No model server at the socket: the client cannot open its end. The
+    // server it started (which fails the same way a moment later) must be
+    // gone, its words written, before the command returns.
+    const std::string sock = "/tmp/odl-perf-test-nosrv-" + std::to_string(getpid()) + ".sock";
+    const result r = run_odl("perf latency --backend sim -n 10", 20, "ODL_SIM_SOCKET=" + sock);
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("no model server at " + sock), std::string::npos) << r.err;
+    const auto at = r.err.find("started server (pid ");
+    ASSERT_NE(at, std::string::npos) << r.err;
+    const pid_t pid = pid_t(std::stol(r.err.substr(at + 20)));
+    ASSERT_GT(pid, 0);
+    EXPECT_NE(kill(pid, 0), 0) << "the server it started (pid " << pid << ") is still running";
 }
 
 double now_s() {

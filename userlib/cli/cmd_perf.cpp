@@ -68,7 +68,8 @@ std::vector<uint64_t> parse_sizes(const std::string& list) {
     return out;
 }
 
-odl_dev* open_device(const perf_cli& c, uint32_t index) {
+/// Opens @index on the chosen backend; null with the reason in @err.
+odl_dev* try_open_device(const perf_cli& c, uint32_t index, std::string* err) {
     odl_open_params p;
     odl_open_params_init(&p);
     p.backend = c.backend.c_str();
@@ -80,8 +81,17 @@ odl_dev* open_device(const perf_cli& c, uint32_t index) {
     p.max_msg_bytes = 1ull << 31;
     p.connect_timeout_ns = uint64_t(c.connect_timeout_s * 1e9);
     odl_dev* dev = nullptr;
-    const int rc = odl_open(&p, &dev);
-    if (rc != ODL_OK) die("perf", fmt::format("cannot open {} device {}: {}", c.backend, index, odl_last_error()));
+    if (odl_open(&p, &dev) != ODL_OK) {
+        *err = fmt::format("cannot open {} device {}: {}", c.backend, index, odl_last_error());
+        return nullptr;
+    }
+    return dev;
+}
+
+odl_dev* open_device(const perf_cli& c, uint32_t index) {
+    std::string err;
+    odl_dev* dev = try_open_device(c, index, &err);
+    if (!dev) die("perf", err);
     return dev;
 }
 
@@ -185,6 +195,17 @@ int run_perf(const std::string& test, perf_cli c) {
     else c.opt.sizes = {test == "mimo" ? uint64_t(1) << 20 : 64};
     if (c.opt.streams < 1 || c.opt.streams > perf::kMaxBulkStreams)
         die("perf", fmt::format("--streams must be 1-{}", perf::kMaxBulkStreams));
+    // Refused here rather than met as an empty table or a server's "impossible
+    // phase": zero round trips or messages measure nothing.
+    constexpr uint64_t k_max_count = 1000000000;
+    if (c.opt.depth < 1 || c.opt.depth > perf::kMaxDepth)
+        die("perf", fmt::format("--depth must be 1-{}", perf::kMaxDepth));
+    if (c.opt.iterations < 1 || c.opt.iterations > k_max_count)
+        die("perf", fmt::format("--iterations must be 1-{}", k_max_count));
+    if (c.opt.warmup > k_max_count) die("perf", fmt::format("--warmup must be 0-{}", k_max_count));
+    if (c.opt.max_msgs < 1) die("perf", "--max-msgs must be at least 1");
+    if (!c.bytes.empty() && c.opt.bytes < 1) die("perf", "--bytes must be at least 1");
+    if (c.opt.stall_timeout_ms < 1) die("perf", "--stall-timeout-ms must be at least 1");
     for (uint64_t s : c.opt.sizes)
         if (s > (1ull << 31)) die("perf", fmt::format("message size {} above the 2 GiB limit", s));
 
@@ -226,7 +247,17 @@ int run_perf(const std::string& test, perf_cli c) {
     json results, model_timing, recovery;
     int rc = 0;
     {
-        dev_ptr dev(open_device(c, index));
+        std::string err;
+        dev_ptr dev(try_open_device(c, index, &err));
+        if (!dev) {
+            // The server we started must not outlive us (it would fail on
+            // its own a moment later, its words after our exit).
+            if (child > 0) {
+                kill(child, SIGTERM);
+                reap(child);
+            }
+            die("perf", err);
+        }
         try {
             results = perf::run_client(dev.get(), c.opt, progress);
         } catch (const perf::perf_error& e) {

@@ -106,7 +106,7 @@ phase from_json(const json& j) {
     p.depth = j.at("depth").get<uint32_t>();
     p.ping_size = j.at("ping_size").get<uint64_t>();
     p.verify = j.value("verify", true);  // a client from before the option verifies
-    if (p.streams < 1 || p.streams > kMaxBulkStreams || p.depth < 1 || p.depth > 4096 || p.size > (1ull << 32))
+    if (p.streams < 1 || p.streams > kMaxBulkStreams || p.depth < 1 || p.depth > kMaxDepth || p.size > (1ull << 32))
         throw perf_error("client sent an impossible phase");
     return p;
 }

@@ -26,6 +26,8 @@ constexpr uint32_t kCtrlStream = 0;   ///< phase descriptions and reports
 constexpr uint32_t kPingStream = 1;   ///< ping-pong
 constexpr uint32_t kBulkStream = 2;   ///< first bulk stream
 constexpr uint32_t kMaxBulkStreams = 32;
+/// Messages in flight per bulk stream: what a server accepts from a client.
+constexpr uint32_t kMaxDepth = 4096;
 constexpr uint32_t kPerfStreams = kBulkStream + kMaxBulkStreams;
 /// Tag of the client's phase descriptions on kCtrlStream: a session's first
 /// message carries it, which tells a server that also serves files apart.
