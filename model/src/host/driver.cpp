@@ -93,6 +93,7 @@ void host_driver::ring_alloc(sw_ring& r, unsigned size, std::uint32_t buf_bytes)
     r.size = size;
     r.head = r.tail = 0;
     r.desc = m_mem.alloc(std::size_t{size} * k_desc, 64);
+    r.desc_bytes = std::uint64_t{size} * k_desc;
     const std::uint64_t bufs = m_mem.alloc(std::size_t{size} * buf_bytes, 4096);
     r.buf.resize(size);
     for (unsigned i = 0; i < size; ++i) r.buf[i] = bufs + std::uint64_t{i} * buf_bytes;
@@ -513,9 +514,8 @@ void host_driver::irq(unsigned vector) {
 
 void host_driver::mem_written(std::uint64_t addr) {
     if (m_costs.interrupts) return;
-    const auto in = [addr](const sw_ring& r) {
-        return r.size && addr >= r.desc && addr - r.desc < std::uint64_t{r.size} * k_desc;
-    };
+    // One compare per ring: below desc the difference wraps to a huge value.
+    const auto in = [addr](const sw_ring& r) { return addr - r.desc < r.desc_bytes; };
     bool ours = false;
     for (unsigned h = 0; h <= m_ports && !ours; ++h) {
         if (in(m_tx[h])) {

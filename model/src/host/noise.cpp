@@ -17,8 +17,7 @@ double noise_source::uniform() {
     return (static_cast<double>(m_rng() >> 11) + 0.5) * 0x1.0p-53;
 }
 
-sc_core::sc_time noise_source::sample(const noise_term& t) {
-    if (!t.active()) return sc_core::SC_ZERO_TIME;
+sc_core::sc_time noise_source::draw(const noise_term& t) {
     // Draw the same number of values whether or not the event fires, so that
     // changing one term's probability does not reshuffle the others' delays.
     const double fire = uniform();

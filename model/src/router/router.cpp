@@ -73,6 +73,7 @@ void router::init_spaces() {
         s.cs[ODL_ADP_CS_4] = 120u << 20;
         s.cs[ODL_ADP_CS_5] = hop_fields | (lane ? ODL_ADP_CS_5_DHP : 0u);
         s.hops.assign(2 * (m_cfg.max_hopid + 1), 0);
+        s.routes.assign(m_cfg.max_hopid + 1, {});
         for (unsigned h = 0; h <= m_cfg.max_hopid; ++h) s.hops[2 * h + 1] = 0x7ffu << 12;
         if (lane) {
             // Gen2+Gen3(+Gen4 when cabled as such) speeds; single and dual width.
@@ -80,7 +81,7 @@ void router::init_spaces() {
                                  (0xEu << 16) | (0x3u << 20);
             s.cs[k_lane_cs1] = 0xC | (1u << 4);
             s.cs[ODL_PORT_CAP] = ODL_CAP_USB4_PORT << ODL_CAP_ID_SHIFT;
-            s.hops[0] = 2u << ODL_HOP0_CREDITS_SHIFT;  // ctl_credits
+            set_hop(s, 0, 2u << ODL_HOP0_CREDITS_SHIFT);  // ctl_credits
             s.endpoint = std::make_unique<lane_end>(this, a);
         }
     }
@@ -175,13 +176,25 @@ bool router::cs_read(odl_usb4_space space, unsigned adapter, unsigned offset,
     return true;
 }
 
+void router::set_hop(adapter_state& s, unsigned offset, std::uint32_t v) {
+    s.hops[offset] = v;
+    if (offset % 2) return;
+    adapter_state::hop_route& r = s.routes[offset / 2];
+    const bool on = (v & ODL_HOP0_ENABLE) != 0;
+    r.out = on ? static_cast<std::uint16_t>((v >> ODL_HOP0_OUT_PORT_SHIFT) & ODL_HOP0_OUT_PORT_MASK) : 0;
+    r.next = static_cast<std::uint16_t>(v & ODL_HOP0_NEXT_HOP_MASK);
+}
+
 bool router::cs_write(odl_usb4_space space, unsigned adapter, unsigned offset,
                       std::uint32_t v) {
     auto* s = space_of(space, adapter);
     if (!s || offset >= s->size()) return false;
     const std::uint32_t ro = ro_mask(space, adapter, offset);
     const std::uint32_t old = (*s)[offset];
-    (*s)[offset] = (old & ro) | (v & ~ro);
+    if (space == ODL_USB4_SPACE_HOPS)
+        set_hop(m_adp[adapter], offset, (old & ro) | (v & ~ro));
+    else
+        (*s)[offset] = (old & ro) | (v & ~ro);
     if (space == ODL_USB4_SPACE_PORT && adapter != nhi_adapter() && offset == k_port_cs19 &&
         !(old & ODL_PORT_CS_19_DPR) && (v & ODL_PORT_CS_19_DPR)) {
         // Downstream port reset: the link drops and retrains, so both CMs
@@ -356,13 +369,10 @@ void router::lane_state(unsigned adapter, bool up) {
 }
 
 router::data_route router::tx_route(unsigned ring) const {
-    const adapter_state& n = m_adp[nhi_adapter()];
     if (ring > m_cfg.max_hopid) return {};
-    const std::uint32_t e = n.hops[2 * ring];
-    if (!(e & ODL_HOP0_ENABLE)) return {};
-    const unsigned out = (e >> ODL_HOP0_OUT_PORT_SHIFT) & ODL_HOP0_OUT_PORT_MASK;
-    if (!is_lane(out)) return {};
-    return data_route{out, static_cast<std::uint16_t>(e & ODL_HOP0_NEXT_HOP_MASK)};
+    const adapter_state::hop_route r = m_adp[nhi_adapter()].routes[ring];
+    if (!is_lane(r.out)) return {};  // disabled entries have out 0
+    return data_route{r.out, r.next};
 }
 
 router::tx_credit router::reserve_tx(unsigned ring) {
@@ -397,10 +407,9 @@ bool router::from_host_frame(unsigned ring, frame_ptr f) {
 bool router::far_reserve(unsigned adapter, std::uint16_t hop) {
     const adapter_state& s = m_adp[adapter];
     if (hop > m_cfg.max_hopid || !m_nhi) return true;
-    const std::uint32_t e = s.hops[2 * hop];
-    const unsigned out = (e >> ODL_HOP0_OUT_PORT_SHIFT) & ODL_HOP0_OUT_PORT_MASK;
-    if (!(e & ODL_HOP0_ENABLE) || out != nhi_adapter()) return true;  // will be dropped
-    if (m_nhi->router_reserve_rx(e & ODL_HOP0_NEXT_HOP_MASK)) return true;
+    const adapter_state::hop_route r = s.routes[hop];
+    if (r.out != nhi_adapter()) return true;  // disabled or elsewhere: will be dropped
+    if (m_nhi->router_reserve_rx(r.next)) return true;
     m_adp[adapter].refused = true;
     return false;
 }
@@ -446,14 +455,13 @@ void router::lane_arrived(unsigned adapter, frame_ptr f) {
         return;
     }
     const adapter_state& s = m_adp[adapter];
-    const std::uint32_t e = f->hop <= m_cfg.max_hopid ? s.hops[2 * f->hop] : 0u;
-    const unsigned out = (e >> ODL_HOP0_OUT_PORT_SHIFT) & ODL_HOP0_OUT_PORT_MASK;
-    if (!(e & ODL_HOP0_ENABLE) || out != nhi_adapter() || !m_nhi) {
+    const adapter_state::hop_route r = f->hop <= m_cfg.max_hopid ? s.routes[f->hop] : adapter_state::hop_route{};
+    if (r.out != nhi_adapter() || !m_nhi) {
         ++m_stats.frames_no_path;
         if (m_log.per_frame()) m_log.event(name(), fmt::format("no path hop={} on adapter {}", f->hop, adapter));
         return;
     }
-    const unsigned ring = e & ODL_HOP0_NEXT_HOP_MASK;
+    const unsigned ring = r.next;
     m_sched.after(m_cfg.hop_latency, [this, ring, f = std::move(f)]() mutable {
         m_nhi->router_frame_to_host(ring, std::move(f));
     });

@@ -98,6 +98,7 @@ private:
     };
     struct sw_ring {
         std::uint64_t desc = 0;                ///< descriptor array address
+        std::uint64_t desc_bytes = 0;          ///< its length (0: not allocated)
         std::vector<std::uint64_t> buf;        ///< one buffer per slot
         unsigned size = 0, head = 0, tail = 0; ///< head: next to post; tail: oldest
     };

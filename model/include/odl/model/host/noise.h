@@ -37,9 +37,14 @@ class noise_source {
 public:
     explicit noise_source(std::uint64_t seed) : m_rng(seed) {}
     /// The delay @t adds to one event (zero when @t is off or does not fire).
-    sc_core::sc_time sample(const noise_term& t);
+    /// Inline for the common off term: a call per received frame otherwise.
+    sc_core::sc_time sample(const noise_term& t) {
+        if (!t.active()) return sc_core::SC_ZERO_TIME;
+        return draw(t);
+    }
 
 private:
+    sc_core::sc_time draw(const noise_term& t);
     double uniform();  ///< in (0, 1)
     std::mt19937_64 m_rng;
 };

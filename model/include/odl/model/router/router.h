@@ -129,7 +129,18 @@ private:
         int end = 0;
         std::unique_ptr<lane_end> endpoint;
         bool refused = false;  ///< a far-end sender is stalled on our credits
+        /// Dword 0 of each HopID's entry in `hops`, decoded: where a frame
+        /// entering on that HopID leaves (out adapter 0 when the entry is
+        /// disabled: adapter 0 is neither a lane nor the NHI's). Kept in
+        /// step with `hops` by set_hop(), so a frame's route reads one word.
+        struct hop_route {
+            std::uint16_t out = 0;
+            std::uint16_t next = 0;
+        };
+        std::vector<hop_route> routes;
     };
+    /// Stores dword @offset of @s's hop table and its decoded route.
+    static void set_hop(adapter_state& s, unsigned offset, std::uint32_t v);
 
     void init_spaces();
     void handle_ctl(frame_ptr f);
