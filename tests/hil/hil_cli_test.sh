@@ -100,6 +100,12 @@ for bad in "hil run $repo/scenarios/quickstart.yaml $tmp/inv.yaml --time-scale n
 	[ "$rc" != 0 ] && grep -q "is not a number from 0 to 100000" <<<"$err" || fail "odl $bad: exit $rc: $err"
 done
 echo "ok: time scales that are not finite numbers in range are refused"
+# hil run's two words swapped (or a wrong path): the inventory is named as
+# check and deploy name it, not as a value of odl run's --on.
+run hil run "$tmp/inv.yaml" "$repo/scenarios/quickstart"
+[ "$rc" = 2 ] && grep -q "odl: hil: $repo/scenarios/quickstart: cannot read the file" <<<"$err" &&
+	! grep -q -- "--on" <<<"$err" || fail "hil run with no inventory there: exit $rc: $err"
+echo "ok: hil run names a missing inventory"
 left=$(odl_ssh_left)
 [ -z "$left" ] || fail "SSH processes left running: $left"
 echo "PASS"

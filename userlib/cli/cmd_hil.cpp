@@ -93,6 +93,14 @@ void add_hil_command(CLI::App& app) {
                     "wall seconds per simulated second for event and workload start times (default 1000)")
         ->check(finite_in(0, k_max_time_scale));
     run->callback([o] {
+        // Read here first, so a wrong inventory (or the two words swapped) is
+        // named as check and deploy name it, not as an `odl run --on` value.
+        try {
+            (void)odl::hil::load_inventory(o->inventory);
+        } catch (const std::exception& e) {
+            fmt::print(stderr, "odl: hil: {}\n", e.what());
+            std::exit(odl::hil::kUsage);
+        }
         std::vector<std::string> words{"run", o->scenario, "--on", o->inventory};
         if (!o->run_pair.empty()) words.insert(words.end(), {"--pair", o->run_pair});
         if (!o->run_out.empty()) words.insert(words.end(), {"--out", o->run_out});
