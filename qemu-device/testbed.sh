@@ -667,6 +667,9 @@ cmd_cable() {
 	ber) [ $# = 2 ] || die "$usage" ;;
 	*) die "$usage" ;;
 	esac
+	# Checked here too: linkd_ctl's own die runs in the $( ) below, which
+	# would add a second line with an empty reason.
+	alive "$dir/linkd.pid" || die "odl-linkd is not running"
 	out=$(linkd_ctl "cable $which$*") || die "cable $which$*: ${out#error: }"
 	case "$1" in
 	plug | unplug) say "cable ${which}${1}ged" ;;
