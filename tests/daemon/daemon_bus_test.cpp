@@ -607,6 +607,19 @@ TEST(DaemonCli, BadBusAndOptionsAreRefusedWithTheReason) {
     o.pid = -1;
     EXPECT_NE(WEXITSTATUS(st), 0);
     EXPECT_NE(o.err().find("counters-interval-ms"), std::string::npos) << o.err();
+    // A bus that is neither system, session nor an address, and a folder to
+    // serve that is not there: named before any bus is opened.
+    for (const std::vector<std::string>& bad :
+         {std::vector<std::string>{"--bus", "sytem"}, std::vector<std::string>{"--serve-files", h.root + "/absent"}}) {
+        std::vector<std::string> argv{ODL_DAEMON_BIN, "--no-udev"};
+        argv.insert(argv.end(), bad.begin(), bad.end());
+        child b(argv, h.root + "/err4");
+        ASSERT_EQ(waitpid(b.pid, &st, 0), b.pid);
+        b.pid = -1;
+        EXPECT_NE(WEXITSTATUS(st), 0) << bad[0];
+        EXPECT_NE(b.err().find(bad[0]), std::string::npos) << b.err();
+        EXPECT_EQ(b.err().find("Failed to open bus"), std::string::npos) << bad[0] << " reached the bus: " << b.err();
+    }
     for (const char* opt : {"--metrics", "--status-page"})
         for (const char* bad : {"0.0.0.0:9464", "192.0.2.1:9464", "70000", "[::1]9464", "nohost:1"}) {
             child m({ODL_DAEMON_BIN, "--bus", "unix:path=" + h.root + "/none", "--no-udev", opt, bad},

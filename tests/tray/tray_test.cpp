@@ -334,6 +334,9 @@ TEST(TrayAlone, SaysWhatIsWrongWithoutADisplayOrBus) {
     child d({ODL_TRAY_BIN, "--icons", "/nonexistent"}, out);
     EXPECT_EQ(d.wait(), 1);
     EXPECT_NE(slurp(out).find("no icon odl-connected.png in /nonexistent"), std::string::npos) << slurp(out);
+    child e({ODL_TRAY_BIN, "--bus", "sytem"}, out);
+    EXPECT_NE(e.wait(), 0);
+    EXPECT_NE(slurp(out).find("'sytem' is not system, session or a D-Bus address"), std::string::npos) << slurp(out);
     std::filesystem::remove(out);
 }
 

@@ -41,4 +41,20 @@ inline CLI::Validator finite_in(double lo, double hi) {
         fmt::format("[{} - {}]", lo, hi));
 }
 
+/// A bus for odl-daemon and odl-tray: system, session, or a D-Bus address
+/// (TRANSPORT:KEY=VALUE,...). Anything else used to reach sd-bus and come
+/// back as "Connection refused" or "No medium found".
+inline CLI::Validator dbus_bus() {
+    return CLI::Validator(
+        [](std::string& in) -> std::string {
+            if (in == "system" || in == "session") return {};
+            const auto colon = in.find(':');
+            if (colon != std::string::npos && colon > 0 && in.find('=', colon) != std::string::npos) return {};
+            return fmt::format("'{}' is not system, session or a D-Bus address (such as unix:path=/run/dbus/"
+                               "system_bus_socket)",
+                               in);
+        },
+        "system|session|ADDRESS");
+}
+
 }  // namespace odl::cli

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 #include <sdbus-c++/sdbus-c++.h>
 
+#include "odl_cli_checks.h"
 #include "files/clock.h"
 #include "metrics.h"
 #include "plugin_stats.h"
@@ -80,7 +81,8 @@ int main(int argc, char** argv) {
     unsigned counters_ms = 1000;
     std::string metrics, status;
     app.set_version_flag("--version", std::string("odl-daemon " ODL_BUILD_VERSION));
-    app.add_option("--bus", bus, "system, session, or a D-Bus address (unix:path=...)")->capture_default_str();
+    app.add_option("--bus", bus, "system, session, or a D-Bus address (unix:path=...)")->capture_default_str()
+        ->check(odl::cli::dbus_bus());
     app.add_option("--root", root, "read sysfs, /dev and /proc under this directory (tests)");
     app.add_flag("--no-udev", no_udev, "no udev events: re-read only on SIGHUP and Rescan()");
     app.add_option("--counters-interval-ms", counters_ms,
@@ -108,7 +110,8 @@ int main(int argc, char** argv) {
     bool answer_tests = false;
     app.add_option("--serve-files", serve_dir, "serve this folder to paired peers on every device "
                                                                  "(odl files serve, one child per device; the devices "
-                                                                 "are then held)");
+                                                                 "are then held)")
+        ->check(CLI::ExistingDirectory);
     app.add_flag("--answer-tests", answer_tests, "answer the peer's perf tests on every device (odl perf --server, "
                                                  "one child per device; the devices are then held; with "
                                                  "--serve-files one odl files serve --answer-tests does both)");

@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "odl_cli_checks.h"
 #include "daemon_watch.h"
 #include "odl/build_info.h"
 #include "tray_state.h"
@@ -156,7 +157,8 @@ int main(int argc, char** argv) {
     t.open_with = "xdg-open";
     app.set_version_flag("--version", std::string("odl-tray " ODL_BUILD_VERSION));
     app.add_option("--bus", bus, "odl-daemon's bus: system, session, or a D-Bus address (unix:path=...)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(odl::cli::dbus_bus());
     app.add_option("--icons", icons,
                    "the folder of the icons (odl-connected.png, ...; default: share/odl/icons beside bin/)");
     app.add_option("--open-with", t.open_with, "the program that opens the status page's address")
