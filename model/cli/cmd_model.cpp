@@ -84,9 +84,14 @@ std::uint64_t parse_size(const std::string& sub, const std::string& s) {
     return static_cast<std::uint64_t>(v * mul);
 }
 
-std::string out_dir(const model_opts& o, const char* what) {
-    if (!o.out.empty()) return o.out;
-    return results_base() + "/model/" + what;
+/// The results folder of @what, made now: called before the points run, so
+/// a folder that cannot be made does not cost the whole sweep first.
+std::string make_out_dir(const model_opts& o, const char* what) {
+    const std::string dir = o.out.empty() ? results_base() + "/model/" + what : o.out;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) die(what, fmt::format("cannot create {}: {}", dir, ec.message()));
+    return dir;
 }
 
 namespace m = odl::model;
@@ -113,6 +118,16 @@ m::sweep_spec spec_of(const std::string& sub, const model_opts& o) {
     return s;
 }
 
+/// Refuses bad sweep options (dies naming them) before anything is made.
+void check_options(const std::string& sub, const model_opts& o, const m::calibration& cal) {
+    const m::sweep_spec s = spec_of(sub, o);
+    try {
+        m::check_sweep(s, cal);
+    } catch (const std::exception& e) {
+        die(sub, e.what());
+    }
+}
+
 std::vector<m::sweep_point> sweep(const std::string& sub, const model_opts& o,
                                   const m::calibration& cal) {
     const m::sweep_spec s = spec_of(sub, o);
@@ -132,11 +147,9 @@ void write(const std::string& sub, const std::string& path, const std::string& b
 
 int do_sweep(const model_opts& o) {
     const auto cal = load_cal("sweep", o);
+    check_options("sweep", o, cal);
+    const std::string dir = make_out_dir(o, "sweep");
     const auto pts = sweep("sweep", o, cal);
-    const std::string dir = out_dir(o, "sweep");
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) die("sweep", fmt::format("cannot create {}: {}", dir, ec.message()));
     const std::string csv = m::to_csv(pts);
     write("sweep", dir + "/sweep.csv", csv);
     std::vector<std::string> files;
@@ -174,24 +187,22 @@ int do_report(const model_opts& o, const std::string& command) {
     d.histogram_size = parse_size("report", o.histogram_size);
     if (std::none_of(o.sizes.begin(), o.sizes.end(), [&](const std::string& z) { return parse_size("report", z) == d.histogram_size; }))
         die("report", fmt::format("--histogram-size {} is not one of --sizes", o.histogram_size));
+    std::vector<std::uint64_t> csizes;
+    for (const auto& z : o.collective_sizes) csizes.push_back(parse_size("report", z));
+    check_options("report", o, cal);
+    const std::string dir = make_out_dir(o, "report");
     d.points = sweep("report", o, cal);
     d.platform = o.platform;
     d.mode = o.modes[0];
     d.calibration_path = cal.path;
     d.command = command;
     d.iterations = o.iterations;
-    std::vector<std::uint64_t> csizes;
-    for (const auto& z : o.collective_sizes) csizes.push_back(parse_size("report", z));
     try {
         d.collectives = m::run_collectives(o.generations, o.platform, d.mode == "interrupt", o.collective_hosts,
                                            csizes, cal, step_progress("report", "collective"));
     } catch (const std::exception& e) {
         die("report", e.what());
     }
-    const std::string dir = out_dir(o, "report");
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) die("report", fmt::format("cannot create {}: {}", dir, ec.message()));
     const auto charts = m::report_charts(d);
     for (const auto& [name, body] : charts) {
         write("report", dir + "/" + name + ".svg", body);

@@ -83,6 +83,11 @@ int run(const run_opts& o) {
     }
     if (o.seed >= 0) s.seed = static_cast<std::uint64_t>(o.seed);
     const std::string out = o.out.empty() ? default_out(s.name) : o.out;
+    // Before the run, as on vm and hosts: a folder that cannot be made should
+    // not cost the whole run first.
+    std::error_code ec;
+    std::filesystem::create_directories(out, ec);
+    if (ec) die(fmt::format("cannot create {}: {}", out, ec.message()));
     fmt::print(stderr, "odl: run: {} on the model: {} hosts, {} cables, {} events, {:.3f} ms\n",
                s.name, s.hosts.size(), s.cables.size(), s.events.size(),
                s.duration.to_seconds() * 1e3);
@@ -97,9 +102,6 @@ int run(const run_opts& o) {
         die(e.what());
     }
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::error_code ec;
-    std::filesystem::create_directories(out, ec);
-    if (ec) die(fmt::format("cannot create {}: {}", out, ec.message()));
     const auto put = [&](const std::string& name, const std::string& body) {
         std::ofstream f(out + "/" + name, std::ios::binary);
         f << body;

@@ -107,6 +107,21 @@ bad "hosts must be 2..8" --sizes 64 --histogram-size 64 --collective-hosts 9
 bad "one --modes value" --modes poll,interrupt
 bad "bad size" --sizes 64 --histogram-size 64 --collective-sizes 0
 bad "unknown platform" --platform no-such
+# A results folder that cannot be made is named before anything runs (it
+# used to come after the whole sweep, or the whole scenario); a refused
+# option makes no folder.
+for cmd in "model report --sizes 64 --histogram-size 64" "model sweep --sizes 64" \
+	"run $(cd "$(dirname "$0")/../.." && pwd)/scenarios/quickstart.yaml"; do
+	rc=0
+	# shellcheck disable=SC2086 # words on purpose
+	err=$("$bin" $cmd --out /etc/passwd/x 2>&1 >/dev/null) || rc=$?
+	[ "$rc" != 0 ] && grep -q "cannot create /etc/passwd/x" <<<"$err" || fail "$cmd into /etc/passwd/x: exit $rc: $err"
+	grep -Eq "point 1/|on the model:" <<<"$err" && fail "$cmd: the folder was tried only after running: $err"
+	echo "refused: $cmd --out /etc/passwd/x"
+done
+rc=0
+"$bin" model sweep --sizes 64 --throttle-us 99999 --out "$tmp/never" >/dev/null 2>&1 || rc=$?
+[ "$rc" != 0 ] && [ ! -e "$tmp/never" ] || fail "a refused sweep (exit $rc) made its folder"
 
 echo "== odl model predict: the report's collectives, without files"
 "$bin" model predict --generations tb4,tb5 --hosts 2,4 --sizes 1MiB --json >"$tmp/p.json" 2>"$tmp/p.err" ||
