@@ -64,6 +64,24 @@ TEST(StatsCli, ShowsLiveAndExitedProcessesAndCleans) {
         EXPECT_EQ(p["links"][0]["tx_bytes"].get<uint64_t>(), me ? 12345u : 777u);
         EXPECT_EQ(p["links"][0]["rx_msgs"].get<uint64_t>(), 3u);
     }
+    // The file that is not statistics is named with the reason, not dropped.
+    ASSERT_EQ(j["skipped"].size(), 1u) << j.dump();
+    EXPECT_EQ(j["skipped"][0]["file"], dir + "/nccl-net-1.stats");
+    EXPECT_NE(j["skipped"][0]["why"].get<std::string>().find("short of the"), std::string::npos) << j.dump();
+    {
+        // Another release's file: the version is named.
+        stats_file f{};
+        f.magic = odl::plugin::kStatsMagic;
+        f.version = odl::plugin::kStatsVersion + 1;
+        std::ofstream(dir + "/nccl-net-2.stats", std::ios::binary).write(reinterpret_cast<const char*>(&f), sizeof(f));
+        const auto k = nlohmann::json::parse(run_cli("--json --dir " + dir));
+        bool named = false;
+        for (const auto& x : k["skipped"])
+            named = named || (x["file"] == dir + "/nccl-net-2.stats" &&
+                              x["why"].get<std::string>().find("format version") != std::string::npos);
+        EXPECT_TRUE(named) << k.dump();
+        std::remove((dir + "/nccl-net-2.stats").c_str());
+    }
     EXPECT_NE(run_cli("--dir " + dir).find("12345"), std::string::npos);  // the table
     j = nlohmann::json::parse(run_cli("--json --clean --dir " + dir));
     ASSERT_EQ(j["processes"].size(), 1u);

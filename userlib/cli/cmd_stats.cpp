@@ -33,11 +33,15 @@ struct stats_options {
 
 int run_stats(const stats_options& opt) {
     const std::string dir = opt.dir.empty() ? odl::plugin::stats_dir() : opt.dir;
-    const nlohmann::json procs = odl::host::plugin_stats(dir, opt.clean);
+    nlohmann::json skipped = nlohmann::json::array();
+    const nlohmann::json procs = odl::host::plugin_stats(dir, opt.clean, &skipped);
     if (opt.json) {
-        fmt::print("{}\n", nlohmann::json{{"dir", dir}, {"processes", procs}}.dump(1));
+        fmt::print("{}\n", nlohmann::json{{"dir", dir}, {"processes", procs}, {"skipped", skipped}}.dump(1));
         return 0;
     }
+    // Named, not dropped: a file of another release or a damaged one.
+    for (const auto& k : skipped)
+        fmt::print(stderr, "odl: stats: skipped {}: {}\n", k["file"].get<std::string>(), k["why"].get<std::string>());
     if (procs.empty()) {
         fmt::print("no NCCL plugin statistics in {}\n", dir);
         return 0;

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "odl/wire/nccl_stats.h"
 
 namespace odl::host {
@@ -35,23 +37,36 @@ std::string text(const char* p, size_t n) {
     return s;
 }
 
-/// Reads one file; false if it is not a stats file. odl-daemon reads other
-/// users' folders as root: a link, a FIFO or a short file is skipped, never
-/// followed, waited on or mapped past its end.
-bool read_stats(const std::string& path, stats_file& out) {
+/// Reads one file; the reason it is not a stats file of this version, or
+/// "" when @out holds one. odl-daemon reads other users' folders as root: a
+/// link, a FIFO or a short file is skipped, never followed, waited on or
+/// mapped past its end.
+std::string read_stats(const std::string& path, stats_file& out) {
     const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) return false;
+    if (fd < 0) return fmt::format("cannot open it: {}", std::strerror(errno));
     struct stat st {};
-    bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && size_t(st.st_size) >= sizeof(stats_file) &&
-              pread(fd, &out, sizeof(out), 0) == ssize_t(sizeof(out));
+    std::string why;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        why = "not a regular file";
+    else if (size_t(st.st_size) < sizeof(stats_file))
+        why = fmt::format("{} bytes, short of the {} of a statistics file (a plugin starting?)", st.st_size,
+                          sizeof(stats_file));
+    else if (pread(fd, &out, sizeof(out), 0) != ssize_t(sizeof(out)))
+        why = "cannot read it";
     close(fd);
-    return ok && out.magic == odl::plugin::kStatsMagic && out.version == odl::plugin::kStatsVersion &&
-           out.nlinks <= odl::plugin::kStatsMaxLinks;
+    if (!why.empty()) return why;
+    if (out.magic != odl::plugin::kStatsMagic) return "not a statistics file of the plugin (no magic number)";
+    if (out.version != odl::plugin::kStatsVersion)
+        return fmt::format("format version {}, this odl reads {} (a plugin of another release)", out.version,
+                           odl::plugin::kStatsVersion);
+    if (out.nlinks > odl::plugin::kStatsMaxLinks)
+        return fmt::format("{} links, at most {} (damaged)", out.nlinks, odl::plugin::kStatsMaxLinks);
+    return "";
 }
 
 }  // namespace
 
-nlohmann::json plugin_stats(const std::string& dir, bool clean) {
+nlohmann::json plugin_stats(const std::string& dir, bool clean, nlohmann::json* skipped) {
     nlohmann::json procs = nlohmann::json::array();
     if (DIR* d = opendir(dir.c_str())) {
         while (dirent* e = readdir(d)) {
@@ -59,7 +74,10 @@ nlohmann::json plugin_stats(const std::string& dir, bool clean) {
             if (name.rfind("nccl-net-", 0) != 0 || name.size() < 7 || name.substr(name.size() - 6) != ".stats")
                 continue;
             stats_file f{};
-            if (!read_stats(dir + "/" + name, f)) continue;
+            if (const std::string why = read_stats(dir + "/" + name, f); !why.empty()) {
+                if (skipped) skipped->push_back({{"file", dir + "/" + name}, {"why", why}});
+                continue;
+            }
             const bool alive = kill(pid_t(f.pid), 0) == 0 || errno == EPERM;
             if (clean && !alive) {
                 unlink((dir + "/" + name).c_str());

@@ -14,7 +14,9 @@ namespace odl::host {
 /// One JSON object per plugin process whose file in @dir is a stats file:
 /// {pid, alive, process, links: [{name, peer, link_state, counters...}]}.
 /// @clean removes the files of processes that have exited (and leaves them out).
-nlohmann::json plugin_stats(const std::string& dir, bool clean = false);
+/// @skipped, when given, gets {file, why} for each nccl-net-*.stats file that
+/// is not a statistics file of this version (short, damaged, another release).
+nlohmann::json plugin_stats(const std::string& dir, bool clean = false, nlohmann::json* skipped = nullptr);
 
 /// What odl-daemon reads: every user's runtime folder under @root
 /// (<root>/run/user/UID/odl, UIDs in order), then @extra_dirs.
