@@ -68,6 +68,14 @@ mkdir "$tmp/empty"
 run hil deploy "$tmp/inv.yaml" --debs "$tmp/empty"
 [ "$rc" = 2 ] && grep -q "has no odl package" <<<"$err" || fail "no packages: exit $rc: $err"
 echo "ok: deploy without packages: $err"
+# odl package (what deploy installs): a jobs count that is no count, and a
+# folder that cannot be made, refused before the build (which takes minutes).
+run package -j 0
+[ "$rc" != 0 ] && grep -q -- "--jobs: Value 0 not in range 1 to 4096" <<<"$err" || fail "package -j 0: exit $rc: $err"
+run package --out /etc/passwd/debs
+[ "$rc" = 2 ] && grep -q "cannot create /etc/passwd/debs" <<<"$err" && ! grep -q "cmake" <<<"$err" ||
+	fail "package into /etc/passwd/debs: exit $rc: $err"
+echo "ok: odl package refuses a bad job count and folder up front"
 
 run run "$repo/scenarios/quickstart.yaml" --on "$tmp/nope.yaml"
 [ "$rc" = 2 ] && grep -q "expected model, vm or a HIL inventory file" <<<"$err" || fail "--on missing file: exit $rc: $err"

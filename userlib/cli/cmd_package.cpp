@@ -111,6 +111,10 @@ int package(const package_opts& o) {
         if (type != "Release" && type != "RelWithDebInfo" && type != "MinSizeRel")
             fmt::print(stderr, "odl: package: note: {} is a '{}' build\n", build, type);
     }
+    // The folder first: one that cannot be made should not cost the build.
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (ec) die("package", fmt::format("cannot create {}: {}", out, ec.message()), 2);
     // Configure again: the package version carries the source id of now.
     if (run_tee(configure) != 0) die("package", "cmake configure failed");
     if (run_tee({"cmake", "--build", build, "-j", jobs}) != 0) die("package", "build failed");
@@ -136,7 +140,8 @@ void add_package_command(CLI::App& app) {
     auto* cmd = app.add_subcommand("package", "Build the Debian packages of this build (paths on stdout)");
     cmd->add_option("--build-dir", o->build_dir, "build tree to package (default: ODL_BUILD_DIR, the build)");
     cmd->add_option("--out", o->out, "folder for the .deb files (default: <build>/packages)");
-    cmd->add_option("--jobs,-j", o->jobs, "parallel build jobs (default: ODL_JOBS or cores)");
+    cmd->add_option("--jobs,-j", o->jobs, "parallel build jobs (default: ODL_JOBS or cores)")
+        ->check(CLI::Range(1, 4096));
     cmd->callback([o] { std::exit(package(*o)); });
 }
 
