@@ -46,12 +46,16 @@ expect_fail "no pairing" "no paired peer" "$odl" cp local/x peer:x "${B[@]}"
 expect_fail "bad chunk" "power of two" "$odl" cp local/x peer:x --chunk 3K "${B[@]}"
 expect_fail "serve without keys" "no paired peer" "$odl" files serve share "${A[@]}"
 expect_fail "serve a missing folder" "nope" "$odl" files serve nope "${A[@]}"
+# serve's own chunk option is named as serve's, and before the keys are read.
+expect_fail "serve max chunk" "odl: files serve: --max-chunk 0: want a power of two" \
+	"$odl" files serve share "${A[@]}" --max-chunk 0
 # Timeouts and intervals: finite numbers in range, refused before anything
 # starts (a nan or negative timeout used to wait forever).
 expect_fail "connect timeout nan" "'nan' is not a number from 0.1 to" \
 	"$odl" files ls peer:x "${B[@]}" --connect-timeout nan
 expect_fail "retry-for below 0" "'-1' is not a number from 0 to" "$odl" cp local/x peer:x "${B[@]}" --retry-for=-1
 expect_fail "sync interval 0" "'0' is not a number from 0.1" "$odl" sync local peer:x "${B[@]}" --interval 0
+expect_fail "pair timeout nan" "'nan' is not a number from 0.1" timeout 20 "$odl" pair "${A[@]}" --timeout nan
 
 step "pairing"
 "$odl" pair "${A[@]}" --name host-a </dev/null >pair-unconfirmed.log 2>&1 &

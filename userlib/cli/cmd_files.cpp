@@ -95,20 +95,21 @@ std::unique_ptr<odl::device> open_dev(const link_opts& o, uint64_t timeout_ns, u
     return std::make_unique<odl::device>(p);
 }
 
-uint32_t parse_chunk(const std::string& s) {
+/// A chunk size for @sub's option @opt (cp's --chunk, serve's --max-chunk).
+uint32_t parse_chunk(const char* sub, const char* opt, const std::string& s) {
     size_t pos = 0;
     unsigned long v = 0;
     try {
         v = std::stoul(s, &pos);
     } catch (const std::exception&) {
-        die("cp", fmt::format("bad --chunk '{}' (examples: 64K, 1M)", s));
+        die(sub, fmt::format("bad {} '{}' (examples: 64K, 1M)", opt, s));
     }
     const std::string unit = s.substr(pos);
     if (unit == "K" || unit == "KiB") v <<= 10;
     else if (unit == "M" || unit == "MiB") v <<= 20;
-    else if (!unit.empty() && unit != "B") die("cp", fmt::format("bad --chunk unit in '{}'", s));
+    else if (!unit.empty() && unit != "B") die(sub, fmt::format("bad {} unit in '{}'", opt, s));
     if (!odl_files_chunk_ok(uint32_t(v)) || v > ODL_FILES_CHUNK_MAX)
-        die("cp", fmt::format("--chunk {}: want a power of two from 4K to 4M", s));
+        die(sub, fmt::format("{} {}: want a power of two from 4K to 4M", opt, s));
     return uint32_t(v);
 }
 
@@ -199,6 +200,7 @@ bool serve_either(odl::device& dev, fl::file_server& server, bool verbose, unsig
 }
 
 void run_serve(const serve_cli& c) {
+    const uint32_t max_chunk = parse_chunk("files serve", "--max-chunk", c.max_chunk);  // before the keys
     fl::unique_fd root(::open(c.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!root) die("files serve", fmt::format("{}: {}", c.dir, std::strerror(errno)));
     const fl::pair_store store(keys_dir(c.link));
@@ -213,7 +215,7 @@ void run_serve(const serve_cli& c) {
         // Sessions and their ends are routine (-v); refusals always show.
         const bool routine = line.rfind("session with", 0) == 0 || line.find("said goodbye") != std::string::npos;
         if (verbose || !routine) std::fprintf(stderr, "odl files: %s\n", line.c_str());
-    }, parse_chunk(c.max_chunk));
+    }, max_chunk);
     catch_signals();
     bool served = false;
     unsigned long long tests = 0;  // --answer-tests: test sessions answered
@@ -301,7 +303,7 @@ void run_cp(const cp_cli& c) {
     for (auto& s : sources)
         if (!push) s = s.substr(std::strlen(kPeer));
 
-    const uint32_t chunk = parse_chunk(c.chunk);
+    const uint32_t chunk = parse_chunk("cp", "--chunk", c.chunk);
     fl::pair_record pair;
     try {
         pair = fl::pair_store(keys_dir(c.link)).choose(c.peer);
@@ -564,7 +566,9 @@ void add_files_commands(CLI::App& app) {
     add_link_opts(pair, pc->link);
     pair->add_option("--name", pc->name, "This host's name as the peer will know it (default: host name)");
     pair->add_flag("--yes,-y", pc->yes, "Save without asking (scripts that trust the cable)");
-    pair->add_option("--timeout", pc->timeout_s, "Seconds to wait for the peer")->capture_default_str();
+    pair->add_option("--timeout", pc->timeout_s, "Seconds to wait for the peer")
+        ->capture_default_str()
+        ->check(finite_in(0.1, k_max_wait_s));
     pair->callback([pc] { run_pair(*pc); });
 
     auto* files = app.add_subcommand("files", "The file service");
