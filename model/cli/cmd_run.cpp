@@ -129,7 +129,8 @@ void add_run_command(CLI::App& app) {
                     "where to replay: model, vm (the two-VM testbed) or a HIL inventory (hosts.yaml, docs/hil.md)");
     cmd->add_option("--pair", o->pair, "--on <inventory>: which pair (default: the only one)");
     cmd->add_option("--out", o->out, "folder for report.json, report.txt, trace.txt");
-    cmd->add_option("--seed", o->seed, "override the scenario's seed");
+    cmd->add_option("--seed", o->seed, "override the scenario's seed")
+        ->check(odl::cli::seed_number());
     cmd->add_flag("--json", o->json, "print the JSON report on stdout");
     cmd->add_option("--nhi-impl", o->nhi_impl,
                     "every host's NHI interrupt unit: model (C++), rtl (the Verilated SystemVerilog block) or "

@@ -39,6 +39,13 @@ run cable unplug now
 [ "$rc" != 0 ] && grep -q "takes no arguments" <<<"$err" || fail "cable unplug with a word: exit $rc: $err"
 echo "ok: cable arguments counted before the testbed is asked"
 
+# A seed that is no whole number is refused before the testbed is asked
+# (-1 was taken into a 64-bit seed as 2^64 - 1 and the guests booted).
+run up --deterministic --seed -1
+[ "$rc" != 0 ] && grep -q "'-1' is not a whole number below 10^18" <<<"$err" || fail "up --seed -1: exit $rc: $err"
+[ ! -e "$ODL_VM_DIR" ] || fail "up --seed -1 reached the testbed: $(ls "$ODL_VM_DIR")"
+echo "ok: a negative seed is refused up front"
+
 # status names every part that is down and fails.
 run status
 [ "$rc" = 1 ] || fail "status with no testbed: exit $rc"

@@ -114,6 +114,9 @@ run hil run "$tmp/inv.yaml" "$repo/scenarios/quickstart"
 [ "$rc" = 2 ] && grep -q "odl: hil: $repo/scenarios/quickstart: cannot read the file" <<<"$err" &&
 	! grep -q -- "--on" <<<"$err" || fail "hil run with no inventory there: exit $rc: $err"
 echo "ok: hil run names a missing inventory"
+run run "$repo/scenarios/quickstart.yaml" --on model --seed -5 --out "$tmp/neg-seed"
+[ "$rc" != 0 ] && grep -q "'-5' is not a whole number below 10^18" <<<"$err" || fail "run --seed -5: exit $rc: $err"
+echo "ok: a negative seed is refused (it was taken as no seed)"
 left=$(odl_ssh_left)
 [ -z "$left" ] || fail "SSH processes left running: $left"
 echo "PASS"

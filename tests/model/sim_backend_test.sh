@@ -113,6 +113,15 @@ out=$("$linkd" --sim --socket "$tmp/x.sock" --calibration "$tmp/bad-cal.yaml" 2>
 rc=$?
 set -e
 [ "$rc" = 1 ] && grep -q "bad-cal.yaml:[0-9]" <<<"$out" || fail "bad calibration: exit $rc: $out"
+# A negative seed is no seed (it wrapped to 2^64 - 1 and the server ran).
+set +e
+out=$(timeout 10 "$linkd" --sim --socket "$tmp/x.sock" --seed -1 2>&1)
+rc=$?
+set -e
+[ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q "'-1' is not a whole number below 10^18" <<<"$out" ||
+	fail "--seed -1: exit $rc: $out"
+[ ! -e "$tmp/x.sock" ] || fail "odl-linkd --sim --seed -1 left a socket: it listened before refusing"
+rm -f "$tmp/x.sock"
 
 # fake_client SOCK: waits (bounded) for a hand-made server at SOCK, then runs
 # a short odl perf client against it; sets out and rc.

@@ -78,7 +78,8 @@ void add_vm_command(CLI::App& app) {
     up->add_flag("--deterministic", deterministic,
                  "QEMU counts instructions and odl-linkd grants windows of simulated time: the same "
                  "run every time (docs/vm.md)");
-    auto* seed_opt = up->add_option("--seed", seed, "--deterministic: the guests' random numbers and bit errors");
+    auto* seed_opt = up->add_option("--seed", seed, "--deterministic: the guests' random numbers and bit errors")
+                         ->check(seed_number());
     up->callback([seed_opt] {
         if (seed_opt->count() > 0 && !deterministic) {
             fmt::print(stderr, "odl: vm up: --seed needs --deterministic\n");

@@ -41,6 +41,19 @@ inline CLI::Validator finite_in(double lo, double hi) {
         fmt::format("[{} - {}]", lo, hi));
 }
 
+/// A seed: a whole number below 10^18, digits only. Sizes of the option
+/// (uint64, long long) differ between the tools; CLI11 took "-1" into a
+/// uint64 as 2^64 - 1, and a long long's -5 read as "no seed given".
+inline CLI::Validator seed_number() {
+    return CLI::Validator(
+        [](std::string& in) -> std::string {
+            if (in.empty() || in.size() > 18 || in.find_first_not_of("0123456789") != std::string::npos)
+                return fmt::format("'{}' is not a whole number below 10^18", in);
+            return {};
+        },
+        "0..10^18-1");
+}
+
 /// A bus for odl-daemon and odl-tray: system, session, or a D-Bus address
 /// (TRANSPORT:KEY=VALUE,...). Anything else used to reach sd-bus and come
 /// back as "Connection refused" or "No medium found".

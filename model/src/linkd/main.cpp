@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "odl/model/linkd/recorder.h"
+#include "odl_cli_checks.h"
 #include "odl/model/linkd/server.h"
 #include "stub_model.h"
 #ifdef ODL_LINKD_HAVE_MODEL
@@ -338,7 +339,8 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     auto* asym = app.add_flag("--asymmetric", sim.asymmetric, "gen4 with 3 lanes A->B, 1 back (with --gen gen4 --lanes 2)");
     auto* len = app.add_option("--length", sim.length_m, "--sim: cable length, m (default 1)")
                     ->check(CLI::Range(0.0, 50.0));
-    auto* seed = app.add_option("--seed", sim.seed, "--sim: bit-error randomness");
+    auto* seed = app.add_option("--seed", sim.seed, "--sim: bit-error randomness")
+                     ->check(odl::cli::seed_number());
     auto* scen = app.add_option("--scenario", sim.scenario,
                                 "--sim: take the two hosts' profiles, the cable and its events (plug, unplug, ber, "
                                 "degrade, retrain) from this scenario file")
