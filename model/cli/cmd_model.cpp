@@ -128,11 +128,11 @@ void check_options(const std::string& sub, const model_opts& o, const m::calibra
     }
 }
 
+/// Runs the points; the options were checked by check_options() already.
 std::vector<m::sweep_point> sweep(const std::string& sub, const model_opts& o,
                                   const m::calibration& cal) {
     const m::sweep_spec s = spec_of(sub, o);
     try {
-        m::check_sweep(s, cal);
         return m::run_sweep(s, cal, step_progress(sub, "point"));
     } catch (const std::exception& e) {
         die(sub, e.what());
