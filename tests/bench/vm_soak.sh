@@ -125,7 +125,7 @@ run_once() {
 	wait_in B 40 "grep -q '^rc=' /tmp/srv.$r" || true
 	srv=$(vexec B "cat /tmp/srv.$r; rm -f /tmp/srv.$r" 2>/dev/null || echo "rc=gone")
 	# The program must never be handed a corrupt message, on either end.
-	if echo "$cli$srv" | grep -q 'corrupt'; then
+	if grep -q 'corrupt' <<<"$cli$srv"; then
 		fail "run $r delivered a corrupt message: client: $cli server: $srv"
 	fi
 	[ "$crc" = 124 ] && fail "run $r: the client hung (no error within 300 s): $cli"

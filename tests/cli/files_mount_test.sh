@@ -34,7 +34,7 @@ start_server
 mnt_pid=$!
 pids+=("$mnt_pid")
 wait_for 20 mounted || fail "not mounted within 20 s"
-grep -q "^odl ro\?.*$tmp/mnt" /proc/mounts || grep " $tmp/mnt " /proc/mounts | grep -q "[ ,]ro[ ,]" ||
+grep -q "^odl ro\?.*$tmp/mnt" /proc/mounts || grep -q "[ ,]ro[ ,]" <<<"$(grep " $tmp/mnt " /proc/mounts)" ||
 	fail "not mounted read-only: $(grep " $tmp/mnt " /proc/mounts)"
 
 step "tree, sizes, mtimes and bytes as served"

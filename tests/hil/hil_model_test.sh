@@ -145,7 +145,7 @@ grep -Eq '^  ar +busbw_gbps .* PASS$' <<<"$out" || fail "compare: no bus bandwid
 grep -Eq '^  ar +time_us .*\(not judged\)$' <<<"$out" || fail "compare: all-reduce time judged: $out"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["passed"] and len(j["rows"])==5, j' "$tmp/cmp/compare.json" ||
 	fail "compare.json"
-head -c 8 "$tmp/cmp/latency-ping.png" | od -An -tx1 | grep -q '89 50 4e 47 0d 0a 1a 0a' || fail "no PNG plot"
+grep -q '89 50 4e 47 0d 0a 1a 0a' <<<"$(head -c 8 "$tmp/cmp/latency-ping.png" | od -An -tx1)" || fail "no PNG plot"
 grep -q 'measured (bench-1)' "$tmp/cmp/latency-ping.svg" || fail "plot without the measured series"
 echo "ok: compare, fitted profile, other scenario: $(tail -n 1 <<<"$out")"
 

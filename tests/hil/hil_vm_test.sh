@@ -258,7 +258,7 @@ rows = json.loads(json.load(sys.stdin)["data"][0])["results"]
 assert [r["size"] for r in rows] == [64, 4096], rows
 print("ok: RunTest on a over odl_tb5: one way p50 " + ", ".join("%d B %.1f us" % (r["size"], r["p50_us"]) for r in rows))' <<<"$report" ||
 	fail "RunTest's report on a: $(head -c 2000 <<<"$report")"
-prop a LastTest | grep -q 'state.*passed' || fail "a's LastTest after the test: $(prop a LastTest | head -c 500)"
+grep -q 'state.*passed' <<<"$(prop a LastTest)" || fail "a's LastTest after the test: $(prop a LastTest | head -c 500)"
 ssh_a 'pkill -x dbus-monitor || true; journalctl -u odl-daemon --no-pager -q -p warning' >"$tmp/daemon-warnings.txt" || true
 [ ! -s "$tmp/daemon-warnings.txt" ] || fail "odl-daemon logged warnings on a: $(cat "$tmp/daemon-warnings.txt")"
 echo "ok: InterfacesRemoved seen $unplug_s s after the unplug (an upper bound: looked for over SSH every 0.25 s); back to connected after the replug"

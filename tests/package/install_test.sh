@@ -84,10 +84,10 @@ ok "installed: $names"
 in_root getent group odl >/dev/null || fail "postinst made no group odl"
 grep -q "no headers for the running kernel" "$w/install.log" ||
 	fail "DKMS postinst did not say the running kernel's headers are missing: $(grep odl-tb5-dkms "$w/install.log")"
-in_root dkms status -m odl_tb5 -v "$mver" | grep -q "odl_tb5/$mver" ||
+grep -q "odl_tb5/$mver" <<<"$(in_root dkms status -m odl_tb5 -v "$mver")" ||
 	fail "odl_tb5 $mver is not in DKMS after install: $(in_root dkms status)"
 ok "maintainer scripts: group odl, odl_tb5 $mver added to DKMS, missing headers named"
-in_root odl --version | grep -q "^odl $mver" || fail "installed odl --version: $(in_root odl --version)"
+grep -q "^odl $mver" <<<"$(in_root odl --version)" || fail "installed odl --version: $(in_root odl --version)"
 set +e
 in_root odl doctor --no-nccl >"$w/doctor.log" 2>&1
 rc=$?
@@ -106,13 +106,13 @@ for k in $kernels; do
 	field() { printf '%s\n' "$info" | sed -n "s/^$1: *//p"; }
 	case "$(field vermagic)" in "$k "*) ;; *) fail "$k: vermagic '$(field vermagic)'" ;; esac
 	[ "$(field license)" = "Dual MIT/GPL" ] || fail "$k: license '$(field license)'"
-	field alias | grep -qx 'tbsvc:kodinlinkp00000001v\*r\*' ||
+	grep -qx 'tbsvc:kodinlinkp00000001v\*r\*' <<<"$(field alias)" ||
 		fail "$k: no tbsvc alias for the odinlink service: $(field alias)"
 	for p in ring_size rings poll irq_throttle_us announce split; do
-		field parm | grep -q "^$p:" || fail "$k: parameter $p missing"
+		grep -q "^$p:" <<<"$(field parm)" || fail "$k: parameter $p missing"
 	done
 	[ -n "$(field sig_id)" ] || fail "$k: module not signed (sig_id empty)"
-	in_root dkms status -m odl_tb5 -v "$mver" -k "$k" | grep -q "$k.*installed" ||
+	grep -q "$k.*installed" <<<"$(in_root dkms status -m odl_tb5 -v "$mver" -k "$k")" ||
 		fail "$k: dkms status does not say installed: $(in_root dkms status -m odl_tb5 -k "$k")"
 	ok "DKMS built the installed source for $k: $ko (vermagic, alias, license, parameters, signed)"
 done
@@ -240,7 +240,7 @@ for k in $kernels; do
 done
 in_root dpkg -P $names >"$w/purge.log" 2>&1 || { cat "$w/purge.log"; fail "dpkg -P"; }
 for p in $names; do
-	! in_root dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q installed || fail "$p still installed after purge"
+	! grep -q installed <<<"$(in_root dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null)" || fail "$p still installed after purge"
 done
 # Every file the root gained or changed, but dpkg's own state and log, the
 # loader, man and depmod indexes (rewritten by triggers and DKMS), DKMS's

@@ -140,7 +140,7 @@ has libodl-dev usr/include/odl/uapi/odl_tb5.h
 has libodl-dev "usr/$libdir/libodl.so"
 has libodl-dev "usr/$libdir/pkgconfig/odl.pc"
 has libodl-dev "usr/$libdir/cmake/odl/odlTargets.cmake"
-dpkg-deb -f "$(deb libodl-dev)" Depends | grep -q "odl (= $full)" ||
+grep -q "odl (= $full)" <<<"$(dpkg-deb -f "$(deb libodl-dev)" Depends)" ||
 	fail "libodl-dev does not depend on odl (= $full): $(dpkg-deb -f "$(deb libodl-dev)" Depends)"
 
 has odl-tray usr/bin/odl-tray
@@ -159,7 +159,7 @@ has odl-nccl-plugin "usr/$libdir/odl/odl-plugin-collective"
 
 d=$(deb odl-tb5-dkms)
 [ "$(dpkg-deb -f "$d" Architecture)" = all ] || fail "odl-tb5-dkms is not Architecture: all"
-dpkg-deb -f "$d" Depends | grep -q dkms || fail "odl-tb5-dkms does not depend on dkms"
+grep -q dkms <<<"$(dpkg-deb -f "$d" Depends)" || fail "odl-tb5-dkms does not depend on dkms"
 has odl-tb5-dkms "usr/src/odl_tb5-$version/dkms.conf"
 has odl-tb5-dkms "usr/src/odl_tb5-$version/include/odl/wire/frame.h"
 dpkg-deb -e "$d" "$tmp/dkms-ctl"
@@ -175,7 +175,7 @@ if [ "$model" = 1 ]; then
 	has odl-model usr/share/man/man1/odl-linkd.1.gz
 	has odl-model usr/share/odl/model/default.yaml
 	has odl-model usr/share/odl/model/points.yaml
-	dpkg-deb -f "$(deb odl-model)" Depends | grep -q systemc ||
+	grep -q systemc <<<"$(dpkg-deb -f "$(deb odl-model)" Depends)" ||
 		fail "odl-model does not depend on SystemC: $(dpkg-deb -f "$(deb odl-model)" Depends)"
 fi
 ok "packages (version $full): $(cd "$tmp/pkg" && ls ./*.deb | tr '\n' ' ')"

@@ -57,7 +57,7 @@ while IFS= read -r line; do
 	rest=${line#*:}
 	lno=${rest%%:*}
 	if [[ $line == *:CONSTANT_COMPARISON:* ]] && [[ $lno =~ ^[0-9]+$ ]] &&
-		sed -n "${lno}p" "$file" | grep -q LINUX_VERSION_CODE; then
+		grep -q LINUX_VERSION_CODE <<<"$(sed -n "${lno}p" "$file")"; then
 		continue
 	fi
 	echo "$line"

@@ -84,7 +84,7 @@ ODL_VM_EXEC_TIMEOUT=120 vexec A 'odl perf latency --backend kernel --client 0 --
 wait_in B 30 'grep -q "^rc=0" /tmp/srv.log' || fail "B: perf server: $(vexec B 'cat /tmp/srv.log')"
 frames=$(vexec A 'cat /sys/class/odl_tb5/odl_tb5_0/statistics/tx_frames')
 [ "${frames:-0}" -ge 22 ] || fail "A: statistics/tx_frames $frames after 22 messages"
-vexec A 'odl link' | grep -q "counters: .*tx_frames $frames" || fail "odl link does not show tx_frames $frames"
+grep -q "counters: .*tx_frames $frames" <<<"$(vexec A 'odl link')" || fail "odl link does not show tx_frames $frames"
 
 step "runtime knob: irq_throttle_us written while logged in"
 vexec A 'echo 64 >/sys/class/odl_tb5/odl_tb5_0/irq_throttle_us' || fail "A: cannot write irq_throttle_us"

@@ -151,7 +151,7 @@ replaced_mid_login() {
 		fail "A: B's new module's LOGIN was not answered with A's own held back: $(vexec A 'dmesg | tail -n 6')"
 	logouts0=$(vexec B "cat $stats/logouts") || fail "B: no statistics"
 	if [ "$logout" = lost ]; then
-		linkd_ctl fault add logout:drop,from=A | grep -q '^ok' || fail "arm logout:drop"
+		grep -q '^ok' <<<"$(linkd_ctl fault add logout:drop,from=A)" || fail "arm logout:drop"
 	fi
 	vexec A "echo 0 >$delay" || fail "A: clear $delay"
 	rebind A
@@ -161,7 +161,7 @@ replaced_mid_login() {
 	again_b=$(($(count_in_log B 'logging in again') - again_b))
 	echo "B's logouts $logouts0 -> $logouts1; logged in again: A's new module $again time(s), B $again_b"
 	if [ "$logout" = lost ]; then
-		linkd_ctl fault status | grep -q 'done 1/1' ||
+		grep -q 'done 1/1' <<<"$(linkd_ctl fault status)" ||
 			fail "odl-linkd dropped no LOGOUT: $(linkd_ctl fault status)"
 		linkd_ctl fault clear >/dev/null
 		[ "$logouts1" = "$logouts0" ] || fail "B counted a LOGOUT that odl-linkd dropped"
