@@ -39,7 +39,7 @@ export ODL_VM_DIR=$base/run
 mkdir -p "$base"
 # shellcheck source=tests/vm/vm_lib.sh
 . "$here/vm_lib.sh"
-step() { printf '== %s\n' "$*"; }
+step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
 linkd=${ODL_LINKD:-${ODL_BUILD_DIR:-$repo/build}/model/src/linkd/odl-linkd}
 odl=${ODL_BUILD_DIR:-$repo/build}/bin/odl
 

@@ -37,7 +37,7 @@ extra="$ODL_VM_DIR.extra"
 plugin=${ODL_NCCL_PLUGIN:-$build/lib/libnccl-net-odl.so}
 peer=${ODL_PLUGIN_VM_PEER:-$build/tests/plugin/plugin_vm_peer}
 
-step() { printf '== %s\n' "$*"; }
+step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
 . "$here/vm_lib.sh"
 
 [ -f "$plugin" ] || fail "no $plugin (build the plugin first)"

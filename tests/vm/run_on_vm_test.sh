@@ -20,7 +20,7 @@ tb="$repo/qemu-device/testbed.sh"
 export ODL_TESTBED_OWNER=$$  # a ctest timeout kills this shell alone: the testbed goes with it (testbed.sh)
 trap '"$tb" down >/dev/null 2>&1 || true' EXIT
 
-step() { printf '== %s\n' "$*"; }
+step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
 fail() {
 	printf 'FAIL: %s\n' "$*"
 	cat "$out/report.txt" 2>/dev/null || true

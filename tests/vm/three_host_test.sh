@@ -35,7 +35,7 @@ export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-three-$$}
 mkdir -p "$ODL_VM_DIR"
 # shellcheck source=tests/vm/vm_lib.sh
 . "$here/vm_lib.sh"
-step() { printf '== %s\n' "$*"; }
+step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
 
 step "refused before anything boots"
 out=$("$tb" up --hosts 5 2>&1) && fail "--hosts 5 accepted"

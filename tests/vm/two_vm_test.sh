@@ -43,7 +43,7 @@ export ODL_LINKD_ARGS="${ODL_LINKD_ARGS:-} --nhi-impl $impl"
 export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-test-$$}
 results="$ODL_VM_DIR/results-$kernel-$gen.txt"
 
-step() { printf '== %s\n' "$*"; }
+step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
 fail() {
 	printf 'FAIL: %s\n' "$*"
 	for v in A B; do
