@@ -33,14 +33,23 @@
 #   b's odl perf server; then the hosts paired and a's daemon serving files
 #   (--serve-files in a drop-in): b pushes, a's daemon is killed mid-push,
 #   systemd restarts it and the copy completes, whole.
-# Usage: hil_vm_test.sh ODL_BINARY [--kernel 6.12|6.1]
+# Usage: hil_vm_test.sh ODL_BINARY [--kernel 6.12|6.1] [--debs DIR]
+# --debs: this build's packages, already made by odl package (ctest fixture
+# odl_debs, tests/package/build_debs.sh); without it the test makes them.
 # Environment: ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR
 set -euo pipefail
 
-odl=${1:?usage: hil_vm_test.sh ODL_BINARY [--kernel K]}
+usage="usage: hil_vm_test.sh ODL_BINARY [--kernel K] [--debs DIR]"
+odl=${1:?$usage}
 shift
-kernel=6.12
-[ "${1:-}" = --kernel ] && kernel=$2
+kernel=6.12 debs_dir=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kernel) kernel=${2:?$usage}; shift 2 ;;
+	--debs) debs_dir=${2:?$usage}; shift 2 ;;
+	*) echo "$usage" >&2; exit 2 ;;
+	esac
+done
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # Percent, for compare on TCG guests: their timing moves by up to 2x between
 # runs a minute apart, medians of three by up to 36 % (p50) and 60 % (Gb/s,
@@ -82,9 +91,13 @@ hil() {
 	err=$(cat "$tmp/err")
 }
 
-step "packages of this build (odl package)"
-"$odl" package --out "$tmp/debs" >"$tmp/debs.list" 2>"$tmp/package.log" || { cat "$tmp/package.log"; fail "odl package"; }
-ls "$tmp/debs"/*.deb >/dev/null || fail "odl package made no .deb"
+if [ -n "$debs_dir" ]; then
+	ln -s "$(cd "$debs_dir" && pwd)" "$tmp/debs"
+else
+	step "packages of this build (odl package)"
+	"$odl" package --out "$tmp/debs" >"$tmp/debs.list" 2>"$tmp/package.log" || { cat "$tmp/package.log"; fail "odl package"; }
+fi
+ls "$tmp/debs"/*.deb >/dev/null || fail "no .deb in ${debs_dir:-$tmp/debs}"
 
 step "testbed up --root ($kernel): two Debian-root guests, SSH on loopback ports"
 t=$SECONDS

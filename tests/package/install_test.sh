@@ -15,7 +15,9 @@
 # indexes that triggers and depmod rewrite, DKMS's signing key, and the
 # group files, which keep the group odl by design).
 #
-# Usage: install_test.sh BUILD_DIR
+# Usage: install_test.sh BUILD_DIR [DEBS_DIR]
+# DEBS_DIR: the packages already made from BUILD_DIR (build_debs.sh, ctest
+# fixture odl_debs) instead of running cpack here.
 # Exit 77 (ctest: skipped, with the reason) when not root or without dkms,
 # which the odl-tb5-dkms package depends on (./odl test installs it).
 set -euo pipefail
@@ -36,8 +38,13 @@ fi
 
 tmp=$(mktemp -d /tmp/odl-install-test.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-cpack --config "$build/CPackConfig.cmake" -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1 ||
-	{ cat "$tmp/cpack.log"; fail "cpack"; }
+if [ -n "${2:-}" ]; then
+	[ -d "$2" ] || fail "$2: no such folder"
+	ln -s "$(cd "$2" && pwd)" "$tmp/pkg"
+else
+	cpack --config "$build/CPackConfig.cmake" -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1 ||
+		{ cat "$tmp/cpack.log"; fail "cpack"; }
+fi
 debs=$(cd "$tmp/pkg" && ls ./*.deb | sed 's|^\./||')
 [ -n "$debs" ] || fail "cpack made no packages"
 names=$(for d in $debs; do dpkg-deb -f "$tmp/pkg/$d" Package; done | tr '\n' ' ')

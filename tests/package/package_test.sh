@@ -9,13 +9,23 @@
 #     binary's DT_NEEDED), every package carries the build's version + source id;
 #  4. lintian shows no error (warnings are listed, they do not fail).
 #
-# Usage: package_test.sh BUILD_DIR [--model 0|1]
+# Usage: package_test.sh BUILD_DIR [--model 0|1] [--debs DIR]
+# --debs: the packages already made from BUILD_DIR (build_debs.sh, ctest
+# fixture odl_debs) instead of running cpack here.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-build=$(cd "${1:?usage: package_test.sh BUILD_DIR [--model 0|1]}" && pwd)
-model=1
-[ "${2:-}" = --model ] && model=${3:?}
+usage="usage: package_test.sh BUILD_DIR [--model 0|1] [--debs DIR]"
+build=$(cd "${1:?$usage}" && pwd)
+shift
+model=1 debs_dir=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--model) model=${2:?$usage}; shift 2 ;;
+	--debs) debs_dir=${2:?$usage}; shift 2 ;;
+	*) echo "$usage" >&2; exit 2 ;;
+	esac
+done
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok: $*"; }
 for tool in cpack dpkg-deb dpkg-shlibdeps lintian pkg-config readelf cc c++; do
@@ -103,14 +113,25 @@ ok "pkg-config consumer: $(pkg-config --cflags --libs odl)"
 unset LD_LIBRARY_PATH PKG_CONFIG_PATH
 
 # --- 3. packages ----------------------------------------------------------------
-cpack --config "$build/CPackConfig.cmake" -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1 ||
-	{ cat "$tmp/cpack.log"; fail "cpack"; }
-deb() { ls "$tmp/pkg/$1_"*.deb 2>/dev/null | head -n1; }
+if [ -n "$debs_dir" ]; then
+	[ -d "$debs_dir" ] || fail "--debs $debs_dir: no such folder"
+	ln -s "$(cd "$debs_dir" && pwd)" "$tmp/pkg"
+else
+	cpack --config "$build/CPackConfig.cmake" -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1 ||
+		{ cat "$tmp/cpack.log"; fail "cpack"; }
+fi
+# (A glob, not ls | head: ls failing on no match would end this script under
+# pipefail before the message below.)
+deb() {
+	local f
+	for f in "$tmp/pkg/$1_"*.deb; do [ -e "$f" ] && { echo "$f"; return 0; }; done
+	return 0
+}
 pkgs=(odl libodl-dev odl-nccl-plugin odl-tb5-dkms odl-tray)
 [ "$model" = 1 ] && pkgs+=(odl-model)
 for p in "${pkgs[@]}"; do
 	d=$(deb "$p")
-	[ -n "$d" ] || fail "cpack made no $p package: $(ls "$tmp/pkg")"
+	[ -n "$d" ] || fail "no $p package in ${debs_dir:-the cpack output}: $(ls "$tmp/pkg")"
 	[ "$(dpkg-deb -f "$d" Version)" = "$full" ] || fail "$p: Version $(dpkg-deb -f "$d" Version), want $full"
 	dpkg-deb -c "$d" | awk '{print $6}' >"$tmp/$p.list"
 done

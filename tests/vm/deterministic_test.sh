@@ -6,7 +6,8 @@
 # workload (tests/vm/det_workload.sh: thunderbolt.ko finds the peer,
 # thunderbolt_net, pings of two sizes, then both guests power off) with the
 # same seed runs once, then RUNS-1 times more from the replay folder the
-# first left (testbed.sh replay, as for a failure seen in CI); odl-linkd's
+# first left (testbed.sh replay, as for a failure seen in CI; the last with
+# random waits in QEMU; default 2 runs); odl-linkd's
 # record of everything that crossed
 # the model seam (every MMIO with its value, DMA with its bytes, interrupt,
 # at its model time) and both guests' whole consoles (kernel timestamps and
@@ -26,7 +27,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 tb="$repo/qemu-device/testbed.sh"
-kernel=6.12 runs=3
+kernel=6.12 runs=2
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kernel=$2; shift 2 ;;
@@ -34,6 +35,8 @@ while [ $# -gt 0 ]; do
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
+# One run would compare nothing with a replay.
+[[ $runs =~ ^[0-9]+$ ]] && [ "$runs" -ge 2 ] || { echo "--runs must be a whole number of at least 2" >&2; exit 2; }
 base=${ODL_VM_DIR:-/tmp/odl-vm-det-$$}
 export ODL_VM_DIR=$base/run
 mkdir -p "$base"
