@@ -43,6 +43,9 @@
 #   ODL_VM_ACCEL   tcg (default) or kvm (-cpu host; only where KVM is known to work)
 #   ODL_VM_SLUB_DEBUG  1 (default): guests boot with slub_debug=FZP (SLUB checks,
 #                  red zones, poisoning); 0: without
+#   ODL_VM_MITIGATIONS  0 (default): guests boot with mitigations=off; 1: the
+#                  kernel's own speculation mitigations (retpolines and the rest)
+#   ODL_VM_KERNEL_ARGS  more words for the guests' kernel command line
 #   ODL_VM_IOMMU   off (default), translated or pt: up's --iommu for every test
 #                  that brings the testbed up (the whole vm suite behind an IOMMU)
 #   ODL_VM_QEMU_ARGS  extra QEMU options for both VMs (e.g. -trace 'odl_nhi_*')
@@ -372,6 +375,13 @@ cmd_up() {
 	# or reuses freed memory gets a "BUG <cache>" report the tests look for.
 	# (Debian builds no kmemleak.) ODL_VM_SLUB_DEBUG=0 turns it off.
 	[ "${ODL_VM_SLUB_DEBUG:-1}" = 0 ] || kargs+=" slub_debug=FZP"
+	# No speculation mitigations: the guests run only the tests' own code,
+	# and under TCG every retpolined indirect call leaves QEMU's chained
+	# translation blocks (vm_kmod_6.1 alone: 277 s with them, 236 s
+	# without; docs/ci.md). ODL_VM_MITIGATIONS=1 keeps the kernel's default.
+	[ "${ODL_VM_MITIGATIONS:-0}" = 1 ] || kargs+=" mitigations=off"
+	# Anything more for the guests' kernel command line.
+	[ -z "${ODL_VM_KERNEL_ARGS:-}" ] || kargs+=" $ODL_VM_KERNEL_ARGS"
 	for v in "${vms[@]}"; do
 		idx=$(vm_index "$v")
 		if [ "$root" = 1 ]; then
