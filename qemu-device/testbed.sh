@@ -377,7 +377,7 @@ cmd_up() {
 	[ "${ODL_VM_SLUB_DEBUG:-1}" = 0 ] || kargs+=" slub_debug=FZP"
 	# No speculation mitigations: the guests run only the tests' own code,
 	# and under TCG every retpolined indirect call leaves QEMU's chained
-	# translation blocks (vm_kmod_6.1 alone: 277 s with them, 236 s
+	# translation blocks (vm_kmod_6.1 alone: 277 s with them, 236-248 s
 	# without; docs/ci.md). ODL_VM_MITIGATIONS=1 keeps the kernel's default.
 	[ "${ODL_VM_MITIGATIONS:-0}" = 1 ] || kargs+=" mitigations=off"
 	# Anything more for the guests' kernel command line.
