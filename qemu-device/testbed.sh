@@ -205,12 +205,15 @@ replay_hash() { sha256sum "$1" | cut -d' ' -f1; }
 
 # What a deterministic run depends on, one "sha256 NAME HASH" line each.
 replay_parts() {
-	local qemu=$1 linkd=$2 image=$3 cmd_file=$4
+	local qemu=$1 linkd=$2 image=$3 cmd_file=$4 kargs=$5
 	echo "sha256 qemu $(replay_hash "$qemu")"
 	echo "sha256 odl-linkd $(replay_hash "$linkd")"
 	echo "sha256 vmlinuz $(replay_hash "$image/vmlinuz")"
 	echo "sha256 initrd $(replay_hash "$image/initrd.gz")"
 	[ -z "$cmd_file" ] || echo "sha256 cmd-file $(replay_hash "$cmd_file")"
+	# The guests' kernel command line (ODL_VM_SLUB_DEBUG, ODL_VM_MITIGATIONS,
+	# ODL_VM_KERNEL_ARGS): a replay booted with other words runs otherwise.
+	echo "sha256 kernel-args $(printf '%s' "$kargs" | sha256sum | cut -d' ' -f1)"
 }
 
 cmd_up() {
@@ -283,10 +286,35 @@ cmd_up() {
 		image=$("$here/guest/build-guest.sh" "$kernel" | tail -n1) || die "guest image build failed"
 	fi
 
+	# The IOMMU comes before the PCI devices it translates for; the guest
+	# turns it on (Debian leaves it off) in DMA-domain or passthrough mode.
+	local iommu_dev=() kargs=""  # extra kernel arguments
+	# Deterministic: commands come through the device's mailbox (the guest's
+	# agent), replies go to a file: a serial line's input arrives at
+	# wall-clock moments, and one that cannot take output makes a guest wait.
+	[ "$det" = 0 ] || kargs=" odl.det=1"
+	if [ "$iommu" != off ]; then
+		iommu_dev=(-device intel-iommu)
+		kargs+=" intel_iommu=on"
+		[ "$iommu" = pt ] && kargs+=" iommu=pt"
+	fi
+	# SLUB's sanity checks, red zones and poisoning: a module that overruns
+	# or reuses freed memory gets a "BUG <cache>" report the tests look for.
+	# (Debian builds no kmemleak.) ODL_VM_SLUB_DEBUG=0 turns it off.
+	[ "${ODL_VM_SLUB_DEBUG:-1}" = 0 ] || kargs+=" slub_debug=FZP"
+	# No speculation mitigations: the guests run only the tests' own code,
+	# and under TCG every retpolined indirect call leaves QEMU's chained
+	# translation blocks (vm_kmod_6.1 alone: 277 s with them, 236-248 s
+	# without; docs/ci.md). ODL_VM_MITIGATIONS=1 keeps the kernel's default.
+	[ "${ODL_VM_MITIGATIONS:-0}" = 1 ] || kargs+=" mitigations=off"
+	# Anything more for the guests' kernel command line. All of these are
+	# part of what a deterministic run depends on (replay_parts).
+	[ -z "${ODL_VM_KERNEL_ARGS:-}" ] || kargs+=" $ODL_VM_KERNEL_ARGS"
+
 	# What a deterministic run depends on (its replay folder), and a replay
 	# (cmd_replay) must boot the same bytes as the run it repeats.
 	local parts=""
-	[ "$det" = 0 ] || parts=$(replay_parts "$qemu" "$linkd" "$image" "$cmd_file")
+	[ "$det" = 0 ] || parts=$(replay_parts "$qemu" "$linkd" "$image" "$cmd_file" "$kargs")
 	if [ -n "${ODL_VM_REPLAY_FILE:-}" ]; then
 		local want have diff
 		want=$(grep '^sha256 ' "$ODL_VM_REPLAY_FILE")
@@ -359,29 +387,6 @@ cmd_up() {
 	fi
 	[ "$root" = 0 ] || root_prepare "$image"
 	[ "${ODL_VM_ACCEL:-tcg}" = kvm ] && accel=(-accel kvm -cpu host)
-	# The IOMMU comes before the PCI devices it translates for; the guest
-	# turns it on (Debian leaves it off) in DMA-domain or passthrough mode.
-	local iommu_dev=() kargs=""  # extra kernel arguments
-	# Deterministic: commands come through the device's mailbox (the guest's
-	# agent), replies go to a file: a serial line's input arrives at
-	# wall-clock moments, and one that cannot take output makes a guest wait.
-	[ "$det" = 0 ] || kargs=" odl.det=1"
-	if [ "$iommu" != off ]; then
-		iommu_dev=(-device intel-iommu)
-		kargs=" intel_iommu=on"
-		[ "$iommu" = pt ] && kargs+=" iommu=pt"
-	fi
-	# SLUB's sanity checks, red zones and poisoning: a module that overruns
-	# or reuses freed memory gets a "BUG <cache>" report the tests look for.
-	# (Debian builds no kmemleak.) ODL_VM_SLUB_DEBUG=0 turns it off.
-	[ "${ODL_VM_SLUB_DEBUG:-1}" = 0 ] || kargs+=" slub_debug=FZP"
-	# No speculation mitigations: the guests run only the tests' own code,
-	# and under TCG every retpolined indirect call leaves QEMU's chained
-	# translation blocks (vm_kmod_6.1 alone: 277 s with them, 236-248 s
-	# without; docs/ci.md). ODL_VM_MITIGATIONS=1 keeps the kernel's default.
-	[ "${ODL_VM_MITIGATIONS:-0}" = 1 ] || kargs+=" mitigations=off"
-	# Anything more for the guests' kernel command line.
-	[ -z "${ODL_VM_KERNEL_ARGS:-}" ] || kargs+=" $ODL_VM_KERNEL_ARGS"
 	for v in "${vms[@]}"; do
 		idx=$(vm_index "$v")
 		if [ "$root" = 1 ]; then
@@ -448,6 +453,7 @@ cmd_up() {
 			done
 			printf 'env ODL_LINKD_ARGS=%s\n' "${largs[*]}"
 			echo "$parts"
+			echo "# the guests' kernel arguments:$kargs"
 			echo "commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 		} >"$rdir/run.txt"
 		say "deterministic run; to repeat it exactly: testbed.sh replay $rdir"

@@ -15,7 +15,7 @@
 # each time. A run with another seed must differ (the check can fail).
 # Refusals: up front (bad options), during a run (odl vm cable, odl vm
 # reset: they would change it), and a replay whose parts are not the same
-# bytes. Then a run driven from outside (no command file): commands through
+# bytes or whose guests' kernel arguments differ. Then a run driven from outside (no command file): commands through
 # the guests' mailbox agents, cable events while it stands, advances; the
 # same session twice must give the same replies, record and consoles. Prints the slowdown against the same workload run
 # free, and where odl-linkd's time went.
@@ -147,6 +147,10 @@ cp -rT "$base/det1.replay" "$base/bad.replay"
 sed -i 's/^sha256 odl-linkd .*/sha256 odl-linkd 0000/' "$base/bad.replay/run.txt"
 out=$("$tb" replay "$base/bad.replay" 2>&1) && fail "a replay with another odl-linkd booted"
 grep -q "not the same odl-linkd" <<<"$out" || fail "replay with another odl-linkd: unclear error: $out"
+! alive_vm A || fail "a refused replay left VM A running"
+# Other words on the guests' kernel command line run otherwise: refused too.
+out=$(ODL_VM_KERNEL_ARGS=odl.test=1 "$tb" replay "$base/det1.replay" 2>&1) && fail "a replay with other kernel arguments booted"
+grep -q "not the same kernel-args" <<<"$out" || fail "replay with other kernel arguments: unclear error: $out"
 ! alive_vm A || fail "a refused replay left VM A running"
 
 # session NAME: a deterministic run with no command file, driven from here
