@@ -213,7 +213,7 @@ replay_parts() {
 	[ -z "$cmd_file" ] || echo "sha256 cmd-file $(replay_hash "$cmd_file")"
 	# The guests' kernel command line (ODL_VM_SLUB_DEBUG, ODL_VM_MITIGATIONS,
 	# ODL_VM_KERNEL_ARGS): a replay booted with other words runs otherwise.
-	echo "sha256 kernel-args $(printf '%s' "$kargs" | sha256sum | cut -d' ' -f1)"
+	echo "sha256 kernel-args $(replay_hash <(printf '%s' "$kargs"))"
 }
 
 cmd_up() {

@@ -15,7 +15,8 @@
 # each time. A run with another seed must differ (the check can fail).
 # Refusals: up front (bad options), during a run (odl vm cable, odl vm
 # reset: they would change it), and a replay whose parts are not the same
-# bytes or whose guests' kernel arguments differ. Then a run driven from outside (no command file): commands through
+# bytes or whose guests' kernel arguments differ. Then a run driven from
+# outside (no command file): commands through
 # the guests' mailbox agents, cable events while it stands, advances; the
 # same session twice must give the same replies, record and consoles. Prints the slowdown against the same workload run
 # free, and where odl-linkd's time went.
