@@ -63,12 +63,14 @@ tb="$repo/qemu-device/testbed.sh"
 export ODL_TESTBED_OWNER=$$  # a ctest timeout kills this shell alone: the testbed goes with it (testbed.sh)
 export ODL_VM_DIR=${ODL_VM_DIR:-/tmp/odl-vm-hil-$kernel}
 step() { printf '== [%ds] %s\n' "$SECONDS" "$*"; }
+# The consoles first, the reason last: `odl test` repeats a failed test's
+# last lines at the end of its output, and CI logs are often shown cut.
 fail() {
-	echo "FAIL: $*" >&2
 	for v in A B; do
 		echo "--- console $v (last 30 lines)" >&2
 		tail -n 30 "$ODL_VM_DIR/$v.console.log" >&2 2>/dev/null || true
 	done
+	echo "FAIL: $*" >&2
 	exit 1
 }
 if [ "$(id -u)" -ne 0 ]; then
@@ -141,6 +143,21 @@ login_state() {
 			dmesg | grep -E "odl_tb5|thunderbolt" | tail -n 40' 2>&1
 	done
 	echo "--- odl-linkd: $("$tb" ctl nhi 2>&1)"
+}
+# The same in a few lines, for a failure's last lines: each guest's device
+# state, its odl processes and where in the kernel they wait, the module's
+# last words; b's last perf server; odl-linkd's last words.
+link_state_brief() {
+	for h in a b; do
+		echo -n "$h: "
+		ssh_$h 'd=/sys/class/odl_tb5/odl_tb5_0
+			if [ -e $d ]; then echo "odl_tb5_0 $(cat $d/state), open $(cat $d/open), connects $(cat $d/connect_count)"
+			else echo "no odl_tb5_0"; fi
+			for p in $(pgrep -x odl); do echo "  $(tr "\0" " " </proc/$p/cmdline| cut -c1-60): $(head -n 3 /proc/$p/stack | sed "s/^\[<.*>\] //" | tr "\n" " ")"; done
+			dmesg | grep -E "odl_tb5|thunderbolt" | tail -n 2 | sed "s/^/  /"' 2>&1
+	done
+	echo "b's last perf server: $(ssh_b 'tr "\n" " " </tmp/run-srv.log' 2>&1)"
+	echo "odl-linkd: $(tail -n 2 "$ODL_VM_DIR/linkd.log" | tr '\n' ' ')"
 }
 # The login's steps in the kernel log (dev_dbg), for login_state.
 for h in a b; do
@@ -502,7 +519,8 @@ echo "ok ($vanish_s s): $(echo "$err" | grep -m1 'b (root')"
 # GPU, so it is skipped, naming the host and why, and its assertion is not
 # evaluated.
 hil run "$here/scenarios/sizes-allreduce.yaml" "$inv" --out "$tmp/rerun"
-[ "$rc" = 0 ] || fail "rerun after b came back: exit $rc: $err"
+[ "$rc" = 0 ] || fail "rerun after b came back: exit $rc: $err
+$(link_state_brief)"
 [ "$(grep -c 'received, 0 lost' <<<"$out")" = 2 ] || fail "rerun: ping and bulk did not both complete: $out"
 grep -Eq '^  ar +allreduce .* not run on hosts .*: host a \(root@.*\) cannot run a NCCL rank: ' <<<"$out" ||
 	fail "rerun: the all-reduce was not reported as skipped with its reason: $out"
