@@ -144,9 +144,9 @@ login_state() {
 	done
 	echo "--- odl-linkd: $("$tb" ctl nhi 2>&1)"
 }
-# The same in a few lines, for a failure's last lines: each guest's device
-# state, its odl processes and where in the kernel they wait, the module's
-# last words; b's last perf server; odl-linkd's last words.
+# A failure's last lines, in few words: each guest's device state, its odl
+# processes and where in the kernel they wait, the module's last words; b's
+# last perf server (the log `odl hil run` writes); odl-linkd's last words.
 link_state_brief() {
 	for h in a b; do
 		echo -n "$h: "
