@@ -5,8 +5,12 @@
 
 #include <chrono>
 #include <deque>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "odl/model/core/scheduler.h"
+#include "odl/model/linkd/sim_server.h"
 #include "odl/model/reduced/pipeline.h"
 #include "odl/model/scenario/system.h"
 #include "odl/wire/frame.h"
@@ -33,9 +37,19 @@ const calibration& shipped() {
     return c;
 }
 
-/// @plat on both hosts, or the line-rate platform; @copy payload bytes the
-/// NHIs move per frame.
-void stream(benchmark::State& state, bool tb5_asym, const platform* plat = nullptr,
+/// A 1 m cable of generation @gen, two lanes each way, or with @asym (gen4
+/// only) 3 lanes A -> B and 1 back, as odl-linkd --asymmetric makes it.
+link_config cable_of(generation gen = generation::gen4, bool asym = false) {
+    link_config c;
+    c.gen = gen;
+    c.asymmetric = asym;
+    return c;
+}
+
+/// A saturated stream of one-frame 4 KiB messages A -> B over @link; @plat
+/// on both hosts, or the line-rate platform; @copy payload bytes the NHIs
+/// move per frame.
+void stream(benchmark::State& state, const link_config& link, const platform* plat = nullptr,
             std::uint32_t copy = ODL_FRAME_HDR_BYTES, irq_impl irq = irq_impl::model) {
     const unsigned frames = static_cast<unsigned>(state.range(0));
     double sim_s = 0, wall_s = 0;
@@ -48,8 +62,7 @@ void stream(benchmark::State& state, bool tb5_asym, const platform* plat = nullp
         hs[0].copy_limit = hs[1].copy_limit = copy;
         hs[0].irq.impl = hs[1].irq.impl = irq;
         cable_spec c;
-        c.cfg.asymmetric = tb5_asym;
-        c.cfg.lanes = tb5_asym ? 3 : 2;
+        c.cfg = link;
         link_calibration l = plat ? shipped().link : link_calibration{};
         l.link_train = sc_core::sc_time(1, sc_core::SC_US);
         const auto t0 = std::chrono::steady_clock::now();
@@ -76,8 +89,8 @@ void stream(benchmark::State& state, bool tb5_asym, const platform* plat = nullp
     state.counters["sim_gbps"] = static_cast<double>(delivered) * 4096 * 8 / sim_s / 1e9;
 }
 
-void BM_Tb5Stream4KiB(benchmark::State& state) { stream(state, false); }
-void BM_Tb5AsymStream4KiB(benchmark::State& state) { stream(state, true); }
+void BM_Tb5Stream4KiB(benchmark::State& state) { stream(state, cable_of()); }
+void BM_Tb5AsymStream4KiB(benchmark::State& state) { stream(state, cable_of(generation::gen4, true)); }
 /// The line-rate stream with interrupt completion on both hosts, so every
 /// frame goes through the NHI's interrupt unit: argument 1 picks it, 0 the
 /// C++ twin, 1 the Verilated RTL block, 2 both in lock step (model/rtl).
@@ -85,13 +98,13 @@ void BM_Tb5Stream4KiBIrq(benchmark::State& state) {
     static const platform irq_platform = line_rate_platform(false);
     const irq_impl impl = state.range(1) == 1 ? irq_impl::rtl : state.range(1) == 2 ? irq_impl::lockstep : irq_impl::model;
     state.SetLabel(to_string(impl));
-    stream(state, false, &irq_platform, ODL_FRAME_HDR_BYTES, impl);
+    stream(state, cable_of(), &irq_platform, ODL_FRAME_HDR_BYTES, impl);
 }
 /// What odl-linkd --sim runs: the shipped intel-tb5-discrete profile (host
 /// costs, interrupts, noise), whole payloads (second argument 4096) or
 /// headers only (32), which is what the sim server asks for.
 void BM_SimProfileStream4KiB(benchmark::State& state) {
-    stream(state, false, &shipped().get("intel-tb5-discrete"), static_cast<std::uint32_t>(state.range(1)));
+    stream(state, cable_of(), &shipped().get("intel-tb5-discrete"), static_cast<std::uint32_t>(state.range(1)));
 }
 
 /// The sim server's pattern: frames posted in batches as the programs send
@@ -191,6 +204,53 @@ void BM_PipelinePacedStream4KiB(benchmark::State& state) {
     state.counters["frames_per_wall_s"] = static_cast<double>(delivered) / wall_s;
 }
 
+/// What `odl-linkd --sim` serves by default (--sim-timing auto) for
+/// @profile on both hosts over @link: the reduced model where its check
+/// against the full model passes, else the full model. A saturated stream
+/// of one-frame 4 KiB messages A -> B (argument: how many), headers only
+/// (as the server moves them): realtime_factor >= 1 means the model the
+/// server runs keeps up with that link on one core (the server's own socket
+/// work not counted). The label says which model served and, for the full
+/// one, why.
+void BM_ServedStream4KiB(benchmark::State& state, const std::string& profile, const link_config& link) {
+    linkd::sim_server_config cfg;
+    cfg.profile = profile;
+    cfg.cal = shipped();
+    cfg.link = link;
+    std::string why;
+    const std::optional<linkd::pipeline_plan> plan = linkd::auto_pipeline(cfg, &why);
+    if (!plan) {
+        state.SetLabel("full model: " + why.substr(0, why.find(':')));
+        stream(state, link, &shipped().get(profile), ODL_FRAME_HDR_BYTES);
+        return;
+    }
+    state.SetLabel("pipeline");
+    const unsigned frames = static_cast<unsigned>(state.range(0));
+    double sim_s = 0, wall_s = 0;
+    std::uint64_t delivered = 0;
+    for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
+        pipeline_state stage(plan->start);
+        std::deque<sc_core::sc_time> leaving;  // frames in the stage, in order, as the server keeps them
+        sc_core::sc_time first, last;
+        for (unsigned i = 0; i < frames; ++i) {
+            // All put in at once: the stage is the bottleneck, as when a
+            // program streams faster than the modelled link carries.
+            sc_core::sc_time left;
+            last = stage.due(0, sc_core::SC_ZERO_TIME, ODL_FRAME_MAX_PAYLOAD, true, true, &left);
+            leaving.push_back(left);
+            if (i == 0) first = last;
+        }
+        for (; !leaving.empty() && leaving.front() <= last; leaving.pop_front()) ++delivered;
+        wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        sim_s += (last - first).to_seconds();
+    }
+    if (delivered != std::uint64_t{frames} * state.iterations()) state.SkipWithError("frames lost");
+    state.counters["frames_per_wall_s"] = static_cast<double>(delivered) / wall_s;
+    state.counters["realtime_factor"] = sim_s / wall_s;
+    state.counters["sim_gbps"] = static_cast<double>(delivered) * 4096 * 8 / sim_s / 1e9;
+}
+
 BENCHMARK(BM_Tb5Stream4KiB)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Tb5AsymStream4KiB)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Tb5Stream4KiBIrq)
@@ -221,4 +281,25 @@ BENCHMARK(BM_SimProfileStream4KiB)
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+    // One per shipped profile and cable: BM_ServedStream4KiB/<profile>/<cable>/100000.
+    const std::pair<const char*, link_config> cables[] = {
+        {"tb4", cable_of(generation::gen3)},
+        {"tb5", cable_of()},
+        {"tb5-asym", cable_of(generation::gen4, true)},
+    };
+    for (const auto& [name, prof] : shipped().platforms) {
+        (void)prof;
+        for (const auto& [cable, link] : cables)
+            benchmark::RegisterBenchmark(("BM_ServedStream4KiB/" + name + "/" + cable).c_str(), BM_ServedStream4KiB,
+                                         name, link)
+                ->Arg(100000)
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
+    }
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
