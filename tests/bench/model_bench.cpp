@@ -288,8 +288,8 @@ int main(int argc, char** argv) {
         {"tb5", cable_of()},
         {"tb5-asym", cable_of(generation::gen4, true)},
     };
-    for (const auto& [name, prof] : shipped().platforms) {
-        (void)prof;
+    for (const auto& profile : shipped().platforms) {
+        const std::string& name = profile.first;
         for (const auto& [cable, link] : cables)
             benchmark::RegisterBenchmark(("BM_ServedStream4KiB/" + name + "/" + cable).c_str(), BM_ServedStream4KiB,
                                          name, link)
