@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <deque>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -213,12 +214,26 @@ void BM_PipelinePacedStream4KiB(benchmark::State& state) {
 /// work not counted). The label says which model served and, for the full
 /// one, why.
 void BM_ServedStream4KiB(benchmark::State& state, const std::string& profile, const link_config& link) {
-    linkd::sim_server_config cfg;
-    cfg.profile = profile;
-    cfg.cal = shipped();
-    cfg.link = link;
-    std::string why;
-    const std::optional<linkd::pipeline_plan> plan = linkd::auto_pipeline(cfg, &why);
+    // The decision (a fit and a check on the full model, about 0.1 s) once
+    // per benchmark, not on each of the library's calls of this function.
+    struct decision {
+        std::optional<linkd::pipeline_plan> plan;
+        std::string why;
+    };
+    static std::map<std::string, decision> decided;
+    const std::string key = profile + " " + std::string(to_string(link.gen)) + (link.asymmetric ? " asym" : "");
+    auto it = decided.find(key);
+    if (it == decided.end()) {
+        linkd::sim_server_config cfg;
+        cfg.profile = profile;
+        cfg.cal = shipped();
+        cfg.link = link;
+        decision d;
+        d.plan = linkd::auto_pipeline(cfg, &d.why);
+        it = decided.emplace(key, std::move(d)).first;
+    }
+    const std::optional<linkd::pipeline_plan>& plan = it->second.plan;
+    const std::string& why = it->second.why;
     if (!plan) {
         state.SetLabel("full model: " + why.substr(0, why.find(':')));
         stream(state, link, &shipped().get(profile), ODL_FRAME_HDR_BYTES);
