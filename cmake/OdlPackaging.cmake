@@ -8,6 +8,7 @@
 #   dkms     package odl-tb5-dkms   /usr/src/odl_tb5-VERSION (kmod/ + include/)
 #   model    package odl-model      odl-model (odl run, odl model), odl-linkd
 #   tray     package odl-tray       odl-tray (GTK tray indicator), its icons and menu entry
+#   (no component) odl-tb5-modules-KVER  odl_tb5.ko for one kernel release (odl package --kernel)
 # Version: project(VERSION) in the root CMakeLists.txt; the package version
 # adds the source id (cmake/OdlBuildInfo.cmake), read when cpack runs, so
 # the packages name the commit their binaries were built from.
@@ -86,7 +87,9 @@ set(CPACK_DEBIAN_COMPRESSION_TYPE xz)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME odl)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "passwd")
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "${ODL_DKMS_PACKAGE}, dbus")
+# The module: DKMS's source package, or one built for a kernel release
+# (odl-tb5-modules-KVER, `odl package --kernel`; it provides odl-tb5-modules).
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "${ODL_DKMS_PACKAGE} | odl-tb5-modules, dbus")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SUGGESTS "odl-nccl-plugin, odl-model")
 # Own postinst/postrm (group odl, udev reload) and an ldconfig trigger
 # instead of CPack's ldconfig calls in maintainer scripts.
@@ -126,6 +129,8 @@ set(CPACK_DEBIAN_DKMS_PACKAGE_ARCHITECTURE all)
 set(CPACK_DEBIAN_DKMS_PACKAGE_SHLIBDEPS OFF)
 set(CPACK_DEBIAN_DKMS_PACKAGE_DEPENDS "dkms (>= 3)")
 set(CPACK_DEBIAN_DKMS_PACKAGE_SUGGESTS "mokutil")
+# One odl_tb5 per host: a prebuilt odl-tb5-modules-KVER is replaced.
+set(CPACK_DEBIAN_DKMS_PACKAGE_CONFLICTS "odl-tb5-modules")
 foreach(script postinst prerm)
   configure_file(${ODL_PACKAGING_DIR}/debian/odl-tb5-dkms/${script}.in
                  ${PROJECT_BINARY_DIR}/packaging/dkms/${script} @ONLY)
@@ -156,6 +161,12 @@ notification area (connected, below the port's rating, disconnected, daemon
 down), lists each peer with its link and last test, opens odl-daemon's status
 page and runs a latency test from its menu.
 Kept apart from the odl package so that hosts without a desktop need no GTK.")
+
+# odl-tb5-modules-KVER, made by `odl package --kernel KVER` after cpack: the
+# module built for one kernel release (cmake/packaging/modules-deb.sh.in).
+configure_file(${ODL_PACKAGING_DIR}/modules-deb.sh.in ${PROJECT_BINARY_DIR}/packaging/odl-modules-deb @ONLY
+               FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ
+                                WORLD_EXECUTE)
 
 # Version and inter-package dependencies are set when cpack runs, from the
 # source id of the build being packaged.

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // `odl hil deploy`: this build's Debian packages onto both hosts with apt
-// (DKMS builds odl_tb5 against each host's own kernel), the module loaded,
-// and both hosts checked to run the identical build.
+// (odl_tb5 from odl-tb5-modules-KVER when the packages hold one for the
+// host's kernel, else DKMS builds it there), the module loaded, and both
+// hosts checked to run the identical build.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <future>
@@ -39,16 +41,46 @@ std::string last_lines(const std::string& text, int n) {
     return out;
 }
 
-/// The packages a host gets: the runtime (odl, libodl, udev rule,
-/// modules-load) and the DKMS module source; the plugin when asked.
+constexpr const char* kModulesPrefix = "odl-tb5-modules-";
+
+bool named(const std::string& deb, const std::string& prefix) {
+    return fs::path(deb).filename().string().rfind(prefix, 0) == 0;
+}
+
+/// The packages deploy may install: the runtime (odl, libodl, udev rule,
+/// modules-load), the module (DKMS source, or built for a kernel release:
+/// each host gets one of them) and the plugin when asked.
 std::vector<std::string> pick_debs(const std::vector<std::string>& all, bool plugin) {
     std::vector<std::string> out;
-    for (const auto& d : all) {
-        const std::string name = fs::path(d).filename().string();
-        if (name.rfind("odl_", 0) == 0 || name.rfind("odl-tb5-dkms_", 0) == 0 ||
-            (plugin && name.rfind("odl-nccl-plugin_", 0) == 0))
+    for (const auto& d : all)
+        if (named(d, "odl_") || named(d, "odl-tb5-dkms_") || named(d, kModulesPrefix) ||
+            (plugin && named(d, "odl-nccl-plugin_")))
             out.push_back(d);
+    return out;
+}
+
+/// What one host gets: the runtime and plugin, and odl-tb5-modules-KVER for
+/// its kernel when there is one (no compiler needed there, seconds instead
+/// of DKMS's minutes), else the DKMS package. *modules: that package's path
+/// ("" when DKMS builds the module).
+std::vector<std::string> debs_for_kernel(const std::vector<std::string>& debs, const std::string& kver,
+                                         std::string* modules) {
+    std::vector<std::string> out;
+    std::string dkms;
+    modules->clear();
+    for (const auto& d : debs) {
+        if (named(d, kModulesPrefix)) {
+            if (named(d, kModulesPrefix + kver + "_")) *modules = d;
+        } else if (named(d, "odl-tb5-dkms_")) {
+            dkms = d;
+        } else {
+            out.push_back(d);
+        }
     }
+    if (!modules->empty())
+        out.push_back(*modules);
+    else if (!dkms.empty())
+        out.push_back(dkms);
     return out;
 }
 
@@ -59,8 +91,36 @@ struct host_result {
     double seconds = 0;
 };
 
+struct host_kernel {
+    std::string label;    ///< "a (root@host port 22)"
+    std::string release;  ///< uname -r
+    std::string error;    ///< "" when known
+    int code = kOk;
+};
+
+/// The host's kernel release, asked before anything is installed on either
+/// host: a host that no package fits must leave its peer untouched too.
+host_kernel kernel_of(const host& h, const std::string& sockets) {
+    host_kernel k;
+    ssh_session s(h, sockets);
+    k.label = s.label();
+    if (const std::string why = s.connect(); !why.empty()) {
+        k.code = kUnreachable;
+        k.error = fmt::format("host {}: not reachable over SSH: {}", s.label(), why);
+        return k;
+    }
+    const process_result r = s.run("uname -r", 60);
+    k.release = r.out.substr(0, r.out.find_first_of("\r\n"));
+    if (r.status != 0 || k.release.empty()) {
+        const std::string why = ssh_failure_reason(r);
+        k.code = why.empty() ? kDeployFailed : kUnreachable;
+        k.error = fmt::format("host {}: uname -r: {}", s.label(), why.empty() ? last_lines(r.out + r.err, 5) : why);
+    }
+    return k;
+}
+
 host_result deploy_host(const host& h, const std::string& sockets, const std::vector<std::string>& debs,
-                        const deploy_options& o) {
+                        const std::string& kver, const std::string& modules, const deploy_options& o) {
     const auto t0 = std::chrono::steady_clock::now();
     host_result res;
     ssh_session s(h, sockets);
@@ -81,8 +141,8 @@ host_result deploy_host(const host& h, const std::string& sockets, const std::ve
         return res;
     };
     process_result r = s.run(fmt::format("{}rm -rf {d} && {}mkdir -p {d} && {}chmod 1777 {d}", sudo, sudo, sudo,
-                                         fmt::arg("d", kRemoteDir)),
-                             60);
+                          fmt::arg("d", kRemoteDir)),
+              60);
     if (r.status != 0) return fail(kDeployFailed, "cannot make " + std::string(kRemoteDir), r);
     progress(who, "copying {} packages", debs.size());
     r = s.copy_to(debs, kRemoteDir, 600);
@@ -90,21 +150,39 @@ host_result deploy_host(const host& h, const std::string& sockets, const std::ve
 
     // apt resolves the packages' dependencies from the host's own archive
     // (none are downloaded when they are installed already); the DKMS
-    // package's postinst builds odl_tb5 for the running kernel.
+    // package's postinst builds odl_tb5 for the running kernel. Each module
+    // package conflicts with the other: apt removes the one installed before.
     std::string files;
     for (const auto& d : debs) files += " " + shell_quote(std::string(kRemoteDir) + "/" + fs::path(d).filename().string());
-    progress(who, "installing (apt; DKMS builds odl_tb5 for the host's kernel)");
+    if (modules.empty())
+        progress(who, "installing (apt; DKMS builds odl_tb5 for the host's kernel, {})", kver);
+    else
+        progress(who, "installing (apt; odl_tb5 built for {} already: {})", kver, fs::path(modules).filename().string());
     r = s.run(fmt::format("{}env DEBIAN_FRONTEND=noninteractive "
                           "apt-get install -y -q --no-install-recommends --allow-downgrades --reinstall{}",
                           sudo, files),
               o.install_timeout_s);
     if (r.status != 0) return fail(kDeployFailed, "installing the packages failed", r);
-    r = s.run(sudo + "sh -c 'dkms status -m odl_tb5 -k \"$(uname -r)\"'", 60);
-    if (r.status != 0 || r.out.find("installed") == std::string::npos)
-        return fail(kDeployFailed, "DKMS did not install odl_tb5 for the running kernel", r);
+    if (modules.empty()) {
+        r = s.run(sudo + "sh -c 'dkms status -m odl_tb5 -k \"$(uname -r)\"'", 60);
+        if (r.status != 0 || r.out.find("installed") == std::string::npos)
+            return fail(kDeployFailed, "DKMS did not install odl_tb5 for the running kernel", r);
+    } else {
+        // What modprobe loads must be the package's file, not an older one
+        // left elsewhere under /lib/modules (a tree build under extra/).
+        const std::string want = "/lib/modules/" + kver + "/updates/odl/odl_tb5.ko";
+        r = s.run("/sbin/modinfo -n odl_tb5", 60);
+        const std::string got = r.out.substr(0, r.out.find_first_of("\r\n"));
+        if (r.status != 0) return fail(kDeployFailed, "modinfo finds no odl_tb5 after installing " + modules, r);
+        if (got != want && got != "/usr" + want) {
+            res.code = kDeployFailed;
+            res.error = fmt::format("host {}: modprobe would load {}, not the package's {}", who, got, want);
+            return res;
+        }
+    }
     // Reload: a module loaded before (by us, or by udev the moment the
     // peer's service appeared) is the old build. Whatever loads it after
-    // the unload, modprobe or udev, loads the file DKMS just installed.
+    // the unload, modprobe or udev, loads the file just installed.
     // rmmod, not modprobe -r: that also unloads thunderbolt.ko when nothing
     // else holds it, which resets the host's whole USB4 domain (and drops
     // every other device and thunderbolt_net on a real host).
@@ -217,20 +295,47 @@ int run_deploy(const inventory& inv, const deploy_options& o) {
             if (!l.empty()) all.push_back(l);
     }
     const std::vector<std::string> debs = pick_debs(all, o.plugin);
-    bool have_runtime = false, have_dkms = false;
+    bool have_runtime = false, have_module = false;
     for (const auto& d : debs) {
-        const std::string n = fs::path(d).filename().string();
-        have_runtime |= n.rfind("odl_", 0) == 0;
-        have_dkms |= n.rfind("odl-tb5-dkms_", 0) == 0;
+        have_runtime |= named(d, "odl_");
+        have_module |= named(d, "odl-tb5-dkms_") || named(d, kModulesPrefix);
     }
-    if (!have_runtime || !have_dkms) {
-        fmt::print(stderr, "odl: hil: deploy: {} has no {} package (want odl_*.deb and odl-tb5-dkms_*.deb)\n",
-                   o.debs_dir.empty() ? "odl package" : o.debs_dir, have_runtime ? "odl-tb5-dkms" : "odl");
+    if (!have_runtime || !have_module) {
+        fmt::print(stderr,
+                   "odl: hil: deploy: {} has no {} package (want odl_*.deb and odl-tb5-dkms_*.deb or "
+                   "odl-tb5-modules-KVER_*.deb)\n",
+                   o.debs_dir.empty() ? "odl package" : o.debs_dir,
+                   have_runtime ? "odl-tb5-dkms or odl-tb5-modules-KVER" : "odl");
         return kUsage;
     }
 
-    auto fa = std::async(std::launch::async, deploy_host, p.a, sockets.path(), debs, o);
-    auto fb = std::async(std::launch::async, deploy_host, p.b, sockets.path(), debs, o);
+    // Each host's module package, from its kernel, before either installs.
+    auto ka = std::async(std::launch::async, kernel_of, p.a, sockets.path());
+    auto kb = std::async(std::launch::async, kernel_of, p.b, sockets.path());
+    const host_kernel kernels[2] = {ka.get(), kb.get()};
+    std::vector<std::string> host_debs[2];
+    std::string modules[2];
+    for (int i = 0; i < 2; ++i) {
+        if (kernels[i].code != kOk) {
+            fmt::print(stderr, "odl hil deploy: {} (exit {})\n", kernels[i].error, kernels[i].code);
+            return kernels[i].code;
+        }
+        host_debs[i] = debs_for_kernel(debs, kernels[i].release, &modules[i]);
+        const bool dkms = std::any_of(host_debs[i].begin(), host_debs[i].end(),
+                                      [](const std::string& d) { return named(d, "odl-tb5-dkms_"); });
+        if (modules[i].empty() && !dkms) {
+            const std::string k = kernels[i].release;
+            fmt::print(stderr,
+                       "odl hil deploy: host {} runs Linux {}: the packages hold neither {}{} nor odl-tb5-dkms "
+                       "(odl package --kernel {} makes the first); nothing installed (exit {})\n",
+                       kernels[i].label, k, kModulesPrefix, k, k, kUsage);
+            return kUsage;
+        }
+    }
+    auto fa = std::async(std::launch::async, deploy_host, p.a, sockets.path(), host_debs[0], kernels[0].release,
+                         modules[0], o);
+    auto fb = std::async(std::launch::async, deploy_host, p.b, sockets.path(), host_debs[1], kernels[1].release,
+                         modules[1], o);
     const host_result a = fa.get(), b = fb.get();
     for (const auto* r : {&a, &b}) {
         if (r->code != kOk) {

@@ -69,6 +69,28 @@ TEST(DoctorCli, HealthyTreeIsHealthyWithPingAndRating) {
     EXPECT_EQ(status_of(r, "nccl"), "not_checked");
 }
 
+// A refused module's fix depends on where it came from: DKMS's key to
+// enrol, or the prebuilt package (never signed) to replace with DKMS's.
+TEST(DoctorCli, RefusedModuleFixNamesWhereItCameFrom) {
+    for (const bool prebuilt : {false, true}) {
+        fake_host h;
+        h.remove("sys/module/odl_tb5");
+        h.put(std::string("lib/modules/6.12.0-test/updates/") + (prebuilt ? "odl" : "dkms") + "/odl_tb5.ko", "");
+        h.put("sys/module/module/parameters/sig_enforce", "Y");
+        const result r = h.doctor();
+        ASSERT_FALSE(r.json.is_discarded()) << r.text;
+        ASSERT_EQ(r.rc, 22) << r.text;
+        nlohmann::json m;
+        for (const auto& c : r.json["checks"])
+            if (c["layer"] == "module") m = c;
+        const std::string summary = m["summary"].get<std::string>(), fix = m["fix"].get<std::string>();
+        EXPECT_NE(fix.find("mokutil --import /var/lib/dkms/mok.pub"), std::string::npos) << fix;
+        EXPECT_EQ(fix.find("install odl-tb5-dkms instead of odl-tb5-modules-6.12.0-test") != std::string::npos, prebuilt)
+            << fix;
+        EXPECT_EQ(summary.find("(odl-tb5-modules, not signed)") != std::string::npos, prebuilt) << summary;
+    }
+}
+
 TEST(DoctorCli, EachBrokenLayerHasItsCodeAndStopsTheWalk) {
     struct fault {
         const char* name;
@@ -94,6 +116,13 @@ TEST(DoctorCli, EachBrokenLayerHasItsCodeAndStopsTheWalk) {
          [](fake_host& h) {
              h.remove("sys/module/odl_tb5");
              h.put("lib/modules/6.12.0-test/updates/dkms/odl_tb5.ko.xz", "");
+             h.put("sys/module/module/parameters/sig_enforce", "Y");
+         }},
+        // Built elsewhere for this kernel (odl-tb5-modules-KVER), refused too.
+        {"refused: prebuilt module, module.sig_enforce", "module", 22,
+         [](fake_host& h) {
+             h.remove("sys/module/odl_tb5");
+             h.put("lib/modules/6.12.0-test/updates/odl/odl_tb5.ko", "");
              h.put("sys/module/module/parameters/sig_enforce", "Y");
          }},
         {"refused: Secure Boot lockdown", "module", 22,

@@ -68,6 +68,19 @@ mkdir "$tmp/empty"
 run hil deploy "$tmp/inv.yaml" --debs "$tmp/empty"
 [ "$rc" = 2 ] && grep -q "has no odl package" <<<"$err" || fail "no packages: exit $rc: $err"
 echo "ok: deploy without packages: $err"
+# The runtime without any module package: refused before any host is reached.
+mkdir "$tmp/runtime-only"
+: >"$tmp/runtime-only/odl_0.1.0_amd64.deb"
+run hil deploy "$tmp/inv.yaml" --debs "$tmp/runtime-only"
+[ "$rc" = 2 ] && grep -q "has no odl-tb5-dkms or odl-tb5-modules-KVER package" <<<"$err" ||
+	fail "no module package: exit $rc: $err"
+# A module package built for some kernel is one: deploy goes on to reach the
+# hosts (nobody listens: exit 40), and says which kernel a host lacks later.
+: >"$tmp/runtime-only/odl-tb5-modules-6.12.0-x_0.1.0_amd64.deb"
+run hil deploy "$tmp/inv.yaml" --debs "$tmp/runtime-only"
+[ "$rc" = 40 ] && grep -q "host a (root@127.0.0.1 port $1): not reachable" <<<"$err" ||
+	fail "module package for one kernel: exit $rc: $err"
+echo "ok: deploy wants DKMS's package or one built for a kernel"
 # odl package (what deploy installs): a jobs count that is no count, and a
 # folder that cannot be made, refused before the build (which takes minutes).
 run package -j 0
@@ -75,7 +88,14 @@ run package -j 0
 run package --out /etc/passwd/debs
 [ "$rc" = 2 ] && grep -q "cannot create /etc/passwd/debs" <<<"$err" && ! grep -q "cmake" <<<"$err" ||
 	fail "package into /etc/passwd/debs: exit $rc: $err"
-echo "ok: odl package refuses a bad job count and folder up front"
+# --kernel: a release that is none, and one without headers here.
+run package --kernel '6.1 bad'
+[ "$rc" = 2 ] && grep -q -- "--kernel '6.1 bad': not a kernel release" <<<"$err" && ! grep -q "cmake" <<<"$err" ||
+	fail "package --kernel '6.1 bad': exit $rc: $err"
+run package --kernel 0.0.1-odl-none
+[ "$rc" = 2 ] && grep -q -- "--kernel 0.0.1-odl-none: no headers for it here (install linux-headers-0.0.1-odl-none)" <<<"$err" &&
+	! grep -q "cmake" <<<"$err" || fail "package --kernel without headers: exit $rc: $err"
+echo "ok: odl package refuses a bad job count, folder and kernel up front"
 
 run run "$repo/scenarios/quickstart.yaml" --on "$tmp/nope.yaml"
 [ "$rc" = 2 ] && grep -q "expected model, vm or a HIL inventory file" <<<"$err" || fail "--on missing file: exit $rc: $err"

@@ -3,8 +3,11 @@
 # The HIL commands against the testbed's Debian-root guests, reached like
 # lab hosts (SSH to loopback-forwarded ports, host keys checked):
 #   check before anything is installed: exit 41 naming host a;
-#   deploy this build's packages (apt + DKMS in each guest, module loaded,
-#   identical build on both), timed;
+#   deploy this build's packages (apt in each guest; odl_tb5 from
+#   odl-tb5-modules-KVER, built here for the guests' kernel; module loaded,
+#   identical build on both), timed; refused first, naming a's kernel, from
+#   a folder with neither that package nor odl-tb5-dkms (DKMS's build on a
+#   host is package_install's: in a TCG guest it took 3-8 minutes);
 #   check afterwards: both healthy (doctor at the cable's rating), exit 0;
 #   run quickstart on the pair (odl hil run): both workloads completed over
 #   odl_tb5, a results folder under the pair's profile with the report
@@ -20,8 +23,9 @@
 #   left running on a, odl_tb5 still loaded there; once b runs again a
 #   rerun completes, and its all-reduce is skipped (no GPU in the guests),
 #   naming the host and why;
-#   a kernel enforcing module signatures on a: the DKMS postinst's refusal
-#   (how to enrol the key), doctor and check exit 22 naming a's module;
+#   a kernel enforcing module signatures on a: the unsigned prebuilt module
+#   refused by the kernel, doctor and check exit 22 naming a's module and
+#   DKMS's package as the way out;
 #   a half-deployed pair (odl removed from b): exit 41 naming b;
 #   a host key that does not match: exit 40 naming it;
 #   a vanished host (QEMU B killed): exit 40 naming b, bounded; a rerun of
@@ -35,7 +39,8 @@
 #   systemd restarts it and the copy completes, whole.
 # Usage: hil_vm_test.sh ODL_BINARY [--kernel 6.12|6.1] [--debs DIR]
 # --debs: this build's packages, already made by odl package (ctest fixture
-# odl_debs, tests/package/build_debs.sh); without it the test makes them.
+# odl_debs, tests/package/build_debs.sh, with odl-tb5-modules for the guest
+# kernel); without it the test makes them.
 # Environment: ODL_LINKD, ODL_VM_DIR, ODL_BUILD_DIR
 set -euo pipefail
 
@@ -96,8 +101,10 @@ hil() {
 if [ -n "$debs_dir" ]; then
 	ln -s "$(cd "$debs_dir" && pwd)" "$tmp/debs"
 else
-	step "packages of this build (odl package)"
-	"$odl" package --out "$tmp/debs" >"$tmp/debs.list" 2>"$tmp/package.log" || { cat "$tmp/package.log"; fail "odl package"; }
+	step "packages of this build (odl package, the module for the guests' kernel)"
+	hdr=$("$repo/kmod/headers.sh" "$kernel") || fail "no headers package for Linux $kernel"
+	"$odl" package --out "$tmp/debs" --kernel "${hdr#linux-headers-}" >"$tmp/debs.list" 2>"$tmp/package.log" ||
+		{ cat "$tmp/package.log"; fail "odl package"; }
 fi
 ls "$tmp/debs"/*.deb >/dev/null || fail "no .deb in ${debs_dir:-$tmp/debs}"
 
@@ -164,7 +171,21 @@ for h in a b; do
 	ssh_$h 'echo "options odl_tb5 dyndbg=+p" >/etc/modprobe.d/odl-tb5-debug.conf' || fail "dyndbg option on $h"
 done
 
-step "deploy: apt installs the packages, DKMS builds odl_tb5 in each guest, both run the same build"
+step "deploy: refused without a module package for the guests' kernel"
+kver=$(ssh_a 'uname -r') || fail "uname -r on a"
+mods=$(ls "$tmp/debs/odl-tb5-modules-${kver}_"*.deb 2>/dev/null) ||
+	fail "no odl-tb5-modules-$kver package in ${debs_dir:-$tmp/debs} (odl package --kernel $kver)"
+mkdir "$tmp/no-module"
+for d in "$tmp/debs"/odl_*.deb "$tmp/debs"/odl-tb5-modules-*.deb; do
+	[ "$d" = "$mods" ] || ln -s "$d" "$tmp/no-module/"
+done
+hil deploy "$inv" --debs "$tmp/no-module"
+[ "$rc" = 2 ] || fail "deploy without a module for $kver: exit $rc, want 2: $err"
+grep -q "host a (root@127.0.0.1 port [0-9]*) runs Linux $kver: the packages hold neither odl-tb5-modules-$kver nor odl-tb5-dkms" <<<"$err" ||
+	fail "deploy without a module for $kver: a's kernel not named: $err"
+echo "ok: $err"
+
+step "deploy: apt installs the packages, odl_tb5 built for the guests' kernel ($kver), both run the same build"
 t=$SECONDS
 hil deploy "$inv" --debs "$tmp/debs" --plugin
 echo "$err" | grep -v '^$' | sed 's/^/  /'
@@ -172,6 +193,8 @@ echo "$out"
 [ "$rc" = 0 ] || fail "deploy: exit $rc: $err"
 build=$("$odl" --version | cut -d' ' -f2)
 grep -q "both hosts run odl $build" <<<"$out" || fail "deploy did not report this build ($build) on both: $out"
+[ "$(grep -c "odl_tb5 built for $kver already: $(basename "$mods")" <<<"$err")" = 2 ] ||
+	fail "deploy did not install odl-tb5-modules-$kver on both: $err"
 grep -q "logged in with the peer on both hosts" <<<"$out" || fail "deploy did not wait for the login: $out $err
 $(login_state)"
 # The reload is odl_tb5's alone: thunderbolt.ko stays (unloading it resets
@@ -553,21 +576,20 @@ assert st in (["PASS"], ["FAIL"]), st
 print("ok: --collectives plugin: ar", round(ar["time_us"]), "us per call,", round(ar["busbw_gbps"], 4), "Gb/s busbw;", st[0])
 PY
 
-step "a kernel that enforces module signatures on a: the DKMS postinst says how to enrol the key, doctor and check name it"
-# Secure Boot refuses DKMS's key through lockdown; module.sig_enforce (which
-# can be switched on, never off, at run time) makes the kernel refuse it the
-# same way, so the package's refusal branch runs for real without EFI.
+step "a kernel that enforces module signatures on a: the prebuilt module refused, doctor and check name it"
+# Secure Boot refuses unsigned modules through lockdown; module.sig_enforce
+# (which can be switched on, never off, at run time) makes the kernel refuse
+# them the same way without EFI. odl-tb5-modules is not signed. (The DKMS
+# package's postinst under enforcement: package_install.)
 ssh_a 'echo 1 >/sys/module/module/parameters/sig_enforce && rmmod odl_tb5' || fail "enforcing signatures on a"
 set +e
-sb_out=$(ssh_a '/var/lib/dpkg/info/odl-tb5-dkms.postinst configure' 2>&1)
+sb_out=$(ssh_a 'modprobe odl_tb5' 2>&1)
 rc=$?
 set -e
-echo "$sb_out" | tail -n 12
-[ "$rc" = 0 ] || fail "postinst under signature enforcement: exit $rc (want 0: the package is installed, the module waits for the key)"
-grep -q "loads only modules signed by a key it trusts" <<<"$sb_out" || fail "postinst did not explain the refusal: $sb_out"
-grep -q "mokutil --import /var/lib/dkms/mok.pub" <<<"$sb_out" || fail "postinst did not say how to enrol the key: $sb_out"
-grep -Eq "modprobe: (Key was rejected by service|Required key not available)" <<<"$sb_out" ||
-	fail "postinst did not name the kernel's refusal: $sb_out"
+[ "$rc" != 0 ] || fail "modprobe loaded the unsigned odl_tb5 although the kernel enforces signatures"
+grep -Eq "Key was rejected by service|Required key not available" <<<"$sb_out" ||
+	fail "modprobe did not name the kernel's refusal: $sb_out"
+echo "ok: $sb_out"
 ssh_a 'grep -qx odl_tb5 <(cut -d" " -f1 /proc/modules)' && fail "odl_tb5 loaded although the kernel enforces signatures"
 set +e
 doc=$(ssh_a 'odl doctor --json --no-nccl --expect gen3x2')
@@ -579,7 +601,8 @@ import json, sys
 j = json.load(sys.stdin)
 assert j["first_broken"] == "module", j
 m = [c for c in j["checks"] if c["layer"] == "module"][0]
-assert "module.sig_enforce" in m["summary"] and "mok.pub" in m["fix"], m
+assert "module.sig_enforce" in m["summary"] and "odl-tb5-modules, not signed" in m["summary"], m
+assert "install odl-tb5-dkms instead of odl-tb5-modules-" in m["fix"] and "mok.pub" in m["fix"], m
 print("doctor:", m["summary"])
 ' || fail "doctor's finding: $doc"
 hil check "$inv"

@@ -45,8 +45,12 @@ else
 	cpack --config "$build/CPackConfig.cmake" -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1 ||
 		{ cat "$tmp/cpack.log"; fail "cpack"; }
 fi
-debs=$(cd "$tmp/pkg" && ls ./*.deb | sed 's|^\./||')
-[ -n "$debs" ] || fail "cpack made no packages"
+all=$(cd "$tmp/pkg" && ls ./*.deb | sed 's|^\./||')
+[ -n "$all" ] || fail "cpack made no packages"
+# odl-tb5-modules-KVER (odl package --kernel) conflicts with odl-tb5-dkms:
+# installed on its own below, after the others are purged.
+debs=$(grep -v '^odl-tb5-modules-' <<<"$all")
+mods=$(grep '^odl-tb5-modules-' <<<"$all" || true)
 names=$(for d in $debs; do dpkg-deb -f "$tmp/pkg/$d" Package; done | tr '\n' ' ')
 version=$(dpkg-deb -f "$tmp/pkg/$(echo "$debs" | grep '^odl-tb5-dkms_')" Version)
 mver=${version%%+*}
@@ -59,7 +63,7 @@ done | tr '\n' ' ')
 # Runs in the private mount namespace; $1 is the work dir.
 cat >"$tmp/inner.sh" <<'INNER'
 set -euo pipefail
-w=$1 debs=$2 names=$3 mver=$4 kernels=$5
+w=$1 debs=$2 names=$3 mver=$4 kernels=$5 mods=$6
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok: $*"; }
 mount -t tmpfs tmpfs "$w/ovl"
@@ -70,7 +74,7 @@ mount --bind /dev "$r/dev"
 mount -t proc proc "$r/proc"
 mount -t tmpfs tmpfs "$r/tmp"
 mkdir -p "$r/tmp/debs"
-for d in $debs; do cp "$w/pkg/$d" "$r/tmp/debs/"; done
+for d in $debs $mods; do cp "$w/pkg/$d" "$r/tmp/debs/"; done
 in_root() { chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C "$@"; }
 # The daemons started inside the root below end with this script, pass or
 # fail (a survivor would keep ctest waiting on its output).
@@ -83,7 +87,8 @@ stop_daemons() {
 trap stop_daemons EXIT
 
 # --- install ---------------------------------------------------------------------
-in_root sh -c 'dpkg -i /tmp/debs/*.deb' >"$w/install.log" 2>&1 || { cat "$w/install.log"; fail "dpkg -i"; }
+# shellcheck disable=SC2046 # one word per package file
+in_root dpkg -i $(printf '/tmp/debs/%s ' $debs) >"$w/install.log" 2>&1 || { cat "$w/install.log"; fail "dpkg -i"; }
 for p in $names; do
 	in_root dpkg-query -W -f '${Status}\n' "$p" | grep -qx 'install ok installed' || fail "$p is not installed"
 done
@@ -249,6 +254,22 @@ in_root dpkg -P $names >"$w/purge.log" 2>&1 || { cat "$w/purge.log"; fail "dpkg 
 for p in $names; do
 	! grep -q installed <<<"$(in_root dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null)" || fail "$p still installed after purge"
 done
+# The module built for one kernel (odl-tb5-modules-KVER): depmod indexes it
+# where modprobe finds it; DKMS's package cannot go beside it; purge takes it
+# out of the index again.
+for m in $mods; do
+	p=$(dpkg-deb -f "$r/tmp/debs/$m" Package)
+	k=${p#odl-tb5-modules-}
+	in_root dpkg -i "/tmp/debs/$m" >"$w/mods.log" 2>&1 || { cat "$w/mods.log"; fail "dpkg -i $m"; }
+	got=$(in_root /sbin/modinfo -k "$k" -n odl_tb5 2>&1) || fail "$p installed, modinfo -k $k finds no odl_tb5: $got"
+	case "$got" in */lib/modules/$k/updates/odl/odl_tb5.ko) ;; *) fail "$p installed, modprobe would load $got" ;; esac
+	dkms_deb=$(cd "$r/tmp/debs" && ls odl-tb5-dkms_*.deb)
+	out=$(in_root dpkg -i "/tmp/debs/$dkms_deb" 2>&1) && fail "odl-tb5-dkms installed beside $p"
+	grep -q "conflicting packages" <<<"$out" || fail "odl-tb5-dkms beside $p: $out"
+	in_root dpkg -P "$p" >"$w/mods.log" 2>&1 || { cat "$w/mods.log"; fail "dpkg -P $p"; }
+	out=$(in_root /sbin/modinfo -k "$k" -n odl_tb5 2>&1) && fail "odl_tb5 still found for $k after purging $p: $out"
+	ok "$p: modprobe finds its module, DKMS's package cannot go beside it, purge takes it out"
+done
 # Every file the root gained or changed, but dpkg's own state and log, the
 # loader, man and depmod indexes (rewritten by triggers and DKMS), DKMS's
 # signing key and the group files (the group odl stays, by design).
@@ -260,7 +281,7 @@ INNER
 
 [ -n "$kernels" ] || echo "NOT RUN: the DKMS build (no Debian 6.12 or 6.1 headers installed); the test is reported skipped"
 mkdir -p "$tmp/ovl"
-unshare -m --propagation private bash ${ODL_TEST_TRACE:+-x} "$tmp/inner.sh" "$tmp" "$debs" "$names" "$mver" "$kernels" ||
+unshare -m --propagation private bash ${ODL_TEST_TRACE:+-x} "$tmp/inner.sh" "$tmp" "$debs" "$names" "$mver" "$kernels" "$mods" ||
 	fail "see above"
 [ -n "$kernels" ] || exit 77
 echo "PASS: install, DKMS build for $kernels, remove, purge in a throw-away root"

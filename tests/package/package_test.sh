@@ -188,6 +188,36 @@ grep -q "dkms add -m \"\$name\" -v \"\$version\"" "$tmp/dkms-ctl/postinst" || fa
 grep -q "mokutil --import" "$tmp/dkms-ctl/postinst" || fail "dkms postinst does not say how to enrol a key"
 grep -q "dkms remove -m odl_tb5 -v $version --all" "$tmp/dkms-ctl/prerm" || fail "dkms prerm removes nothing"
 for s in "$tmp/dkms-ctl/postinst" "$tmp/dkms-ctl/prerm"; do sh -n "$s" || fail "$s: syntax"; done
+# One odl_tb5 per host: DKMS's package and a prebuilt one exclude each other.
+grep -q odl-tb5-modules <<<"$(dpkg-deb -f "$d" Conflicts)" || fail "odl-tb5-dkms does not conflict with odl-tb5-modules"
+grep -q "odl-tb5-dkms | odl-tb5-modules" <<<"$(dpkg-deb -f "$(deb odl)" Recommends)" ||
+	fail "odl does not recommend either module package: $(dpkg-deb -f "$(deb odl)" Recommends)"
+
+# odl-tb5-modules-KVER (odl package --kernel; build_debs.sh makes one per
+# guest kernel whose headers are installed): the module of this build for
+# that kernel alone, where depmod finds it.
+nmods=0
+for d in "$tmp"/pkg/odl-tb5-modules-*.deb; do
+	[ -e "$d" ] || continue
+	p=$(dpkg-deb -f "$d" Package)
+	k=${p#odl-tb5-modules-}
+	[ "$(dpkg-deb -f "$d" Version)" = "$full" ] || fail "$p: Version $(dpkg-deb -f "$d" Version), want $full"
+	[ "$(dpkg-deb -f "$d" Provides)" = odl-tb5-modules ] || fail "$p does not provide odl-tb5-modules"
+	[ "$(dpkg-deb -f "$d" Conflicts)" = odl-tb5-dkms ] || fail "$p does not conflict with odl-tb5-dkms"
+	rm -rf "$tmp/mods"
+	dpkg-deb -R "$d" "$tmp/mods"
+	ko=$tmp/mods/lib/modules/$k/updates/odl/odl_tb5.ko
+	[ -f "$ko" ] || fail "$p lacks /lib/modules/$k/updates/odl/odl_tb5.ko: $(dpkg-deb -c "$d" | awk '{print $6}' | tr '\n' ' ')"
+	[ "$(modinfo -F vermagic "$ko" | cut -d' ' -f1)" = "$k" ] || fail "$p: vermagic $(modinfo -F vermagic "$ko")"
+	[ "$(modinfo -F version "$ko")" = "$(cat "$build/build-info/odl-build-version.txt")" ] ||
+		fail "$p: module version $(modinfo -F version "$ko"), not this build's $(cat "$build/build-info/odl-build-version.txt")"
+	grep -q "depmod -a $k" "$tmp/mods/DEBIAN/postinst" && grep -q "depmod -a $k" "$tmp/mods/DEBIAN/postrm" ||
+		fail "$p: its maintainer scripts do not index the module"
+	for s in "$tmp/mods/DEBIAN/postinst" "$tmp/mods/DEBIAN/postrm"; do sh -n "$s" || fail "$p: $s: syntax"; done
+	(cd "$tmp/mods" && md5sum --quiet -c DEBIAN/md5sums) || fail "$p: md5sums do not match its files"
+	nmods=$((nmods + 1))
+done
+ok "odl-tb5-modules packages: $nmods (module of this build, vermagic of its kernel)"
 
 if [ "$model" = 1 ]; then
 	has odl-model usr/bin/odl-model

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-// `odl package [--build-dir D] [--out D]`: the Debian packages of this build.
-// Configures and builds the tree, runs cpack (cmake/OdlPackaging.cmake) and
-// prints the .deb paths on stdout, one per line; progress goes to stderr.
+// `odl package [--build-dir D] [--out D] [--kernel KVER]...`: the Debian
+// packages of this build. Configures and builds the tree, runs cpack
+// (cmake/OdlPackaging.cmake), then for each --kernel makes
+// odl-tb5-modules-KVER (the module built for that release), and prints the
+// .deb paths on stdout, one per line; progress goes to stderr.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +29,7 @@ namespace fs = std::filesystem;
 struct package_opts {
     std::string build_dir;
     std::string out;
+    std::vector<std::string> kernels;
     int jobs = 0;
 };
 
@@ -111,6 +114,17 @@ int package(const package_opts& o) {
         if (type != "Release" && type != "RelWithDebInfo" && type != "MinSizeRel")
             fmt::print(stderr, "odl: package: note: {} is a '{}' build\n", build, type);
     }
+    // Headers for every --kernel before the build: a missing one should
+    // not cost it (the script checks again, and builds, after cpack).
+    for (const auto& k : o.kernels) {
+        if (k.empty() || !std::regex_match(k, std::regex(R"([0-9][A-Za-z0-9.+~_-]*)")))
+            die("package", fmt::format("--kernel '{}': not a kernel release (uname -r prints one, e.g. "
+                                       "6.12.118+deb12-amd64)",
+                                       k),
+                2);
+        if (!fs::exists("/usr/src/linux-headers-" + k + "/Makefile") && !fs::exists("/lib/modules/" + k + "/build/Makefile"))
+            die("package", fmt::format("--kernel {}: no headers for it here (install linux-headers-{})", k, k), 2);
+    }
     // The folder first: one that cannot be made should not cost the build.
     std::error_code ec;
     fs::create_directories(out, ec);
@@ -128,6 +142,12 @@ int package(const package_opts& o) {
         if (std::regex_match(l, m, made)) debs.push_back(m[1]);
     }
     if (debs.empty()) die("package", "cpack reported no .deb");
+    for (const auto& k : o.kernels) {
+        std::vector<std::string> made_one;
+        if (run_tee({build + "/packaging/odl-modules-deb", k, out}, &made_one) != 0 || made_one.empty())
+            die("package", fmt::format("odl-tb5-modules for {} failed", k));
+        debs.push_back(made_one.back());
+    }
     fmt::print(stderr, "odl: package: {} packages in {}\n", debs.size(), out);
     for (const auto& d : debs) fmt::print("{}\n", d);
     return 0;
@@ -140,6 +160,9 @@ void add_package_command(CLI::App& app) {
     auto* cmd = app.add_subcommand("package", "Build the Debian packages of this build (paths on stdout)");
     cmd->add_option("--build-dir", o->build_dir, "build tree to package (default: ODL_BUILD_DIR, the build)");
     cmd->add_option("--out", o->out, "folder for the .deb files (default: <build>/packages)");
+    cmd->add_option("--kernel", o->kernels,
+                    "also make odl-tb5-modules-KVER, odl_tb5 built for this kernel release (its headers "
+                    "installed here; one or more)");
     cmd->add_option("--jobs,-j", o->jobs, "parallel build jobs (default: ODL_JOBS or cores)")
         ->check(CLI::Range(1, 4096));
     cmd->callback([o] { std::exit(package(*o)); });

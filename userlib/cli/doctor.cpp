@@ -176,14 +176,20 @@ void check_link(const host_view& v, const doctor_options& opt, walk& w) {
 void check_module(const host_view& v, walk& w) {
     if (!v.module_loaded && v.module_file && !v.signatures_enforced.empty()) {
         // The silent Secure Boot failure of the field: DKMS built and signed
-        // the module, the kernel refuses DKMS's key.
+        // the module, the kernel refuses DKMS's key. A module package built
+        // elsewhere (odl-tb5-modules-KVER) is not signed at all.
+        const std::string enrol = "enrol it once (mokutil --import /var/lib/dkms/mok.pub; reboot; in the MOK "
+                                  "manager: Enroll MOK) or boot without signature enforcement";
         w.add(fail("module", code::module_unsigned,
-                   fmt::format("odl_tb5 is built for this kernel but not loaded, and the kernel loads only modules "
-                               "signed by a key it trusts ({})",
-                               v.signatures_enforced),
-                   "DKMS signs odl_tb5 with its machine key /var/lib/dkms/mok.pub: enrol it once "
-                   "(mokutil --import /var/lib/dkms/mok.pub; reboot; in the MOK manager: Enroll MOK) or boot "
-                   "without signature enforcement, then modprobe odl_tb5 (`dmesg | grep -i key` shows the refusal)"));
+                   fmt::format("odl_tb5 is built for this kernel{} but not loaded, and the kernel loads only "
+                               "modules signed by a key it trusts ({})",
+                               v.module_prebuilt ? " (odl-tb5-modules, not signed)" : "", v.signatures_enforced),
+                   v.module_prebuilt
+                       ? "install odl-tb5-dkms instead of odl-tb5-modules-" + v.kernel_release +
+                             " (DKMS builds odl_tb5 here and signs it with its machine key /var/lib/dkms/mok.pub: " +
+                             enrol + "), then modprobe odl_tb5 (`dmesg | grep -i key` shows the refusal)"
+                       : "DKMS signs odl_tb5 with its machine key /var/lib/dkms/mok.pub: " + enrol +
+                             ", then modprobe odl_tb5 (`dmesg | grep -i key` shows the refusal)"));
         return;
     }
     if (!v.module_loaded) {

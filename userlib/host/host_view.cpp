@@ -266,9 +266,12 @@ host_view read_host_view(const std::string& root) {
     }
 
     v.module_loaded = fs::is_directory(R / "sys/module/odl_tb5", ec);
-    // DKMS installs under updates/dkms, a tree build under extra/.
+    // DKMS installs under updates/dkms, odl-tb5-modules-KVER under
+    // updates/odl, a tree build under extra/.
+    v.module_prebuilt = module_file("updates/odl", "odl_tb5");
     for (const char* dir : {"updates/dkms", "updates", "extra"})
         v.module_file = v.module_file || module_file(dir, "odl_tb5");
+    v.module_file = v.module_file || v.module_prebuilt;
     // Secure Boot shows up as lockdown (integrity or confidentiality), which
     // refuses unsigned or untrusted modules; module.sig_enforce does it alone.
     if (line_or(R / "sys/module/module/parameters/sig_enforce") == "Y") {

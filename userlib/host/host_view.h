@@ -91,6 +91,9 @@ struct host_view {
     std::vector<xdomain> peers;
     bool module_loaded = false;  ///< /sys/module/odl_tb5
     bool module_file = false;    ///< an odl_tb5.ko for the running kernel under /lib/modules
+    /// That file came built for this kernel (odl-tb5-modules-KVER, under
+    /// updates/odl), not from DKMS: nothing on the host signed it.
+    bool module_prebuilt = false;
     /// Why this kernel loads only modules signed by a key it trusts
     /// ("module.sig_enforce", "lockdown=integrity", ...); "" when it does not.
     std::string signatures_enforced;
