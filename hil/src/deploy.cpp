@@ -4,6 +4,7 @@
 // host's kernel, else DKMS builds it there), the module loaded, and both
 // hosts checked to run the identical build.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <future>
@@ -67,10 +68,13 @@ std::vector<std::string> debs_for_kernel(const std::vector<std::string>& debs, c
                                          std::string* modules) {
     std::vector<std::string> out;
     std::string dkms;
+    // Package names are lower case (odl-modules-deb lowers the release).
+    std::string lower = kver;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
     modules->clear();
     for (const auto& d : debs) {
         if (named(d, kModulesPrefix)) {
-            if (named(d, kModulesPrefix + kver + "_")) *modules = d;
+            if (named(d, kModulesPrefix + lower + "_")) *modules = d;
         } else if (named(d, "odl-tb5-dkms_")) {
             dkms = d;
         } else {
@@ -191,6 +195,21 @@ host_result deploy_host(const host& h, const std::string& sockets, const std::ve
                           "{}modprobe odl_tb5",
                           sudo, sudo),
               60);
+    if (r.status != 0 && !modules.empty() && ssh_failure_reason(r).empty()) {
+        // Secure Boot (lockdown) or module.sig_enforce: the prebuilt module
+        // is not signed, and no key on the host could make it load.
+        const std::string said = r.out + r.err;
+        for (const char* refusal : {"Key was rejected by service", "Required key not available"}) {
+            if (said.find(refusal) == std::string::npos) continue;
+            res.code = kDeployFailed;
+            res.error = fmt::format(
+                "host {}: the kernel refuses odl_tb5 from {} ({}): it loads only signed modules and that "
+                "package's module is not signed; deploy odl-tb5-dkms to this host instead (leave "
+                "odl-tb5-modules-{} out of --debs; DKMS signs the module, enrol its key once: docs/install.md)",
+                who, fs::path(modules).filename().string(), refusal, kver);
+            return res;
+        }
+    }
     if (r.status != 0) return fail(kDeployFailed, "reloading odl_tb5 failed", r);
 
     host_facts f;

@@ -23,9 +23,9 @@
 #   left running on a, odl_tb5 still loaded there; once b runs again a
 #   rerun completes, and its all-reduce is skipped (no GPU in the guests),
 #   naming the host and why;
-#   a kernel enforcing module signatures on a: the unsigned prebuilt module
-#   refused by the kernel, doctor and check exit 22 naming a's module and
-#   DKMS's package as the way out;
+#   a kernel enforcing module signatures on a: a deploy there ends with exit
+#   43 naming the unsigned prebuilt module and DKMS's package as the way
+#   out; doctor and check exit 22 naming a's module and the same way out;
 #   a half-deployed pair (odl removed from b): exit 41 naming b;
 #   a host key that does not match: exit 40 naming it;
 #   a vanished host (QEMU B killed): exit 40 naming b, bounded; a rerun of
@@ -576,20 +576,20 @@ assert st in (["PASS"], ["FAIL"]), st
 print("ok: --collectives plugin: ar", round(ar["time_us"]), "us per call,", round(ar["busbw_gbps"], 4), "Gb/s busbw;", st[0])
 PY
 
-step "a kernel that enforces module signatures on a: the prebuilt module refused, doctor and check name it"
+step "a kernel that enforces module signatures on a: deploy names the unsigned prebuilt module and DKMS's package, doctor and check name it"
 # Secure Boot refuses unsigned modules through lockdown; module.sig_enforce
 # (which can be switched on, never off, at run time) makes the kernel refuse
 # them the same way without EFI. odl-tb5-modules is not signed. (The DKMS
 # package's postinst under enforcement: package_install.)
 ssh_a 'echo 1 >/sys/module/module/parameters/sig_enforce && rmmod odl_tb5' || fail "enforcing signatures on a"
-set +e
-sb_out=$(ssh_a 'modprobe odl_tb5' 2>&1)
-rc=$?
-set -e
-[ "$rc" != 0 ] || fail "modprobe loaded the unsigned odl_tb5 although the kernel enforces signatures"
-grep -Eq "Key was rejected by service|Required key not available" <<<"$sb_out" ||
-	fail "modprobe did not name the kernel's refusal: $sb_out"
-echo "ok: $sb_out"
+hil deploy "$inv" --debs "$tmp/debs"
+[ "$rc" = 43 ] || fail "deploy under signature enforcement on a: exit $rc, want 43: $err"
+sb=$(grep "^odl hil deploy: host a (root@127.0.0.1 port [0-9]*): " <<<"$err") ||
+	fail "deploy under signature enforcement on a: a not named: $err"
+grep -qF "the kernel refuses odl_tb5 from $(basename "$mods") (" <<<"$sb" &&
+	grep -Eq "\((Key was rejected by service|Required key not available)\): .*deploy odl-tb5-dkms to this host instead" <<<"$sb" ||
+	fail "deploy under signature enforcement on a: unclear: $err"
+echo "ok: $sb"
 ssh_a 'grep -qx odl_tb5 <(cut -d" " -f1 /proc/modules)' && fail "odl_tb5 loaded although the kernel enforces signatures"
 set +e
 doc=$(ssh_a 'odl doctor --json --no-nccl --expect gen3x2')

@@ -117,7 +117,7 @@ int package(const package_opts& o) {
     // Headers for every --kernel before the build: a missing one should
     // not cost it (the script checks again, and builds, after cpack).
     for (const auto& k : o.kernels) {
-        if (k.empty() || !std::regex_match(k, std::regex(R"([0-9][A-Za-z0-9.+~_-]*)")))
+        if (k.empty() || !std::regex_match(k, std::regex(R"([0-9][A-Za-z0-9.+-]*)")))
             die("package", fmt::format("--kernel '{}': not a kernel release (uname -r prints one, e.g. "
                                        "6.12.118+deb12-amd64)",
                                        k),
