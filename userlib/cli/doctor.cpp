@@ -194,8 +194,9 @@ void check_module(const host_view& v, walk& w) {
     }
     if (!v.module_loaded) {
         w.add(fail("module", code::module_not_loaded, "odl_tb5 is not loaded",
-                   "modprobe odl_tb5 (package odl-tb5-dkms; `dkms status odl_tb5` shows whether it is built for "
-                   "this kernel; under Secure Boot it must be signed with an enrolled key)"));
+                   "modprobe odl_tb5 (package odl-tb5-dkms, or odl-tb5-modules-" + v.kernel_release +
+                       " built for this kernel; `dkms status odl_tb5` shows whether DKMS built it for this kernel; "
+                       "under Secure Boot it must be signed with an enrolled key)"));
         return;
     }
     finding f = ok("module", "odl_tb5 loaded");
