@@ -197,15 +197,17 @@ host_result deploy_host(const host& h, const std::string& sockets, const std::ve
               60);
     if (r.status != 0 && !modules.empty() && ssh_failure_reason(r).empty()) {
         // Secure Boot (lockdown) or module.sig_enforce: the prebuilt module
-        // is not signed, and no key on the host could make it load.
+        // is unsigned, or signed (odl package --sign-key) by a key the host
+        // has not enrolled.
         const std::string said = r.out + r.err;
         for (const char* refusal : {"Key was rejected by service", "Required key not available"}) {
             if (said.find(refusal) == std::string::npos) continue;
             res.code = kDeployFailed;
             res.error = fmt::format(
-                "host {}: the kernel refuses odl_tb5 from {} ({}): it loads only signed modules and that "
-                "package's module is not signed; deploy odl-tb5-dkms to this host instead (leave "
-                "odl-tb5-modules-{} out of --debs; DKMS signs the module, enrol its key once: docs/install.md)",
+                "host {}: the kernel refuses odl_tb5 from {} ({}): it loads only modules signed by a key it "
+                "trusts, and that package's module is unsigned or signed by a key not enrolled there; deploy "
+                "odl-tb5-dkms to this host instead (leave odl-tb5-modules-{} out of --debs; DKMS signs the "
+                "module, enrol its key once: docs/install.md), or enrol the certificate of odl package --sign-key",
                 who, fs::path(modules).filename().string(), refusal, kver);
             return res;
         }

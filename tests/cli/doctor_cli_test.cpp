@@ -70,7 +70,8 @@ TEST(DoctorCli, HealthyTreeIsHealthyWithPingAndRating) {
 }
 
 // A refused module's fix depends on where it came from: DKMS's key to
-// enrol, or the prebuilt package (never signed) to replace with DKMS's.
+// enrol, or the prebuilt package to replace with DKMS's (or, when it was
+// signed, its certificate to enrol).
 TEST(DoctorCli, RefusedModuleFixNamesWhereItCameFrom) {
     for (const bool prebuilt : {false, true}) {
         fake_host h;
@@ -88,7 +89,19 @@ TEST(DoctorCli, RefusedModuleFixNamesWhereItCameFrom) {
         EXPECT_EQ(fix.find("install odl-tb5-dkms instead of odl-tb5-modules-6.12.0-test") != std::string::npos, prebuilt)
             << fix;
         EXPECT_EQ(summary.find("(odl-tb5-modules, not signed)") != std::string::npos, prebuilt) << summary;
+        EXPECT_EQ(fix.find("enrol the certificate the package was signed with"), std::string::npos) << fix;
     }
+    fake_host h;
+    h.remove("sys/module/odl_tb5");
+    // What the kernel's sign-file appends ends with this marker (put adds
+    // the line's end).
+    h.put("lib/modules/6.12.0-test/updates/odl/odl_tb5.ko", "\x7f" "ELF...sig...~Module signature appended~");
+    h.put("sys/module/module/parameters/sig_enforce", "Y");
+    const result r = h.doctor();
+    ASSERT_EQ(r.rc, 22) << r.text;
+    EXPECT_NE(r.text.find("(odl-tb5-modules, signed by a key it does not trust)"), std::string::npos) << r.text;
+    EXPECT_NE(r.text.find("enrol the certificate the package was signed with"), std::string::npos) << r.text;
+    EXPECT_NE(r.text.find("install odl-tb5-dkms instead of odl-tb5-modules-6.12.0-test"), std::string::npos) << r.text;
 }
 
 TEST(DoctorCli, EachBrokenLayerHasItsCodeAndStopsTheWalk) {

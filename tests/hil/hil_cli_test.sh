@@ -95,7 +95,18 @@ run package --kernel '6.1 bad'
 run package --kernel 0.0.1-odl-none
 [ "$rc" = 2 ] && grep -q -- "--kernel 0.0.1-odl-none: no headers for it here (install linux-headers-0.0.1-odl-none)" <<<"$err" &&
 	! grep -q "cmake" <<<"$err" || fail "package --kernel without headers: exit $rc: $err"
-echo "ok: odl package refuses a bad job count, folder and kernel up front"
+# Signing: key and certificate together, for --kernel's modules, readable.
+run package --sign-key "$tmp/inv.yaml"
+[ "$rc" = 2 ] && grep -q -- "--sign-key and --sign-cert go together" <<<"$err" || fail "package --sign-key alone: exit $rc: $err"
+run package --sign-key "$tmp/inv.yaml" --sign-cert "$tmp/inv.yaml"
+[ "$rc" = 2 ] && grep -q -- "--sign-key signs the modules of --kernel" <<<"$err" || fail "package --sign-key without --kernel: exit $rc: $err"
+k=$(ls /usr/src | sed -n 's/^linux-headers-\([0-9].*-amd64\)$/\1/p' | head -n1)
+if [ -n "$k" ]; then
+	run package --kernel "$k" --sign-key "$tmp/nope.pem" --sign-cert "$tmp/inv.yaml"
+	[ "$rc" = 2 ] && grep -q "$tmp/nope.pem: cannot read it" <<<"$err" && ! grep -q "cmake" <<<"$err" ||
+		fail "package --sign-key missing: exit $rc: $err"
+fi
+echo "ok: odl package refuses a bad job count, folder, kernel and signing pair up front"
 
 run run "$repo/scenarios/quickstart.yaml" --on "$tmp/nope.yaml"
 [ "$rc" = 2 ] && grep -q "expected model, vm or a HIL inventory file" <<<"$err" || fail "--on missing file: exit $rc: $err"

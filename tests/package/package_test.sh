@@ -218,6 +218,25 @@ for d in "$tmp"/pkg/odl-tb5-modules-*.deb; do
 	nmods=$((nmods + 1))
 done
 ok "odl-tb5-modules packages: $nmods (module of this build, vermagic of its kernel)"
+# Signed with a key and certificate made here (odl package --sign-key/--sign-cert
+# hands them to this script): the module names the certificate's subject, and
+# stays signed (signing comes after the strip).
+if [ "$nmods" -gt 0 ]; then
+	openssl req -new -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=odl package test/" \
+		-keyout "$tmp/sign.key" -out "$tmp/sign.crt" 2>/dev/null || fail "openssl: a test key"
+	"$build/packaging/odl-modules-deb" "$k" "$tmp/signed" "$tmp/sign.key" "$tmp/sign.crt" >"$tmp/signed.list" \
+		2>"$tmp/signed.log" || { cat "$tmp/signed.log"; fail "odl-modules-deb $k with a key"; }
+	d=$(cat "$tmp/signed.list")
+	dpkg-deb -x "$d" "$tmp/signed-root"
+	signer=$(modinfo -F signer "$tmp/signed-root/lib/modules/$k/updates/odl/odl_tb5.ko")
+	[ "$signer" = "odl package test" ] || fail "signed module package: signer '$signer'"
+	grep -q "signed by 'odl package test'" <<<"$(dpkg-deb -f "$d" Description)" ||
+		fail "signed module package: its description does not say so"
+	grep -q "It is not signed" <<<"$(dpkg-deb -f "$(ls "$tmp"/pkg/odl-tb5-modules-*.deb | head -n1)" Description)" ||
+		fail "unsigned module package: its description does not say so"
+	[ -z "$(modinfo -F signer "$ko")" ] || fail "the unsigned package's module names a signer"
+	ok "odl-tb5-modules signed with a key: signer '$signer'"
+fi
 
 if [ "$model" = 1 ]; then
 	has odl-model usr/bin/odl-model

@@ -30,6 +30,7 @@ struct package_opts {
     std::string build_dir;
     std::string out;
     std::vector<std::string> kernels;
+    std::string sign_key, sign_cert;
     int jobs = 0;
 };
 
@@ -125,6 +126,13 @@ int package(const package_opts& o) {
         if (!fs::exists("/usr/src/linux-headers-" + k + "/Makefile") && !fs::exists("/lib/modules/" + k + "/build/Makefile"))
             die("package", fmt::format("--kernel {}: no headers for it here (install linux-headers-{})", k, k), 2);
     }
+    if (o.sign_key.empty() != o.sign_cert.empty())
+        die("package", "--sign-key and --sign-cert go together (the private key and its X.509 certificate)", 2);
+    if (!o.sign_key.empty() && o.kernels.empty())
+        die("package", "--sign-key signs the modules of --kernel: give one", 2);
+    for (const auto& f : {o.sign_key, o.sign_cert})
+        if (!f.empty() && access(f.c_str(), R_OK) != 0)
+            die("package", fmt::format("{}: cannot read it", f), 2);
     // The folder first: one that cannot be made should not cost the build.
     std::error_code ec;
     fs::create_directories(out, ec);
@@ -144,7 +152,12 @@ int package(const package_opts& o) {
     if (debs.empty()) die("package", "cpack reported no .deb");
     for (const auto& k : o.kernels) {
         std::vector<std::string> made_one;
-        if (run_tee({build + "/packaging/odl-modules-deb", k, out}, &made_one) != 0 || made_one.empty())
+        std::vector<std::string> argv = {build + "/packaging/odl-modules-deb", k, out};
+        if (!o.sign_key.empty()) {
+            argv.push_back(fs::absolute(o.sign_key).string());
+            argv.push_back(fs::absolute(o.sign_cert).string());
+        }
+        if (run_tee(argv, &made_one) != 0 || made_one.empty())
             die("package", fmt::format("odl-tb5-modules for {} failed", k));
         debs.push_back(made_one.back());
     }
@@ -163,6 +176,9 @@ void add_package_command(CLI::App& app) {
     cmd->add_option("--kernel", o->kernels,
                     "also make odl-tb5-modules-KVER, odl_tb5 built for this kernel release (its headers "
                     "installed here; one or more)");
+    cmd->add_option("--sign-key", o->sign_key,
+                    "sign those modules with this private key (PEM; with --sign-cert, the kernel's sign-file)");
+    cmd->add_option("--sign-cert", o->sign_cert, "the X.509 certificate of --sign-key (the one hosts enrol)");
     cmd->add_option("--jobs,-j", o->jobs, "parallel build jobs (default: ODL_JOBS or cores)")
         ->check(CLI::Range(1, 4096));
     cmd->callback([o] { std::exit(package(*o)); });

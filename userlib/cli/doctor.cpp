@@ -183,9 +183,16 @@ void check_module(const host_view& v, walk& w) {
         w.add(fail("module", code::module_unsigned,
                    fmt::format("odl_tb5 is built for this kernel{} but not loaded, and the kernel loads only "
                                "modules signed by a key it trusts ({})",
-                               v.module_prebuilt ? " (odl-tb5-modules, not signed)" : "", v.signatures_enforced),
+                               !v.module_prebuilt              ? ""
+                               : v.module_prebuilt_signed ? " (odl-tb5-modules, signed by a key it does not trust)"
+                                                          : " (odl-tb5-modules, not signed)",
+                               v.signatures_enforced),
                    v.module_prebuilt
-                       ? "install odl-tb5-dkms instead of odl-tb5-modules-" + v.kernel_release +
+                       ? std::string(v.module_prebuilt_signed
+                                         ? "enrol the certificate the package was signed with (mokutil --import "
+                                           "CERT.der; reboot; in the MOK manager: Enroll MOK), or "
+                                         : "") +
+                             "install odl-tb5-dkms instead of odl-tb5-modules-" + v.kernel_release +
                              " (DKMS builds odl_tb5 here and signs it with its machine key /var/lib/dkms/mok.pub: " +
                              enrol + "), then modprobe odl_tb5 (`dmesg | grep -i key` shows the refusal)"
                        : "DKMS signs odl_tb5 with its machine key /var/lib/dkms/mok.pub: " + enrol +

@@ -94,6 +94,8 @@ struct host_view {
     /// That file came built for this kernel (odl-tb5-modules-KVER, under
     /// updates/odl), not from DKMS: nothing on the host signed it.
     bool module_prebuilt = false;
+    /// That prebuilt file carries a signature (odl package --sign-key).
+    bool module_prebuilt_signed = false;
     /// Why this kernel loads only modules signed by a key it trusts
     /// ("module.sig_enforce", "lockdown=integrity", ...); "" when it does not.
     std::string signatures_enforced;
