@@ -63,7 +63,7 @@ std::vector<std::string> pick_debs(const std::vector<std::string>& all, bool plu
 /// What one host gets: the runtime and plugin, and odl-tb5-modules-KVER for
 /// its kernel when there is one (no compiler needed there, seconds instead
 /// of DKMS's minutes), else the DKMS package. *modules: that package's path
-/// ("" when DKMS builds the module).
+/// ("" when DKMS builds the module). Empty when neither module package fits.
 std::vector<std::string> debs_for_kernel(const std::vector<std::string>& debs, const std::string& kver,
                                          std::string* modules) {
     std::vector<std::string> out;
@@ -81,10 +81,8 @@ std::vector<std::string> debs_for_kernel(const std::vector<std::string>& debs, c
             out.push_back(d);
         }
     }
-    if (!modules->empty())
-        out.push_back(*modules);
-    else if (!dkms.empty())
-        out.push_back(dkms);
+    if (modules->empty() && dkms.empty()) return {};
+    out.push_back(modules->empty() ? dkms : *modules);
     return out;
 }
 
@@ -342,9 +340,7 @@ int run_deploy(const inventory& inv, const deploy_options& o) {
             return kernels[i].code;
         }
         host_debs[i] = debs_for_kernel(debs, kernels[i].release, &modules[i]);
-        const bool dkms = std::any_of(host_debs[i].begin(), host_debs[i].end(),
-                                      [](const std::string& d) { return named(d, "odl-tb5-dkms_"); });
-        if (modules[i].empty() && !dkms) {
+        if (host_debs[i].empty()) {
             const std::string k = kernels[i].release;
             fmt::print(stderr,
                        "odl hil deploy: host {} runs Linux {}: the packages hold neither {}{} nor odl-tb5-dkms "

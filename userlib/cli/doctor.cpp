@@ -177,26 +177,28 @@ void check_module(const host_view& v, walk& w) {
     if (!v.module_loaded && v.module_file && !v.signatures_enforced.empty()) {
         // The silent Secure Boot failure of the field: DKMS built and signed
         // the module, the kernel refuses DKMS's key. A module package built
-        // elsewhere (odl-tb5-modules-KVER) is not signed at all.
+        // elsewhere (odl-tb5-modules-KVER) is unsigned, or signed with a key
+        // of the user's (odl package --sign-key) that is not enrolled.
         const std::string enrol = "enrol it once (mokutil --import /var/lib/dkms/mok.pub; reboot; in the MOK "
                                   "manager: Enroll MOK) or boot without signature enforcement";
+        const std::string then = ", then modprobe odl_tb5 (`dmesg | grep -i key` shows the refusal)";
+        std::string origin, fix = "DKMS signs odl_tb5 with its machine key /var/lib/dkms/mok.pub: " + enrol + then;
+        if (v.module_prebuilt) {
+            origin = v.module_prebuilt_signed ? " (odl-tb5-modules, signed by a key it does not trust)"
+                                              : " (odl-tb5-modules, not signed)";
+            fix = "install odl-tb5-dkms instead of odl-tb5-modules-" + v.kernel_release +
+                  " (DKMS builds odl_tb5 here and signs it with its machine key /var/lib/dkms/mok.pub: " + enrol +
+                  ")" + then;
+            if (v.module_prebuilt_signed)
+                fix = "enrol the certificate the package was signed with (mokutil --import CERT.der; reboot; in "
+                      "the MOK manager: Enroll MOK), or " +
+                      fix;
+        }
         w.add(fail("module", code::module_unsigned,
                    fmt::format("odl_tb5 is built for this kernel{} but not loaded, and the kernel loads only "
                                "modules signed by a key it trusts ({})",
-                               !v.module_prebuilt              ? ""
-                               : v.module_prebuilt_signed ? " (odl-tb5-modules, signed by a key it does not trust)"
-                                                          : " (odl-tb5-modules, not signed)",
-                               v.signatures_enforced),
-                   v.module_prebuilt
-                       ? std::string(v.module_prebuilt_signed
-                                         ? "enrol the certificate the package was signed with (mokutil --import "
-                                           "CERT.der; reboot; in the MOK manager: Enroll MOK), or "
-                                         : "") +
-                             "install odl-tb5-dkms instead of odl-tb5-modules-" + v.kernel_release +
-                             " (DKMS builds odl_tb5 here and signs it with its machine key /var/lib/dkms/mok.pub: " +
-                             enrol + "), then modprobe odl_tb5 (`dmesg | grep -i key` shows the refusal)"
-                       : "DKMS signs odl_tb5 with its machine key /var/lib/dkms/mok.pub: " + enrol +
-                             ", then modprobe odl_tb5 (`dmesg | grep -i key` shows the refusal)"));
+                               origin, v.signatures_enforced),
+                   fix));
         return;
     }
     if (!v.module_loaded) {
