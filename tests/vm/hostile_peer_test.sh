@@ -72,13 +72,27 @@ alive() {
 	for v in A B; do vexec "$v" true || fail "VM $v stopped answering"; done
 	linkd_ctl status >/dev/null || fail "odl-linkd not answering"
 }
-# load_a_then_b [ARGS]: A first, B once A is up. B binds A's service at
-# load (it already holds A's properties), A only after re-reading B's about
-# a second later: so A's LOGINs always find B's handler (a LOGIN faulted
-# while nobody listens would be injected but judged by no one).
+# peer_svc: the guest's thunderbolt.ko holds a service of the peer's odl_tb5
+# (a 0-1.N device with the key odl_tb5 announces).
+peer_svc='grep -qsx odinlink /sys/bus/thunderbolt/devices/*/key'
+# load_a_then_b [ARGS]: A first, B once it holds A's service, so B binds it
+# (and registers its protocol handler) at load, before it announces its
+# own; A binds B's service, and sends LOGINs, only after re-reading B's
+# properties: so A's LOGINs always find B's handler (a LOGIN faulted while
+# nobody listens is injected but judged by no one, and the count of B's
+# answers the login faults rely on is off by one). A service left from
+# before an unload goes once the peer's properties are re-read: wait for
+# that first, or B could bind it and lose it again under A's first LOGIN.
+# A fixed sleep of 1 s instead failed once in CI: one of A's five bad
+# LOGINs got no answer from B (which of these windows, the log did not say;
+# login_seen below prints what each side saw).
 load_a_then_b() {
+	local v
+	for v in A B; do
+		wait_in "$v" 30 "! $peer_svc" || fail "VM $v: the peer's odinlink service still there 30 s after unload"
+	done
 	vexec A "insmod /lib/modules/odl_tb5.ko $*" || fail "insmod A $*"
-	sleep 1
+	wait_in B 30 "$peer_svc" || fail "VM B: no odinlink service of A's within 30 s of loading A"
 	vexec B "insmod /lib/modules/odl_tb5.ko $*" || fail "insmod B $*"
 }
 unload_both() {
@@ -156,7 +170,17 @@ load_a_then_b
 wait_login 120 "after the login faults"
 st=$(linkd_ctl fault status)
 echo "fault status: $st"
-grep -q "^ok injected [0-9]* armed 0" <<<"$st" || fail "odl-linkd: login faults not all injected: $st"
+# what each side saw, for a failure here (a LOGIN nobody answered shifts the count)
+login_seen() {
+	local v
+	for v in A B; do
+		echo "$v: $(stats "$v" 2>&1)"
+		echo "$v's kernel log: $(vexec "$v" 'dmesg | grep -E "odl_tb5|thunderbolt" | tail -n 12' 2>&1)"
+	done
+}
+grep -q "^ok injected [0-9]* armed 0" <<<"$st" ||
+	fail "odl-linkd: login faults not all injected: $st
+$(login_seen)"
 [ $(($(injected) - i0)) = 6 ] || fail "odl-linkd: want 6 login faults injected: $st"
 grep "odl-linkd: fault .*login" "$linkd_log" | tail -n 6
 a=$(stats A) b=$(stats B)
