@@ -2,11 +2,14 @@
 // Scheduler order: actions run by (time, scheduling order) whichever queue
 // path holds them (inline sorted-run insert from either end, far-timeout
 // heap, heap mode above 512 pending, times in the past clamped to now),
-// with the kernel stepped per time (sc_start) or run ahead (run_until).
+// with the kernel stepped per time (sc_start) or run ahead (run_until); and
+// through lanes (at_lane(): a lane's actions wait outside the queue behind
+// its earliest), whose order must be the same as if each had been at().
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <vector>
@@ -31,8 +34,12 @@ struct expected_run {
 /// near times and far timeouts; bursts push the queue over 512 pending.
 class workload {
 public:
-    workload(scheduler& s, std::uint64_t seed, std::uint64_t budget)
-        : m_s(s), m_rng(seed), m_budget(budget) {}
+    workload(scheduler& s, std::uint64_t seed, std::uint64_t budget, bool lanes = false)
+        : m_s(s), m_rng(seed), m_budget(budget) {
+        if (lanes)
+            for (auto& l : m_lanes) l = s.make_lane();
+        m_use_lanes = lanes;
+    }
 
     void seed_actions(unsigned n) {
         for (unsigned i = 0; i < n; ++i) schedule(pick_delay());
@@ -58,8 +65,25 @@ private:
         // Now and then ask for a time in the past: it must run at now.
         const bool past = delay_ps == 0 && now > 0 && (m_rng() % 4 == 0);
         const std::uint64_t at = past ? now - 1 : now + delay_ps;
+        if (m_use_lanes && m_rng() % 2 == 0) {
+            lane_schedule(id, now, past);
+            return;
+        }
         m_sched.push_back({past ? now : at, id});
         m_s.at(sc_time(static_cast<double>(at), SC_PS), [this, id] { run(id); });
+    }
+    /// As a host CPU's timeline: mostly at or after the lane's last time
+    /// (ties included), now and then earlier (at() on its own), in the past
+    /// or a far timeout.
+    void lane_schedule(std::uint64_t id, std::uint64_t now, bool past) {
+        const unsigned l = static_cast<unsigned>(m_rng() % std::size(m_lanes));
+        std::uint64_t at = std::max(now, m_lane_last[l]) + (m_rng() % 4 == 0 ? 0 : m_rng() % 200000);
+        if (m_rng() % 50 == 0) at = now + pick_delay();  // out of the lane's order, or far
+        if (past) at = now - 1;
+        const std::uint64_t due = std::max(at, now);
+        m_lane_last[l] = std::max(m_lane_last[l], due);
+        m_sched.push_back({due, id});
+        m_s.at_lane(m_lanes[l], sc_time(static_cast<double>(at), SC_PS), [this, id] { run(id); });
     }
     void run(std::uint64_t id) {
         m_ran.push_back(id);
@@ -75,6 +99,9 @@ private:
     }
 
     scheduler& m_s;
+    bool m_use_lanes = false;
+    scheduler::lane_id m_lanes[3] = {};
+    std::uint64_t m_lane_last[3] = {};
     std::mt19937_64 m_rng;
     std::uint64_t m_budget;
     std::uint64_t m_next_id = 0;
@@ -95,10 +122,10 @@ std::vector<std::uint64_t> reference_order(std::vector<expected_run> v) {
 
 enum class drive { run_ahead, kernel_stepped, direct };
 
-void check(drive how, std::uint64_t seed) {
+void check(drive how, std::uint64_t seed, bool lanes = false) {
     sim_session session;
     auto s = std::make_unique<scheduler>("sched");
-    workload w(*s, seed, 60000);
+    workload w(*s, seed, 60000, lanes);
     w.seed_actions(40);
     if (how == drive::run_ahead) {
         s->run_until(sc_time(10, sc_core::SC_SEC));
@@ -141,6 +168,27 @@ TEST(Scheduler, KernelSteppedOrderMatchesReference) {
 
 TEST(Scheduler, DirectOrderMatchesReference) {
     for (std::uint64_t seed : {1u, 4u}) check(drive::direct, seed);  // seeds whose activity lasts
+}
+
+TEST(Scheduler, LaneOrderMatchesReference) {
+    for (std::uint64_t seed : {1u, 2u}) check(drive::run_ahead, seed, true);
+    check(drive::kernel_stepped, 4, true);
+    check(drive::direct, 1, true);
+}
+
+TEST(Scheduler, LaneActionsNotRunAreDestroyedWithTheScheduler) {
+    sim_session session;
+    auto owned = std::make_shared<int>(0);
+    {
+        scheduler s("sched");
+        const scheduler::lane_id l = s.make_lane();
+        for (int i = 0; i < 5; ++i) s.at_lane(l, sc_time(10.0 + i, sc_core::SC_US), [owned] { ++*owned; });
+        s.at_lane(l, sc_time(1, sc_core::SC_US), [owned] { ++*owned; });  // before the lane's last: on its own
+        s.run_until(sc_time(12500, sc_core::SC_NS));  // the early one and the lane's first three
+        EXPECT_EQ(*owned, 4);
+        EXPECT_EQ(owned.use_count(), 3) << "the two not run still held (one queued, one behind it)";
+    }
+    EXPECT_EQ(owned.use_count(), 1) << "the scheduler's end destroyed the lane's waiting actions";
 }
 
 // odl-linkd --sim running ahead to the next delivery: the run ends after

@@ -38,6 +38,29 @@ scheduler::~scheduler() {
         task& tk = slot_of(k);
         tk.destroy(tk.buf);
     }
+    for (const auto& ln : m_lanes) {  // the first ones went with the queue
+        for (std::size_t i = ln.head + 1; i < ln.keys.size(); ++i) {
+            task& tk = slot_of(ln.keys[i]);
+            tk.destroy(tk.buf);
+        }
+    }
+}
+
+void scheduler::lane_next(lane_id l) {
+    lane& ln = m_lanes[l];
+    if (++ln.head == ln.keys.size()) {
+        ln.keys.clear();
+        ln.head = 0;
+        return;
+    }
+    if (ln.head >= 4096 && ln.head * 2 >= ln.keys.size()) {  // a lane that never empties
+        ln.keys.erase(ln.keys.begin(), ln.keys.begin() + static_cast<std::ptrdiff_t>(ln.head));
+        ln.head = 0;
+    }
+    const key k = ln.keys[ln.head];
+    const auto slot = static_cast<std::uint32_t>(k) & ((1u << k_slot_bits) - 1);
+    const std::uint64_t seq = static_cast<std::uint64_t>(k >> k_slot_bits) & ((std::uint64_t{1} << (64 - k_slot_bits)) - 1);
+    push(sc_time::from_value(static_cast<std::uint64_t>(k >> 64)), seq, slot, *m_slot_ptr[slot]);
 }
 
 void scheduler::grow_slots() {

@@ -32,7 +32,8 @@ constexpr unsigned k_ctl_tries = 4;         // seq 0..3
 host_driver::host_driver(sc_core::sc_module_name name, scheduler& sched, trace_log& log, nhi& dev,
                          local_memory& mem, const host_costs& costs, unsigned lane_ports,
                          std::uint64_t noise_seed)
-    : sc_module(name), bus("bus"), m_sched(sched), m_log(log), m_nhi(dev), m_mem(mem), m_costs(costs),
+    : sc_module(name), bus("bus"), m_sched(sched), m_doorbell_lane(sched.make_lane()),
+      m_cpu_lane(sched.make_lane()), m_log(log), m_nhi(dev), m_mem(mem), m_costs(costs),
       m_noise(noise_seed), m_ports(lane_ports) {
     m_tx.resize(m_ports + 1);
     m_rx.resize(m_ports + 1);
@@ -84,7 +85,7 @@ void host_driver::mmio_write(std::uint32_t off, std::uint32_t v) {
 
 void host_driver::doorbell_at(sc_time t, std::uint32_t off, std::uint32_t v) {
     const std::uint64_t gen = m_generation;
-    m_sched.at(t, [this, off, v, gen] {
+    m_sched.at_lane(m_doorbell_lane, t, [this, off, v, gen] {
         if (gen == m_generation) mmio_write(off, v);  // not after a reboot
     });
 }
@@ -466,7 +467,7 @@ void host_driver::reap_rx(unsigned h) {
                     if (!m.damaged && m.got == m.len) {
                         ++m_stats.messages_received;
                         const unsigned port = h;
-                        m_sched.at(t, [this, port, tag, mlen] {
+                        m_sched.at_lane(m_cpu_lane, t, [this, port, tag, mlen] {
                             if (m_on_msg) m_on_msg(port, tag, mlen);
                         });
                     } else {

@@ -26,6 +26,12 @@ void irq_unit_model::reset(unsigned hop_count) {
     std::fill(std::begin(m_cause), std::end(m_cause), false);
     std::fill(std::begin(m_fired_once), std::end(m_fired_once), false);
     std::fill(std::begin(m_last_ps), std::end(m_last_ps), std::uint64_t{0});
+    map_vectors();
+}
+
+void irq_unit_model::map_vectors() {
+    std::fill(std::begin(m_vector_mask), std::end(m_vector_mask), std::uint64_t{0});
+    for (unsigned i = 0; i < 2 * m_hc; ++i) m_vector_mask[ivr(i)] |= std::uint64_t{1} << i;
 }
 
 std::uint32_t irq_unit_model::read(std::uint8_t reg, bool auto_clear, std::uint64_t /*now_ps*/) {
@@ -63,6 +69,7 @@ std::uint32_t irq_unit_model::write(std::uint8_t reg, std::uint32_t v, std::uint
         set_word(m_enable, k, word_of(m_enable, k) & ~v);
     } else if (reg >= irq_reg::ivr && reg < irq_reg::ivr + ivr_words) {
         m_ivr[reg - irq_reg::ivr] = v;
+        map_vectors();
     } else if (reg >= irq_reg::throttle && reg < irq_reg::throttle + vectors) {
         m_throttle[reg - irq_reg::throttle] = static_cast<std::uint16_t>(v);
     }
@@ -94,18 +101,13 @@ irq_schedule irq_unit_model::evaluate(unsigned index, std::uint64_t now_ps) {
 bool irq_unit_model::fire(unsigned v, std::uint64_t now_ps) {
     if (v >= vectors) return false;
     m_pending[v] = false;
-    bool status = false, unmasked = false;
-    for (unsigned i = 0; i < 2 * m_hc; ++i) {
-        if (ivr(i) != v || !bit(m_enable, i)) continue;
-        unmasked = true;
-        status = status || bit(m_status, i);
-    }
+    const std::uint64_t mine = m_vector_mask[v] & m_enable;  // unmasked causes of @v
     // A cause that arrived since the last message is delivered even if its
     // status bit was cleared meanwhile: the driver clears status at the
     // start of its handler with a posted write, which may reach us after a
     // completion that its ring walk had already missed. Dropping the message
     // then strands that frame for good; an extra message costs one empty walk.
-    if (!unmasked || (!status && !m_cause[v])) return false;  // masked, or nothing new
+    if (!mine || (!(m_status & mine) && !m_cause[v])) return false;  // masked, or nothing new
     m_cause[v] = false;
     m_last_ps[v] = now_ps;
     m_fired_once[v] = true;

@@ -25,10 +25,13 @@ private:
     unsigned ivr(unsigned i) const { return (m_ivr[i / 8] >> ((i % 8) * 4)) & 0xfu; }
     bool bit(std::uint64_t w, unsigned i) const { return (w >> i) & 1u; }
     irq_schedule schedule(unsigned vector, std::uint64_t now_ps);
+    void map_vectors();
 
     unsigned m_hc = 2;
     std::uint64_t m_status = 0, m_enable = 0;
     std::uint32_t m_ivr[ivr_words] = {};
+    /// Per vector, the ring indices IVR maps to it: fire() asks per message.
+    std::uint64_t m_vector_mask[vectors] = {};
     std::uint16_t m_throttle[vectors] = {};
     bool m_pending[vectors] = {};
     bool m_cause[vectors] = {};  ///< a cause arrived since the last message

@@ -58,6 +58,38 @@ public:
     void after(const sc_core::sc_time& d, F&& fn) {
         at(now() + d, std::forward<F>(fn));
     }
+    /// A lane: actions at nondecreasing times (a host CPU's timeline). Only
+    /// its earliest waits in the queue; each keeps the place in the
+    /// tie-break order it got when scheduled, so the run is exactly that of
+    /// one at() per action, while the queue stays short (a host that posts a
+    /// ring's worth of frames at once queued a doorbell each, hundreds
+    /// pending, and the queue turned into a heap: half of a stream's time).
+    using lane_id = std::uint32_t;
+    lane_id make_lane() {
+        m_lanes.emplace_back();
+        return static_cast<lane_id>(m_lanes.size() - 1);
+    }
+    /// at() through lane @l. An action due before the lane's last one goes
+    /// to the queue on its own (at()), so any time is correct.
+    template <class F>
+    void at_lane(lane_id l, const sc_core::sc_time& t, F&& fn) {
+        const sc_core::sc_time cur = now();
+        const sc_core::sc_time when = t < cur ? cur : t;  // at() clamps as it queues
+        lane& ln = m_lanes[l];
+        if (ln.head != ln.keys.size() && when.value() < static_cast<std::uint64_t>(ln.keys.back() >> 64)) {
+            at(when, std::forward<F>(fn));
+            return;
+        }
+        const std::uint64_t seq = m_seq++;
+        const std::uint32_t s = alloc_slot();
+        task& tk = *m_slot_ptr[s];
+        tk.emplace([this, l, f = std::forward<F>(fn)]() mutable {
+            f();
+            lane_next(l);
+        });
+        ln.keys.push_back((key{when.value()} << 64) | (key{seq} << k_slot_bits) | s);
+        if (ln.keys.size() - ln.head == 1) push(when, seq, s, tk);
+    }
     /// The simulated time of the action running now; outside actions the
     /// SystemC time. While the scheduler runs ahead of the kernel
     /// (run_until()), this is ahead of sc_time_stamp().
@@ -209,6 +241,8 @@ private:
     /// push() stays small enough to be inlined into its callers.
     void long_run_insert(std::size_t at);
     void push_slow(const sc_core::sc_time& t, std::uint64_t seq, std::uint32_t slot, task& tk);
+    /// The front of lane @l ran: queue the next.
+    void lane_next(lane_id l);
     /// Turns the sorted run into a binary heap (many pending actions).
     void to_heap();
     key pop_min();
@@ -243,6 +277,12 @@ private:
     std::size_t m_head = 0;
     bool m_heap_mode = false;
     std::vector<key> m_far;
+    /// A lane's actions in order, keys[head..]; the first is also in the queue.
+    struct lane {
+        std::vector<key> keys;
+        std::size_t head = 0;
+    };
+    std::vector<lane> m_lanes;
     key m_far_min = ~key{0};  ///< m_far's least key (all ones when empty)
     std::vector<std::unique_ptr<task[]>> m_blocks;  ///< slots never move
     std::vector<task*> m_slot_ptr;

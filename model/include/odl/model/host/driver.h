@@ -143,6 +143,10 @@ private:
     }
 
     scheduler& m_sched;
+    /// Doorbells (CPU time + the MMIO write) and messages handed to the
+    /// program (CPU time): each in time order, so each a scheduler lane.
+    scheduler::lane_id m_doorbell_lane;
+    scheduler::lane_id m_cpu_lane;
     trace_log& m_log;
     nhi& m_nhi;
     local_memory& m_mem;
