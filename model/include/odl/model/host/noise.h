@@ -45,8 +45,19 @@ public:
 
 private:
     sc_core::sc_time draw(const noise_term& t);
-    double uniform();  ///< in (0, 1)
+    /// In (0, 1): 53 random bits, never 0 (log() in draw()) and never 1.
+    /// Inline: three per draw.
+    double uniform() { return (static_cast<double>(m_rng() >> 11) + 0.5) * 0x1.0p-53; }
+    /// A term's median in seconds and its sigma, kept for the last term
+    /// drawn with each (median, p99): a log and two conversions less a draw.
+    struct shape {
+        std::uint64_t median = 0, p99 = 0;  ///< sc_time values; 0: unused
+        double median_s = 0, sigma = 0;
+    };
+    const shape& shape_of(const noise_term& t);
     std::mt19937_64 m_rng;
+    shape m_shapes[4];  ///< a platform has three terms
+    unsigned m_next_shape = 0;
 };
 
 }  // namespace odl::model
