@@ -268,11 +268,12 @@ host_view read_host_view(const std::string& root) {
     v.module_loaded = fs::is_directory(R / "sys/module/odl_tb5", ec);
     // DKMS installs under updates/dkms, odl-tb5-modules-KVER under
     // updates/odl, a tree build under extra/.
-    v.module_prebuilt = module_file("updates/odl", "odl_tb5");
+    static constexpr const char* kPrebuiltDir = "updates/odl";
+    v.module_prebuilt = module_file(kPrebuiltDir, "odl_tb5");
     if (v.module_prebuilt) {
         // A signed module ends with this marker (the kernel's sign-file).
         static const std::string kSigned = "~Module signature appended~\n";
-        std::ifstream ko(R / "lib/modules" / v.kernel_release / "updates/odl/odl_tb5.ko", std::ios::binary);
+        std::ifstream ko(R / "lib/modules" / v.kernel_release / kPrebuiltDir / "odl_tb5.ko", std::ios::binary);
         std::string tail(kSigned.size(), '\0');
         if (ko.seekg(-static_cast<std::streamoff>(kSigned.size()), std::ios::end) && ko.read(tail.data(), tail.size()))
             v.module_prebuilt_signed = tail == kSigned;
