@@ -60,7 +60,8 @@ void scheduler::lane_next(lane_id l) {
     const key k = ln.keys[ln.head];
     const auto slot = static_cast<std::uint32_t>(k) & ((1u << k_slot_bits) - 1);
     const std::uint64_t seq = static_cast<std::uint64_t>(k >> k_slot_bits) & ((std::uint64_t{1} << (64 - k_slot_bits)) - 1);
-    push(sc_time::from_value(static_cast<std::uint64_t>(k >> 64)), seq, slot, *m_slot_ptr[slot]);
+    task& tk = *m_slot_ptr[slot];
+    push(tk.when, seq, slot, tk);  // the time at_lane() kept
 }
 
 void scheduler::grow_slots() {

@@ -87,6 +87,7 @@ public:
             f();
             lane_next(l);
         });
+        tk.when = when;  // lane_next() queues it from here, no conversion
         ln.keys.push_back((key{when.value()} << 64) | (key{seq} << k_slot_bits) | s);
         if (ln.keys.size() - ln.head == 1) push(when, seq, s, tk);
     }
