@@ -35,10 +35,9 @@ struct expected_run {
 class workload {
 public:
     workload(scheduler& s, std::uint64_t seed, std::uint64_t budget, bool lanes = false)
-        : m_s(s), m_rng(seed), m_budget(budget) {
+        : m_s(s), m_use_lanes(lanes), m_rng(seed), m_budget(budget) {
         if (lanes)
             for (auto& l : m_lanes) l = s.make_lane();
-        m_use_lanes = lanes;
     }
 
     void seed_actions(unsigned n) {

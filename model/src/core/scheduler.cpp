@@ -58,10 +58,9 @@ void scheduler::lane_next(lane_id l) {
         ln.head = 0;
     }
     const key k = ln.keys[ln.head];
-    const auto slot = static_cast<std::uint32_t>(k) & ((1u << k_slot_bits) - 1);
-    const std::uint64_t seq = static_cast<std::uint64_t>(k >> k_slot_bits) & ((std::uint64_t{1} << (64 - k_slot_bits)) - 1);
+    const std::uint32_t slot = slot_index(k);
     task& tk = *m_slot_ptr[slot];
-    push(tk.when, seq, slot, tk);  // the time at_lane() kept
+    push(tk.when, seq_of(k), slot, tk);  // the time at_lane() kept
 }
 
 void scheduler::grow_slots() {
@@ -100,7 +99,7 @@ void scheduler::push_slow(const sc_time& t, std::uint64_t seq, std::uint32_t slo
     tk.when = when;
     if (seq >> (64 - k_slot_bits))
         SC_REPORT_FATAL("odl/model/scheduler", "more than 2^40 actions in one run");
-    const key k = (key{when.value()} << 64) | (key{seq} << k_slot_bits) | slot;
+    const key k = make_key(when.value(), seq, slot);
     // Outside run(): is it the earliest action (then the kernel is told)?
     const bool first = !m_running && (empty() || k < min_key());
     if (when.value() - cur.value() > k_far_ps) {
@@ -210,7 +209,7 @@ void scheduler::run_actions(std::uint64_t limit) {
             if (empty() || static_cast<std::uint64_t>(min_key() >> 64) > limit) break;
             k = pop_min();
         }
-        const auto slot = static_cast<std::uint32_t>(k) & ((1u << k_slot_bits) - 1);
+        const std::uint32_t slot = slot_index(k);
         task& tk = *m_slot_ptr[slot];
         s_now = tk.when;
         ++m_run;

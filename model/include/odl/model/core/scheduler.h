@@ -88,7 +88,7 @@ public:
             lane_next(l);
         });
         tk.when = when;  // lane_next() queues it from here, no conversion
-        ln.keys.push_back((key{when.value()} << 64) | (key{seq} << k_slot_bits) | s);
+        ln.keys.push_back(make_key(when.value(), seq, s));
         if (ln.keys.size() - ln.head == 1) push(when, seq, s, tk);
     }
     /// The simulated time of the action running now; outside actions the
@@ -185,6 +185,13 @@ private:
     __extension__ typedef unsigned __int128 key;
     static constexpr unsigned k_slot_bits = 24;
     static constexpr std::uint32_t k_block = 256;
+    static key make_key(std::uint64_t when_ps, std::uint64_t seq, std::uint32_t slot) {
+        return (key{when_ps} << 64) | (key{seq} << k_slot_bits) | slot;
+    }
+    static std::uint32_t slot_index(key k) { return static_cast<std::uint32_t>(k) & ((1u << k_slot_bits) - 1); }
+    static std::uint64_t seq_of(key k) {
+        return static_cast<std::uint64_t>(k >> k_slot_bits) & ((std::uint64_t{1} << (64 - k_slot_bits)) - 1);
+    }
 
     std::uint32_t alloc_slot() {
         if (m_free.empty()) grow_slots();
@@ -213,7 +220,7 @@ private:
         } else {
             tk.when = t;
         }
-        const key k = (key{w} << 64) | (key{seq} << k_slot_bits) | slot;
+        const key k = make_key(w, seq, slot);
         const std::size_t size = m_q.size();
         // One step of insertion sort from whichever end of the run is
         // nearer; slots before the head are free, so the front half can
@@ -247,9 +254,7 @@ private:
     /// Turns the sorted run into a binary heap (many pending actions).
     void to_heap();
     key pop_min();
-    task& slot_of(key k) {
-        return *m_slot_ptr[static_cast<std::uint32_t>(k) & ((1u << k_slot_bits) - 1)];
-    }
+    task& slot_of(key k) { return *m_slot_ptr[slot_index(k)]; }
     void run();
     /// Runs every pending action due at or before @limit (sc_time value).
     template <bool Stoppable>
