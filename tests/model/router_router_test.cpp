@@ -50,16 +50,16 @@ protected:
     /// Sends @dw (pdf) from A's CM and runs 1 ms; returns A's answers.
     std::vector<frame_ptr> send(const std::vector<std::uint32_t>& dw, std::uint8_t pdf,
                                 bool break_crc = false) {
-        auto f = std::make_shared<frame>();
+        auto f = make_frame();
         f->bytes = ctl::encode(dw);
         if (break_crc) f->bytes.back() ^= 0x01;
         f->len = static_cast<std::uint32_t>(f->bytes.size());
         f->eof = f->sof = pdf;
         f->control = true;
         na.ctl.clear();
-        a.from_host_ctl(f);
+        a.from_host_ctl(std::move(f));
         run(sc_time(1000, SC_US));
-        return na.ctl;
+        return std::move(na.ctl);
     }
     void run(sc_time d) { sc_core::sc_start(d); }
     static std::vector<std::uint32_t> dwords(const frame_ptr& f) {
@@ -295,15 +295,15 @@ TEST(RouterTwoPorts, LaneAdaptersOneThreeNhiFourAndEachPortItsOwnLink) {
 
     // A CM's read of adapter 2's port space: ERR_ADDR (Linux: "not implemented").
     auto ask = [&](const std::vector<std::uint32_t>& dw, std::uint8_t pdf) {
-        auto f = std::make_shared<frame>();
+        auto f = make_frame();
         f->bytes = ctl::encode(dw);
         f->len = static_cast<std::uint32_t>(f->bytes.size());
         f->eof = f->sof = pdf;
         f->control = true;
         nm.ctl.clear();
-        mid.from_host_ctl(f);
+        mid.from_host_ctl(std::move(f));
         sc_core::sc_start(sc_time(1000, SC_US));
-        return nm.ctl;
+        return std::move(nm.ctl);
     };
     auto code = [](const frame_ptr& f) {
         bool ok = false;

@@ -42,8 +42,9 @@ void nhi::reset() {
     const unsigned hc = m_cfg.hop_count;
     for (auto& r : m_tx) ++r.epoch;
     for (auto& r : m_rx) ++r.epoch;
-    m_tx.assign(hc, ring{});
-    m_rx.assign(hc, ring{});
+    // Fresh rings built in place: they own frames, so they are not copied.
+    m_tx = std::vector<ring>(hc);
+    m_rx = std::vector<ring>(hc);
     m_iu->reset(hc);
     m_tx_stalled = 0;
     m_dma_misc = 0;

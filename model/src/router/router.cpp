@@ -244,7 +244,7 @@ void router::answer_error(std::uint64_t route, odl_usb4_err code, unsigned port)
 }
 
 void router::from_host_ctl(frame_ptr f) {
-    m_sched.after(m_cfg.hop_latency, [this, f = std::move(f)]() mutable { handle_ctl(f); });
+    m_sched.after(m_cfg.hop_latency, [this, f = std::move(f)]() mutable { handle_ctl(std::move(f)); });
 }
 
 void router::handle_ctl(frame_ptr f) {

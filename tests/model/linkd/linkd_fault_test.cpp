@@ -808,11 +808,12 @@ TEST(FaultCommand, AddStatusClearAndErrors) {
 /// A cable end that records what reaches it.
 struct sink final : odl::model::link_endpoint {
     void link_frame_arrived(frame_ptr f) override { got.push_back(std::move(f)); }
-    void link_frame_lost(const frame_ptr& f) override { lost.push_back(f); }
+    void link_frame_lost(const frame_ptr& f) override { lost.push_back(*f); }
     void link_state_changed(bool u) override { up = u; }
     bool link_reserve(std::uint16_t) override { return true; }
     void link_credits_returned() override {}
-    std::vector<frame_ptr> got, lost;
+    std::vector<frame_ptr> got;
+    std::vector<odl::model::frame> lost;  ///< copies: the cable keeps ownership
     bool up = false;
 };
 
@@ -845,7 +846,7 @@ TEST(FaultCable, TapDropsAndDuplicatesOnTheWire) {
     ASSERT_EQ(b.got.size(), 1u);
     EXPECT_EQ(b.got[0]->bytes[8], 2u);  // seq, little-endian low byte
     ASSERT_EQ(b.lost.size(), 1u);
-    EXPECT_TRUE(b.lost[0]->reserved);
+    EXPECT_TRUE(b.lost[0].reserved);
     ASSERT_EQ(a.got.size(), 3u);
     EXPECT_EQ(a.got[0]->bytes[8], 3u);
     EXPECT_EQ(a.got[1]->bytes[8], 3u);

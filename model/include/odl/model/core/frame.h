@@ -22,11 +22,17 @@ struct frame {
     bool reserved = false;            ///< holds a receive credit at the far end
     std::uint64_t id = 0;             ///< for traces
 };
-using frame_ptr = std::shared_ptr<frame>;
+/// Gives a released frame back to the pool (frame.cpp).
+struct frame_recycle {
+    void operator()(frame* f) const;
+};
+/// A frame has one owner at a time (NHI, router, cable, in-flight list): a
+/// unique pointer with no reference count, released into the pool.
+using frame_ptr = std::unique_ptr<frame, frame_recycle>;
 
-/// A fresh (all-default) frame from a per-thread pool: released frames and
-/// their shared_ptr control blocks are recycled, and `bytes` keeps its
-/// capacity, so the per-frame path allocates nothing in steady state.
+/// A fresh (all-default) frame from a per-thread pool: released frames are
+/// recycled and `bytes` keeps its capacity, so the per-frame path allocates
+/// nothing in steady state.
 frame_ptr make_frame();
 
 }  // namespace odl::model
