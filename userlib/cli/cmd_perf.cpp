@@ -7,8 +7,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -68,8 +70,8 @@ std::vector<uint64_t> parse_sizes(const std::string& list) {
     return out;
 }
 
-/// Opens @index on the chosen backend; null with the reason in @err.
-odl_dev* try_open_device(const perf_cli& c, uint32_t index, std::string* err) {
+/// The open parameters of @index on the chosen backend.
+odl_open_params perf_params(const perf_cli& c, uint32_t index) {
     odl_open_params p;
     odl_open_params_init(&p);
     p.backend = c.backend.c_str();
@@ -80,6 +82,12 @@ odl_dev* try_open_device(const perf_cli& c, uint32_t index, std::string* err) {
     p.flags = (c.checksum ? ODL_OPEN_CHECKSUM : 0) | ODL_OPEN_TX_THREAD | ODL_OPEN_RX_THREAD;
     p.max_msg_bytes = 1ull << 31;
     p.connect_timeout_ns = uint64_t(c.connect_timeout_s * 1e9);
+    return p;
+}
+
+/// Opens @index on the chosen backend; null with the reason in @err.
+odl_dev* try_open_device(const perf_cli& c, uint32_t index, std::string* err) {
+    const odl_open_params p = perf_params(c, index);
     odl_dev* dev = nullptr;
     if (odl_open(&p, &dev) != ODL_OK) {
         *err = fmt::format("cannot open {} device {}: {}", c.backend, index, odl_last_error());
@@ -225,6 +233,9 @@ int run_perf(const std::string& test, perf_cli c) {
     }
 
     pid_t child = -1;
+    dev_ptr pair_client, server_dev;  // ODL_SIM_SOCKET=inproc: both ends here
+    std::thread server_thread;        // serves server_dev
+    std::string server_err;
     uint32_t index = 0;
     if (!c.client.empty()) {
         try {
@@ -240,15 +251,39 @@ int run_perf(const std::string& test, perf_cli c) {
         const char* ns = std::getenv("ODL_LOOPBACK_NAMESPACE");
         setenv("ODL_LOOPBACK_NAMESPACE", fmt::format("{}perf-{}", ns ? ns : "", getpid()).c_str(), 1);
         index = c.device;  // both ends on that device (sim: that modelled link)
-        child = spawn_server(test, c, index);
-        progress(fmt::format("started server (pid {}) on {}{}", child, c.backend, index));
+        const char* sock = std::getenv("ODL_SIM_SOCKET");
+        if (c.backend == "sim" && sock && std::strcmp(sock, "inproc") == 0) {
+            // The in-process model: both ends in this process, the server's
+            // on a thread of its own instead of a child process.
+            const odl_open_params p = perf_params(c, index);
+            odl_dev *a = nullptr, *b = nullptr;
+            if (odl_open_pair(&p, &a, &b) != ODL_OK)
+                die("perf", fmt::format("cannot open both ends of sim device {}: {}", index, odl_last_error()));
+            pair_client.reset(a);
+            server_dev.reset(b);
+            server_thread = std::thread([&] {
+                try {
+                    perf::run_server(server_dev.get(), c.opt.stall_timeout_ms);
+                } catch (const perf::perf_error& e) {
+                    server_err = e.what();
+                }
+                // Closed here, as a server process would on its way out: the
+                // client's close waits for this end's last acknowledgements.
+                warn_if_late(server_dev.get(), "server");
+                server_dev.reset();
+            });
+            progress(fmt::format("both ends of sim{} in this process (ODL_SIM_SOCKET=inproc)", index));
+        } else {
+            child = spawn_server(test, c, index);
+            progress(fmt::format("started server (pid {}) on {}{}", child, c.backend, index));
+        }
     }
 
     json results, model_timing, recovery;
     int rc = 0;
     {
         std::string err;
-        dev_ptr dev(try_open_device(c, index, &err));
+        dev_ptr dev(pair_client ? pair_client.release() : try_open_device(c, index, &err));
         if (!dev) {
             // The server we started must not outlive us (it would fail on
             // its own a moment later, its words after our exit).
@@ -285,6 +320,14 @@ int run_perf(const std::string& test, perf_cli c) {
                         {"control_frames_received", st.rx_ctrl_frames}};
         if (rc == 0 && (st.rx_bad_frames || st.rx_csum_errors)) {
             fmt::print(stderr, "odl: perf: {} bad frames, {} checksum errors\n", st.rx_bad_frames, st.rx_csum_errors);
+            rc = 1;
+        }
+    }
+    if (server_thread.joinable()) {
+        // The client's end is closed: a server still waiting sees it go.
+        server_thread.join();
+        if (!server_err.empty() && rc == 0) {
+            fmt::print(stderr, "odl: perf: server: {}\n", server_err);
             rc = 1;
         }
     }

@@ -84,5 +84,8 @@ uint32_t device_count(const std::string& backend);
 std::unique_ptr<backend> open_backend(const open_config& cfg);
 /// Two connected in-process loopback endpoints. Throws odl::error.
 std::pair<std::unique_ptr<backend>, std::unique_ptr<backend>> open_loopback_backend_pair(const open_config& cfg);
+/// Both ends (A, B) of sim link cfg.index in this process, on the model
+/// server (ODL_SIM_SOCKET=inproc: the in-process one). Throws odl::error.
+std::pair<std::unique_ptr<backend>, std::unique_ptr<backend>> open_sim_backend_pair(const open_config& cfg);
 
 }  // namespace odl

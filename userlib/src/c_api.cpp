@@ -4,10 +4,13 @@
 #include <cstring>
 #include <cstddef>
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <new>
 
 #include "backend.h"
 #include "device.h"
+#include "clock.h"
 #include "error.h"
 
 using odl::clear_last_error;
@@ -82,14 +85,17 @@ int odl_open_pair(const struct odl_open_params* p, struct odl_dev** a, struct od
         if (!p || !a || !b) return set_last_error(ODL_ERR_INVAL, "NULL argument");
         *a = *b = nullptr;
         odl::open_config cfg = odl::make_config(*p);
-        if (cfg.backend != "loopback")
-            return set_last_error(ODL_ERR_INVAL, "odl_open_pair() is only for the loopback backend");
-        auto [ba, bb] = odl::open_loopback_backend_pair(cfg);
+        const bool sim = cfg.backend == "sim";
+        if (cfg.backend != "loopback" && !sim)
+            return set_last_error(ODL_ERR_INVAL, "odl_open_pair() is for the loopback and sim backends");
+        auto [ba, bb] = sim ? odl::open_sim_backend_pair(cfg) : odl::open_loopback_backend_pair(cfg);
         auto da = std::make_unique<odl::device_impl>(std::move(ba), cfg);
         auto db = std::make_unique<odl::device_impl>(std::move(bb), cfg);
-        // Both ends live in this thread: drive the handshake of both.
+        // Both ends live in this thread: drive the handshake of both. The
+        // sim link comes up on the model's clock, paced to the wall clock.
+        const uint64_t start = odl::now_ns();
         odl_completion c;
-        for (int i = 0; i < 1000; ++i) {
+        for (unsigned i = 0;; ++i) {
             da->poll(&c, 0);
             db->poll(&c, 0);
             odl_dev_info ia{}, ib{};
@@ -100,8 +106,17 @@ int odl_open_pair(const struct odl_open_params* p, struct odl_dev** a, struct od
                 *b = new odl_dev{std::move(db)};
                 return int(ODL_OK);
             }
+            for (const odl_dev_info* info : {&ia, &ib})
+                if (info->link_state != ODL_LINK_CONNECTING && info->link_state != ODL_LINK_UP)
+                    return set_last_error(ODL_ERR_IO, fmt::format("{} {}: end {} failed while connecting (link state {})",
+                                                                  cfg.backend, cfg.index, info == &ia ? 'A' : 'B',
+                                                                  info->link_state));
+            if (!sim && i >= 1000) return set_last_error(ODL_ERR_IO, "in-process loopback handshake did not complete");
+            if (sim && odl::now_ns() - start >= cfg.connect_timeout_ns)
+                return set_last_error(ODL_ERR_TIMEOUT, fmt::format("sim {}: the pair did not come up within {:.1f} s",
+                                                                   cfg.index, double(cfg.connect_timeout_ns) / 1e9));
+            if (sim) std::this_thread::sleep_for(std::chrono::microseconds(100));
         }
-        return set_last_error(ODL_ERR_IO, "in-process loopback handshake did not complete");
     });
 }
 

@@ -30,6 +30,7 @@
 #include "error.h"
 #include "log.h"
 #include "odl/wire/sim_codec.h"
+#include "sim_inproc.h"
 
 namespace odl {
 namespace {
@@ -611,17 +612,17 @@ private:
 }  // namespace
 
 std::string sim_socket_path() {
-    if (const char* p = std::getenv("ODL_SIM_SOCKET"); p && *p) return p;
+    if (const char* p = std::getenv("ODL_SIM_SOCKET"); p && *p) return std::strcmp(p, k_sim_inproc) == 0 ? sim_inproc_socket() : p;
     const char* dir = std::getenv("XDG_RUNTIME_DIR");
     return fmt::format("{}/odl-sim-{}.sock", dir && *dir ? dir : "/tmp", getuid());
 }
 
-std::unique_ptr<link> open_sim_link(uint32_t index) {
+std::unique_ptr<link> open_sim_link(uint32_t index, sim_end which) {
     // One link per device index; the server says how many it models.
     if (index > 255)
         throw error(ODL_ERR_NO_DEVICE, fmt::format("sim device {}: a model server models at most 256 links", index));
-    uint8_t end = ODL_SIM_END_ANY;
-    if (const char* e = std::getenv("ODL_SIM_END"); e && *e) {
+    uint8_t end = which == sim_end::a ? 0 : which == sim_end::b ? 1 : ODL_SIM_END_ANY;
+    if (const char* e = which != sim_end::from_env ? nullptr : std::getenv("ODL_SIM_END"); e && *e) {
         const std::string s(e);
         if (s == "a" || s == "A")
             end = 0;

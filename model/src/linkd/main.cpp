@@ -29,6 +29,7 @@
 #include "odl/model/linkd/model_backend_sc.h"
 #include "odl/model/linkd/sim_links.h"
 #include "odl/model/reduced/pipeline.h"
+#include "odl/model/linkd/sim_options.h"
 #include "odl/model/linkd/sim_server.h"
 #include "odl/model/scenario/scenario.h"
 // sc_elab_and_sim() sets the kernel up and calls sc_main(); our own main()
@@ -65,67 +66,23 @@ void on_signals() {
 }
 
 #ifdef ODL_LINKD_HAVE_MODEL
-struct sim_options {
-    bool on = false;
-    std::string profile = "intel-tb5-discrete", calibration, scenario;
-    bool asymmetric = false;
-    double length_m = 1.0;
-    std::uint64_t seed = 1;
-    std::string spin = "auto";
-    unsigned links = 1;
-    std::uint64_t lookahead_ns = 20'000;
-    std::string timing = "auto";
-};
+using odl::model::linkd::sim_options;
 
 // --sim: libodl's sim backend instead of QEMU devices (docs/sim.md).
 int run_sim(const odl::model::linkd::server_config& srv, const sim_options& o, const std::string& gen,
             unsigned lanes) {
-    odl::model::linkd::sim_server_config cfg;
-    cfg.socket_path = srv.socket_path;
-    cfg.control_path = srv.control_path;
-    cfg.verbose = srv.verbose;
-    cfg.profile = o.profile;
-    cfg.seed = o.seed;
-    cfg.spin = o.spin == "on" ? 1 : o.spin == "off" ? 0 : -1;
-    cfg.lookahead_ns = o.lookahead_ns;
     using timing = decltype(odl::model::linkd::sim_server_config::timing);
-    cfg.timing = o.timing == "pipeline" ? timing::pipeline : o.timing == "event" ? timing::event : timing::automatic;
-    cfg.link.gen = *odl::model::parse_generation(gen);
-    cfg.link.lanes = lanes;
-    cfg.link.asymmetric = o.asymmetric;
-    cfg.link.length_m = o.length_m;
     try {
-        std::string cal_path = o.calibration;
-        if (!o.scenario.empty()) {
-            // The scenario's two hosts, its cable and its cable events; its
-            // workloads are the programs' to run.
-            const auto sc = odl::model::load_scenario(o.scenario);
-            if (sc.hosts.size() != 2 || sc.cables.size() != 1)
-                throw std::runtime_error(fmt::format("{}: the sim backend models two hosts and one cable (this "
-                                                     "scenario has {} and {})",
-                                                     o.scenario, sc.hosts.size(), sc.cables.size()));
-            cfg.profile = sc.hosts[0].platform;
-            cfg.profile_b = sc.hosts[1].platform;
-            cfg.link = sc.cables[0].cfg;
-            cfg.seed = sc.seed;
-            cfg.events = sc.events;
-            cfg.scenario_name = sc.name;
-            if (cal_path.empty()) cal_path = sc.calibration;
-            if (!sc.workloads.empty())
-                fmt::print(stderr, "odl-linkd: sim: {}: its {} workload(s) are not run here: the programs are the "
-                                   "workloads\n",
-                           o.scenario, sc.workloads.size());
+        std::string note;
+        std::vector<odl::model::linkd::sim_server_config> links =
+            odl::model::linkd::sim_link_configs(o, gen, lanes, &note);
+        if (!note.empty()) fmt::print(stderr, "odl-linkd: {}\n", note);
+        for (auto& c : links) {
+            c.socket_path = srv.socket_path;
+            c.control_path = srv.control_path;
+            c.verbose = srv.verbose;
         }
-        const auto cal =
-            odl::model::load_calibration(cal_path.empty() ? odl::model::default_calibration_path() : cal_path);
-        std::vector<odl::model::linkd::sim_server_config> links(o.links, cfg);  // one per sim device
-        for (std::size_t k = 0; k < links.size(); ++k) {
-            auto& c = links[k];
-            c.cal = cal;
-            c.link_index = unsigned(k);
-            c.links = unsigned(links.size());
-            c.seed = cfg.seed + k;  // the links' bit errors are independent
-        }
+        const timing asked = links[0].timing;
         if (links.size() > 1) {
             // Bad input stops here, before any process starts: unknown
             // profiles, impossible cables.
@@ -139,8 +96,8 @@ int run_sim(const odl::model::linkd::server_config& srv, const sim_options& o, c
             // The links differ only in their seeds: one fit says whether
             // the reduced model holds for all of them (and auto picks one
             // timing for all).
-            if (cfg.timing == timing::pipeline) (void)odl::model::linkd::fit_checked_pipeline(links[0]);
-            if (cfg.timing == timing::automatic) {
+            if (asked == timing::pipeline) (void)odl::model::linkd::fit_checked_pipeline(links[0]);
+            if (asked == timing::automatic) {
                 std::string why;
                 const timing t = odl::model::linkd::auto_pipeline(links[0], &why) ? timing::pipeline : timing::event;
                 if (t == timing::event)
@@ -329,68 +286,37 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     auto* window_opt = app.add_option("--rtl-trace-window", rtl_window,
                                       "with --rtl-trace: FROM:TO, microseconds of simulated time (default: all)");
     sim_options sim;
-    app.add_flag("--sim", sim.on,
+    bool sim_on = false;
+    app.add_flag("--sim", sim_on,
                  "serve libodl's sim backend (two program ends on the modelled cable) instead of QEMU "
                  "devices; the cable defaults to gen4 x2 (TB5)");
-    auto* prof = app.add_option("--profile", sim.profile, "--sim: host platform profile (default intel-tb5-discrete)");
-    auto* calf = app.add_option("--calibration", sim.calibration,
-                                "--sim: calibration file with the profile (default: the shipped one)")
-                     ->check(CLI::ExistingFile);
-    auto* asym = app.add_flag("--asymmetric", sim.asymmetric, "gen4 with 3 lanes A->B, 1 back (with --gen gen4 --lanes 2)");
-    auto* len = app.add_option("--length", sim.length_m, "--sim: cable length, m (default 1)")
-                    ->check(CLI::Range(0.0, 50.0));
-    auto* seed = app.add_option("--seed", sim.seed, "--sim: bit-error randomness")
-                     ->check(odl::cli::seed_number());
-    auto* scen = app.add_option("--scenario", sim.scenario,
-                                "--sim: take the two hosts' profiles, the cable and its events (plug, unplug, ber, "
-                                "degrade, retrain) from this scenario file")
-                     ->check(CLI::ExistingFile);
-    auto* links_opt = app.add_option("--links", sim.links,
-                                     "--sim: modelled links (sim devices 0 .. N-1), each its own cable between its "
-                                     "own two hosts, each run by a process of its own (default 1)")
-                          ->check(CLI::Range(1, 256));
-    auto* ahead = app.add_option("--lookahead", sim.lookahead_ns,
-                                 "--sim: while frames are in flight, run the model up to this many ns ahead of the "
-                                 "wall clock to the next delivery; the receiving program takes the frame when it is "
-                                 "due (default 20000; 0: hand frames over once due)")
-                      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1'000'000}));
-    auto* spin = app.add_option("--spin", sim.spin,
-                                "--sim: between busy turns, spin instead of a system call (auto: with 4 or more "
-                                "CPUs, 3 more for each further link; docs/sim.md)")
-                     ->check(CLI::IsMember({"auto", "on", "off"}));
-    auto* timing = app.add_option("--sim-timing", sim.timing,
-                                  "--sim: event (the full model, every action), pipeline (a reduced model fitted "
-                                  "to the full one at start, no action per frame, refused where it is more than 5 % "
-                                  "off) or auto (pipeline where it fits, else event; the default; docs/sim.md)")
-                       ->check(CLI::IsMember({"auto", "event", "pipeline"}));
+    const auto h = odl::model::linkd::add_sim_options(app, sim);
     auto* gen_opt = app.get_option("--gen");
 #endif
     CLI11_PARSE(app, argc, argv);
 #ifdef ODL_LINKD_HAVE_MODEL
-    if (sim.on) {
+    if (sim_on) {
         if (!faults.empty() || !record.empty() || backend != "model") {
             fmt::print(stderr, "odl-linkd: --sim takes neither --fault, --record nor --backend\n");
             return 1;
         }
         if (gen_opt->count() == 0) gen = "gen4";
-        if (!sim.scenario.empty())
-            for (auto* o : {prof, asym, len, seed, gen_opt, app.get_option("--lanes"), links_opt})
-                if (o->count() > 0) {
-                    fmt::print(stderr, "odl-linkd: --scenario sets the cable and profiles: drop {}\n", o->get_name());
-                    return 1;
-                }
+        if (const auto why = odl::model::linkd::scenario_conflict(sim, h, {gen_opt, app.get_option("--lanes")})) {
+            fmt::print(stderr, "odl-linkd: {}\n", *why);
+            return 1;
+        }
         if (impl_opt->count() > 0 || trace_opt->count() > 0) {
             fmt::print(stderr, "odl-linkd: --nhi-impl and --rtl-trace are for the model backend (not --sim)\n");
             return 1;
         }
         return run_sim(cfg, sim, gen, lanes);
     }
-    for (auto* o : {prof, calf, len, scen, spin, links_opt, ahead, timing})
+    for (auto* o : {h.profile, h.calibration, h.length, h.scenario, h.spin, h.links, h.lookahead, h.timing})
         if (o->count() > 0) {
             fmt::print(stderr, "odl-linkd: {} needs --sim\n", o->get_name());
             return 1;
         }
-    if (seed->count() > 0 && !cfg.deterministic) {
+    if (h.seed->count() > 0 && !cfg.deterministic) {
         fmt::print(stderr, "odl-linkd: --seed needs --sim or --deterministic\n");
         return 1;
     }

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -158,6 +159,8 @@ std::vector<host_spec> hosts_of(const sim_server_config& cfg) {
 sim_server::sim_server(sim_server_config cfg)
     : m_cfg(std::move(cfg)), m_tag(m_cfg.links > 1 ? fmt::format("sim link {}", m_cfg.link_index) : "sim") {
     check(m_cfg);
+    m_wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (m_wake_fd < 0) throw std::runtime_error(fmt::format("eventfd: {}", std::strerror(errno)));
     const std::vector<host_spec> hosts = hosts_of(m_cfg);
     for (int e = 0; e < 2; ++e)
         m_answer_ns[e] = static_cast<std::uint32_t>(ns_of(hosts[std::size_t(e)].plat.host.completion));
@@ -174,13 +177,13 @@ sim_server::sim_server(sim_server_config cfg)
         pipe = auto_pipeline(m_cfg, &why, &report);
         m_cfg.timing = pipe ? sim_server_config::timing::pipeline : sim_server_config::timing::event;
         // Said once at start: what the timing is and why (the banner names it).
-        if (!pipe) fmt::print(stderr, "odl-linkd: {}: the full model (--sim-timing event): {}\n", m_tag, why);
+        if (!pipe) say(fmt::format("{}: the full model (--sim-timing event): {}", m_tag, why));
     }
     if (pipe && m_cfg.verbose) {
         std::size_t at = 0;  // a line per stage
         for (std::size_t nl; (nl = report.find('\n', at)) != std::string::npos; at = nl + 1)
-            fmt::print(stderr, "odl-linkd: {}: {}\n", m_tag, report.substr(at, nl - at));
-        fmt::print(stderr, "odl-linkd: {}: {}\n", m_tag, report.substr(at));
+            say(fmt::format("{}: {}", m_tag, report.substr(at, nl - at)));
+        say(fmt::format("{}: {}", m_tag, report.substr(at)));
     }
     cable_spec cs;
     cs.cfg = m_cfg.link;
@@ -200,6 +203,24 @@ sim_server::sim_server(sim_server_config cfg)
 sim_server::~sim_server() {
     for (auto& c : m_clients)
         if (c->fd >= 0) ::close(c->fd);
+    if (m_wake_fd >= 0) ::close(m_wake_fd);
+}
+
+void sim_server::say(const std::string& line) const {
+    if (m_cfg.say)
+        m_cfg.say(line);
+    else
+        fmt::print(stderr, "odl-linkd: {}\n", line);
+}
+
+void sim_server::stop() {
+    m_stop.store(true);
+    const int saved = errno;  // stop() may run in a signal handler
+    const std::uint64_t one = 1;
+    if (m_wake_fd >= 0 && ::write(m_wake_fd, &one, sizeof one) < 0) {
+        // Full or closed: run() sees m_stop at its next turn anyway.
+    }
+    errno = saved;
 }
 
 void check(const sim_server_config& cfg) {
@@ -347,8 +368,8 @@ void sim_server::start_model() {
             case event_kind::ber: cab.set_ber(e.ber); break;
             case event_kind::host_reset: break;  // refused in the constructor
             }
-            fmt::print(stderr, "odl-linkd: {}: {} at {} (scenario {})\n", m_tag, event_name(e), e.at.to_string(),
-                       m_cfg.scenario_name);
+            say(fmt::format("{}: {} at {} (scenario {})", m_tag, event_name(e), e.at.to_string(),
+                           m_cfg.scenario_name));
         });
     }
 }
@@ -367,10 +388,10 @@ void sim_server::run() {
     // SystemC process, its actions run without the kernel.
     m_direct = m_sys->sched.sole_process();
     if (m_cfg.verbose)
-        fmt::print(stderr, "odl-linkd: {}: the model runs {}; the server {} between busy turns\n", m_tag,
-                   m_direct ? "without the SystemC kernel (its scheduler is the only process)"
-                            : "through the SystemC kernel (it has other processes)",
-                   m_spin ? "spins" : "polls its sockets");
+        say(fmt::format("{}: the model runs {}; the server {} between busy turns", m_tag,
+                        m_direct ? "without the SystemC kernel (its scheduler is the only process)"
+                                 : "through the SystemC kernel (it has other processes)",
+                        m_spin ? "spins" : "polls its sockets"));
     std::vector<pollfd> pfds;
     std::uint64_t turn_start = wall_ns();
     while (!m_stop.load()) {
@@ -442,6 +463,7 @@ void sim_server::run() {
         pfds.push_back({m_cfg.channel_fd, POLLIN, 0});
         for (auto& c : m_clients)
             pfds.push_back({c->fd, short(POLLIN | (c->outq.empty() ? 0 : POLLOUT)), 0});
+        pfds.push_back({m_wake_fd, POLLIN, 0});  // last: stop() from another thread
         const timespec ts{time_t(wait_ns < k_spin_ns ? 0 : (wait_ns - k_spin_ns) / 1'000'000'000u),
                           long(wait_ns < k_spin_ns ? 0 : (wait_ns - k_spin_ns) % 1'000'000'000u)};
         const int r = ::ppoll(pfds.data(), pfds.size(), &ts, nullptr);
@@ -450,7 +472,7 @@ void sim_server::run() {
         if (r > 0) {  // else EINTR: stop() is checked next
             if (pfds[0].revents & POLLIN) accept_one();
             if (pfds[1].revents & POLLIN) control_one();
-            const std::size_t polled = pfds.size() - 3;
+            const std::size_t polled = pfds.size() - 4;
             for (std::size_t i = 0; i < polled && i < m_clients.size(); ++i) {
                 auto& c = *m_clients[i];
                 if (pfds[i + 3].revents & POLLOUT) flush(c);
@@ -968,7 +990,7 @@ void sim_server::handle(client& c, const unsigned char* buf, std::size_t n, int 
         notify(end);
         notify(1 - end);
         if (m_cfg.verbose)
-            fmt::print(stderr, "odl-linkd: {}: end {} taken by pid {}\n", m_tag, end ? 'B' : 'A', odl_le32(in.pid));
+            say(fmt::format("{}: end {} taken by pid {}", m_tag, end ? 'B' : 'A', odl_le32(in.pid)));
         return;
     }
     case ODL_SIM_WAKE: return;  // the frames are in the ring; this turn takes them
@@ -1135,9 +1157,9 @@ void sim_server::reap() {
             continue;
         }
         if (!c.why.empty() || m_cfg.verbose)
-            fmt::print(stderr, "odl-linkd: {}: {} {}\n", m_tag,
+            say(fmt::format("{}: {} {}", m_tag,
                        c.end < 0 ? std::string("a client") : fmt::format("end {}", c.end ? 'B' : 'A'),
-                       c.why.empty() ? "said goodbye" : c.why);
+                       c.why.empty() ? "said goodbye" : c.why));
         const int end = c.end;
         if (end >= 0) m_end[end] = nullptr;
         // Nobody will read what it was handed: its senders' slots come free.
@@ -1185,7 +1207,7 @@ void sim_server::channel_one() {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
         if (n <= 0) {  // the router is gone: so are the programs' way in and the control socket
             if (fd >= 0) ::close(fd);
-            fmt::print(stderr, "odl-linkd: {}: the router process went away; stopping\n", m_tag);
+            say(fmt::format("{}: the router process went away; stopping", m_tag));
             m_stop.store(true);
             return;
         }
@@ -1205,7 +1227,7 @@ void sim_server::channel_one() {
             const std::string reply =
                 k_chan_reply + control(std::string(reinterpret_cast<const char*>(buf) + 1, std::size_t(n) - 1));
             if (::send(m_cfg.channel_fd, reply.data(), reply.size(), MSG_NOSIGNAL) < 0)
-                fmt::print(stderr, "odl-linkd: {}: cannot answer the router: {}\n", m_tag, std::strerror(errno));
+                say(fmt::format("{}: cannot answer the router: {}", m_tag, std::strerror(errno)));
         }
     }
 }

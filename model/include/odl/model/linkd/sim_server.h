@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -68,6 +69,10 @@ struct sim_server_config {
     /// From the router: the programs' connections and control commands
     /// (sim_links.h); -1 when this process listens itself.
     int channel_fd = -1;
+    /// Where the server's own lines go (the timing it chose, a scenario's
+    /// events, with verbose the ends and the fit); unset: stderr, after
+    /// "odl-linkd: ". The in-process model hands them to libodl's log.
+    std::function<void(const std::string&)> say;
 };
 
 /// Throws std::runtime_error naming what @cfg gets wrong (cable, link
@@ -159,7 +164,9 @@ public:
     bool listen(std::string& err);
     /// Serves until stop() (from any thread or a signal handler).
     void run();
-    void stop() { m_stop.store(true); }
+    /// Ends run() soon: also wakes it from a ppoll() (an eventfd write,
+    /// async-signal-safe), so a thread that stops it need not wait out a sleep.
+    void stop();
     const sim_server_stats& stats() const { return m_stats; }
     const sim_turn_profile& profile() const { return m_prof; }
     /// "<profile> <gen>x<lanes>[ asym] <length> m", as HELLO tells clients:
@@ -185,6 +192,8 @@ private:
     };
 
     void start_model();
+    /// One of the server's lines (sim_server_config::say).
+    void say(const std::string& line) const;
     std::uint64_t wall_ns() const;
     std::uint64_t model_ns() const;
     std::uint64_t model_of(std::uint64_t wall) const;  ///< simulated time at wall-clock time @wall
@@ -270,6 +279,7 @@ private:
     std::int64_t m_t0_ns = 0;  ///< wall time of model time 0
     unix_listener m_listen, m_ctl;
     std::atomic<bool> m_stop{false};
+    int m_wake_fd = -1;  ///< eventfd written by stop(), polled by run()
     std::vector<std::unique_ptr<client>> m_clients;
     client* m_end[2] = {nullptr, nullptr};
     /// Each end's host's modelled completion cost, ns (HELLO's answer_ns).

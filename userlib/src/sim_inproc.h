@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: MIT
+// ODL_SIM_SOCKET=inproc: the model server in a thread of this process, from
+// the model module libodl loads at run time (include/odl/wire/sim_inproc.h).
+#pragma once
+
+#include <string>
+
+namespace odl {
+
+/// The special value of ODL_SIM_SOCKET that asks for the in-process model.
+inline constexpr const char* k_sim_inproc = "inproc";
+
+/// The socket of this process's in-process model server, started at the
+/// first call from ODL_SIM_ARGS (odl-linkd --sim's options, split at
+/// spaces) and stopped when the process exits. Throws odl::error when the
+/// module is missing or refuses the options (their file:line for a
+/// scenario or calibration), before any device opens.
+std::string sim_inproc_socket();
+
+}  // namespace odl
