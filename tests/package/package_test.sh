@@ -56,7 +56,9 @@ for f in bin/odl "$libdir/libodl.so.0" "$libdir/libodl.so" include/odl/odl.h inc
 	[ -e "$stage/$f" ] || fail "staged install lacks $f"
 done
 if [ "$model" = 1 ]; then
-	for f in bin/odl-model bin/odl-linkd; do [ -e "$stage/$f" ] || fail "staged install lacks $f"; done
+	for f in bin/odl-model bin/odl-linkd "$libdir/odl/odl-sim-inproc.so"; do
+		[ -e "$stage/$f" ] || fail "staged install lacks $f"
+	done
 fi
 grep -qx "PACKAGE_VERSION=\"$version\"" "$stage/src/odl_tb5-$version/dkms.conf" ||
 	fail "dkms.conf: PACKAGE_VERSION is not $version"
@@ -90,6 +92,15 @@ export LD_LIBRARY_PATH=$stage/$libdir
 v=$("$stage/bin/odl" --version)
 [ "$v" = "odl $full (libodl $version)" ] || fail "odl --version: '$v', want 'odl $full (libodl $version)'"
 ok "odl --version: $v"
+if [ "$model" = 1 ]; then
+	# The installed libodl finds the installed in-process model beside it
+	# ($libdir/odl/) and the model its packaged calibration.
+	out=$(cd "$tmp/wd" && env -u ODL_BUILD_DIR -u ODL_SIM_MODULE ODL_SIM_SOCKET=inproc XDG_RUNTIME_DIR="$tmp" \
+		"$stage/bin/odl" perf latency --backend sim -s 64 -n 20 --json --quiet 2>&1) ||
+		fail "installed odl perf on the in-process model: $out"
+	grep -q '"frames"' <<<"$out" || fail "installed odl perf on the in-process model printed: $out"
+	ok "installed odl perf on the installed in-process model ($libdir/odl/odl-sim-inproc.so)"
+fi
 
 # --- 2. consumers ---------------------------------------------------------------
 want="odl_version=$version api="

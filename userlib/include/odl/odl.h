@@ -3,7 +3,7 @@
  * libodl: the OdinLink userspace API (stable C ABI).
  *
  * Call order: odl_open_params_init() -> odl_open() (or odl_open_pair() for
- * two in-process loopback endpoints) -> optional odl_reg_mr() ->
+ * two endpoints in this process) -> optional odl_reg_mr() ->
  * odl_post_recv() / odl_post_send() -> odl_poll() or odl_wait() for
  * completions -> odl_close(). docs/userlib.md describes every call and error.
  *
@@ -165,8 +165,11 @@ struct odl_mr;  /* opaque: a registered memory region */
 ODL_EXPORT int odl_open(const struct odl_open_params *p, struct odl_dev **out);
 
 /**
- * odl_open_pair() - two connected loopback endpoints in this process.
- * @p->backend must be "loopback" (or NULL); @p->index is ignored.
+ * odl_open_pair() - two connected endpoints in this process.
+ * @p->backend "loopback" (or NULL; @p->index is ignored), or "sim": ends A
+ * (*@a) and B (*@b) of modelled link @p->index, on the model server
+ * (ODL_SIM_SOCKET=inproc: the in-process model, docs/sim.md); waits up to
+ * @p->connect_timeout_ns for the link to come up.
  */
 ODL_EXPORT int odl_open_pair(const struct odl_open_params *p, struct odl_dev **a,
 			     struct odl_dev **b);

@@ -72,7 +72,7 @@ public:
         check(odl_open(&p, &d));
         m_dev.reset(d);
     }
-    /// Two joined in-process loopback endpoints.
+    /// Two joined endpoints in this process (loopback, or both ends of a sim link).
     static std::pair<device, device> pair(const open_params& p) {
         odl_dev *a = nullptr, *b = nullptr;
         check(odl_open_pair(&p, &a, &b));
