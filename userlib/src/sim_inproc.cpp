@@ -46,11 +46,17 @@ public:
         if (!m_server) start();
         return m_path;
     }
-    ~inproc_server() {
-        if (m_server) m_api->stop(m_server);
-        if (!m_dir.empty()) ::rmdir(m_dir.c_str());  // the server removed its socket
-        // The module stays loaded: its thread is gone, its code may still
-        // be referenced by SystemC's exit handlers.
+    ~inproc_server() { stop(); }
+    /// Stops the server (once). A child forked after the start has no
+    /// server thread: the server and its folder are the parent's, which a
+    /// child's exit must not touch (its sim devices use the parent's).
+    void stop() {
+        const std::lock_guard<std::mutex> g(m_lock);
+        if (!m_server || m_pid != ::getpid()) return;
+        m_api->stop(m_server);
+        m_server = nullptr;
+        ::rmdir(m_dir.c_str());  // the server removed its socket
+        // The module stays loaded: SystemC's exit handlers are in it.
     }
 
 private:
@@ -99,8 +105,13 @@ private:
                                                    err));
         }
         m_server = s;
+        m_pid = ::getpid();
         m_dir = tmpl;
         m_path = sock;
+        // Registered after the module's and SystemC's own exit handlers,
+        // so it runs before them: the model's thread stops while they are
+        // all still there.
+        std::atexit([] { get().stop(); });
         log::write(ODL_LOG_INFO, "sim: in-process model on {} ({})", sock, banner);
     }
     /// The server's own lines, from its thread: the library's log, not stderr.
@@ -110,6 +121,7 @@ private:
     void* m_dl = nullptr;
     const odl_sim_inproc_v1* m_api = nullptr;
     void* m_server = nullptr;
+    pid_t m_pid = 0;  ///< the process that started m_server
     std::string m_dir, m_path;
 };
 

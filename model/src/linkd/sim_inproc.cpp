@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -82,38 +83,41 @@ void* start(const char* socket_path, const char* const* args, char* err, std::si
         };
         if (!note.empty()) cfg.say(note);
         auto ip = std::make_unique<inproc>();
-        std::promise<std::string> up;  // "" once listening, else why not
-        auto listening = up.get_future();
-        std::string desc;
-        ip->thread = std::thread([&, cfg = std::move(cfg), raw = ip.get()]() mutable {
+        // Shared with the thread, which may still be leaving set_value()
+        // when this function returns: (true, banner) once listening, else
+        // (false, why not).
+        auto up = std::make_shared<std::promise<std::pair<bool, std::string>>>();
+        auto listening = up->get_future();
+        ip->thread = std::thread([up, cfg = std::move(cfg), raw = ip.get()]() mutable {
             std::unique_ptr<sim_server> s;
+            std::string desc;
             try {
                 s = std::make_unique<sim_server>(std::move(cfg));
                 std::string why;
                 if (!s->listen(why)) {
-                    up.set_value(why.empty() ? "cannot listen" : why);
+                    up->set_value({false, why.empty() ? "cannot listen" : why});
                     return;
                 }
                 desc = s->describe();
                 const std::lock_guard<std::mutex> g(raw->lock);
                 raw->server = s.get();
             } catch (const std::exception& e) {
-                up.set_value(e.what());
+                up->set_value({false, e.what()});
                 return;
             }
-            up.set_value("");
+            up->set_value({true, desc});
             s->run();  // until stop()
             const std::lock_guard<std::mutex> g(raw->lock);
             raw->server = nullptr;
             s.reset();  // SystemC's objects go on the thread that made them
         });
-        const std::string why = listening.get();
-        if (!why.empty()) {
+        const auto [ok, text] = listening.get();
+        if (!ok) {
             ip->thread.join();
-            put(err, err_len, why);
+            put(err, err_len, text);
             return nullptr;
         }
-        put(banner, banner_len, desc);
+        put(banner, banner_len, text);
         return ip.release();
     } catch (const std::exception& e) {
         put(err, err_len, e.what());
