@@ -38,7 +38,7 @@ std::string module_path() {
 class inproc_server {
 public:
     static inproc_server& get() {
-        static inproc_server s;  // stopped at exit, before the module's statics go
+        static inproc_server s;  // its server is stopped by start()'s exit handler
         return s;
     }
     std::string socket() {
