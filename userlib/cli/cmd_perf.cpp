@@ -368,7 +368,7 @@ void add_perf_command(CLI::App& app) {
     auto test = std::make_shared<std::string>();
     auto* cmd = app.add_subcommand("perf", "Perf suite: bandwidth, latency, jitter, latency-load, mimo");
     cmd->add_option("test", *test, "bandwidth | latency | jitter | latency-load | mimo")->required();
-    cmd->add_option("--backend,-b", c->backend, "loopback | sim (odl-linkd --sim) | kernel")->capture_default_str();
+    cmd->add_option("--backend,-b", c->backend, "loopback | sim (odl-linkd --sim, or in this process with ODL_SIM_SOCKET=inproc) | kernel")->capture_default_str();
     auto* srv = cmd->add_flag("--server", c->server, "Serve a client (this end only)");
     cmd->add_option("--client", c->client, "Run the client over device PEER (index) against a --server")
         ->excludes(srv);
