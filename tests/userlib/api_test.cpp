@@ -115,6 +115,31 @@ TEST(Api, TimesOutWithoutAPeer) {
     EXPECT_EQ(d, nullptr);
 }
 
+TEST(Api, OpenPairIsForLoopbackAndSim) {
+    odl_open_params p;
+    odl_open_params_init(&p);
+    p.backend = "kernel";
+    odl_dev *a = nullptr, *b = nullptr;
+    EXPECT_EQ(odl_open_pair(&p, &a, &b), ODL_ERR_INVAL);
+    EXPECT_NE(std::string(odl_last_error()).find("loopback and sim"), std::string::npos) << odl_last_error();
+    EXPECT_EQ(a, nullptr);
+    EXPECT_EQ(b, nullptr);
+}
+
+TEST(Api, OpenPairOnSimWithoutAServerSaysSo) {
+    // A socket nobody listens on: refused at once, nothing half-open.
+    setenv("ODL_SIM_SOCKET", ("/tmp/odl-api-test-no-server-" + std::to_string(getpid()) + ".sock").c_str(), 1);
+    odl_open_params p;
+    odl_open_params_init(&p);
+    p.backend = "sim";
+    odl_dev *a = nullptr, *b = nullptr;
+    EXPECT_EQ(odl_open_pair(&p, &a, &b), ODL_ERR_NO_DEVICE);
+    EXPECT_NE(std::string(odl_last_error()).find("no model server at"), std::string::npos) << odl_last_error();
+    EXPECT_EQ(a, nullptr);
+    EXPECT_EQ(b, nullptr);
+    unsetenv("ODL_SIM_SOCKET");
+}
+
 TEST(Api, NullDeviceIsAnErrorEverywhere) {
     odl_completion c;
     size_t n;
