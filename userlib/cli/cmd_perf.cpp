@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "odl/wire/sim_inproc.h"
 #include "perf_runner.h"
 #include "cli_common.h"
 
@@ -252,7 +253,7 @@ int run_perf(const std::string& test, perf_cli c) {
         setenv("ODL_LOOPBACK_NAMESPACE", fmt::format("{}perf-{}", ns ? ns : "", getpid()).c_str(), 1);
         index = c.device;  // both ends on that device (sim: that modelled link)
         const char* sock = std::getenv("ODL_SIM_SOCKET");
-        if (c.backend == "sim" && sock && std::strcmp(sock, "inproc") == 0) {
+        if (c.backend == "sim" && sock && std::strcmp(sock, ODL_SIM_INPROC_SOCKET) == 0) {
             // The in-process model: both ends in this process, the server's
             // on a thread of its own instead of a child process.
             const odl_open_params p = perf_params(c, index);

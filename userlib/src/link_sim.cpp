@@ -30,6 +30,7 @@
 #include "error.h"
 #include "log.h"
 #include "odl/wire/sim_codec.h"
+#include "odl/wire/sim_inproc.h"
 #include "sim_inproc.h"
 
 namespace odl {
@@ -612,7 +613,7 @@ private:
 }  // namespace
 
 std::string sim_socket_path() {
-    if (const char* p = std::getenv("ODL_SIM_SOCKET"); p && *p) return std::strcmp(p, k_sim_inproc) == 0 ? sim_inproc_socket() : p;
+    if (const char* p = std::getenv("ODL_SIM_SOCKET"); p && *p) return std::strcmp(p, ODL_SIM_INPROC_SOCKET) == 0 ? sim_inproc_socket() : p;
     const char* dir = std::getenv("XDG_RUNTIME_DIR");
     return fmt::format("{}/odl-sim-{}.sock", dir && *dir ? dir : "/tmp", getuid());
 }

@@ -83,11 +83,11 @@ private:
             }
         }
         // The options, split at spaces (no quoting: none of them needs spaces).
+        const char* env = std::getenv("ODL_SIM_ARGS");
+        const std::string args = env ? env : "";
         std::vector<std::string> words;
-        if (const char* a = std::getenv("ODL_SIM_ARGS"); a && *a) {
-            std::istringstream in(a);
-            for (std::string w; in >> w;) words.push_back(w);
-        }
+        std::istringstream in(args);
+        for (std::string w; in >> w;) words.push_back(w);
         std::vector<const char*> argv;
         for (const auto& w : words) argv.push_back(w.c_str());
         argv.push_back(nullptr);
@@ -100,9 +100,7 @@ private:
         void* s = m_api->start(sock.c_str(), argv.data(), err, sizeof err, banner, sizeof banner, &say, nullptr);
         if (!s) {
             ::rmdir(tmpl.c_str());
-            throw error(ODL_ERR_INVAL, fmt::format("ODL_SIM_SOCKET=inproc: ODL_SIM_ARGS='{}': {}",
-                                                   std::getenv("ODL_SIM_ARGS") ? std::getenv("ODL_SIM_ARGS") : "",
-                                                   err));
+            throw error(ODL_ERR_INVAL, fmt::format("ODL_SIM_SOCKET=inproc: ODL_SIM_ARGS='{}': {}", args, err));
         }
         m_server = s;
         m_pid = ::getpid();

@@ -7,9 +7,6 @@
 
 namespace odl {
 
-/// The special value of ODL_SIM_SOCKET that asks for the in-process model.
-inline constexpr const char* k_sim_inproc = "inproc";
-
 /// The socket of this process's in-process model server, started at the
 /// first call from ODL_SIM_ARGS (odl-linkd --sim's options, split at
 /// spaces) and stopped when the process exits. Throws odl::error when the

@@ -22,6 +22,8 @@ extern "C" {
 #endif
 
 #define ODL_SIM_INPROC_ABI 2u
+/* The value of ODL_SIM_SOCKET that asks for the in-process model. */
+#define ODL_SIM_INPROC_SOCKET "inproc"
 /* The module's one exported symbol: a function returning its table. */
 #define ODL_SIM_INPROC_ENTRY "odl_sim_inproc_table_v1"
 /* Where libodl looks for the module, relative to its own folder. */
