@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model_commands.h"
+#include "odl_cli_checks.h"
 #include "odl/model/sweep/html_report.h"
 #include "png.h"
 #include "results_dir.h"
@@ -71,17 +72,9 @@ struct model_opts {
 }
 
 std::uint64_t parse_size(const std::string& sub, const std::string& s) {
-    char* end = nullptr;
-    const double v = std::strtod(s.c_str(), &end);
-    const std::string u = end ? end : "";
-    double mul = 0;
-    if (u.empty() || u == "B") mul = 1;
-    else if (u == "K" || u == "KiB") mul = 1024;
-    else if (u == "M" || u == "MiB") mul = 1024.0 * 1024;
-    else if (u == "G" || u == "GiB") mul = 1024.0 * 1024 * 1024;
-    if (end == s.c_str() || mul == 0 || v <= 0 || v * mul != std::floor(v * mul))
-        die(sub, fmt::format("bad size '{}' (expected e.g. 64, 4KiB, 1MiB)", s));
-    return static_cast<std::uint64_t>(v * mul);
+    const auto v = odl::cli::byte_size(s);
+    if (!v || *v == 0) die(sub, fmt::format("bad size '{}' (expected e.g. 64, 4KiB, 1MiB)", s));
+    return *v;
 }
 
 /// The results folder of @what, made now: called before the points run, so

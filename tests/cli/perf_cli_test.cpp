@@ -132,7 +132,11 @@ TEST(PerfCli, BadInputGivesOneLineAndNonZeroExit) {
     };
     for (const auto& t : std::vector<c>{{"perf latency --backend foo", "have: loopback"},
                                         {"perf nosuchtest", "have: bandwidth, latency, jitter, latency-load, mimo"},
-                                        {"perf latency -s 12Q", "bad size unit"},
+                                        {"perf latency -s 12Q", "bad size '12Q'"},
+                                        // Were read as 2^64 - 5 and (shifted past 64 bits) 0 bytes.
+                                        {"perf latency -s -5", "bad size '-5'"},
+                                        {"perf latency -s 64,17179869184G", "bad size '17179869184G'"},
+                                        {"perf bandwidth --bytes 1.5", "bad size '1.5'"},
                                         {"perf latency --client 99", "no loopback device 99 (have: 0-63)"},
                                         {"perf latency --backend kernel", "needs --server"},
                                         // Counts that measure nothing: refused, not an empty table.

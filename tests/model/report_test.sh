@@ -150,6 +150,9 @@ pbad() {
 pbad "unknown generation 'tb9'" --generations tb5,tb9
 pbad "hosts must be 2..8" --hosts 2,9
 pbad "bad size" --sizes 1MiB,0
+# "inf" passed as a size (an undefined conversion); "-1" wrapped.
+pbad "bad size 'inf'" --sizes inf
+pbad "bad size '-1'" --sizes 1MiB,-1
 pbad "unknown platform" --platform no-such
 pbad "one --modes value" --modes poll,interrupt
 

@@ -20,6 +20,7 @@
 #include "odl/wire/sim_inproc.h"
 #include "perf_runner.h"
 #include "cli_common.h"
+#include "odl_cli_checks.h"
 
 namespace odl::cli {
 namespace {
@@ -42,19 +43,8 @@ struct perf_cli {
 };
 
 uint64_t parse_size(const std::string& s) {
-    size_t pos = 0;
-    unsigned long long v = 0;
-    try {
-        v = std::stoull(s, &pos);
-    } catch (const std::exception&) {
-        die("perf", fmt::format("bad size '{}' (examples: 64, 4K, 1M)", s));
-    }
-    const std::string unit = s.substr(pos);
-    if (unit.empty() || unit == "B") return v;
-    if (unit == "K" || unit == "KiB") return v << 10;
-    if (unit == "M" || unit == "MiB") return v << 20;
-    if (unit == "G" || unit == "GiB") return v << 30;
-    die("perf", fmt::format("bad size unit in '{}' (use B, K, M or G)", s));
+    if (const auto v = odl::cli::byte_size(s)) return *v;
+    die("perf", fmt::format("bad size '{}' (a whole number of bytes such as 64, 4K, 1M or 1.5KiB; units B, K, M, G)", s));
 }
 
 std::vector<uint64_t> parse_sizes(const std::string& list) {

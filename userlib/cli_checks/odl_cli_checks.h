@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Option checks shared by the command-line tools (odl, odl-model): one
-// definition of what a timeout, interval or time scale may be.
+// definition of what a timeout, interval, time scale or byte size may be.
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -68,6 +70,46 @@ inline CLI::Validator dbus_bus() {
                                in);
         },
         "system|session|ADDRESS");
+}
+
+/// A byte count as the tools' size options take it: digits, an optional
+/// fraction, and an optional unit B, K/KiB, M/MiB or G/GiB (powers of 1024),
+/// making a whole number of bytes: "64", "4K", "1MiB", "1.5KiB". Nothing
+/// else: no sign, spaces, exponent, inf or nan. Empty when @in is not one,
+/// or is above 2^63 bytes. (The tools each parsed their own: a "-5" wrapped
+/// to 2^64 - 5, "16777216G" shifted past 64 bits to 0, "inf" passed.)
+inline std::optional<std::uint64_t> byte_size(const std::string& in) {
+    std::size_t i = 0;
+    std::uint64_t whole = 0;
+    for (; i < in.size() && in[i] >= '0' && in[i] <= '9'; ++i) {
+        if (whole > (UINT64_C(1) << 63) / 10) return std::nullopt;
+        whole = whole * 10 + static_cast<unsigned>(in[i] - '0');
+    }
+    if (i == 0) return std::nullopt;
+    std::uint64_t frac = 0, frac_div = 1;
+    if (i < in.size() && in[i] == '.') {
+        const std::size_t start = ++i;
+        for (; i < in.size() && in[i] >= '0' && in[i] <= '9'; ++i) {
+            if (i - start >= 9) return std::nullopt;  // finer than any unit's byte
+            frac = frac * 10 + static_cast<unsigned>(in[i] - '0');
+            frac_div *= 10;
+        }
+        if (i == start) return std::nullopt;
+    }
+    const std::string unit = in.substr(i);
+    unsigned shift = 0;
+    if (unit.empty() || unit == "B") shift = 0;
+    else if (unit == "K" || unit == "KiB") shift = 10;
+    else if (unit == "M" || unit == "MiB") shift = 20;
+    else if (unit == "G" || unit == "GiB") shift = 30;
+    else return std::nullopt;
+    if (whole > ((UINT64_C(1) << 63) >> shift)) return std::nullopt;
+    // frac / frac_div of 2^shift bytes: whole bytes only.
+    const std::uint64_t part = frac << shift;  // below 10^9 * 2^30: no overflow
+    if (part % frac_div != 0) return std::nullopt;
+    const std::uint64_t bytes = (whole << shift) + part / frac_div;
+    if (bytes > (UINT64_C(1) << 63)) return std::nullopt;
+    return bytes;
 }
 
 }  // namespace odl::cli
