@@ -44,6 +44,7 @@ expect_fail "no peer side" "one side must\|either DEST or every SOURCE" "$odl" c
 expect_fail "both peer" "both sides are on the peer" "$odl" cp peer:a peer:b "${B[@]}"
 expect_fail "no pairing" "no paired peer" "$odl" cp local/x peer:x "${B[@]}"
 expect_fail "bad chunk" "power of two" "$odl" cp local/x peer:x --chunk 3K "${B[@]}"
+expect_fail "negative chunk" "bad --chunk '-4K'" "$odl" cp local/x peer:x --chunk=-4K "${B[@]}"
 expect_fail "serve without keys" "no paired peer" "$odl" files serve share "${A[@]}"
 expect_fail "serve a missing folder" "nope" "$odl" files serve nope "${A[@]}"
 # serve's own chunk option is named as serve's, and before the keys are read.

@@ -138,6 +138,10 @@ TEST(PerfCli, BadInputGivesOneLineAndNonZeroExit) {
                                         {"perf latency -s 64,17179869184G", "bad size '17179869184G'"},
                                         {"perf bandwidth --bytes 1.5", "bad size '1.5'"},
                                         {"perf latency --client 99", "no loopback device 99 (have: 0-63)"},
+                                        // Were device 5, 2^32 - 1 and 1215752191 (99999999999 cut to 32 bits).
+                                        {"perf latency --client 5abc", "not '5abc'"},
+                                        {"perf latency --client -1", "not '-1'"},
+                                        {"perf latency --client 99999999999", "not '99999999999'"},
                                         {"perf latency --backend kernel", "needs --server"},
                                         // Counts that measure nothing: refused, not an empty table.
                                         {"perf latency -n 0", "--iterations must be 1-"},

@@ -35,6 +35,7 @@
 #include "first_message.h"
 #include "perf_runner.h"
 #include "cli_common.h"
+#include "odl_cli_checks.h"
 
 namespace odl::cli {
 namespace {
@@ -97,20 +98,11 @@ std::unique_ptr<odl::device> open_dev(const link_opts& o, uint64_t timeout_ns, u
 
 /// A chunk size for @sub's option @opt (cp's --chunk, serve's --max-chunk).
 uint32_t parse_chunk(const char* sub, const char* opt, const std::string& s) {
-    size_t pos = 0;
-    unsigned long v = 0;
-    try {
-        v = std::stoul(s, &pos);
-    } catch (const std::exception&) {
-        die(sub, fmt::format("bad {} '{}' (examples: 64K, 1M)", opt, s));
-    }
-    const std::string unit = s.substr(pos);
-    if (unit == "K" || unit == "KiB") v <<= 10;
-    else if (unit == "M" || unit == "MiB") v <<= 20;
-    else if (!unit.empty() && unit != "B") die(sub, fmt::format("bad {} unit in '{}'", opt, s));
-    if (!odl_files_chunk_ok(uint32_t(v)) || v > ODL_FILES_CHUNK_MAX)
+    const auto v = odl::cli::byte_size(s);
+    if (!v) die(sub, fmt::format("bad {} '{}' (examples: 64K, 1M)", opt, s));
+    if (*v > ODL_FILES_CHUNK_MAX || !odl_files_chunk_ok(uint32_t(*v)))
         die(sub, fmt::format("{} {}: want a power of two from 4K to 4M", opt, s));
-    return uint32_t(v);
+    return uint32_t(*v);
 }
 
 std::string host_name() {
