@@ -111,6 +111,14 @@ printf 'name: broken\nhosts: [\n' >"$tmp/broken.yaml"
 refused "--scenario $tmp/broken.yaml" "broken.yaml:"
 refused "--scenario $tmp/unplug.yaml --gen gen3" "--scenario sets the cable"
 
+step "a lateness threshold that is not a number: said, and the default used"
+# "-5" was taken as 2^64 - 5 ns: no frame could ever count as late.
+out=$(ODL_SIM_LATE_NS=-5 timeout 60 "$odl" perf latency --backend sim -s 64 -n 5 --warmup 1 --quiet 2>&1) ||
+	fail "perf latency with ODL_SIM_LATE_NS=-5: $out"
+grep -q "ODL_SIM_LATE_NS='-5' is not a whole number of nanoseconds; using 50000" <<<"$out" ||
+	fail "ODL_SIM_LATE_NS=-5 taken without a word: $out"
+no_leftovers
+
 step "the module missing: named, with the package it comes with"
 set +e
 out=$(ODL_SIM_MODULE=$tmp/none.so "$odl" perf latency --backend sim -s 64 -n 5 --quiet 2>&1)

@@ -353,7 +353,7 @@ uint64_t loopback_rndv_min_bytes() {
     if (min && *min) {
         char* end = nullptr;
         const unsigned long long v = std::strtoull(min, &end, 0);
-        if (end && *end == '\0' && v > 0) return v;
+        if (*min >= '0' && *min <= '9' && end && *end == '\0' && v > 0) return v;  // "-1" was 2^64 - 1
         log::write(ODL_LOG_WARN, "ODL_LOOPBACK_RNDV_MIN='{}' is not a positive byte count; using {}", min, kLoopbackRndvMinBytes);
     }
     return kLoopbackRndvMinBytes;

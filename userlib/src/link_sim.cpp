@@ -66,14 +66,18 @@ constexpr uint64_t kNapNs = 200'000;
 /// model runs ahead by microseconds (odl-linkd --lookahead), never this far.
 constexpr uint64_t kMaxEarlyNs = 1'000'000'000ull;
 
+constexpr uint64_t kLateNs = 50'000;
+
 uint64_t lag_threshold_ns() {
     const char* v = std::getenv("ODL_SIM_LATE_NS");
-    if (v && *v) {
-        char* end = nullptr;
-        const unsigned long long n = std::strtoull(v, &end, 10);
-        if (end && *end == '\0') return n;
-    }
-    return 50'000;
+    if (!v || !*v) return kLateNs;
+    // Digits only: strtoull took "-5" as 2^64 - 5 (nothing ever late).
+    errno = 0;
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    if (*v >= '0' && *v <= '9' && end && *end == '\0' && errno == 0) return n;
+    log::write(ODL_LOG_WARN, "ODL_SIM_LATE_NS='{}' is not a whole number of nanoseconds; using {}", v, kLateNs);
+    return kLateNs;
 }
 
 /// Whether this program may spin on its rings without starving the server
