@@ -231,7 +231,7 @@ int run_perf(const std::string& test, perf_cli c) {
     if (!c.client.empty()) {
         // Digits only: stoul took "5abc" as 5, "-1" as 2^32 - 1 and cut
         // 99999999999 to 32 bits.
-        if (c.client.empty() || c.client.size() > 9 || c.client.find_first_not_of("0123456789") != std::string::npos)
+        if (c.client.size() > 9 || c.client.find_first_not_of("0123456789") != std::string::npos)
             die("perf", fmt::format("--client wants the device index that leads to the peer, not '{}'", c.client));
         index = uint32_t(std::stoul(c.client));
     } else {

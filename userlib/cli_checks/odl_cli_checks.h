@@ -77,7 +77,7 @@ inline CLI::Validator dbus_bus() {
 /// making a whole number of bytes: "64", "4K", "1MiB", "1.5KiB". Nothing
 /// else: no sign, spaces, exponent, inf or nan. Empty when @in is not one,
 /// or is above 2^63 bytes. (The tools each parsed their own: a "-5" wrapped
-/// to 2^64 - 5, "16777216G" shifted past 64 bits to 0, "inf" passed.)
+/// to 2^64 - 5, "17179869184G" shifted past 64 bits to 0, "inf" passed.)
 inline std::optional<std::uint64_t> byte_size(const std::string& in) {
     std::size_t i = 0;
     std::uint64_t whole = 0;
