@@ -81,6 +81,23 @@ TEST(ScenarioRunner, FailingAssertionIsReported) {
     EXPECT_NE(r.to_text().find("[FAIL]"), std::string::npos);
 }
 
+/// A workload cut off by the end of the run before anything of it arrived
+/// has no latency to judge: its assertion fails, where 0 us passed every max.
+TEST(ScenarioRunner, AssertionOnNothingMeasuredFails) {
+    scenario s = load_scenario(scenario_path("quickstart"));
+    ASSERT_FALSE(s.workloads.empty());
+    scenario_workload& w = s.workloads[0];
+    ASSERT_EQ(w.kind, workload_kind::pingpong);
+    w.start = s.duration - sc_core::sc_time(1, sc_core::SC_NS);  // ends before a reply can come
+    s.assertions = {scenario_assertion{w.name, "p99_us", 1e9, std::nullopt, ""}};
+    run_options o;
+    o.trace_frames = false;
+    const run_result r = run_scenario(s, o);
+    ASSERT_EQ(r.assertions.size(), 1u);
+    EXPECT_FALSE(r.assertions[0].passed);
+    EXPECT_NE(r.assertions[0].text.find("no measurement"), std::string::npos) << r.assertions[0].text;
+}
+
 TEST(ScenarioRunner, HostResetDropsFramesToThatHostAndItsDriverRestarts) {
     // Reset host b in the middle of the 64 MiB stream (12 ms .. ~26 ms).
     scenario s = load_scenario(scenario_path("quickstart"));

@@ -2,6 +2,7 @@
 // Scenario and calibration files: malformed YAML and impossible
 // configurations give "file:line: expected ..." or the reason.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -114,6 +115,110 @@ TEST(ScenarioParse, UnknownMetricIsRejected) {
                                    "workloads:\n  - {name: w, type: stream, from: a, to: b}\n"
                                    "assertions:\n  - {workload: w, metric: p99_us, max: 3}\n");
     EXPECT_NE(e.find("unknown metric 'p99_us'"), std::string::npos) << e;
+}
+
+/// Numbers the parser read wrongly before: wrapped to 32 bits, octal, hex,
+/// saturated. Each is refused now, naming the value and the line.
+TEST(ScenarioParse, WholeNumbersAreDecimalAndInRange) {
+    std::string e = error_of(k_hosts + "cables:\n  - {between: [a, b], lanes: 4294967298}\n" + k_work);
+    EXPECT_NE(e.find("scenario.yaml:5: expected lanes as a whole number from 1 to 4"), std::string::npos) << e;
+    e = error_of(k_hosts + k_cable + "workloads:\n  - {type: pingpong, from: a, to: b, iterations: 4294967297}\n");
+    EXPECT_NE(e.find("iterations as a whole number from 1 to 10000000"), std::string::npos) << e;
+    e = error_of(k_hosts + k_cable + k_work + "events:\n  - {at: 1ms, event: unplug, cable: 4294967296}\n");
+    EXPECT_NE(e.find("cable 4294967296 does not exist"), std::string::npos) << e;
+    e = error_of("seed: 99999999999999999999999\n" + k_hosts + k_cable + k_work);
+    EXPECT_NE(e.find("scenario.yaml:1: expected seed"), std::string::npos) << e;
+    e = error_of(k_hosts + k_cable + k_work + "duration: 0x10ms\n");
+    EXPECT_NE(e.find("expected duration as a duration"), std::string::npos) << e;
+    e = error_of(k_hosts + "cables:\n  - {between: [a, b], length: 1m garbage}\n" + k_work);
+    EXPECT_NE(e.find("expected length in metres"), std::string::npos) << e;
+    // "010" is ten, not eight.
+    const scenario s = load_scenario(write_tmp(
+        "octal.yaml", k_hosts + k_cable + "workloads:\n  - {type: pingpong, from: a, to: b, iterations: 010}\n"));
+    EXPECT_EQ(s.workloads[0].count, 10u);
+}
+
+TEST(ScenarioParse, DuplicateKeysAreRefused) {
+    std::string e = error_of(k_hosts + "cables:\n  - {between: [a, b], lanes: 1, lanes: 2}\n" + k_work);
+    EXPECT_NE(e.find("scenario.yaml:5: key 'lanes' given twice"), std::string::npos) << e;
+    e = error_of("duration: 10ms\n" + k_hosts + k_cable + k_work + "duration: 50ms\n");
+    EXPECT_NE(e.find("scenario.yaml:9: key 'duration' given twice"), std::string::npos) << e;
+    // The same key in two mappings is fine, and so are aliases.
+    EXPECT_EQ(error_of("hosts:\n  - &h {name: a}\n  - {name: b}\n" + k_cable + k_work), "");
+}
+
+TEST(ScenarioParse, WorkloadAfterTheEndAndEmptyDurationAreRefused) {
+    std::string e = error_of("duration: 10ms\n" + k_hosts + k_cable +
+                             "workloads:\n  - {type: pingpong, from: a, to: b, start: 50ms}\n");
+    EXPECT_NE(e.find("scenario.yaml:8: workload starts at or after the end of the scenario"), std::string::npos) << e;
+    e = error_of("duration: 0s\n" + k_hosts + k_cable + k_work);
+    EXPECT_NE(e.find("expected a duration above 0"), std::string::npos) << e;
+}
+
+TEST(ScenarioParse, NamesAreCheckedAndRingsHaveDistinctHosts) {
+    std::string e = error_of("name: ../../escaped\n" + k_hosts + k_cable + k_work);
+    EXPECT_NE(e.find("scenario name '../../escaped'"), std::string::npos) << e;
+    e = error_of("hosts:\n  - {name: a.b}\n  - {name: a_b}\n" + std::string("cables:\n  - {between: [a.b, a_b]}\n") +
+                 "workloads:\n  - {type: pingpong, from: a.b, to: a_b}\n");
+    EXPECT_NE(e.find("scenario.yaml:2: host name 'a.b'"), std::string::npos) << e;
+    e = error_of("description: \"caf\xe9\"\n" + k_hosts + k_cable + k_work);
+    EXPECT_NE(e.find("expected description as UTF-8 text"), std::string::npos) << e;
+    e = error_of(k_hosts + k_cable + "workloads:\n  - {type: allreduce, hosts: [a, b, a, b]}\n");
+    EXPECT_NE(e.find("host 'a' appears twice in the ring"), std::string::npos) << e;
+    std::string many = "hosts:\n";
+    for (int i = 0; i < 65; ++i) many += "  - {name: h" + std::to_string(i) + "}\n";
+    e = error_of(many + "cables:\n  - {between: [h0, h1]}\nworkloads:\n  - {type: pingpong, from: h0, to: h1}\n");
+    EXPECT_NE(e.find("expected at most 64 hosts, got 65"), std::string::npos) << e;
+}
+
+TEST(ScenarioParse, KeysOfAnotherKindAreRefusedAndMissingOnesHaveALine) {
+    std::string e = error_of(k_hosts + k_cable + k_work + "events:\n  - {at: 1ms, event: unplug, ber: 1e-5}\n");
+    EXPECT_NE(e.find("unknown key 'ber' in event unplug"), std::string::npos) << e;
+    e = error_of(k_hosts + k_cable + "workloads:\n  - {type: pingpong, from: a, to: b, hosts: [a, b]}\n");
+    EXPECT_NE(e.find("unknown key 'hosts' in a pingpong workload"), std::string::npos) << e;
+    e = error_of(k_hosts + k_cable + "workloads:\n  - {type: pingpong, from: a, to: b, iterations: 2, count: 3}\n");
+    EXPECT_NE(e.find("'iterations' or 'count', not both"), std::string::npos) << e;
+    e = error_of(k_hosts + k_cable + "workloads:\n  - {name: w, type: pingpong, from: a, to: b}\n"
+                 "assertions:\n  - {workload: w, metric: p99_us, max: 1, min: 100}\n");
+    EXPECT_NE(e.find("min 100 is above max 1"), std::string::npos) << e;
+    e = error_of(k_hosts + k_cable + k_work + "events:\n  - {event: unplug}\n");
+    EXPECT_NE(e.find("scenario.yaml:9: expected 'at' time"), std::string::npos) << e;
+}
+
+TEST(ScenarioParse, AFifoIsRefusedNotWaitedOn) {
+    const std::string path = ::testing::TempDir() + "odl-scenario-test-" + std::to_string(getpid()) + "-fifo";
+    ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+    g_tmp->paths.insert(path);
+    try {
+        load_scenario(path);
+        ADD_FAILURE() << "a FIFO loaded";
+    } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find("expected a regular file"), std::string::npos) << e.what();
+    }
+}
+
+TEST(CalibrationParse, ImpossibleValuesAreRefused) {
+    const std::string shipped = read_file(default_calibration_path());
+    const auto with = [&](const std::string& key, const std::string& value) {
+        const auto k = shipped.find(key + ":");
+        const auto v = shipped.find("value: ", k);
+        const auto end = shipped.find_first_of(",}\n", v);
+        return shipped.substr(0, v + 7) + value + shipped.substr(end);
+    };
+    const auto error_in = [&](const std::string& body) {
+        try {
+            load_calibration(write_tmp("bad-cal.yaml", body));
+        } catch (const std::exception& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_NE(error_in(with("cable_ns_per_m", "-5.0")).find("expected cable_ns_per_m from 0 to 100"), std::string::npos);
+    EXPECT_NE(error_in(with("pcie_gbps", "-57.6")).find("expected pcie_gbps from 0 to 10000"), std::string::npos);
+    EXPECT_NE(error_in(with("copy_gbps", "-1")).find("expected copy_gbps from 0 to 10000"), std::string::npos);
+    EXPECT_NE(error_in(with("router_hop", "1e300s")).find("expected router_hop of at most 1 s"), std::string::npos);
+    EXPECT_NE(error_in(with("link_train", "99999s")).find("expected link_train of at most 10 s"), std::string::npos);
+    EXPECT_EQ(error_in(shipped), "");
 }
 
 TEST(CalibrationParse, MissingProvenanceIsRejected) {

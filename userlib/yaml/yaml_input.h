@@ -16,12 +16,19 @@ namespace odl::yaml {
 std::string where(const std::string& file, const YAML::Node& n);
 [[noreturn]] void fail(const std::string& file, const YAML::Node& n, const std::string& what);
 
-/// Loads a file; syntax errors become "file:line: <yaml-cpp message>".
+/// Loads a regular file; syntax errors become "file:line: <yaml-cpp
+/// message>", and so does a key given twice in one mapping.
 YAML::Node load_file(const std::string& path);
 
 std::string get_string(const std::string& file, const YAML::Node& n, const char* what);
+/// get_string() that must be UTF-8 (it goes into JSON reports).
+std::string get_text(const std::string& file, const YAML::Node& n, const char* what);
 double get_double(const std::string& file, const YAML::Node& n, const char* what);
+/// Decimal digits only (no sign, no 0x, no octal), at most 2^64 - 1.
 std::uint64_t get_uint(const std::string& file, const YAML::Node& n, const char* what);
+/// get_uint() within [@lo, @hi], checked before any narrowing.
+std::uint64_t get_uint(const std::string& file, const YAML::Node& n, const char* what, std::uint64_t lo,
+                       std::uint64_t hi);
 bool get_bool(const std::string& file, const YAML::Node& n, const char* what);
 /// 64, "4KiB", "1MiB", "2GiB" (binary units).
 std::uint64_t get_size(const std::string& file, const YAML::Node& n, const char* what);

@@ -28,8 +28,22 @@ struct param_reader {
         if (!n["value"]) yaml::fail(file, n, fmt::format("expected 'value:' for '{}'", key));
         return n["value"];
     }
-    sc_core::sc_time time(const char* key) { return yaml::get_time(file, value(key), key); }
+    /// A time up to @max: a cost of 1e300 s (or a negative number wrapped
+    /// to one) left the model delivering nothing, and runs reported 0 us.
+    sc_core::sc_time time(const char* key, double max_s = 1.0) {
+        const YAML::Node v = value(key);
+        const sc_core::sc_time t = yaml::get_time(file, v, key);
+        if (t.to_seconds() > max_s) yaml::fail(file, v, fmt::format("expected {} of at most {:g} s", key, max_s));
+        return t;
+    }
     double number(const char* key) { return yaml::get_double(file, value(key), key); }
+    /// A number in [@lo, @hi].
+    double number(const char* key, double lo, double hi, const char* unit) {
+        const YAML::Node v = value(key);
+        const double d = yaml::get_double(file, v, key);
+        if (d < lo || d > hi) yaml::fail(file, v, fmt::format("expected {} from {:g} to {:g}{}", key, lo, hi, unit));
+        return d;
+    }
     /// A whole number in [@lo, @hi] (a double cast to unsigned was undefined
     /// beyond its range: found by fuzz_calibration).
     unsigned count(const char* key, std::uint64_t lo, std::uint64_t hi, const char* unit) {
@@ -113,9 +127,9 @@ calibration load_calibration(const std::string& path) {
     c.link.physics.gen4_coding_efficiency = lr.number("gen4_coding_efficiency");
     if (c.link.physics.gen4_coding_efficiency <= 0.5 || c.link.physics.gen4_coding_efficiency > 1)
         yaml::fail(path, link["gen4_coding_efficiency"], "expected an efficiency in (0.5, 1]");
-    c.link.physics.cable_ns_per_m = lr.number("cable_ns_per_m");
+    c.link.physics.cable_ns_per_m = lr.number("cable_ns_per_m", 0, 100, " ns per metre");
     c.link.router_hop = lr.time("router_hop");
-    c.link.link_train = lr.time("link_train");
+    c.link.link_train = lr.time("link_train", 10.0);
     c.link.dma_credits = lr.count("dma_credits", 1, 0xffff, " (frames each path may have in flight)");
 
     const YAML::Node plats = root["platforms"];
@@ -135,7 +149,7 @@ calibration load_calibration(const std::string& path) {
         param_reader r{path, n, p.provenance};
         p.nhi.pcie_rtt = r.time("pcie_rtt");
         p.nhi.pcie_write = r.time("pcie_write");
-        p.nhi.pcie_gbps = r.number("pcie_gbps");
+        p.nhi.pcie_gbps = r.number("pcie_gbps", 0, 10000, " Gb/s (0: no PCIe limit)");
         p.nhi.frame_overhead = r.time("frame_overhead");
         p.host.post = r.time("post");
         p.host.post_frame = r.time("post_frame");
@@ -144,7 +158,7 @@ calibration load_calibration(const std::string& path) {
         p.host.completion = r.time("completion");
         p.host.irq_latency = r.time("irq_latency");
         p.host.poll_period = r.time("poll_period");
-        p.host.copy_gbps = r.number("copy_gbps");
+        p.host.copy_gbps = r.number("copy_gbps", 0, 10000, " Gb/s (0: no copy cost)");
         p.host.throttle = r.count("throttle", 0, 0xffff, " (256 ns units)");
         const std::string mode = yaml::get_string(path, r.value("completion_mode"), "completion_mode");
         if (mode != "poll" && mode != "interrupt")

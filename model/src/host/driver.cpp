@@ -38,6 +38,7 @@ host_driver::host_driver(sc_core::sc_module_name name, scheduler& sched, trace_l
     m_tx.resize(m_ports + 1);
     m_rx.resize(m_ports + 1);
     m_txq.resize(m_ports + 1);
+    m_txq_frames.assign(m_ports + 1, 0);
     m_rxmsg.resize(m_ports + 1);
     m_link_up.assign(m_ports + 1, false);
     m_tx_seq.assign(m_ports + 1, 0);
@@ -137,6 +138,7 @@ void host_driver::restart(std::function<void()> ready) {
     for (auto& r : m_tx) r = sw_ring{};
     for (auto& r : m_rx) r = sw_ring{};
     for (auto& q : m_txq) q.clear();
+    std::fill(m_txq_frames.begin(), m_txq_frames.end(), 0);
     for (auto& m : m_rxmsg) m = rx_msg{};
     m_ctl.clear();
     m_ctl_busy = false;
@@ -342,7 +344,7 @@ void host_driver::ctl_received(std::vector<std::uint8_t> bytes, unsigned pdf) {
 std::uint64_t host_driver::tx_backlog(unsigned port) const {
     const sw_ring& r = m_tx[port];
     const unsigned in_ring = r.size ? wrap_index(r.head + r.size - r.tail, r.size) : 0;
-    return m_txq[port].size() + in_ring;
+    return m_txq_frames[port] + in_ring;
 }
 
 sc_time host_driver::copy_cost(std::uint64_t bytes) {
@@ -352,22 +354,30 @@ sc_time host_driver::copy_cost(std::uint64_t bytes) {
 }
 
 void host_driver::send(unsigned port, std::uint64_t bytes, std::uint32_t tag) {
-    const std::uint64_t per = ODL_FRAME_MAX_PAYLOAD;
-    std::uint64_t off = 0;
     ++m_stats.messages_sent;
-    do {
-        const std::uint64_t n = std::min(per, bytes - off);
-        m_txq[port].push_back(tx_item{static_cast<std::uint32_t>(n + ODL_FRAME_HDR_BYTES), tag,
-                                      bytes, off, off == 0, off + n == bytes});
-        off += n;
-    } while (off < bytes);
+    m_txq[port].push_back(tx_msg{bytes, 0, tag});
+    // A message of 0 bytes is one frame, as every other message's last.
+    m_txq_frames[port] += std::max<std::uint64_t>(1, (bytes + ODL_FRAME_MAX_PAYLOAD - 1) / ODL_FRAME_MAX_PAYLOAD);
     pump_tx(port);
 }
 
 void host_driver::send_frame(unsigned port, std::uint32_t payload, std::uint32_t tag, bool som, bool eom) {
     if (som) ++m_stats.messages_sent;
-    m_txq[port].push_back(tx_item{payload + ODL_FRAME_HDR_BYTES, tag, payload, 0, som, eom});
+    m_txq[port].push_back(tx_msg{payload, 0, tag, true, som, eom});
+    ++m_txq_frames[port];
     pump_tx(port);
+}
+
+bool host_driver::next_frame(tx_msg& m, tx_item* it) {
+    if (m.single) {
+        *it = tx_item{static_cast<std::uint32_t>(m.bytes + ODL_FRAME_HDR_BYTES), m.tag, m.bytes, 0, m.som, m.eom};
+        return true;
+    }
+    const std::uint64_t n = std::min<std::uint64_t>(ODL_FRAME_MAX_PAYLOAD, m.bytes - m.next);
+    const bool last = m.next + n == m.bytes;
+    *it = tx_item{static_cast<std::uint32_t>(n + ODL_FRAME_HDR_BYTES), m.tag, m.bytes, m.next, m.next == 0, last};
+    m.next += n;
+    return last;
 }
 
 void host_driver::pump_tx(unsigned port) {
@@ -375,8 +385,9 @@ void host_driver::pump_tx(unsigned port) {
     auto& q = m_txq[port];
     if (r.size == 0) return;
     while (!q.empty() && wrap_index(r.head + 1, r.size) != r.tail) {
-        const tx_item it = q.front();
-        q.pop_front();
+        tx_item it;
+        if (next_frame(q.front(), &it)) q.pop_front();
+        --m_txq_frames[port];
         sc_time cost = m_costs.post_frame + (it.som ? m_costs.post : sc_core::SC_ZERO_TIME);
         if (m_costs.copy_gbps > 0) cost += copy_cost(it.len - ODL_FRAME_HDR_BYTES);
         const sc_time t = cpu(cost);

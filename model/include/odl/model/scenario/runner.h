@@ -61,6 +61,8 @@ struct run_result {
 
     bool passed() const;
     double metric(const std::string& workload, const std::string& metric) const;
+    /// False when @metric of @workload has no sample to judge (nothing arrived).
+    bool measured(const std::string& workload, const std::string& metric) const;
     nlohmann::json to_json() const;
     std::string to_text() const;
 };
