@@ -573,6 +573,18 @@ out=$("$linkd" --sim --socket "$tmp/x.sock" --scenario "$tmp/unplug.yaml" --gen 
 rc=$?
 set -e
 [ "$rc" = 1 ] && grep -q -- "--scenario sets the cable" <<<"$out" || fail "--scenario with --gen: exit $rc: $out"
+# What the server cannot apply is refused, never run as something else: a
+# host's completion override, a cable that starts unplugged.
+sed 's/{name: a, platform: apple-tb5}/{name: a, platform: apple-tb5, completion: interrupt}/' \
+	"$tmp/unplug.yaml" >"$tmp/override.yaml"
+sed 's/length: 2m}/length: 2m, plugged: false}/' "$tmp/unplug.yaml" >"$tmp/unplugged.yaml"
+for f in override:"not its 'completion' override" unplugged:"'plugged: false' is not applied"; do
+	set +e
+	out=$(timeout 10 "$linkd" --sim --socket "$tmp/x.sock" --scenario "$tmp/${f%%:*}.yaml" 2>&1)
+	rc=$?
+	set -e
+	[ "$rc" = 1 ] && grep -qF -- "${f#*:}" <<<"$out" || fail "--scenario ${f%%:*}.yaml: exit $rc: $out"
+done
 # scenario_unplug [ODL-LINKD OPTIONS]: a server on the scenario above; a
 # stream over it must end with the cause within 10 s (the unplug is at
 # 1.5 s). The server is left running for checks of its log.

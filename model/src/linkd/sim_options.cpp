@@ -79,6 +79,19 @@ std::vector<sim_server_config> sim_link_configs(const sim_options& o, const std:
             throw std::runtime_error(fmt::format("{}: the sim backend models two hosts and one cable (this "
                                                  "scenario has {} and {})",
                                                  o.scenario, sc.hosts.size(), sc.cables.size()));
+        // What the sim server cannot apply is refused, not dropped: a
+        // scenario whose cable starts unplugged ran plugged, and a host's
+        // completion or throttle override ran as its platform.
+        for (const auto& h : sc.hosts) {
+            const char* what = h.interrupts ? "completion" : h.throttle ? "throttle" : h.nhi != irq_impl::model ? "nhi" : nullptr;
+            if (what)
+                throw std::runtime_error(fmt::format("{}: host '{}': the sim backend takes a host's platform only, not "
+                                                     "its '{}' override (make it a platform of the calibration file)",
+                                                     o.scenario, h.name, what));
+        }
+        if (!sc.cables[0].plugged)
+            throw std::runtime_error(fmt::format("{}: the sim backend starts with the cable plugged ('plugged: false' "
+                                                 "is not applied; unplug it with an event at 0)", o.scenario));
         cfg.profile = sc.hosts[0].platform;
         cfg.profile_b = sc.hosts[1].platform;
         cfg.link = sc.cables[0].cfg;
