@@ -585,6 +585,31 @@ for f in override:"not its 'completion' override" unplugged:"'plugged: false' is
 	set -e
 	[ "$rc" = 1 ] && grep -qF -- "${f#*:}" <<<"$out" || fail "--scenario ${f%%:*}.yaml: exit $rc: $out"
 done
+step "socket paths: a file is not removed, a live server not taken over, one path not both"
+echo "a user's data" >"$tmp/data.txt"
+set +e
+out=$(timeout 10 "$linkd" --sim --socket "$tmp/data.txt" 2>&1)
+rc=$?
+set -e
+[ "$rc" = 1 ] && grep -q "exists and is not a socket" <<<"$out" && [ "$(cat "$tmp/data.txt")" = "a user's data" ] ||
+	fail "--socket on a file: exit $rc: $out; file now: $(cat "$tmp/data.txt" 2>&1)"
+set +e
+out=$(timeout 10 "$linkd" --sim --socket "$tmp/same.sock" --control "$tmp/same.sock" 2>&1)
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q "are the same path" <<<"$out" || fail "--socket = --control: exit $rc: $out"
+start_server
+set +e
+out=$(timeout 10 "$linkd" --sim --socket "$ODL_SIM_SOCKET" 2>&1)
+rc=$?
+set -e
+[ "$rc" = 1 ] && grep -q "another server is listening on it" <<<"$out" && [ -S "$ODL_SIM_SOCKET" ] ||
+	fail "a second server on a live socket: exit $rc: $out"
+kill -9 "$server"
+wait "$server" 2>/dev/null || true
+[ -S "$ODL_SIM_SOCKET" ] || fail "a killed server's socket should be left behind for this step"
+start_server  # takes the stale socket over
+stop_server
 # scenario_unplug [ODL-LINKD OPTIONS]: a server on the scenario above; a
 # stream over it must end with the cause within 10 s (the unplug is at
 # 1.5 s). The server is left running for checks of its log.

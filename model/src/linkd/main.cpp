@@ -294,6 +294,11 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     auto* gen_opt = app.get_option("--gen");
 #endif
     CLI11_PARSE(app, argc, argv);
+    if (!cfg.control_path.empty() && cfg.control_path == cfg.socket_path) {
+        fmt::print(stderr, "odl-linkd: --socket and --control are the same path '{}': give each its own\n",
+                   cfg.socket_path);
+        return 2;
+    }
 #ifdef ODL_LINKD_HAVE_MODEL
     if (sim_on) {
         if (!faults.empty() || !record.empty() || backend != "model") {

@@ -3,6 +3,7 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -26,7 +27,28 @@ int listen_unix(const std::string& path, std::string& err) {
         err = fmt::format("socket: {}", std::strerror(errno));
         return -1;
     }
-    ::unlink(path.c_str());  // a stale socket from a killed run
+    // Only a stale socket (from a killed run) is removed: a file at the path
+    // is someone's data, and a socket a server still answers on is in use
+    // (a second server took it over and, exiting, removed it).
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            err = fmt::format("{}: exists and is not a socket (not removing it)", path);
+            ::close(fd);
+            return -1;
+        }
+        const int probe = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        const bool live = probe >= 0 && ::connect(probe, reinterpret_cast<struct sockaddr*>(&sun), sizeof(sun)) == 0;
+        const int why = errno;
+        if (probe >= 0) ::close(probe);
+        if (live || why != ECONNREFUSED) {
+            err = fmt::format("{}: {}", path, live ? "another server is listening on it"
+                                                   : fmt::format("in use ({})", std::strerror(why)));
+            ::close(fd);
+            return -1;
+        }
+        ::unlink(path.c_str());
+    }
     if (::bind(fd, reinterpret_cast<struct sockaddr*>(&sun), sizeof(sun)) < 0 || ::listen(fd, 8) < 0) {
         err = fmt::format("{}: {}", path, std::strerror(errno));
         ::close(fd);
