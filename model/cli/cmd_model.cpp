@@ -183,6 +183,11 @@ int do_report(const model_opts& o, const std::string& command) {
     std::vector<std::uint64_t> csizes;
     for (const auto& z : o.collective_sizes) csizes.push_back(parse_size("report", z));
     check_options("report", o, cal);
+    try {
+        m::check_collectives(o.generations, o.collective_hosts, csizes);
+    } catch (const std::exception& e) {
+        die("report", e.what());
+    }
     const std::string dir = make_out_dir(o, "report");
     d.points = sweep("report", o, cal);
     d.platform = o.platform;
@@ -219,7 +224,8 @@ int do_report(const model_opts& o, const std::string& command) {
 // plugin is compared with (plugin/gpu/run_sim_check.sh). No files.
 int do_predict(const model_opts& o) {
     const auto cal = load_cal("predict", o);
-    if (o.modes.size() != 1) die("predict", "one --modes value (poll or interrupt)");
+    if (o.modes.size() != 1 || (o.modes[0] != "poll" && o.modes[0] != "interrupt"))
+        die("predict", "one --modes value (poll or interrupt)");
     std::vector<std::uint64_t> sizes;
     for (const auto& z : o.collective_sizes) sizes.push_back(parse_size("predict", z));
     std::vector<m::collective_row> rows;

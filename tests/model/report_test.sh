@@ -104,6 +104,8 @@ bad() {
 bad "is not one of --sizes" --sizes 64,1MiB --histogram-size 3KiB
 grep -q "point 1/" <<<"$err" && fail "--histogram-size was refused only after the sweep ran: $err"
 bad "hosts must be 2..8" --sizes 64 --histogram-size 64 --collective-hosts 9
+grep -q "point 1/" <<<"$err" && fail "--collective-hosts 9 was refused only after the sweep ran: $err"
+bad "outside 1 B..4 GiB" --sizes 64 --histogram-size 64 --collective-sizes 1024G
 bad "one --modes value" --modes poll,interrupt
 bad "bad size" --sizes 64 --histogram-size 64 --collective-sizes 0
 bad "unknown platform" --platform no-such
@@ -155,6 +157,22 @@ pbad "bad size 'inf'" --sizes inf
 pbad "bad size '-1'" --sizes 1MiB,-1
 pbad "unknown platform" --platform no-such
 pbad "one --modes value" --modes poll,interrupt
+# "bogus" ran as poll and said "mode": "bogus"; 1024G grew to 12 GB before the first row.
+pbad "one --modes value" --modes bogus
+pbad "collective size 1099511627776 B is outside 1 B..4 GiB" --sizes 1024G
+sbad() {
+	local want=$1 rc=0 err
+	shift
+	err=$("$bin" model sweep --out "$tmp/sbad" "$@" 2>&1 >/dev/null) || rc=$?
+	[ "$rc" = 2 ] && grep -q -- "$want" <<<"$err" || fail "sweep '$*': exit $rc, expected '$want': $err"
+	echo "refused: sweep $* -> $(echo "$err" | tail -n 1)"
+}
+sbad "throttle nan us is outside 0..16000" --throttle-us nan
+sbad "iterations must be 1..1000000" --iterations 10000000
+# A point cut short by its 10 simulated seconds (a ping-pong every ~0.1 ms
+# on linux-tbnet) wrote fewer samples than asked as if it had them all.
+sbad "did not complete in 10 s of simulated time" --iterations 1000000 --sizes 64 --generations tb4 \
+	--modes interrupt --platform linux-tbnet
 
 echo "== a sweep writes PNG beside each SVG"
 "$bin" model sweep --generations tb5 --sizes 64,4KiB --modes poll --iterations 50 --out "$tmp/s" \

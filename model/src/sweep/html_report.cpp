@@ -26,20 +26,29 @@ std::string cell(double v) { return fmt::format("{:.2f}", v); }
 
 }  // namespace
 
+void check_collectives(const std::vector<std::string>& generations, const std::vector<unsigned>& hosts,
+                       const std::vector<std::uint64_t>& sizes) {
+    for (const auto& g : generations)
+        if (g != "tb5-asym" && !parse_generation(g))
+            throw std::runtime_error(fmt::format("unknown generation '{}' (have: tb3, tb4, tb5, tb5-asym)", g));
+    for (unsigned n : hosts)
+        if (n < 2 || n > 8) throw std::runtime_error(fmt::format("hosts must be 2..8, not {}", n));
+    // 1024G grew to 12 GB before the first row; a ring of 4 GiB on the
+    // slowest profile still ends well inside a run's 60 simulated seconds.
+    for (auto z : sizes)
+        if (z == 0 || z > k_max_collective_bytes)
+            throw std::runtime_error(fmt::format("collective size {} B is outside 1 B..4 GiB", z));
+    if (generations.empty() || hosts.empty() || sizes.empty())
+        throw std::runtime_error("no generation, host count or size to run");
+}
+
 std::vector<collective_row> run_collectives(const std::vector<std::string>& generations,
                                             const std::string& platform, bool interrupts,
                                             const std::vector<unsigned>& hosts,
                                             const std::vector<std::uint64_t>& sizes,
                                             const calibration& cal,
                                             const std::function<void(std::size_t, std::size_t)>& progress) {
-    // Every value checked before the first run: bad input fails at once.
-    for (const auto& g : generations)
-        if (g != "tb5-asym" && !parse_generation(g))
-            throw std::runtime_error(fmt::format("unknown generation '{}' (have: tb3, tb4, tb5, tb5-asym)", g));
-    for (unsigned n : hosts)
-        if (n < 2 || n > 8) throw std::runtime_error(fmt::format("hosts must be 2..8, not {}", n));
-    if (generations.empty() || hosts.empty() || sizes.empty())
-        throw std::runtime_error("no generation, host count or size to run");
+    check_collectives(generations, hosts, sizes);  // bad input fails before the first run
     std::vector<collective_row> out;
     const std::size_t total = generations.size() * 2 * hosts.size() * sizes.size();
     const double throttle_us = cal.get(platform).host.throttle * 256.0 / 1000.0;

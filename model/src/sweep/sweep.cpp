@@ -29,10 +29,11 @@ void check_sweep(const sweep_spec& s, const calibration& cal) {
     for (unsigned h : s.hosts)
         if (h < 2 || h > 8) throw std::runtime_error(fmt::format("hosts must be 2..8, not {}", h));
     for (double t : s.throttle_us)
-        if (t < 0 || t > 16000) throw std::runtime_error(fmt::format("throttle {} us is outside 0..16000", t));
+        if (!(t >= 0 && t <= 16000)) throw std::runtime_error(fmt::format("throttle {} us is outside 0..16000", t));
     for (auto z : s.sizes)
         if (z == 0 || z > (1ull << 30)) throw std::runtime_error(fmt::format("size {} is outside 1 B..1 GiB", z));
-    if (s.iterations == 0) throw std::runtime_error("iterations must be at least 1");
+    if (s.iterations == 0 || s.iterations > k_max_iterations)
+        throw std::runtime_error(fmt::format("iterations must be 1..{}, not {}", k_max_iterations, s.iterations));
     cal.get(s.platform);
 }
 
@@ -105,7 +106,11 @@ double run_stream(const std::string& gen, const std::string& platform, bool inte
     w.size = size;
     w.count = static_cast<unsigned>(std::clamp<std::uint64_t>((32ull << 20) / size, 16, 2048));
     s.workloads = {w};
-    return run_scenario(s, cal, quick_options()).workloads[0].gbps;
+    const workload_result r = run_scenario(s, cal, quick_options()).workloads[0];
+    if (!r.completed)
+        throw std::runtime_error(fmt::format("a {} B stream on {} did not complete in {} s of simulated time", size,
+                                             gen, s.duration.to_seconds()));
+    return r.gbps;
 }
 
 workload_result run_collective(const std::string& gen, const std::string& platform, bool interrupts,
@@ -154,6 +159,13 @@ sweep_point run_point(const std::string& gen, const std::string& platform, bool 
     {
         const workload_result r =
             run_pingpong(gen, platform, interrupts, throttle_us, size, iterations, cal);
+        // A point cut short by the run's end would report fewer samples
+        // than asked, as if it had run them all.
+        if (!r.completed)
+            throw std::runtime_error(fmt::format("{} B ping-pong x{} on {} did not complete in {} s of simulated "
+                                                 "time (fewer --iterations)", size, iterations, gen,
+                                                 point_scenario(gen, platform, interrupts, throttle_us, 2)
+                                                     .duration.to_seconds()));
         p.p50_us = r.p50_us;
         p.p90_us = r.p90_us;
         p.p99_us = r.p99_us;

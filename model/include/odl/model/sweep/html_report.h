@@ -24,6 +24,12 @@ struct collective_row {
     double time_us = 0, busbw_gbps = 0;
 };
 
+/// The largest collective run_collectives() takes.
+constexpr std::uint64_t k_max_collective_bytes = 4ull << 30;
+/// Throws naming the first generation, host count or size run_collectives()
+/// would refuse (so a report can say so before its sweep runs).
+void check_collectives(const std::vector<std::string>& generations, const std::vector<unsigned>& hosts,
+                       const std::vector<std::uint64_t>& sizes);
 /// Runs every (generation x kind x hosts x size) collective on rings of the
 /// platform's hosts; @progress(done, total) after each.
 std::vector<collective_row> run_collectives(const std::vector<std::string>& generations,

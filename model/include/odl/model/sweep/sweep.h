@@ -41,6 +41,8 @@ struct sweep_point {
 
 /// Rejects unknown generations/modes, empty lists, hosts < 2, with the reason.
 void check_sweep(const sweep_spec& s, const calibration& cal);
+/// Ping-pongs a point may ask for: the point runs 10 s of simulated time.
+constexpr unsigned k_max_iterations = 1000000;
 
 /// A two-host (or N-host ring) scenario for one sweep point; @gen is
 /// "tb3", "tb4", "tb5" or "tb5-asym".
