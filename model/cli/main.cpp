@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "odl_cli_checks.h"
+
 #include "model_commands.h"
 #include "odl/build_info.h"
 
@@ -18,6 +20,7 @@ int main(int argc, char** argv) {
     odl::cli::add_run_command(app);
     odl::cli::add_model_command(app);
     odl::cli::add_hil_model_command(app);
+    odl::cli::decimal_integers(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -378,11 +378,15 @@ void add_perf_command(CLI::App& app) {
         ->capture_default_str()
         ->check(finite_in(0, 60e6));
     cmd->add_option("--load-size", c->load_size, "Latency-load: bulk message size (default 1M)");
+    // In milliseconds up to k_max_wait_s: 18446744073710 wrapped to 0.45 ms
+    // when made nanoseconds.
     cmd->add_option("--stall-timeout-ms", c->opt.stall_timeout_ms, "Fail after this long without progress")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(finite_in(1, k_max_wait_s * 1000));
+    // At least 0.1 s, as odl cp and odl pair: 0 could never connect.
     cmd->add_option("--connect-timeout", c->connect_timeout_s, "Seconds to wait for the peer")
         ->capture_default_str()
-        ->check(finite_in(0, k_max_wait_s));
+        ->check(finite_in(0.1, k_max_wait_s));
     cmd->add_flag("--checksum", c->checksum, "Send CRC32C with every frame");
     cmd->add_flag("--verify,!--no-verify", c->opt.verify,
                   "Check every received bulk payload byte (default); --no-verify checks lengths and order only");

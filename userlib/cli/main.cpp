@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "odl_cli_checks.h"
+
 #include "commands.h"
 #include "odl/build_info.h"
 #include "odl/odl.h"
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
     odl::cli::add_files_commands(app);
     odl::cli::add_mount_command(app);
     odl::cli::add_model_forwards(app);
+    odl::cli::decimal_integers(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -3,6 +3,7 @@
 // definition of what a timeout, interval, time scale or byte size may be.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <exception>
@@ -54,6 +55,32 @@ inline CLI::Validator seed_number() {
             return {};
         },
         "0..10^18-1");
+}
+
+/// Whole-number options take decimal digits (and a leading '-' where the
+/// type is signed), nothing else. CLI11 reads integers with base 0 and
+/// takes a sign into an unsigned type: "-n 010" ran 8 samples, "0x10" 16,
+/// and "--max-msgs -1" 2^64 - 1. Applied to every INT/UINT option of @app
+/// and its subcommands, after they are all defined; a transform, since it
+/// drops leading zeros (CLI's check() would discard the change).
+inline void decimal_integers(CLI::App& app) {
+    for (CLI::Option* o : app.get_options()) {
+        const std::string t = o->get_type_name();
+        if (t != "INT" && t != "UINT") continue;
+        const bool sign = t == "INT";
+        o->transform(CLI::Validator(
+            [sign](std::string& in) -> std::string {
+                const std::size_t d = sign && !in.empty() && in[0] == '-' ? 1 : 0;
+                if (in.size() == d || in.find_first_not_of("0123456789", d) != std::string::npos)
+                    return fmt::format("'{}' is not a whole number in decimal digits", in);
+                // Leading zeros go, or the conversion after this reads octal.
+                const std::size_t nz = std::min(in.find_first_not_of('0', d), in.size() - 1);
+                in.erase(d, nz - d);
+                return {};
+            },
+            ""));
+    }
+    for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) decimal_integers(*sub);
 }
 
 /// A bus for odl-daemon and odl-tray: system, session, or a D-Bus address

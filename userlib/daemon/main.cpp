@@ -129,6 +129,7 @@ int main(int argc, char** argv) {
         ->capture_default_str()
         ->check(CLI::Range(1u, 3600u));
     app.add_flag("-v,--verbose", verbose, "log each refresh");
+    odl::cli::decimal_integers(app);
     CLI11_PARSE(app, argc, argv);
     if (on_demand && serve_dir.empty() && !answer_tests) {
         fmt::print(stderr, "odl-daemon: --on-demand needs --serve-files DIR or --answer-tests (what to serve)\n");

@@ -164,6 +164,7 @@ int main(int argc, char** argv) {
     app.add_option("--open-with", t.open_with, "the program that opens the status page's address")
         ->capture_default_str();
     app.add_flag("-v,--verbose", t.verbose, "print each change of state and each action on stdout");
+    odl::cli::decimal_integers(app);
     CLI11_PARSE(app, argc, argv);
 
     for (const auto k : {odl::tray::link_kind::connected, odl::tray::link_kind::degraded,

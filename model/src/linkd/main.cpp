@@ -293,6 +293,7 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
     const auto h = odl::model::linkd::add_sim_options(app, sim);
     auto* gen_opt = app.get_option("--gen");
 #endif
+    odl::cli::decimal_integers(app);
     CLI11_PARSE(app, argc, argv);
     if (!cfg.control_path.empty() && cfg.control_path == cfg.socket_path) {
         fmt::print(stderr, "odl-linkd: --socket and --control are the same path '{}': give each its own\n",
