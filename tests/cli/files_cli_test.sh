@@ -117,6 +117,27 @@ expect_fail "ls with no server" "no peer within 0.5 s" \
 waited_ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$waited_ms" -lt 5000 ] || fail "ls with no server took $waited_ms ms (connect timeout 0.5 s, retry for 0.5 s)"
 echo "ls with no server: gave up after $waited_ms ms"
+# A device that cannot exist is said at once, not retried for --retry-for
+# (30 s) in silence; a SIGTERM while waiting for a peer ends ls at once.
+for bad in "--backend bogus:unknown backend" "--backend loopback --device 99:no loopback device 99"; do
+	t0=$(date +%s%N)
+	# shellcheck disable=SC2086 # the options are words on purpose
+	expect_fail "ls on ${bad%%:*}" "${bad#*:}" "$odl" files ls peer: ${bad%%:*} --keys "$tmp/kb" --retry-for 30
+	waited_ms=$((($(date +%s%N) - t0) / 1000000))
+	[ "$waited_ms" -lt 3000 ] || fail "ls on ${bad%%:*} took $waited_ms ms: retried a device that cannot exist"
+done
+"$odl" files ls peer: --backend loopback --device 4 --keys "$tmp/kb" --connect-timeout 0.3 --retry-for 60 \
+	>/dev/null 2>ls-term.log &
+p=$!
+pids+=("$p")
+sleep 1.5
+kill -TERM "$p"
+wait_gone_ms() { local i; for i in $(seq 60); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done; return 1; }
+wait_gone_ms "$p" || fail "files ls waiting for a peer did not end within 3 s of SIGTERM"
+rc=0
+wait "$p" || rc=$?
+[ "$rc" = 130 ] || fail "files ls stopped by SIGTERM: exit $rc, expected 130: $(cat ls-term.log)"
+grep -q "trying again for up to 60 s" ls-term.log || fail "files ls did not say it was waiting: $(cat ls-term.log)"
 
 step "server killed mid-transfer, restarted: the client resumes"
 head -c $((320 << 20)) /dev/urandom >local/huge.bin

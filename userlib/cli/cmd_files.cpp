@@ -96,6 +96,22 @@ std::unique_ptr<odl::device> open_dev(const link_opts& o, uint64_t timeout_ns, u
     return std::make_unique<odl::device>(p);
 }
 
+/// open_dev() for a client that retries while the link comes and goes: a
+/// backend or device number that cannot exist is said at once (fl::copy_error
+/// ends the command) instead of retried for --retry-for. On the kernel backend
+/// a missing device is the peer not plugged in yet, and is retried.
+std::unique_ptr<odl::device> open_client_dev(const link_opts& o) {
+    try {
+        return open_dev(o, uint64_t(o.connect_timeout_s * 1e9));
+    } catch (const odl::error& e) {
+        const int st = e.status();
+        if (st == ODL_ERR_INVAL || st == ODL_ERR_NO_BACKEND || st == ODL_ERR_NOT_SUPPORTED ||
+            (st == ODL_ERR_NO_DEVICE && o.backend != "kernel"))
+            throw fl::copy_error(fmt::format("{} device {}: {}", o.backend, o.device, e.what()));
+        throw;
+    }
+}
+
 /// A chunk size for @sub's option @opt (cp's --chunk, serve's --max-chunk).
 uint32_t parse_chunk(const char* sub, const char* opt, const std::string& s) {
     const auto v = odl::cli::byte_size(s);
@@ -321,7 +337,7 @@ void run_cp(const cp_cli& c) {
         std::fprintf(stderr, "odl: cp: %s\n", line.c_str());
     };
     const link_opts link = c.link;
-    auto open = [link]() { return open_dev(link, uint64_t(link.connect_timeout_s * 1e9)); };
+    auto open = [link]() { return open_client_dev(link); };
     catch_signals();
     int rc = 0;
     std::string failure;
@@ -450,7 +466,7 @@ void run_sync(const sync_cli& c) {
     fl::copy_options opt;
     opt.retry_for_ns = uint64_t(c.retry_for_s * 1e9);
     const link_opts link = c.link;
-    auto open = [link]() { return open_dev(link, uint64_t(link.connect_timeout_s * 1e9)); };
+    auto open = [link]() { return open_client_dev(link); };
     const bool quiet = c.quiet;
     auto note = [quiet](const std::string& line) {
         if (!quiet) std::fprintf(stderr, "odl: sync: %s\n", line.c_str());
@@ -512,11 +528,12 @@ void run_ls(const ls_cli& c) {
         die("files ls", e.what());
     }
     const link_opts link = c.link;
-    auto open = [link]() { return open_dev(link, uint64_t(link.connect_timeout_s * 1e9)); };
+    auto open = [link]() { return open_client_dev(link); };
     auto note = [](const std::string& line) { std::fprintf(stderr, "odl: files ls: %s\n", line.c_str()); };
     catch_signals();
     std::vector<fl::remote_entry> entries;
     std::string failure;
+    int rc = 1;
     {
         fl::copy_options opt;
         opt.retry_for_ns = uint64_t(c.retry_for_s * 1e9);
@@ -526,11 +543,12 @@ void run_ls(const ls_cli& c) {
             client.close();
         } catch (const fl::stopped&) {
             failure = "stopped";
+            rc = 130;  // as odl cp
         } catch (const std::exception& e) {
             failure = e.what();
         }
     }
-    if (!failure.empty()) die("files ls", failure);
+    if (!failure.empty()) die("files ls", failure, rc);
     if (c.json_out) {
         json out{{"peer", pair.peer_name}, {"path", remote}, {"entries", json::array()}};
         for (const auto& e : entries)

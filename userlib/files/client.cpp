@@ -171,6 +171,7 @@ std::vector<remote_entry> file_client::list(const std::string& src) {
     check_remote(src, true);
     uint64_t lost_since = 0;
     for (;;) {
+        if (m_stop && m_stop->load()) throw stopped();  // SIGTERM was waited out for --retry-for
         try {
             if (!m_ch) connect();
             return list_once(src);
@@ -180,9 +181,16 @@ std::vector<remote_entry> file_client::list(const std::string& src) {
             drop_link(lost_since, e.what());
             m_report.reconnects++;
         } catch (const odl::error& e) {
+            waiting(lost_since, e.what());
             drop_link(lost_since, e.what());
         }
     }
+}
+
+void file_client::waiting(uint64_t since, const std::string& why) {
+    // Once per outage: the retries were silent for all of --retry-for.
+    if (!since)
+        m_note(fmt::format("{}; trying again for up to {} s", why, m_opt.retry_for_ns / 1'000'000'000ull));
 }
 
 void file_client::drop_link(uint64_t& since, const std::string& give_up) {
@@ -284,6 +292,7 @@ void file_client::run(std::vector<job>& jobs) {
                 m_report.reconnects++;
                 m_note(fmt::format("{}; reconnecting to resume", e.what()));
             } catch (const odl::error& e) {  // the device would not open (no peer yet)
+                waiting(lost_since, e.what());
                 drop_link(lost_since, e.what());
             } catch (const service_error& e) {
                 if (e.code == ODL_FILES_E_HASH && !hash_retried) {

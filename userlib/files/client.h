@@ -85,6 +85,8 @@ private:
     /// After a lost link: closes it and waits a little, or throws
     /// copy_error(@give_up) once it has been down longer than retry_for.
     void drop_link(uint64_t& since, const std::string& give_up);
+    /// Says @why the device did not open, at the first failure of an outage (@since 0).
+    void waiting(uint64_t since, const std::string& why);
     void push_file(const job& j);
     void pull_file(const job& j);
     void remote_mkdir(const std::string& path, uint32_t mode);
