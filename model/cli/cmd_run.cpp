@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `odl run <scenario.yaml> [--on model]`: replays a scenario and reports.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,11 +30,23 @@ struct run_opts {
     std::string pair;
     std::string nhi_impl;
     vm_run_opts vm;
+    /// The --vm-* options given: each applies to some targets only, and a
+    /// target that would ignore one refuses it (the model ran without them).
+    std::vector<std::string> vm_given;
 };
+
+
 
 [[noreturn]] void die(const std::string& msg, int rc = 2) {
     std::fprintf(stderr, "odl: run: %s\n", msg.c_str());
     std::exit(rc);
+}
+
+/// Dies naming the first of @names that was given: @target would not use it.
+void vm_only(const run_opts& o, std::initializer_list<const char*> names, const char* target) {
+    for (const char* n : names)
+        if (std::find(o.vm_given.begin(), o.vm_given.end(), n) != o.vm_given.end())
+            die(fmt::format("{}: {} would not use it", n, target));
 }
 
 std::string default_out(const std::string& name) { return results_base() + "/runs/" + name; }
@@ -56,7 +69,9 @@ int run(const run_opts& o) {
         // Anything else names a HIL inventory (docs/hil.md).
         std::error_code ec;
         if (!std::filesystem::is_regular_file(o.on, ec))
-            die(fmt::format("--on {}: expected model, vm or a HIL inventory file (no such file)", o.on));
+            die(fmt::format("--on {}: expected model, vm or a HIL inventory file ({})", o.on,
+                            std::filesystem::is_directory(o.on, ec) ? "this is a folder" : "no such file"));
+        vm_only(o, {"--vm-kernel", "--vm-driver", "--vm-ping-cap", "--vm-stream-cap-mib"}, "real hosts");
         if (!o.nhi_impl.empty()) die("--nhi-impl is for the model and the VMs: real hosts have their own NHI");
         if (o.vm.deterministic) die("--deterministic is for --on vm: real hosts keep their own time");
         hosts_run_opts h;
@@ -72,6 +87,7 @@ int run(const run_opts& o) {
         return run_on_hosts(h);
     }
     if (o.vm.deterministic) die("--deterministic is for --on vm (the model is deterministic already)");
+    vm_only(o, {"--vm-kernel", "--vm-driver", "--vm-time-scale", "--vm-ping-cap", "--vm-stream-cap-mib"}, "the model");
     if (!o.pair.empty()) die("--pair is for --on <inventory.yaml>");
     if (!o.vm.collectives.empty()) die("--collectives is for --on vm or --on <inventory.yaml>: the model has its own");
     namespace m = odl::model;
@@ -157,7 +173,11 @@ void add_run_command(CLI::App& app) {
                     "--on an inventory: a scenario's collectives as NCCL jobs (nccl, default: GPUs needed) or through "
                     "odl-plugin-collective on host memory (plugin); on vm always plugin")
         ->check(CLI::IsMember({"nccl", "plugin"}));
-    cmd->callback([o] { std::exit(run(*o)); });
+    cmd->callback([o, cmd] {
+        for (const char* n : {"--vm-kernel", "--vm-driver", "--vm-time-scale", "--vm-ping-cap", "--vm-stream-cap-mib"})
+            if (cmd->get_option(n)->count() > 0) o->vm_given.emplace_back(n);
+        std::exit(run(*o));
+    });
 }
 
 }  // namespace odl::cli

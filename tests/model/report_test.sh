@@ -121,6 +121,18 @@ for cmd in "model report --sizes 64 --histogram-size 64" "model sweep --sizes 64
 	grep -Eq "point 1/|on the model:" <<<"$err" && fail "$cmd: the folder was tried only after running: $err"
 	echo "refused: $cmd --out /etc/passwd/x"
 done
+# Options the model would not use are refused (it ran without them), and a
+# folder given as the inventory is called one.
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+for t in "--vm-time-scale 5:--vm-time-scale: the model would not use it" \
+	"--vm-kernel 6.1:--vm-kernel: the model would not use it" \
+	"--on $tmp:expected model, vm or a HIL inventory file (this is a folder)"; do
+	rc=0
+	# shellcheck disable=SC2086 # words on purpose
+	err=$("$bin" run "$repo/scenarios/quickstart.yaml" --out "$tmp/never" ${t%%:*} 2>&1 >/dev/null) || rc=$?
+	[ "$rc" = 2 ] && grep -qF -- "${t#*:}" <<<"$err" || fail "run ${t%%:*}: exit $rc: $err"
+	echo "refused: run ${t%%:*}"
+done
 rc=0
 "$bin" model sweep --sizes 64 --throttle-us 99999 --out "$tmp/never" >/dev/null 2>&1 || rc=$?
 [ "$rc" != 0 ] && [ ! -e "$tmp/never" ] || fail "a refused sweep (exit $rc) made its folder"
