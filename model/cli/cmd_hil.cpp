@@ -264,11 +264,11 @@ void common(CLI::App* c, hil_model_opts& o) {
                   "odl hil run; workloads never overlap)")
         ->check(odl::cli::finite_in(0, odl::cli::k_max_time_scale));
     c->add_option("--tolerance-latency", o.tol.latency, "percent, p50 one-way latency (default 10)")
-        ->check(CLI::Range(0.0, 1000.0));
+        ->check(odl::cli::finite_in(0, 1000));  // CLI::Range let nan through
     c->add_option("--tolerance-tail", o.tol.tail, "percent, p99 one-way latency (default: shown, not judged)")
-        ->check(CLI::Range(0.0, 1000.0));
+        ->check(odl::cli::finite_in(0, 1000));  // CLI::Range let nan through
     c->add_option("--tolerance-bandwidth", o.tol.bandwidth, "percent, stream Gb/s (default 5)")
-        ->check(CLI::Range(0.0, 1000.0));
+        ->check(odl::cli::finite_in(0, 1000));  // CLI::Range let nan through
 }
 
 }  // namespace

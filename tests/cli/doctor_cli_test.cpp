@@ -274,3 +274,26 @@ TEST(LinkCli, NoPeerIsAnErrorNamingDoctor) {
 }
 
 }  // namespace
+
+namespace odl::cli {
+namespace {
+
+/// A --root that is not there was read as a host without USB4 ("Linux  has
+/// no USB4/Thunderbolt support", exit 10): it is a usage error naming it.
+TEST(DoctorCli, MissingRootIsAUsageError) {
+    const std::string cmd = std::string(ODL_BIN) + " doctor --no-nccl --root /nonexistent/odl-root 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string text;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) text.append(buf, n);
+    const int st = pclose(p);
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_NE(WEXITSTATUS(st), 0);
+    EXPECT_NE(WEXITSTATUS(st), 10) << text;
+    EXPECT_NE(text.find("Directory does not exist: /nonexistent/odl-root"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace odl::cli

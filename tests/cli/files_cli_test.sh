@@ -57,6 +57,9 @@ expect_fail "connect timeout nan" "'nan' is not a number from 0.1 to" \
 expect_fail "retry-for below 0" "'-1' is not a number from 0 to" "$odl" cp local/x peer:x "${B[@]}" --retry-for=-1
 expect_fail "sync interval 0" "'0' is not a number from 0.1" "$odl" sync local peer:x "${B[@]}" --interval 0
 expect_fail "pair timeout nan" "'nan' is not a number from 0.1" timeout 20 "$odl" pair "${A[@]}" --timeout nan
+# The PAIR message holds 63 bytes of the name: a longer one was cut on the peer.
+expect_fail "pair name of 64 bytes" "a name of 1 to 63 bytes, not 64" timeout 20 "$odl" pair "${A[@]}" \
+	--name "$(printf 'n%.0s' $(seq 64))"
 
 step "pairing"
 "$odl" pair "${A[@]}" --name host-a </dev/null >pair-unconfirmed.log 2>&1 &

@@ -139,6 +139,11 @@ for bad in "hil run $repo/scenarios/quickstart.yaml $tmp/inv.yaml --time-scale n
 	[ "$rc" != 0 ] && grep -q "is not a number from 0 to 100000" <<<"$err" || fail "odl $bad: exit $rc: $err"
 done
 echo "ok: time scales that are not finite numbers in range are refused"
+# Tolerances likewise: CLI::Range let nan through ("±nan%", exit 1).
+run hil compare "$repo/scenarios/quickstart.yaml" "$tmp/inv.yaml" --results "$tmp" --tolerance-latency nan
+[ "$rc" != 0 ] && grep -q "'nan' is not a number from 0 to 1000" <<<"$err" ||
+	fail "hil compare --tolerance-latency nan: exit $rc: $err"
+echo "ok: a tolerance of nan is refused"
 # hil run's two words swapped (or a wrong path): the inventory is named as
 # check and deploy name it, not as a value of odl run's --on.
 run hil run "$tmp/inv.yaml" "$repo/scenarios/quickstart"

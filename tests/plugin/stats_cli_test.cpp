@@ -90,3 +90,18 @@ TEST(StatsCli, ShowsLiveAndExitedProcessesAndCleans) {
 }
 
 }  // namespace
+
+/// An explicit --dir that is not a folder: said, not an empty table.
+TEST(StatsCli, DirThatIsNotAFolderIsRefused) {
+    for (const char* dir : {"/nonexistent/odl-stats", "/etc/hostname"}) {
+        FILE* p = popen((std::string(ODL_BIN) + " stats --dir " + dir + " 2>&1").c_str(), "r");
+        ASSERT_NE(p, nullptr);
+        std::string out;
+        std::array<char, 4096> buf;
+        size_t n;
+        while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+        const int st = pclose(p);
+        EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) != 0) << dir << ": " << out;
+        EXPECT_NE(out.find(dir), std::string::npos) << out;
+    }
+}

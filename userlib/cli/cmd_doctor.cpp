@@ -90,7 +90,8 @@ void add_doctor_command(CLI::App& app) {
                     "The link rating to hold the link to (genN or genNxL, e.g. gen4x2) instead of the port's own "
                     "(read from debugfs, root only)");
     cmd->add_flag("--no-nccl", o->no_nccl, "Skip the NCCL plugin and environment checks");
-    cmd->add_option("--root", o->root, "Read /sys, /dev and /proc under this directory (a saved or made-up tree)");
+    cmd->add_option("--root", o->root, "Read /sys, /dev and /proc under this directory (a saved or made-up tree)")
+        ->check(CLI::ExistingDirectory);  // a missing one read as a host without USB4
     cmd->callback([o] { std::exit(run(*o)); });
 }
 

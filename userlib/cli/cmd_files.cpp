@@ -574,7 +574,16 @@ void add_files_commands(CLI::App& app) {
     auto pc = std::make_shared<pair_cli>();
     auto* pair = app.add_subcommand("pair", "Make a key with the peer host (run on both; compare the code)");
     add_link_opts(pair, pc->link);
-    pair->add_option("--name", pc->name, "This host's name as the peer will know it (default: host name)");
+    // The PAIR message carries 63 bytes of it; a longer one was cut short on
+    // the peer, and --peer with the whole name then found nothing.
+    pair->add_option("--name", pc->name, "This host's name as the peer will know it (default: host name)")
+        ->check(CLI::Validator(
+            [](std::string& in) -> std::string {
+                if (in.empty() || in.size() > ODL_FILES_NODE_MAX - 1)
+                    return fmt::format("a name of 1 to {} bytes, not {}", ODL_FILES_NODE_MAX - 1, in.size());
+                return {};
+            },
+            "NAME"));
     pair->add_flag("--yes,-y", pc->yes, "Save without asking (scripts that trust the cable)");
     pair->add_option("--timeout", pc->timeout_s, "Seconds to wait for the peer")
         ->capture_default_str()

@@ -64,7 +64,8 @@ int run_stats(const stats_options& opt) {
 void add_stats_command(CLI::App& app) {
     auto opt = std::make_shared<stats_options>();
     auto* cmd = app.add_subcommand("stats", "Show the NCCL plugin's statistics (per process and link)");
-    cmd->add_option("--dir", opt->dir, "Runtime directory (default: $ODL_RUNTIME_DIR, $XDG_RUNTIME_DIR/odl, /tmp/odl-UID)");
+    cmd->add_option("--dir", opt->dir, "Runtime directory (default: $ODL_RUNTIME_DIR, $XDG_RUNTIME_DIR/odl, /tmp/odl-UID)")
+        ->check(CLI::ExistingDirectory);  // a typo showed an empty table
     cmd->add_flag("--json", opt->json, "JSON instead of a table");
     cmd->add_flag("--clean", opt->clean, "Remove the files of processes that have exited");
     cmd->callback([opt] { std::exit(run_stats(*opt)); });

@@ -83,7 +83,8 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", std::string("odl-daemon " ODL_BUILD_VERSION));
     app.add_option("--bus", bus, "system, session, or a D-Bus address (unix:path=...)")->capture_default_str()
         ->check(odl::cli::dbus_bus());
-    app.add_option("--root", root, "read sysfs, /dev and /proc under this directory (tests)");
+    app.add_option("--root", root, "read sysfs, /dev and /proc under this directory (tests)")
+        ->check(CLI::ExistingDirectory);
     app.add_flag("--no-udev", no_udev, "no udev events: re-read only on SIGHUP and Rescan()");
     app.add_option("--counters-interval-ms", counters_ms,
                    "re-read the counters this often while a device is in a session (0: never)")
