@@ -585,6 +585,17 @@ for f in override:"not its 'completion' override" unplugged:"'plugged: false' is
 	set -e
 	[ "$rc" = 1 ] && grep -qF -- "${f#*:}" <<<"$out" || fail "--scenario ${f%%:*}.yaml: exit $rc: $out"
 done
+# The model backend's host count is named as --hosts, and a topology with a
+# trailing comma is refused (getline dropped the empty field).
+for t in "--hosts 1:--hosts 1: the model backend serves 2 to 4 hosts" \
+	"--hosts 3 --topology 0-1,:'0-1,' ends without a host pair"; do
+	set +e
+	# shellcheck disable=SC2086 # words on purpose
+	out=$(timeout 10 "$linkd" --socket "$tmp/topo.sock" ${t%%:*} 2>&1)
+	rc=$?
+	set -e
+	[ "$rc" = 1 ] && grep -qF -- "${t#*:}" <<<"$out" || fail "odl-linkd ${t%%:*}: exit $rc: $out"
+done
 step "socket paths: a file is not removed, a live server not taken over, one path not both"
 echo "a user's data" >"$tmp/data.txt"
 set +e

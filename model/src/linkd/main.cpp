@@ -165,6 +165,8 @@ std::optional<std::string> parse_topology(const std::string& t, unsigned hosts,
         for (unsigned i = 1; i < hosts; ++i) out.emplace_back(0, i);
         return std::nullopt;
     }
+    // getline drops a trailing empty field: "0-1," read as "0-1".
+    if (t.empty() || t.back() == ',') return fmt::format("'{}' ends without a host pair", t);
     std::istringstream in(t);
     std::string pair;
     while (std::getline(in, pair, ',')) {
@@ -371,6 +373,10 @@ int ODL_LINKD_MAIN(int argc, char** argv) {
         odl::model::linkd::sc_backend_config sc;
         sc.hosts = hosts;
         sc.seed = sim.seed;
+        if (hosts < 2 || hosts > 4) {  // said as --hosts, not as the --topology nobody gave
+            fmt::print(stderr, "odl-linkd: --hosts {}: the model backend serves 2 to 4 hosts\n", hosts);
+            return 1;
+        }
         if (const auto why = parse_topology(topo_opt->count() ? topology : std::string("ring"), hosts, sc.cables)) {
             fmt::print(stderr, "odl-linkd: --topology {}: {}\n", topology, *why);
             return 1;
