@@ -283,7 +283,8 @@ void add_hil_model_command(CLI::App& app) {
     cmp->add_option("--calibration", o->calibration, "calibration file (default: the scenario's, else the shipped one)")
         ->check(CLI::ExistingFile);
     cmp->add_option("--profile", o->profile, "model profile (default: the pair's profile in the inventory)");
-    cmp->add_option("--out", o->out, "folder for compare.json/.txt and plots (default: the run's results folder)");
+    cmp->add_option("--out", o->out, "folder for compare.json/.txt and plots (default: the run's results folder)")
+        ->check(odl::cli::non_empty());
     cmp->add_flag("--json", o->json, "print compare.json on stdout");
     cmp->callback([o] { std::exit(run_compare(*o)); });
 

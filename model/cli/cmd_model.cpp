@@ -261,6 +261,14 @@ m::calibration_points load_pts(const std::string& sub, const model_opts& o, cons
 int do_calibrate(const model_opts& o) {
     const auto cal = load_cal("calibrate", o);
     const auto points = load_pts("calibrate", o, cal);
+    if (!o.out.empty()) {  // a file that cannot be written is said before the points run (6 s)
+        const std::filesystem::path parent = std::filesystem::path(o.out).parent_path();
+        const std::string dir = parent.empty() ? "." : parent.string();
+        std::error_code ec;
+        if (!std::filesystem::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0 ||
+            std::filesystem::is_directory(o.out, ec))
+            die("calibrate", fmt::format("cannot write {} (no folder {} to write it in, or it is a folder)", o.out, dir));
+    }
     std::vector<m::calibration_point> pts;
     std::vector<m::leave_one_out_row> loo;
     try {
@@ -349,12 +357,14 @@ void add_model_command(CLI::App& app) {
     model->require_subcommand(1);
     auto* sw = model->add_subcommand("sweep", "sweep generation x size x mode x throttle x hosts; CSV + SVG");
     add_common(sw, *o);
-    sw->add_option("--out", o->out, "folder for sweep.csv and the SVG plots");
+    sw->add_option("--out", o->out, "folder for sweep.csv and the SVG plots")
+        ->check(odl::cli::non_empty());
     sw->add_flag("--json", o->json, "print JSON instead of CSV");
     auto* rp = model->add_subcommand(
         "report", "TB4 vs TB5 vs TB5 asymmetric: an HTML page with charts, PNG plots, JSON and markdown");
     add_common(rp, *o);
-    rp->add_option("--out", o->out, "folder for report.html, report.json, report.md and the plots");
+    rp->add_option("--out", o->out, "folder for report.html, report.json, report.md and the plots")
+        ->check(odl::cli::non_empty());
     rp->add_option("--histogram-size", o->histogram_size, "the message size whose latency histograms are drawn");
     rp->add_option("--collective-sizes", o->collective_sizes, "all-reduce / all-gather sizes")->delimiter(',');
     rp->add_option("--collective-hosts", o->collective_hosts, "ring sizes for the collectives (2..8)")->delimiter(',');
@@ -375,7 +385,8 @@ void add_model_command(CLI::App& app) {
     auto* ca = model->add_subcommand("calibrate", "model vs published calibration points (markdown)");
     ca->add_option("--calibration", o->calibration, "calibration YAML (default: the shipped one)");
     ca->add_option("--points", o->points, "calibration points YAML (default: the shipped one)");
-    ca->add_option("--out", o->out, "also write the markdown to this file");
+    ca->add_option("--out", o->out, "also write the markdown to this file")
+        ->check(odl::cli::non_empty());
     auto* fi = model->add_subcommand("fit", "fit the calibration file's F parameters to the fit points");
     fi->add_option("--calibration", o->calibration, "calibration YAML (default: the shipped one)");
     fi->add_option("--points", o->points, "calibration points YAML (default: the shipped one)");

@@ -144,7 +144,8 @@ void add_run_command(CLI::App& app) {
     cmd->add_option("--on", o->on,
                     "where to replay: model, vm (the two-VM testbed) or a HIL inventory (hosts.yaml, docs/hil.md)");
     cmd->add_option("--pair", o->pair, "--on <inventory>: which pair (default: the only one)");
-    cmd->add_option("--out", o->out, "folder for report.json, report.txt, trace.txt");
+    cmd->add_option("--out", o->out, "folder for report.json, report.txt, trace.txt")
+        ->check(odl::cli::non_empty());
     cmd->add_option("--seed", o->seed, "override the scenario's seed")
         ->check(odl::cli::seed_number());
     cmd->add_flag("--json", o->json, "print the JSON report on stdout");

@@ -133,6 +133,15 @@ for t in "--vm-time-scale 5:--vm-time-scale: the model would not use it" \
 	[ "$rc" = 2 ] && grep -qF -- "${t#*:}" <<<"$err" || fail "run ${t%%:*}: exit $rc: $err"
 	echo "refused: run ${t%%:*}"
 done
+# An empty --out fell back to the default folder; calibrate's file is
+# checked before its 6 s of fitting, not after.
+rc=0
+err=$("$bin" run "$repo/scenarios/quickstart.yaml" --out '' 2>&1 >/dev/null) || rc=$?
+[ "$rc" != 0 ] && grep -q -- "--out: an empty path" <<<"$err" || fail "run --out '': exit $rc: $err"
+rc=0
+err=$("$bin" model calibrate --out /nonexistent/x.md 2>&1 >/dev/null) || rc=$?
+[ "$rc" = 2 ] && grep -q "cannot write /nonexistent/x.md" <<<"$err" && ! grep -q "points" <<<"$err" ||
+	fail "calibrate --out /nonexistent/x.md: exit $rc: $err"
 rc=0
 "$bin" model sweep --sizes 64 --throttle-us 99999 --out "$tmp/never" >/dev/null 2>&1 || rc=$?
 [ "$rc" != 0 ] && [ ! -e "$tmp/never" ] || fail "a refused sweep (exit $rc) made its folder"

@@ -83,7 +83,8 @@ void add_hil_command(CLI::App& app) {
     run->add_option("scenario", o->scenario, "scenario file, e.g. scenarios/quickstart.yaml")->required();
     run->add_option("inventory", o->inventory, "the inventory (docs/hil.md)")->required();
     run->add_option("--pair", o->run_pair, "which pair (default: the only one)");
-    run->add_option("--out", o->run_out, "results folder (default: <build>/runs/hil/<profile>/<pair>/...)");
+    run->add_option("--out", o->run_out, "results folder (default: <build>/runs/hil/<profile>/<pair>/...)")
+        ->check(odl::cli::non_empty());
     run->add_flag("--json", o->run_json, "print the JSON report on stdout");
     run->add_option("--collectives", o->run_collectives,
                     "a scenario's collectives as NCCL jobs (nccl, default: a GPU and PyTorch on each host) or "

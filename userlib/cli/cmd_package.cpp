@@ -172,7 +172,8 @@ void add_package_command(CLI::App& app) {
     auto o = std::make_shared<package_opts>();
     auto* cmd = app.add_subcommand("package", "Build the Debian packages of this build (paths on stdout)");
     cmd->add_option("--build-dir", o->build_dir, "build tree to package (default: ODL_BUILD_DIR, the build)");
-    cmd->add_option("--out", o->out, "folder for the .deb files (default: <build>/packages)");
+    cmd->add_option("--out", o->out, "folder for the .deb files (default: <build>/packages)")
+        ->check(odl::cli::non_empty());
     cmd->add_option("--kernel", o->kernels,
                     "also make odl-tb5-modules-KVER, odl_tb5 built for this kernel release (its headers "
                     "installed here; one or more)");

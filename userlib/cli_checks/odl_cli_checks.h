@@ -83,6 +83,13 @@ inline void decimal_integers(CLI::App& app) {
     for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) decimal_integers(*sub);
 }
 
+/// A path option given explicitly: "--out ''" fell back to the default
+/// folder without a word.
+inline CLI::Validator non_empty() {
+    return CLI::Validator(
+        [](std::string& in) -> std::string { return in.empty() ? "an empty path" : std::string(); }, "PATH");
+}
+
 /// A bus for odl-daemon and odl-tray: system, session, or a D-Bus address
 /// (TRANSPORT:KEY=VALUE,...). Anything else used to reach sd-bus and come
 /// back as "Connection refused" or "No medium found".
