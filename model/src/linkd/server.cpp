@@ -515,7 +515,13 @@ void server::mailbox(connection& c, const struct odl_linkd_msg& m) {
 // "cable [N] EVENT": the control socket's cable commands, also the
 // deterministic mode's timed events.
 std::string server::cable_command(const std::string& cmd) {
-    std::string rest = cmd.substr(6);
+    // Words apart by any number of spaces: "cable  plug" was an "unknown
+    // cable event 'plug'".
+    std::string rest;
+    {
+        std::istringstream words(cmd.substr(6));
+        for (std::string w; words >> w;) rest += (rest.empty() ? "" : " ") + w;
+    }
     unsigned index = 0;
     if (!rest.empty() && rest[0] >= '0' && rest[0] <= '9') {
         const std::size_t sp = rest.find(' ');

@@ -975,6 +975,9 @@ TEST_F(LinkdDeterministic, ControllerHoldsTheRunBetweenRequests) {
     EXPECT_EQ(grant_of(a, 300), -1) << "a grant while the run stands";
     EXPECT_EQ(control(m_ctl, "time"), fmt::format("ok {} ns ready 0,1 held", h / 1000));
     EXPECT_EQ(control(m_ctl, "cable unplug"), "ok");
+    // Words apart by more than one space ("cable  plug" was an unknown event 'plug').
+    EXPECT_EQ(control(m_ctl, "cable   plug"), "ok");
+    EXPECT_EQ(control(m_ctl, "cable  0  unplug"), "ok");
     EXPECT_EQ(control(m_ctl, fmt::format("at {} cable plug", h / 1000)).rfind("error: at", 0), 0u) << "an event in the past";
     EXPECT_EQ(control(m_ctl, "at 99 cable explode").rfind("error: usage: at NS", 0), 0u);
     EXPECT_EQ(control(m_ctl, fmt::format("at {} cable plug", h / 1000 + 1000)), fmt::format("ok at {} ns", h / 1000 + 1000));
@@ -1031,6 +1034,8 @@ TEST_F(LinkdDeterministic, ControllerHoldsTheRunBetweenRequests) {
     for (const auto& l : lines_of(windows))
         if (l.find(" ctl ") != std::string::npos) ctl.push_back(l);
     const std::vector<std::string> want = {fmt::format("{} ctl cable unplug", h),
+                                           fmt::format("{} ctl cable   plug", h),
+                                           fmt::format("{} ctl cable  0  unplug", h),
                                            fmt::format("{} ctl at {} cable plug", h, h / 1000 + 1000),
                                            fmt::format("{} ctl exec 0 5000 echo hi", h),
                                            fmt::format("{} ctl advance 2500", t)};
