@@ -319,6 +319,7 @@ TEST_F(CopyThreads, CanceledSendsBufferIsTheCallersAtOnce) {
         // thread when cancel comes; the others run at full speed.
         const bool slow = round % 2 == 0;
         if (slow) a->tx_thread_test_delay(200);
+        a->tx_thread_test_always(true);
         const uint64_t before = a->tx_thread().frames;
         const uint64_t want = before + (slow ? 16 : 64);
         step_while([&] { return a->tx_thread().frames < want; });
@@ -445,6 +446,7 @@ TEST_F(CopyThreads, PeerGoneMidStreamEndsEverything) {
     ASSERT_NO_FATAL_FAILURE(open(kTx | kRx));
     a->tx_thread_test_delay(20);  // frames still wait for the threads when b goes
     a->rx_thread_test_delay(20);
+    a->tx_thread_test_always(true);  // whatever the receive side does per poll
     const size_t n = 32 << 20;
     auto ta = std::make_unique<std::vector<unsigned char>>(pattern(n, 5));
     auto ra = std::make_unique<std::vector<unsigned char>>(n);

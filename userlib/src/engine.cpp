@@ -348,7 +348,7 @@ size_t engine::poll(odl_completion* comps, size_t max) {
                 if (m_next_probe && (++m_probe_polls & 63) == 0) check_probes();
             }
             if (m_state == ODL_LINK_UP) {
-                m_tx_offload = m_copier && processed >= kCopierMinRx;
+                m_tx_offload = m_copier && (m_tx_always || processed >= kCopierMinRx);
                 pump_tx(kTxBudget);
                 flush_ctrl();
             }

@@ -95,6 +95,13 @@ public:
     void tx_thread_test_delay(uint32_t us) {
         if (m_copier) m_copier->set_test_delay_us(us);
     }
+    /// Tests: every data frame goes to the send thread, not only those of a
+    /// poll that also received a burst. A test that needs frames waiting for
+    /// the thread otherwise depends on how the polls fall: on a loaded
+    /// machine the receive side came a frame or two a poll, the sends went
+    /// out on the engine's thread, and the wait for 128 through the thread
+    /// never ended.
+    void tx_thread_test_always(bool on) { m_tx_always = on; }
     /// The receive thread (open_config::rx_thread), for tests.
     struct rx_thread_info {
         bool on = false;      ///< this engine has one
@@ -424,6 +431,7 @@ private:
     std::deque<tx_pending> m_tx_pending;
     unsigned m_tx_depth = 1;
     bool m_tx_offload = false;  ///< this poll's data frames go to the thread
+    bool m_tx_always = false;   ///< tests: m_tx_offload whenever there is a thread
     /// Sends done whose frames the thread is still copying: their
     /// completions (none for an eager one) wait, and so does their copy.
     struct tx_retired {

@@ -99,9 +99,15 @@ YAML::Node load_file(const std::string& path) {
     }
     std::ifstream in(path);
     if (!in) throw std::runtime_error(fmt::format("{}: cannot read the file", path));
+    // The first document only, as LoadFile() reads it: a later one is not
+    // the file's content (and looping over documents did not end on some
+    // inputs, found by fuzz_inventory).
     duplicate_keys check(path);
     YAML::Parser parser(in);
-    while (parser.HandleNextDocument(check)) {
+    try {
+        parser.HandleNextDocument(check);
+    } catch (const YAML::ParserException& e) {
+        throw std::runtime_error(fmt::format("{}:{}: expected valid YAML: {}", path, e.mark.line + 1, e.msg));
     }
     return root;
 }
