@@ -157,25 +157,34 @@ double get_double(const std::string& file, const YAML::Node& n, const char* what
     return v;
 }
 
+namespace {
+/// Decimal digits only: base 0 read "010" as 8 and "0x16" as 22, and a
+/// sign or an overflow wrapped or saturated without a word. False when @s
+/// is not digits; @range false when it is, but above 2^64 - 1.
+bool decimal(const std::string& s, std::uint64_t* v, bool* range) {
+    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return false;
+    errno = 0;
+    *v = std::strtoull(s.c_str(), nullptr, 10);
+    *range = errno != ERANGE;
+    return true;
+}
+}  // namespace
+
 std::uint64_t get_uint(const std::string& file, const YAML::Node& n, const char* what) {
     const std::string s = scalar(file, n, what);
-    // Decimal digits only: base 0 read "010" as 8 and "0x16" as 22, and a
-    // sign or an overflow wrapped or saturated without a word.
-    const bool digits = !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
-    errno = 0;
-    const unsigned long long v = digits ? std::strtoull(s.c_str(), nullptr, 10) : 0;
-    if (!digits) fail(file, n, fmt::format("expected {} (a whole number), got '{}'", what, s));
-    if (errno == ERANGE) fail(file, n, fmt::format("expected {} (a whole number), '{}' is too large", what, s));
+    std::uint64_t v = 0;
+    bool range = true;
+    if (!decimal(s, &v, &range)) fail(file, n, fmt::format("expected {} (a whole number), got '{}'", what, s));
+    if (!range) fail(file, n, fmt::format("expected {} (a whole number), '{}' is too large", what, s));
     return v;
 }
 
 std::uint64_t get_uint(const std::string& file, const YAML::Node& n, const char* what, std::uint64_t lo,
                        std::uint64_t hi) {
     const std::string s = scalar(file, n, what);
-    const bool digits = !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
-    errno = 0;
-    const unsigned long long v = digits ? std::strtoull(s.c_str(), nullptr, 10) : 0;
-    if (!digits || errno == ERANGE || v < lo || v > hi)
+    std::uint64_t v = 0;
+    bool range = true;
+    if (!decimal(s, &v, &range) || !range || v < lo || v > hi)
         fail(file, n, fmt::format("expected {} as a whole number from {} to {}, got '{}'", what, lo, hi, s));
     return v;
 }
